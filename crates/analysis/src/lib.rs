@@ -1,0 +1,10 @@
+//! Pure functions over the results document.
+//!
+//! Nothing here measures, reads files or formats text: it takes [`crest_model::Results`] and
+//! returns plain values that renderers display. This analysis is the end-of-run
+//! [`summary`]; steady state, knee and limits come later as further modules.
+#![warn(missing_docs)]
+
+pub mod summary;
+
+pub use summary::{summarize, Summary};

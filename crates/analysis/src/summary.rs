@@ -1,0 +1,194 @@
+//! The end-of-run summary: throughput, latency percentiles, status codes, error classes.
+//!
+//! Its serialised form is `--summary-json`, so its field names are a public interface.
+
+use crest_model::results::{EndReason, Results};
+use crest_model::{HistError, Outcome};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Number of values.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+}
+
+impl Percentiles {
+    /// Percentiles of a histogram recorded in microseconds.
+    pub fn from_micros(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        // hdrhistogram reports the highest value equivalent to the bucket; report the bucket's
+        // median-equivalent instead so that a steady 20 ms does not read as 20.01 ms.
+        let q = |q: f64| h.median_equivalent(h.value_at_quantile(q)) as f64 / 1000.0;
+        Percentiles {
+            count: h.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            min: h.min() as f64 / 1000.0,
+            max: h.max() as f64 / 1000.0,
+            mean: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// One class of failure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorSummary {
+    /// The outcome key (`http_503`, `connect_refused`, ...).
+    pub outcome: Outcome,
+    /// A short description.
+    pub description: String,
+    /// How many requests ended this way.
+    pub count: u64,
+    /// One example message.
+    pub example: String,
+}
+
+/// The end-of-run summary. Serialised as-is for `--summary-json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Requests completed (successes and failures).
+    pub requests: u64,
+    /// Of those, successes.
+    pub successes: u64,
+    /// Of those, failures.
+    pub failures: u64,
+    /// failures / requests, from 0 to 1.
+    pub error_rate: f64,
+    /// Length of the run in seconds.
+    pub duration_s: f64,
+    /// Requests per second.
+    pub throughput_rps: f64,
+    /// Successful requests per second.
+    pub success_rps: f64,
+    /// Total time of every request, in ms (from the intended start in the open model).
+    pub latency_ms: Percentiles,
+    /// Time to first byte, in ms, of requests that received any.
+    pub ttfb_ms: Percentiles,
+    /// Connect time (TCP and TLS), in ms, of requests that opened a connection.
+    pub connect_ms: Percentiles,
+    /// Connections opened.
+    pub connections: u64,
+    /// Responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Failures by outcome, most frequent first.
+    pub errors: Vec<ErrorSummary>,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Requests cut off in flight when the grace period ran out.
+    pub abandoned: u64,
+    /// Why the run ended.
+    pub ended_by: EndReason,
+    /// Open model: arrivals per second asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<f64>,
+    /// Open model: arrivals per second actually sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_rps: Option<f64>,
+    /// Open model: arrivals dropped at the concurrency cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
+    /// Open model: how late requests started compared with the schedule, in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_lag_ms: Option<Percentiles>,
+}
+
+/// Summarises a results document.
+pub fn summarize(r: &Results) -> Result<Summary, HistError> {
+    let mut latency = crest_model::hist::new_histogram();
+    let mut ttfb = crest_model::hist::new_histogram();
+    let mut connect = crest_model::hist::new_histogram();
+    let (mut requests, mut successes, mut bytes_sent, mut bytes_received) = (0, 0, 0, 0);
+    for s in &r.stats {
+        requests += s.count;
+        if s.outcome.is_success() {
+            successes += s.count;
+        }
+        bytes_sent += s.bytes_sent;
+        bytes_received += s.bytes_received;
+        add(&mut latency, &s.latency.decode()?);
+        if let Some(h) = &s.ttfb {
+            add(&mut ttfb, &h.decode()?);
+        }
+        if let Some(h) = &s.connect {
+            add(&mut connect, &h.decode()?);
+        }
+    }
+    let failures = requests - successes;
+    let per_s = |n: u64| if r.duration_s > 0.0 { n as f64 / r.duration_s } else { 0.0 };
+    let (target_rps, achieved_rps, dropped, send_lag_ms) = match &r.open {
+        Some(o) => (
+            Some(o.target_rps),
+            Some(per_s(o.arrivals - o.dropped)),
+            Some(o.dropped),
+            Some(Percentiles::from_micros(&o.send_lag.decode()?)),
+        ),
+        None => (None, None, None, None),
+    };
+    Ok(Summary {
+        requests,
+        successes,
+        failures,
+        error_rate: if requests > 0 { failures as f64 / requests as f64 } else { 0.0 },
+        duration_s: r.duration_s,
+        throughput_rps: per_s(requests),
+        success_rps: per_s(successes),
+        latency_ms: Percentiles::from_micros(&latency),
+        ttfb_ms: Percentiles::from_micros(&ttfb),
+        connect_ms: Percentiles::from_micros(&connect),
+        connections: connect.len(),
+        status_codes: r.status_codes.clone(),
+        errors: r
+            .errors
+            .iter()
+            .map(|e| ErrorSummary {
+                outcome: e.outcome,
+                description: e.outcome.describe(),
+                count: e.count,
+                example: e.example.clone(),
+            })
+            .collect(),
+        bytes_sent,
+        bytes_received,
+        abandoned: r.abandoned,
+        ended_by: r.ended_by,
+        target_rps,
+        achieved_rps,
+        dropped,
+        send_lag_ms,
+    })
+}
+
+fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    // Histograms from crest share bounds; a foreign one with wider bounds is clamped.
+    if into.add(from).is_err() {
+        for v in from.iter_recorded() {
+            into.saturating_record_n(v.value_iterated_to().min(crest_model::hist::MAX_MICROS), v.count_at_value());
+        }
+    }
+}

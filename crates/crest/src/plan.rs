@@ -1,0 +1,160 @@
+//! Resolves quick-mode flags into a validated [`Plan`]. Every error names the flag at fault.
+
+use crate::cli::RunArgs;
+use anyhow::{bail, Context, Result};
+use crest_model::plan::{HttpRequest, LoadModel, Plan, StopRule, Target, TlsOptions};
+use std::time::Duration;
+
+/// Default run length when neither -n nor -d is given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Longest crest waits for requests in flight once sending stops.
+const MAX_GRACE: Duration = Duration::from_secs(5);
+
+pub fn resolve(args: &RunArgs) -> Result<Plan> {
+    let model = match args.rate {
+        Some(rate) => {
+            if !(rate.is_finite() && rate > 0.0) {
+                bail!("--rate {rate}: the rate must be a number of requests per second above 0");
+            }
+            let cap = args.concurrency.unwrap_or(1000);
+            check_concurrency(cap)?;
+            LoadModel::Open { rate, max_in_flight: cap }
+        }
+        None => {
+            let users = args.concurrency.unwrap_or(50);
+            check_concurrency(users)?;
+            LoadModel::Closed { users }
+        }
+    };
+    if args.requests == Some(0) {
+        bail!("-n 0: the number of requests must be at least 1");
+    }
+    if args.duration == Some(Duration::ZERO) {
+        bail!("-d 0s: the duration must be above 0");
+    }
+    let stop = StopRule {
+        requests: args.requests,
+        duration: args.duration.or(if args.requests.is_none() { Some(DEFAULT_DURATION) } else { None }),
+    };
+    if args.timeout.is_zero() {
+        bail!("--timeout 0s: the timeout must be above 0");
+    }
+    let body = match (&args.body, &args.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path).with_context(|| format!("--body-file {}: cannot read the file", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    let method = match &args.method {
+        Some(m) => m.to_ascii_uppercase(),
+        None if !body.is_empty() => "POST".into(),
+        None => "GET".into(),
+    };
+    let mut headers = Vec::with_capacity(args.headers.len());
+    for h in &args.headers {
+        let Some((name, value)) = h.split_once(':') else {
+            bail!("-H {:?}: a header is written as 'Name: value'", crest_model::redact::command_line(&[h.clone()])[0]);
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+            bail!("-H: {name:?} is not a valid header name");
+        }
+        headers.push((name.to_string(), value.trim().to_string()));
+    }
+    let ca_pem = match &args.cacert {
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("--cacert {}: cannot read the file", path.display()))?),
+        None => None,
+    };
+    let url = args.url.clone();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        bail!("URL {:?}: it must start with http:// or https://", crest_model::redact::url(&url));
+    }
+    let threads = match args.threads {
+        Some(0) => bail!("--threads 0: at least one thread is needed"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    let name = format!("{method} {}", path_of(&url));
+    Ok(Plan {
+        load: model,
+        stop,
+        names: vec![name],
+        threads,
+        grace: args.timeout.min(MAX_GRACE),
+        target: Target::Http(HttpRequest {
+            method,
+            url,
+            headers,
+            body,
+            timeout: args.timeout,
+            connect_timeout: args.connect_timeout.unwrap_or(Duration::from_secs(10)).min(args.timeout),
+            keepalive: !args.no_keepalive,
+            tls: TlsOptions { insecure: args.insecure, ca_pem },
+        }),
+    })
+}
+
+fn check_concurrency(n: u64) -> Result<()> {
+    if n == 0 {
+        bail!("-c 0: at least one concurrent user is needed");
+    }
+    if n > 1_000_000 {
+        bail!("-c {n}: more than 1,000,000 connections from one process is not supported");
+    }
+    Ok(())
+}
+
+/// The path of a URL, without its query, for naming statistics.
+fn path_of(url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+    path.split(['?', '#']).next().unwrap_or("/").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> Result<Plan> {
+        let mut v = vec!["crest", "run"];
+        v.extend_from_slice(extra);
+        let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| anyhow::anyhow!("{e}"))?;
+        match cli.command {
+            crate::cli::Command::Run(a) => resolve(&a),
+            _ => bail!("not run"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_a_ten_second_closed_run_of_50_users() {
+        let p = args(&["http://127.0.0.1:1/x?y=1"]).unwrap();
+        assert_eq!(p.load, LoadModel::Closed { users: 50 });
+        assert_eq!(p.stop.duration, Some(Duration::from_secs(10)));
+        assert_eq!(p.names, vec!["GET /x".to_string()]);
+    }
+
+    #[test]
+    fn a_body_makes_a_post_and_rate_makes_an_open_model() {
+        let p = args(&["http://h/", "--body", "{}", "--rate", "100", "-n", "5"]).unwrap();
+        assert_eq!(p.load, LoadModel::Open { rate: 100.0, max_in_flight: 1000 });
+        assert_eq!(p.stop, StopRule { requests: Some(5), duration: None });
+        let Target::Http(h) = p.target;
+        assert_eq!(h.method, "POST");
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        for (flags, needle) in [
+            (vec!["http://h/", "-c", "0"], "-c 0"),
+            (vec!["http://h/", "--rate", "0"], "--rate"),
+            (vec!["http://h/", "-n", "0"], "-n 0"),
+            (vec!["http://h/", "-H", "NoColon"], "-H"),
+            (vec!["ftp://h/"], "URL"),
+            (vec!["http://h/", "--body-file", "/nonexistent/crest"], "--body-file"),
+            (vec!["http://h/", "-d", "soon"], "--duration"),
+        ] {
+            let err = format!("{:#}", args(&flags).unwrap_err());
+            assert!(err.contains(needle), "{flags:?}: {err}");
+        }
+    }
+}

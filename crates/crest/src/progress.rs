@@ -1,0 +1,79 @@
+//! Live progress on stderr: one refreshed line a second on a terminal, and a plain line every
+//! few seconds otherwise (like `pgbench -P`), so logs stay readable.
+
+use crest_metrics::IntervalAcc;
+use crest_report::terminal::{int, ms, num};
+use std::io::{IsTerminal, Write};
+
+/// Seconds between plain progress lines when stderr is not a terminal.
+const PLAIN_EVERY: u64 = 5;
+
+pub struct Progress {
+    enabled: bool,
+    tty: bool,
+    window: Option<IntervalAcc>,
+    window_len: u64,
+    requests: u64,
+    failures: u64,
+    interval_s: f64,
+}
+
+impl Progress {
+    pub fn new(quiet: bool, interval_s: f64) -> Self {
+        Progress {
+            enabled: !quiet,
+            tty: std::io::stderr().is_terminal(),
+            window: None,
+            window_len: 0,
+            requests: 0,
+            failures: 0,
+            interval_s,
+        }
+    }
+
+    /// Called with each completed interval, in order.
+    pub fn interval(&mut self, acc: &IntervalAcc) {
+        self.requests += acc.requests;
+        self.failures += acc.failures;
+        if !self.enabled {
+            return;
+        }
+        match &mut self.window {
+            Some(w) => w.merge(acc),
+            None => self.window = Some(acc.clone()),
+        }
+        self.window_len += 1;
+        let every = if self.tty { 1 } else { PLAIN_EVERY };
+        if self.window_len < every {
+            return;
+        }
+        let Some(w) = self.window.take() else { return };
+        let secs = self.window_len as f64 * self.interval_s;
+        self.window_len = 0;
+        let elapsed = (acc.index + 1) as f64 * self.interval_s;
+        let line = format!(
+            "{elapsed:>6.0}s  {} requests  {} req/s  p50 {} ms  p99 {} ms  {} errors",
+            int(self.requests),
+            num(w.requests as f64 / secs),
+            ms(w.latency_quantile(0.5) as f64 / 1000.0),
+            ms(w.latency_quantile(0.99) as f64 / 1000.0),
+            int(self.failures)
+        );
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "progress: {line}");
+        }
+        let _ = err.flush();
+    }
+
+    /// Clears the progress line before the summary is printed.
+    pub fn finish(&self) {
+        if self.enabled && self.tty {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! `crest run`: executes a plan, watches for signals, shows progress, and writes the results.
+//!
+//! The engine runs on its own threads; this thread only receives closed intervals, reacts to
+//! signals and, at the end, assembles the results document. Everything written comes from that
+//! document, so `results.json` and the summary can never disagree.
+
+use crate::cli::OutputArgs;
+use crate::progress::Progress;
+use crate::{limits, output};
+use anyhow::{Context, Result};
+use crest_engine::{Shape, Stop, StopCause};
+use crest_http::HttpWorkload;
+use crest_metrics::{Recorder, Series, Totals};
+use crest_model::plan::{LoadModel, Plan, Target};
+use crest_model::redact;
+use crest_model::results::{self, EndReason, HttpConfig, OpenStats, Results, RunConfig};
+use crest_model::EncodedHistogram;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Length of one interval of the time series.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// Which signal interrupted the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interrupt {
+    Int,
+    Term,
+}
+
+/// Runs `plan` and writes its results. Returns the process exit code.
+pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    limits::ensure_file_limit(plan.load.max_concurrency())?;
+    let Target::Http(http) = &plan.target;
+    let workload = HttpWorkload::new(http, 0).with_context(|| format!("URL {}", redact::url(&http.url)))?;
+    let dir = output::prepare_dir(out.out.as_deref())?;
+
+    let shape = Shape { model: plan.load.clone(), threads: plan.threads, grace: plan.grace, tick: INTERVAL };
+    let threads = shape.threads_used();
+    let open_model = matches!(plan.load, LoadModel::Open { .. });
+    let (tx, rx) = mpsc::channel();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // Handlers are installed before the first request, so an early Ctrl-C is never lost.
+    let (mut sigint, mut sigterm) = {
+        let _guard = rt.enter();
+        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
+    };
+
+    let started_at = chrono::Utc::now();
+    let start = Instant::now();
+    let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
+    let engine = {
+        let (stop, shape) = (stop.clone(), shape.clone());
+        let workload = Arc::new(workload);
+        std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
+            crest_engine::run(&shape, start, &stop, workload, |_| Recorder::new(INTERVAL, open_model, tx.clone()))
+        })?
+    };
+
+    let mut series = Series::new(threads, INTERVAL.as_secs_f64());
+    let mut progress = Progress::new(out.quiet, INTERVAL.as_secs_f64());
+    let mut interrupt = None;
+    rt.block_on(async {
+        let mut poll = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = sigint.recv() => {
+                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
+                    interrupt.get_or_insert(Interrupt::Int);
+                }
+                _ = sigterm.recv() => {
+                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
+                    interrupt.get_or_insert(Interrupt::Term);
+                }
+                _ = poll.tick() => {
+                    for acc in rx.try_iter() {
+                        for done in series.add(acc) {
+                            progress.interval(&done);
+                        }
+                    }
+                    if engine.is_finished() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let report = engine
+        .join()
+        .map_err(|_| anyhow::anyhow!("the engine thread panicked"))?
+        .context("the engine failed")?;
+    let duration = report.finished.saturating_duration_since(start);
+    let mut totals = Totals::default();
+    for sink in report.sinks {
+        totals.merge(&sink.finish());
+    }
+    for acc in rx.try_iter() {
+        for done in series.add(acc) {
+            progress.interval(&done);
+        }
+    }
+    progress.finish();
+    let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
+    let intervals = series.finish(end_index);
+
+    let ended_by = match (interrupt, report.cause) {
+        (Some(Interrupt::Int), _) => EndReason::Sigint,
+        (Some(Interrupt::Term), _) => EndReason::Sigterm,
+        (None, StopCause::Count) => EndReason::Requests,
+        _ => EndReason::Duration,
+    };
+    let results = Results {
+        schema: results::SCHEMA_ID.into(),
+        version: results::SCHEMA_VERSION,
+        crest_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        duration_s: duration.as_secs_f64(),
+        ended_by,
+        config: run_config(&plan, command_line, threads),
+        names: plan.names.clone(),
+        stats: totals.stats(),
+        status_codes: totals.status_codes(),
+        errors: totals.errors(),
+        abandoned: report.abandoned,
+        open: match plan.load {
+            LoadModel::Open { rate, .. } => Some(OpenStats {
+                target_rps: rate,
+                arrivals: report.arrivals,
+                dropped: report.dropped,
+                send_lag: EncodedHistogram::encode(totals.send_lag()),
+            }),
+            LoadModel::Closed { .. } => None,
+        },
+        intervals,
+        interval_s: INTERVAL.as_secs_f64(),
+    };
+    output::write_all(&dir, &results, out)?;
+    Ok(match ended_by {
+        EndReason::Sigint => 130,
+        EndReason::Sigterm => 143,
+        _ => 0,
+    })
+}
+
+/// The configuration as stored: every secret redacted.
+fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
+    let Target::Http(h) = &plan.target;
+    let (model, rate) = match plan.load {
+        LoadModel::Closed { .. } => ("closed", None),
+        LoadModel::Open { rate, .. } => ("open", Some(rate)),
+    };
+    RunConfig {
+        command_line: redact::command_line(command_line),
+        model: model.into(),
+        concurrency: plan.load.max_concurrency(),
+        rate,
+        requests: plan.stop.requests,
+        duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
+        threads: threads as u64,
+        http: Some(HttpConfig {
+            method: h.method.clone(),
+            url: redact::url(&h.url),
+            headers: h.headers.iter().map(|(n, v)| (n.clone(), redact::header_value(n, v))).collect(),
+            body_bytes: h.body.len() as u64,
+            timeout_s: h.timeout.as_secs_f64(),
+            keepalive: h.keepalive,
+            insecure: h.tls.insecure,
+        }),
+    }
+}

@@ -1,0 +1,36 @@
+//! Bad input gets a clear message naming the flag, and exit code 2.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::crest;
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = crest().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_flags_exit_2_and_name_the_flag() {
+    fails_with(&["run", "ftp://127.0.0.1/"], "http:// or https://");
+    fails_with(&["run", "http://127.0.0.1:1/", "-c", "lots"], "--concurrency");
+    fails_with(&["run", "http://127.0.0.1:1/", "-d", "forever"], "--duration");
+    fails_with(&["run", "http://127.0.0.1:1/", "--rate", "-5"], "--rate");
+    fails_with(&["run", "http://127.0.0.1:1/", "-H", "Broken"], "-H");
+    fails_with(&["run", "http://127.0.0.1:1/", "--body-file", "/no/such/file"], "--body-file /no/such/file");
+    fails_with(&["run", "http://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"], "--cacert");
+    fails_with(&["run", "http://127.0.0.1:1/", "-m", "GE T"], "not a valid HTTP method");
+    fails_with(&["run", "http://no-such-host.invalid/"], "cannot resolve host");
+    fails_with(&["run", "http://127.0.0.1:1/", "-c", "5000000"], "-c 5000000");
+    fails_with(&["target", "--listen", "0.0.0.0:0"], "loopback");
+}
+
+#[test]
+fn a_bad_ca_file_is_named() {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), "not a certificate").unwrap();
+    fails_with(&["run", "https://127.0.0.1:1/", "--cacert", f.path().to_str().unwrap()], "CA file");
+}

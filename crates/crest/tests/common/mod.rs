@@ -1,0 +1,94 @@
+//! Runs the real `crest` binary and reads what it wrote.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn results_path(&self) -> PathBuf {
+        self.dir.path().join("results.json")
+    }
+
+    pub fn results(&self) -> Value {
+        let text = std::fs::read_to_string(self.results_path())
+            .unwrap_or_else(|e| panic!("no results.json ({e}); stderr:\n{}", self.stderr));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    pub fn results_text(&self) -> String {
+        std::fs::read_to_string(self.results_path()).unwrap()
+    }
+
+    /// The summary JSON, written with `--summary-json -`.
+    pub fn summary(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("summary is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    pub fn error_count(&self, outcome: &str) -> u64 {
+        self.summary()["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["outcome"] == outcome)
+            .map_or(0, |e| e["count"].as_u64().unwrap())
+    }
+}
+
+pub fn crest() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crest"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn finish(out: Output, dir: tempfile::TempDir) -> Run {
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        dir,
+    }
+}
+
+/// `crest run URL ARGS... --out TMP --summary-json -`, blocking.
+pub fn run(url: &str, args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crest()
+        .arg("run")
+        .arg(url)
+        .args(args)
+        .arg("--out")
+        .arg(dir.path())
+        .args(["--summary-json", "-"])
+        .output()
+        .unwrap();
+    finish(out, dir)
+}
+
+/// The same, from async tests, without blocking the runtime that serves the target.
+pub async fn run_async(url: &str, args: &[&str]) -> Run {
+    let url = url.to_string();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&url, &refs)
+    })
+    .await
+    .unwrap()
+}
+
+/// A field of the summary as f64.
+pub fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut cur = v;
+    for p in path {
+        cur = &cur[*p];
+    }
+    cur.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {v}"))
+}

@@ -1,0 +1,375 @@
+//! The one executor behind every load model and stop rule.
+
+use crate::{Ctx, Stop, StopCause};
+use crest_model::plan::LoadModel;
+use crest_model::Sink;
+use crest_schedule::{interleaved, Schedule};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio::task::LocalSet;
+
+/// A unit of work the engine repeats: one HTTP request, a scenario flow, a transaction.
+pub trait Workload: Send + Sync + 'static {
+    /// Per-virtual-user state: connections, variables. Lives on one thread.
+    type User: 'static;
+
+    /// A new user. `id` is unique in the run and counts from 0.
+    fn new_user(&self, id: u64) -> Self::User;
+
+    /// Runs one iteration for `user`, reporting each request through `ctx`. It must not fail:
+    /// every failure is a measured outcome.
+    fn iterate<'a>(&'a self, user: &'a mut Self::User, ctx: Ctx<'a>) -> impl Future<Output = ()> + 'a;
+}
+
+/// How the engine runs, apart from the workload.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    /// Closed or open model.
+    pub model: LoadModel,
+    /// Engine threads; fewer are used when there are fewer users than threads.
+    pub threads: usize,
+    /// How long iterations in flight may finish after sending stops.
+    pub grace: Duration,
+    /// How often each sink is ticked, so idle intervals close on time.
+    pub tick: Duration,
+}
+
+impl Shape {
+    /// Threads the run will use: never more than the users (or the cap on requests in flight),
+    /// so no thread sits idle with a share of zero.
+    pub fn threads_used(&self) -> usize {
+        self.threads.clamp(1, self.model.max_concurrency().clamp(1, usize::MAX as u64) as usize)
+    }
+}
+
+/// What the engine did, with each thread's sink.
+#[derive(Debug)]
+pub struct EngineReport<S> {
+    /// The sinks, one per thread used.
+    pub sinks: Vec<S>,
+    /// Open model: arrivals due on the schedule while sending.
+    pub arrivals: u64,
+    /// Open model: arrivals dropped at the cap on iterations in flight.
+    pub dropped: u64,
+    /// Iterations still running when the grace period ran out; they were cut off.
+    pub abandoned: u64,
+    /// Iterations started.
+    pub iterations: u64,
+    /// Why sending stopped.
+    pub cause: StopCause,
+    /// When the last thread finished, requests in flight included.
+    pub finished: Instant,
+}
+
+/// Runs `workload` with the given shape until `stop` says to stop, then drains. Blocks the
+/// calling thread; cancel it from another thread through `stop`.
+pub fn run<W, S, F>(shape: &Shape, start: Instant, stop: &Stop, workload: Arc<W>, make_sink: F) -> std::io::Result<EngineReport<S>>
+where
+    W: Workload,
+    S: Sink + Send + 'static,
+    F: Fn(usize) -> S,
+{
+    let threads = shape.threads_used();
+    let schedule = match shape.model {
+        LoadModel::Open { rate, .. } => Some(
+            Schedule::constant(rate).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        ),
+        LoadModel::Closed { .. } => None,
+    };
+    let mut handles = Vec::with_capacity(threads);
+    for k in 0..threads {
+        let sink = make_sink(k);
+        let workload = Arc::clone(&workload);
+        let stop = stop.clone();
+        let shape = shape.clone();
+        let schedule = schedule.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("crest-engine-{k}"))
+            .spawn(move || thread_main(k, threads, &shape, schedule, start, stop, workload, sink))?;
+        handles.push(handle);
+    }
+    let mut report = EngineReport {
+        sinks: Vec::with_capacity(threads),
+        arrivals: 0,
+        dropped: 0,
+        abandoned: 0,
+        iterations: 0,
+        cause: StopCause::Running,
+        finished: start,
+    };
+    for h in handles {
+        let t = h
+            .join()
+            .map_err(|_| std::io::Error::other("an engine thread panicked"))??;
+        report.sinks.push(t.sink);
+        report.arrivals += t.arrivals;
+        report.dropped += t.dropped;
+        report.abandoned += t.abandoned;
+        report.iterations += t.iterations;
+    }
+    report.cause = stop.cause();
+    report.finished = Instant::now();
+    Ok(report)
+}
+
+struct ThreadReport<S> {
+    sink: S,
+    arrivals: u64,
+    dropped: u64,
+    abandoned: u64,
+    iterations: u64,
+}
+
+/// Counts iterations in flight on one thread and wakes the drain when none are left.
+#[derive(Default)]
+struct Tracker {
+    active: Cell<u64>,
+    started: Cell<u64>,
+    idle: Notify,
+}
+
+impl Tracker {
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.active.get() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Shared by every task on one thread.
+struct Local<W: Workload> {
+    workload: Arc<W>,
+    sink: Rc<RefCell<dyn Sink>>,
+    tracker: Tracker,
+    start: Instant,
+}
+
+impl<W: Workload> Local<W> {
+    async fn iterate(&self, user: &mut W::User, intended: Instant) {
+        let t = &self.tracker;
+        t.active.set(t.active.get() + 1);
+        t.started.set(t.started.get() + 1);
+        let ctx = Ctx { start: self.start, intended, sink: &*self.sink };
+        self.workload.iterate(user, ctx).await;
+        t.active.set(t.active.get() - 1);
+        if t.active.get() == 0 {
+            t.idle.notify_waiters();
+        }
+    }
+}
+
+/// Splits `total` as evenly as possible: thread `k` of `threads` gets this share.
+fn share(total: u64, k: usize, threads: usize) -> u64 {
+    let t = threads as u64;
+    total / t + u64::from((k as u64) < total % t)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn thread_main<W: Workload, S: Sink + 'static>(
+    k: usize,
+    threads: usize,
+    shape: &Shape,
+    schedule: Option<Schedule>,
+    start: Instant,
+    stop: Stop,
+    workload: Arc<W>,
+    sink: S,
+) -> std::io::Result<ThreadReport<S>> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let set = LocalSet::new();
+    let sink = Rc::new(RefCell::new(sink));
+    let local = Rc::new(Local { workload, sink: sink.clone() as Rc<RefCell<dyn Sink>>, tracker: Tracker::default(), start });
+    let (arrivals, dropped, abandoned) = set.block_on(&rt, async {
+        let ticker = {
+            let local = Rc::clone(&local);
+            let tick = shape.tick;
+            tokio::task::spawn_local(async move {
+                let mut i = 1u32;
+                loop {
+                    tokio::time::sleep_until((start + tick * i).into()).await;
+                    local.sink.borrow_mut().tick(Instant::now().saturating_duration_since(start));
+                    i = i.saturating_add(1);
+                }
+            })
+        };
+        let (arrivals, dropped) = match (&shape.model, schedule) {
+            (LoadModel::Closed { users }, _) => {
+                closed(k, threads, *users, &local, &stop).await;
+                (0, 0)
+            }
+            (LoadModel::Open { max_in_flight, .. }, Some(schedule)) => {
+                open(k, threads, share(*max_in_flight, k, threads), &schedule, &local, &stop).await
+            }
+            (LoadModel::Open { .. }, None) => (0, 0),
+        };
+        drain(shape.grace, &local.tracker, &stop).await;
+        ticker.abort();
+        (arrivals, dropped, local.tracker.active.get())
+    });
+    let iterations = local.tracker.started.get();
+    // Dropping the set drops every task still running (abandoned iterations, idle connections),
+    // and with them their handles on the sink. Their sockets deregister from this runtime, so
+    // it must still be entered.
+    {
+        let _guard = rt.enter();
+        drop(set);
+    }
+    drop(local);
+    let sink = Rc::try_unwrap(sink)
+        .map_err(|_| std::io::Error::other("engine sink still in use after the run"))?
+        .into_inner();
+    Ok(ThreadReport { sink, arrivals, dropped, abandoned, iterations })
+}
+
+/// Closed model: this thread's users each loop until the stop rule says no.
+async fn closed<W: Workload>(k: usize, threads: usize, users: u64, local: &Rc<Local<W>>, stop: &Stop) {
+    let live = Rc::new(Cell::new(0u64));
+    let all_done = Rc::new(Notify::new());
+    let mut id = k as u64;
+    while id < users {
+        live.set(live.get() + 1);
+        let (local, stop, live, all_done) = (Rc::clone(local), stop.clone(), Rc::clone(&live), Rc::clone(&all_done));
+        tokio::task::spawn_local(async move {
+            let mut user = local.workload.new_user(id);
+            loop {
+                let now = Instant::now();
+                if !stop.claim(now) {
+                    break;
+                }
+                local.iterate(&mut user, now).await;
+            }
+            live.set(live.get() - 1);
+            if live.get() == 0 {
+                all_done.notify_waiters();
+            }
+        });
+        id += threads as u64;
+    }
+    // Sending ends when every user has stopped claiming (count reached), at the deadline, or on
+    // cancellation, whichever is first.
+    let users_done = async {
+        loop {
+            let n = all_done.notified();
+            if live.get() == 0 {
+                return;
+            }
+            n.await;
+        }
+    };
+    let deadline = async {
+        match stop.deadline() {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = users_done => {}
+        _ = deadline => { stop.is_stopped(Instant::now()); }
+        _ = stop.cancelled() => {}
+    }
+}
+
+/// Open model: start iterations on this thread's share of the schedule.
+async fn open<W: Workload>(
+    k: usize,
+    threads: usize,
+    cap: u64,
+    schedule: &Schedule,
+    local: &Rc<Local<W>>,
+    stop: &Stop,
+) -> (u64, u64) {
+    let pool: Rc<RefCell<Vec<W::User>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut next_id = k as u64;
+    let (mut arrivals, mut dropped) = (0u64, 0u64);
+    let mut j = 0u64;
+    loop {
+        let Some(at) = schedule.at(interleaved(k, threads, j)) else { break };
+        let due = local.start + at;
+        if let Some(deadline) = stop.deadline() {
+            if due >= deadline {
+                // Nothing more is due before the deadline; hold until it so the run lasts as long
+                // as asked.
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline.into()) => { stop.is_stopped(deadline); }
+                    _ = stop.cancelled() => {}
+                }
+                break;
+            }
+        }
+        if Instant::now() < due {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = stop.cancelled() => break,
+            }
+        }
+        // The decision is made at the arrival's slot, not at the moment the timer fired, so a
+        // late wake-up never moves an arrival across the deadline.
+        if !stop.claim(due) {
+            break;
+        }
+        arrivals += 1;
+        j += 1;
+        if local.tracker.active.get() >= cap {
+            dropped += 1;
+            local.sink.borrow_mut().dropped(at);
+            continue;
+        }
+        let mut user = match pool.borrow_mut().pop() {
+            Some(u) => u,
+            None => {
+                let u = local.workload.new_user(next_id);
+                next_id += threads as u64;
+                u
+            }
+        };
+        let (local, pool) = (Rc::clone(local), Rc::clone(&pool));
+        tokio::task::spawn_local(async move {
+            local.iterate(&mut user, due).await;
+            pool.borrow_mut().push(user);
+        });
+    }
+    (arrivals, dropped)
+}
+
+/// After sending stops: wait for iterations in flight, at most `grace` once stopped by time or
+/// by a signal (a count-limited run waits for its last requests, which their timeout bounds).
+async fn drain(grace: Duration, tracker: &Tracker, stop: &Stop) {
+    match stop.cause() {
+        StopCause::Duration | StopCause::Cancelled => {
+            tokio::select! {
+                _ = tokio::time::timeout(grace, tracker.wait_idle()) => {}
+                _ = stop.forced() => {}
+            }
+        }
+        StopCause::Count | StopCause::Running => {
+            tokio::select! {
+                _ = tracker.wait_idle() => {}
+                _ = async { stop.cancelled().await; tokio::time::sleep(grace).await } => {}
+                _ = stop.forced() => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for total in [0u64, 1, 5, 10_000] {
+            for threads in 1..5 {
+                let sum: u64 = (0..threads).map(|k| share(total, k, threads)).sum();
+                assert_eq!(sum, total);
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Executes a plan: virtual users or an arrival schedule, stop rules, cancellation.
+//!
+//! The engine is protocol-agnostic. A [`Workload`] knows how to run one iteration for a user
+//! (one HTTP request in quick mode; later a scenario flow or an SQL transaction) and reports each
+//! request it makes as a sample to the thread's sink. The engine decides *when* iterations run:
+//!
+//! - closed model: each virtual user runs its next iteration as soon as the last one ends;
+//! - open model: iterations start on the arrival schedule, each on an idle user, and arrivals
+//!   that find the cap on in-flight iterations reached are dropped and counted.
+//!
+//! The stop rule (count, duration, signal) is checked by both models through [`Stop`], so there
+//! is one executor rather than one loop per combination. Work runs on one single-threaded tokio
+//! runtime per thread (as wrk runs one event loop per thread): no work stealing, no locks on the
+//! hot path, and each thread's sink is its own.
+#![warn(missing_docs)]
+
+mod executor;
+mod stop;
+
+pub use executor::{run, EngineReport, Shape, Workload};
+pub use stop::{Stop, StopCause};
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use crest_model::{Sample, Sink};
+
+/// What an iteration needs from the engine: when it was meant to start, the run's clock, and
+/// where to report samples.
+pub struct Ctx<'a> {
+    start: Instant,
+    intended: Instant,
+    sink: &'a RefCell<dyn Sink>,
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").field("intended", &self.intended).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for running a workload outside the engine (tests, probes).
+    pub fn new(start: Instant, intended: Instant, sink: &'a RefCell<dyn Sink>) -> Self {
+        Ctx { start, intended, sink }
+    }
+
+    /// When this iteration was meant to start. In the open model, latency counts from here.
+    pub fn intended(&self) -> Instant {
+        self.intended
+    }
+
+    /// `t` as an offset from the start of the run.
+    pub fn offset(&self, t: Instant) -> Duration {
+        t.saturating_duration_since(self.start)
+    }
+
+    /// Reports one request.
+    pub fn record(&self, sample: &Sample, detail: Option<&dyn std::fmt::Display>) {
+        self.sink.borrow_mut().record(sample, detail);
+    }
+}

@@ -1,0 +1,101 @@
+//! Latency histograms and their portable encoding.
+//!
+//! All latencies are recorded in microseconds into HDR histograms with three significant digits
+//! from 1 µs to one hour. Histograms are stored in the results document in HdrHistogram's V2
+//! compressed format, base64-encoded, so that runs can be merged exactly later (histograms add)
+//! and HdrHistogram's own tools can read them.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use std::time::Duration;
+
+/// The largest value a histogram holds: one hour, in microseconds. Longer values are clamped.
+pub const MAX_MICROS: u64 = 3_600_000_000;
+
+/// A new, empty latency histogram with crest's standard bounds.
+pub fn new_histogram() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts, so this cannot fail.
+    Histogram::new_with_bounds(1, MAX_MICROS, 3).expect("constant histogram bounds are valid")
+}
+
+/// Records a duration in microseconds, clamped to the histogram's range.
+pub fn record(h: &mut Histogram<u64>, d: Duration) {
+    let us = u64::try_from(d.as_micros()).unwrap_or(MAX_MICROS).clamp(1, MAX_MICROS);
+    h.saturating_record(us);
+}
+
+/// A histogram could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum HistError {
+    /// The text is not valid base64.
+    #[error("histogram is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 encoding.
+    #[error("histogram could not be decoded: {0:?}")]
+    Decode(hdrhistogram::serialization::DeserializeError),
+}
+
+/// A histogram in HdrHistogram's V2 deflate format, base64-encoded.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct EncodedHistogram(
+    #[schemars(regex(pattern = r"^[A-Za-z0-9+/]*={0,2}$"))] pub String,
+);
+
+impl EncodedHistogram {
+    /// Encodes a histogram.
+    pub fn encode(h: &Histogram<u64>) -> Self {
+        let mut bytes = Vec::new();
+        // Serializing into a Vec only fails on I/O errors, which a Vec never raises.
+        V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .expect("serializing a histogram into memory cannot fail");
+        EncodedHistogram(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// Decodes the histogram.
+    pub fn decode(&self) -> Result<Histogram<u64>, HistError> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&self.0)?;
+        let mut h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(HistError::Decode)?;
+        // Decoded histograms keep the bounds they were written with; make them growable so that
+        // merging histograms from different writers never fails.
+        h.auto(true);
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_round_trips() {
+        let mut h = new_histogram();
+        for ms in [1u64, 2, 3, 20, 20, 20, 2000] {
+            record(&mut h, Duration::from_millis(ms));
+        }
+        let back = EncodedHistogram::encode(&h).decode().unwrap();
+        assert_eq!(back.len(), 7);
+        assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
+        assert_eq!(back.max(), h.max());
+    }
+
+    #[test]
+    fn out_of_range_values_are_clamped() {
+        let mut h = new_histogram();
+        record(&mut h, Duration::from_secs(10_000));
+        record(&mut h, Duration::ZERO);
+        assert_eq!(h.len(), 2);
+        assert!(h.max() >= MAX_MICROS - MAX_MICROS / 1000);
+        assert_eq!(h.min(), 1);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(EncodedHistogram("!!".into()).decode().is_err());
+        assert!(EncodedHistogram("AAAA".into()).decode().is_err());
+    }
+}

@@ -1,0 +1,20 @@
+//! crest's plain data.
+//!
+//! Everything that crosses a boundary between crest's stages lives here: the validated [`plan`]
+//! the engine executes, the [`Outcome`] of each request, the [`Sample`] the engine emits through a
+//! [`Sink`], and the [`results`] document that every analysis and report is rendered from. The
+//! crate does no I/O and knows no runtime, so analysis, reports and tests can use it freely.
+#![warn(missing_docs)]
+
+pub mod hist;
+pub mod outcome;
+pub mod plan;
+pub mod redact;
+pub mod results;
+pub mod sample;
+
+pub use hist::{EncodedHistogram, HistError};
+pub use outcome::Outcome;
+pub use plan::Plan;
+pub use results::Results;
+pub use sample::{NameId, Sample, Sink};

@@ -1,0 +1,179 @@
+//! The closed set of ways a request can end.
+//!
+//! Outcomes are an enum, never strings, so that failures are grouped by what happened rather than
+//! by how an error happened to be worded (oha groups by `to_string()`, which splits one cause
+//! into many rows whenever a message carries a port number or an address).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How one request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// A response that counts as success (HTTP 1xx-3xx).
+    Success,
+    /// A complete response whose status counts as a failure (HTTP 4xx and 5xx).
+    Status(u16),
+    /// The target refused the connection (nothing listening, or a full backlog).
+    ConnectRefused,
+    /// The connection was not established within the timeout.
+    ConnectTimeout,
+    /// The peer reset or closed the connection before the response was complete.
+    Reset,
+    /// The request did not complete within the request timeout.
+    Timeout,
+    /// The TLS handshake failed (bad certificate, protocol mismatch).
+    Tls,
+    /// The response could not be parsed, or its body broke off in a way that is not a reset.
+    Protocol,
+    /// crest itself ran out of a local resource: file descriptors or ephemeral ports.
+    LocalExhaustion,
+    /// The response arrived but a scenario check on it failed.
+    CheckFailed,
+    /// Any other I/O failure.
+    Other,
+}
+
+impl Outcome {
+    /// True for outcomes that count as a successful request.
+    pub fn is_success(self) -> bool {
+        matches!(self, Outcome::Success)
+    }
+
+    /// A stable, machine-readable key: `success`, `http_503`, `connect_refused`, ...
+    pub fn key(self) -> String {
+        match self {
+            Outcome::Status(code) => format!("http_{code}"),
+            other => other.class().to_string(),
+        }
+    }
+
+    /// The error class: like [`Outcome::key`] but all HTTP statuses share `http_status`.
+    pub fn class(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Status(_) => "http_status",
+            Outcome::ConnectRefused => "connect_refused",
+            Outcome::ConnectTimeout => "connect_timeout",
+            Outcome::Reset => "reset",
+            Outcome::Timeout => "timeout",
+            Outcome::Tls => "tls",
+            Outcome::Protocol => "protocol",
+            Outcome::LocalExhaustion => "local_exhaustion",
+            Outcome::CheckFailed => "check_failed",
+            Outcome::Other => "other",
+        }
+    }
+
+    /// A short human description, used in summaries.
+    pub fn describe(self) -> String {
+        match self {
+            Outcome::Success => "success".into(),
+            Outcome::Status(code) => format!("HTTP {code}"),
+            Outcome::ConnectRefused => "connection refused".into(),
+            Outcome::ConnectTimeout => "connect timeout".into(),
+            Outcome::Reset => "connection reset".into(),
+            Outcome::Timeout => "request timeout".into(),
+            Outcome::Tls => "TLS error".into(),
+            Outcome::Protocol => "body or protocol error".into(),
+            Outcome::LocalExhaustion => "local resource exhaustion".into(),
+            Outcome::CheckFailed => "check failed".into(),
+            Outcome::Other => "other I/O error".into(),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+/// The text was not an outcome key.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown outcome {0:?}")]
+pub struct UnknownOutcome(String);
+
+impl FromStr for Outcome {
+    type Err = UnknownOutcome;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(code) = s.strip_prefix("http_") {
+            return code
+                .parse()
+                .map(Outcome::Status)
+                .map_err(|_| UnknownOutcome(s.to_string()));
+        }
+        Ok(match s {
+            "success" => Outcome::Success,
+            "connect_refused" => Outcome::ConnectRefused,
+            "connect_timeout" => Outcome::ConnectTimeout,
+            "reset" => Outcome::Reset,
+            "timeout" => Outcome::Timeout,
+            "tls" => Outcome::Tls,
+            "protocol" => Outcome::Protocol,
+            "local_exhaustion" => Outcome::LocalExhaustion,
+            "check_failed" => Outcome::CheckFailed,
+            "other" => Outcome::Other,
+            _ => return Err(UnknownOutcome(s.to_string())),
+        })
+    }
+}
+
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.key())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Outcome {
+    fn schema_name() -> String {
+        "Outcome".into()
+    }
+
+    fn json_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        let mut schema = schemars::schema::SchemaObject {
+            instance_type: Some(schemars::schema::InstanceType::String.into()),
+            ..Default::default()
+        };
+        schema.string().pattern = Some(
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other)$"
+                .into(),
+        );
+        schema.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        let all = [
+            Outcome::Success,
+            Outcome::Status(503),
+            Outcome::ConnectRefused,
+            Outcome::ConnectTimeout,
+            Outcome::Reset,
+            Outcome::Timeout,
+            Outcome::Tls,
+            Outcome::Protocol,
+            Outcome::LocalExhaustion,
+            Outcome::CheckFailed,
+            Outcome::Other,
+        ];
+        for o in all {
+            assert_eq!(o.key().parse::<Outcome>().unwrap(), o);
+        }
+        assert!("http_x".parse::<Outcome>().is_err());
+        assert!("nonsense".parse::<Outcome>().is_err());
+    }
+}

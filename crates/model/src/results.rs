@@ -1,0 +1,193 @@
+//! The results document: `results.json` in every run directory.
+//!
+//! It is the one source every analysis and report is rendered from, so it holds measurements,
+//! never conclusions: encoded histograms, counters and the per-interval series, plus the run's
+//! configuration with secrets already redacted. The JSON Schema in `schema/results.schema.json`
+//! is generated from these types and checked in tests.
+
+use crate::{EncodedHistogram, Outcome};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The value of [`Results::schema`].
+pub const SCHEMA_ID: &str = "crest.results";
+/// The current version of the results format. Additive changes keep it; others bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything measured in one run.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Results {
+    /// Always `crest.results`.
+    pub schema: String,
+    /// Format version; see [`SCHEMA_VERSION`].
+    pub version: u32,
+    /// The crest version that wrote the document.
+    pub crest_version: String,
+    /// When sending started, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Seconds from the start of sending to the end of the last measured request.
+    pub duration_s: f64,
+    /// Why the run ended.
+    pub ended_by: EndReason,
+    /// How the run was configured (secrets redacted).
+    pub config: RunConfig,
+    /// Request names; [`Stat::name`] refers to these.
+    pub names: Vec<String>,
+    /// Totals per request name and outcome.
+    pub stats: Vec<Stat>,
+    /// Responses by HTTP status code, successes included.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Failures by outcome, each with one example message.
+    pub errors: Vec<ErrorClass>,
+    /// Requests still in flight when the grace period ran out; they are not in `stats`.
+    pub abandoned: u64,
+    /// Open-model figures; absent for the closed model.
+    pub open: Option<OpenStats>,
+    /// One entry per interval of `interval_s` seconds, in order.
+    pub intervals: Vec<Interval>,
+    /// Length of each interval in seconds.
+    pub interval_s: f64,
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The configured duration elapsed.
+    Duration,
+    /// The configured number of requests was sent.
+    Requests,
+    /// Interrupted by SIGINT (Ctrl-C).
+    Sigint,
+    /// Interrupted by SIGTERM.
+    Sigterm,
+}
+
+impl EndReason {
+    /// True when a signal ended the run early.
+    pub fn interrupted(self) -> bool {
+        matches!(self, EndReason::Sigint | EndReason::Sigterm)
+    }
+}
+
+/// The run's configuration as it may be shown: every secret is already redacted.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// The command line, redacted.
+    pub command_line: Vec<String>,
+    /// `closed` or `open`.
+    pub model: String,
+    /// Virtual users (closed model) or the cap on requests in flight (open model).
+    pub concurrency: u64,
+    /// Arrivals per second asked for (open model).
+    pub rate: Option<f64>,
+    /// Requests to send, when limited by count.
+    pub requests: Option<u64>,
+    /// Seconds to send for, when limited by time.
+    pub duration_s: Option<f64>,
+    /// Engine threads.
+    pub threads: u64,
+    /// The HTTP request, when the target is HTTP.
+    pub http: Option<HttpConfig>,
+}
+
+/// The repeated HTTP request, redacted.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Method.
+    pub method: String,
+    /// URL, with passwords and secret parameters redacted.
+    pub url: String,
+    /// Headers as name and value; secret values are redacted.
+    pub headers: Vec<(String, String)>,
+    /// Size of the request body in bytes.
+    pub body_bytes: u64,
+    /// Request timeout in seconds.
+    pub timeout_s: f64,
+    /// Whether connections were reused.
+    pub keepalive: bool,
+    /// Whether certificate checks were disabled.
+    pub insecure: bool,
+}
+
+/// Totals for one request name and one outcome.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stat {
+    /// Index into [`Results::names`].
+    pub name: u32,
+    /// How these requests ended.
+    pub outcome: Outcome,
+    /// Number of requests.
+    pub count: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Total time in µs, from the intended start (see the sample documentation).
+    pub latency: EncodedHistogram,
+    /// Time to first byte in µs; absent when no response byte arrived.
+    pub ttfb: Option<EncodedHistogram>,
+    /// Connect time in µs for requests that opened a connection; absent when none did.
+    pub connect: Option<EncodedHistogram>,
+}
+
+/// All failures of one outcome.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorClass {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// How many requests ended this way.
+    pub count: u64,
+    /// The first error message seen for it.
+    pub example: String,
+}
+
+/// Figures of the open model.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenStats {
+    /// Arrivals per second asked for.
+    pub target_rps: f64,
+    /// Arrivals due on the schedule while sending.
+    pub arrivals: u64,
+    /// Arrivals not sent because the cap on requests in flight was reached.
+    pub dropped: u64,
+    /// How late requests started compared with the schedule, in µs.
+    pub send_lag: EncodedHistogram,
+}
+
+/// One interval of the time series. Requests count in the interval in which they ended.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Interval {
+    /// Start of the interval in seconds from the start of the run.
+    pub t_s: f64,
+    /// Requests that ended in this interval.
+    pub requests: u64,
+    /// Of those, the ones that failed.
+    pub failures: u64,
+    /// Bytes sent by requests that ended in this interval.
+    pub bytes_sent: u64,
+    /// Bytes received by requests that ended in this interval.
+    pub bytes_received: u64,
+    /// Open-model arrivals dropped in this interval.
+    pub dropped: u64,
+    /// Failures by outcome key.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Total time of the requests that ended in this interval, in µs.
+    pub latency: EncodedHistogram,
+    /// Time to first byte of the requests that ended in this interval, in µs.
+    pub ttfb: EncodedHistogram,
+}
+
+/// The JSON Schema of the results document, as generated from these types.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(Results);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}

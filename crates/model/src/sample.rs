@@ -1,0 +1,58 @@
+//! What the engine reports about each request, and the trait it reports through.
+//!
+//! The engine never aggregates or formats: it fills a [`Sample`] and hands it to a [`Sink`].
+//! Aggregation (histograms, time buckets) is the sink's business, which keeps the engine's hot
+//! path small and lets tests observe raw samples directly.
+
+use crate::Outcome;
+use std::fmt;
+use std::time::Duration;
+
+/// Index of a request name in [`crate::Plan::names`]. Names group statistics (`GET /tasks/{id}`).
+pub type NameId = u32;
+
+/// One request, as measured. Offsets are from the start of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Which request name the statistics are grouped under.
+    pub name: NameId,
+    /// When the request was meant to start. In the closed model this is when it did start; in the
+    /// open model it is its slot on the schedule, so a stalled target shows in the latency.
+    pub intended: Duration,
+    /// How late the request actually started compared with `intended`.
+    pub send_lag: Duration,
+    /// Time to establish a new connection (TCP plus TLS), when this request opened one.
+    pub connect: Option<Duration>,
+    /// From the actual start until the first byte of the response arrived.
+    pub ttfb: Option<Duration>,
+    /// From the intended start until the response was complete or the request failed.
+    pub total: Duration,
+    /// Bytes written for this request (request line, headers and body).
+    pub bytes_sent: u64,
+    /// Bytes read for this request (status line, headers and body).
+    pub bytes_received: u64,
+    /// The HTTP status, when a response head was received.
+    pub status: Option<u16>,
+    /// How the request ended.
+    pub outcome: Outcome,
+}
+
+impl Sample {
+    /// When the request ended, as an offset from the start of the run.
+    pub fn end(&self) -> Duration {
+        self.intended + self.total
+    }
+}
+
+/// Receives the engine's measurements. One sink per engine thread; they are merged at the end.
+pub trait Sink {
+    /// Records one finished request. `detail` describes a failure; it is formatted only if the
+    /// sink wants an example message, so an error storm costs no allocations.
+    fn record(&mut self, sample: &Sample, detail: Option<&dyn fmt::Display>);
+
+    /// Records an open-model arrival that was not sent because the concurrency cap was reached.
+    fn dropped(&mut self, at: Duration);
+
+    /// Lets the sink close time buckets while no request completes. `now` is the run offset.
+    fn tick(&mut self, now: Duration);
+}

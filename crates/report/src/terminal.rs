@@ -1,0 +1,160 @@
+//! The end-of-run summary printed on stdout.
+
+use crest_analysis::summary::{Percentiles, Summary};
+use crest_model::results::Results;
+use std::fmt::Write;
+
+/// The summary as plain text, for a terminal or a log.
+pub fn render(results: &Results, s: &Summary) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_summary(&mut out, results, s);
+    out
+}
+
+fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
+    let c = &r.config;
+    if let Some(h) = &c.http {
+        writeln!(out, "{} {}", h.method, h.url)?;
+    }
+    let load = match c.rate {
+        Some(rate) => format!("open model, {} req/s, at most {} in flight", num(rate), c.concurrency),
+        None => format!("closed model, {} users", c.concurrency),
+    };
+    writeln!(out, "  {load}, ended by {}", ended(r))?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {:.2}%)",
+        int(s.requests),
+        s.duration_s,
+        num(s.throughput_rps),
+        int(s.successes),
+        int(s.failures),
+        s.error_rate * 100.0
+    )?;
+    if s.abandoned > 0 {
+        writeln!(out, "  Abandoned    {} requests still in flight at the end were cut off", int(s.abandoned))?;
+    }
+    writeln!(out)?;
+    writeln!(out, "  Latency ms       p50       p90       p95       p99     p99.9       max      mean")?;
+    row(out, "total", &s.latency_ms)?;
+    row(out, "first byte", &s.ttfb_ms)?;
+    row(out, "connect", &s.connect_ms)?;
+    writeln!(out, "  ({} connections opened)", int(s.connections))?;
+    if let (Some(target), Some(achieved), Some(dropped)) = (s.target_rps, s.achieved_rps, s.dropped) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  Open model   target {} req/s, achieved {} req/s, {} arrivals dropped at the cap",
+            num(target),
+            num(achieved),
+            int(dropped)
+        )?;
+        if let Some(lag) = &s.send_lag_ms {
+            writeln!(out, "  Send lag     p50 {} ms, p99 {} ms, max {} ms", ms(lag.p50), ms(lag.p99), ms(lag.max))?;
+        }
+    }
+    writeln!(out)?;
+    if !s.status_codes.is_empty() {
+        let codes: Vec<String> = s.status_codes.iter().map(|(k, v)| format!("{k}: {}", int(*v))).collect();
+        writeln!(out, "  Status       {}", codes.join("   "))?;
+    }
+    if !s.errors.is_empty() {
+        writeln!(out, "  Errors")?;
+        for e in &s.errors {
+            writeln!(out, "    {:<26} {:>10}   e.g. {}", e.description, int(e.count), e.example)?;
+        }
+    }
+    writeln!(out, "  Data         sent {}, received {}", bytes(s.bytes_sent), bytes(s.bytes_received))?;
+    Ok(())
+}
+
+fn ended(r: &Results) -> &'static str {
+    use crest_model::results::EndReason::*;
+    match r.ended_by {
+        Duration => "duration",
+        Requests => "request count",
+        Sigint => "Ctrl-C (interrupted)",
+        Sigterm => "SIGTERM (interrupted)",
+    }
+}
+
+fn row(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {
+    if p.count == 0 {
+        return writeln!(out, "    {label:<11}  (none)");
+    }
+    writeln!(
+        out,
+        "    {label:<11}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        ms(p.p50),
+        ms(p.p90),
+        ms(p.p95),
+        ms(p.p99),
+        ms(p.p999),
+        ms(p.max),
+        ms(p.mean)
+    )
+}
+
+/// Milliseconds with precision that fits their size.
+pub fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// An integer with thousands separators.
+pub fn int(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A rate or other real number, with one decimal.
+pub fn num(v: f64) -> String {
+    let whole = v.trunc() as u64;
+    format!("{}.{}", int(whole), ((v - v.trunc()) * 10.0).round().min(9.0) as u64)
+}
+
+/// Bytes in binary units.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(int(0), "0");
+        assert_eq!(int(1234567), "1,234,567");
+        assert_eq!(num(1234.56), "1,234.6");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(ms(20.04), "20.0");
+        assert_eq!(ms(0.123), "0.12");
+    }
+}

@@ -1,0 +1,223 @@
+//! When each arrival of an open-model run is due.
+//!
+//! Pacing is a pure function of the arrival index: no clock, no sleeping. The engine asks when
+//! arrival `n` is due and sleeps until then, so the schedule is exact however late the engine
+//! wakes, and it can be tested with plain arithmetic (as vegeta tests its pacers).
+//!
+//! A schedule is a piecewise-linear arrival rate. Arrival `n` (counting from 0) is due at the
+//! time `t` where the cumulative number of arrivals `A(t) = ∫ rate` first reaches `n`, so a
+//! constant rate `r` puts arrival `n` at `n / r` seconds.
+#![warn(missing_docs)]
+
+use std::time::Duration;
+
+/// One stage of a rate profile: the rate moves linearly to `to_rate` over `duration`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stage {
+    /// Length of the stage.
+    pub duration: Duration,
+    /// Arrivals per second at the end of the stage.
+    pub to_rate: f64,
+}
+
+/// An arrival schedule: a starting rate followed by stages, then (optionally) a rate held forever.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    start_rate: f64,
+    stages: Vec<Stage>,
+    /// Rate held after the last stage; `None` ends the schedule there.
+    hold: Option<f64>,
+}
+
+/// A schedule could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidRate(pub String);
+
+impl std::fmt::Display for InvalidRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidRate {}
+
+fn check(rate: f64) -> Result<(), InvalidRate> {
+    if rate.is_finite() && rate >= 0.0 {
+        Ok(())
+    } else {
+        Err(InvalidRate(format!("rate must be a finite number of at least 0, not {rate}")))
+    }
+}
+
+impl Schedule {
+    /// A constant rate, forever.
+    pub fn constant(rate: f64) -> Result<Self, InvalidRate> {
+        check(rate)?;
+        if rate == 0.0 {
+            return Err(InvalidRate("a constant rate must be above 0".into()));
+        }
+        Ok(Schedule { start_rate: rate, stages: Vec::new(), hold: Some(rate) })
+    }
+
+    /// A rate that starts at `start_rate` and follows `stages`; the schedule ends after the last.
+    pub fn stages(start_rate: f64, stages: Vec<Stage>) -> Result<Self, InvalidRate> {
+        check(start_rate)?;
+        for s in &stages {
+            check(s.to_rate)?;
+        }
+        Ok(Schedule { start_rate, stages, hold: None })
+    }
+
+    /// When arrival `n` (from 0) is due, as an offset from the start; `None` if the schedule ends
+    /// first.
+    pub fn at(&self, n: u64) -> Option<Duration> {
+        let n = n as f64;
+        let mut t0 = 0.0_f64; // start of the current stage, seconds
+        let mut a0 = 0.0_f64; // arrivals due by t0
+        let mut r0 = self.start_rate;
+        for stage in &self.stages {
+            let d = stage.duration.as_secs_f64();
+            let r1 = stage.to_rate;
+            let a1 = a0 + (r0 + r1) / 2.0 * d;
+            if n <= a1 && d > 0.0 {
+                return Some(secs(t0 + within_ramp(n - a0, r0, r1, d)));
+            }
+            t0 += d;
+            a0 = a1;
+            r0 = r1;
+        }
+        match self.hold {
+            Some(rate) if rate > 0.0 => Some(secs(t0 + (n - a0).max(0.0) / rate)),
+            _ => None,
+        }
+    }
+
+    /// The arrival rate at offset `t`, for reports and progress.
+    pub fn rate_at(&self, t: Duration) -> f64 {
+        let t = t.as_secs_f64();
+        let mut t0 = 0.0;
+        let mut r0 = self.start_rate;
+        for stage in &self.stages {
+            let d = stage.duration.as_secs_f64();
+            if t < t0 + d {
+                return r0 + (stage.to_rate - r0) * (t - t0) / d;
+            }
+            t0 += d;
+            r0 = stage.to_rate;
+        }
+        self.hold.unwrap_or(0.0)
+    }
+}
+
+/// Time into a linear ramp from `r0` to `r1` over `d` seconds at which `m` arrivals are due.
+///
+/// Solves `r0·τ + (r1 - r0)/(2d)·τ² = m` in the form that stays accurate when the ramp is flat.
+fn within_ramp(m: f64, r0: f64, r1: f64, d: f64) -> f64 {
+    if m <= 0.0 {
+        return 0.0;
+    }
+    let a = (r1 - r0) / (2.0 * d);
+    let disc = (r0 * r0 + 4.0 * a * m).max(0.0);
+    let denom = r0 + disc.sqrt();
+    if denom <= 0.0 {
+        return d;
+    }
+    (2.0 * m / denom).min(d)
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+/// The global arrival index of a thread's `j`-th arrival when `threads` threads share one
+/// schedule round-robin: thread `k` takes arrivals `k, k + threads, k + 2·threads, ...`, so the
+/// threads together follow the schedule exactly without talking to each other.
+pub fn interleaved(thread: usize, threads: usize, j: u64) -> u64 {
+    thread as u64 + j * threads as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: Duration, b: f64) -> bool {
+        (a.as_secs_f64() - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn constant_rate_spaces_arrivals_evenly() {
+        let s = Schedule::constant(4.0).unwrap();
+        assert_eq!(s.at(0), Some(Duration::ZERO));
+        assert!(close(s.at(1).unwrap(), 0.25));
+        assert!(close(s.at(400).unwrap(), 100.0));
+        assert_eq!(s.rate_at(Duration::from_secs(1000)), 4.0);
+    }
+
+    #[test]
+    fn invalid_rates_are_rejected() {
+        assert!(Schedule::constant(0.0).is_err());
+        assert!(Schedule::constant(-1.0).is_err());
+        assert!(Schedule::constant(f64::NAN).is_err());
+        assert!(Schedule::stages(1.0, vec![Stage { duration: Duration::from_secs(1), to_rate: f64::INFINITY }]).is_err());
+    }
+
+    #[test]
+    fn linear_ramp_from_zero_follows_the_square_root() {
+        // Rate 0 -> 10/s over 10 s: A(t) = t²/2, so arrival n is due at sqrt(2n).
+        let s = Schedule::stages(0.0, vec![Stage { duration: Duration::from_secs(10), to_rate: 10.0 }]).unwrap();
+        for n in [1u64, 2, 8, 18, 32, 50] {
+            assert!(close(s.at(n).unwrap(), (2.0 * n as f64).sqrt()), "n={n}");
+        }
+        assert_eq!(s.at(51), None, "50 arrivals fit in the ramp, and the schedule then ends");
+        assert!((s.rate_at(Duration::from_secs(5)) - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stages_chain_and_hold_counts_match_the_integral() {
+        // 10/s for 2 s (20 arrivals), ramp 10 -> 30 over 2 s (40 more), then 30/s for 1 s (30).
+        let s = Schedule::stages(
+            10.0,
+            vec![
+                Stage { duration: Duration::from_secs(2), to_rate: 10.0 },
+                Stage { duration: Duration::from_secs(2), to_rate: 30.0 },
+                Stage { duration: Duration::from_secs(1), to_rate: 30.0 },
+            ],
+        )
+        .unwrap();
+        assert!(close(s.at(20).unwrap(), 2.0));
+        assert!(close(s.at(60).unwrap(), 4.0));
+        assert!(close(s.at(90).unwrap(), 5.0));
+        assert_eq!(s.at(91), None);
+    }
+
+    #[test]
+    fn arrival_times_never_go_backwards() {
+        let s = Schedule::stages(
+            100.0,
+            vec![
+                Stage { duration: Duration::from_millis(700), to_rate: 3.0 },
+                Stage { duration: Duration::from_millis(300), to_rate: 0.0 },
+                Stage { duration: Duration::from_millis(500), to_rate: 250.0 },
+            ],
+        )
+        .unwrap();
+        let mut last = Duration::ZERO;
+        let mut n = 0;
+        while let Some(t) = s.at(n) {
+            assert!(t >= last, "arrival {n} at {t:?} before {last:?}");
+            last = t;
+            n += 1;
+        }
+        assert!(last <= Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn interleaving_covers_every_arrival_once() {
+        let threads = 3;
+        let mut seen: Vec<u64> = (0..threads)
+            .flat_map(|k| (0..5).map(move |j| interleaved(k, threads, j)))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..15).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,270 @@
+//! Test servers on 127.0.0.1:0 with scripted behaviour, for crest's own tests.
+//!
+//! A hand-written HTTP/1.1 server rather than hyper's, because the tests need to misbehave in
+//! ways a correct server library will not: stall, reset in the middle of a body, never answer.
+//! Every server records what it received so tests can check both sides of the wire.
+#![allow(missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A request as the server received it.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub at: Instant,
+    pub connection: u64,
+}
+
+/// What the server does with one request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// Wait, then answer with this status and a body of `body_len` bytes.
+    Respond { delay: Duration, status: u16, body_len: usize },
+    /// Send the head and `sent` bytes of a `declared`-byte body, then reset the connection.
+    ResetMidBody { declared: usize, sent: usize },
+    /// Never answer; hold the connection open.
+    Hang,
+}
+
+impl Reply {
+    pub fn ok() -> Self {
+        Reply::Respond { delay: Duration::ZERO, status: 200, body_len: 2 }
+    }
+    pub fn delayed(delay: Duration) -> Self {
+        Reply::Respond { delay, status: 200, body_len: 2 }
+    }
+}
+
+type Behaviour = Arc<dyn Fn(&Received, u64) -> Reply + Send + Sync>;
+
+/// A running test server. It stops when dropped.
+#[derive(Debug)]
+pub struct Server {
+    pub addr: SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+    connections: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+    /// The CA certificate (PEM) for TLS servers.
+    pub ca_pem: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    /// Starts a plain HTTP server. `behaviour` gets each request and its index (from 0).
+    pub async fn start(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
+        Self::spawn(Arc::new(behaviour), None).await
+    }
+
+    /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
+    /// fresh private CA (returned in [`Server::ca_pem`]).
+    pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
+        let (acceptor, ca_pem) = tls_acceptor();
+        let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
+        s.ca_pem = Some(ca_pem);
+        s
+    }
+
+    async fn spawn(behaviour: Behaviour, tls: Option<tokio_rustls::TlsAcceptor>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicU64::new(0));
+        let counter = Arc::new(AtomicU64::new(0));
+        let (rec, conns) = (received.clone(), connections.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let conn_id = conns.fetch_add(1, Ordering::SeqCst);
+                let (behaviour, rec, counter, tls) = (behaviour.clone(), rec.clone(), counter.clone(), tls.clone());
+                tokio::spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    match tls {
+                        None => serve(stream, conn_id, behaviour, rec, counter).await,
+                        Some(acc) => {
+                            if let Ok(s) = acc.accept(stream).await {
+                                serve(s, conn_id, behaviour, rec, counter).await;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        Server { addr, received, connections, task, ca_pem: None }
+    }
+
+    /// `http://127.0.0.1:PORT{path}` (or https for TLS servers).
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.addr)
+    }
+
+    /// Everything received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// An address on which nothing listens: connections to it are refused.
+pub fn refused_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+async fn serve<S>(mut s: S, conn: u64, behaviour: Behaviour, rec: Arc<Mutex<Vec<Received>>>, counter: Arc<AtomicU64>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + AsRawSocket,
+{
+    let mut buf = Vec::with_capacity(8192);
+    loop {
+        // Read one request head.
+        let head_end = loop {
+            if let Some(pos) = find(&buf, b"\r\n\r\n") {
+                break pos + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        if req.parse(&buf[..head_end]).is_err() {
+            return;
+        }
+        let method = req.method.unwrap_or("").to_string();
+        let path = req.path.unwrap_or("").to_string();
+        let hdrs: Vec<(String, String)> = req
+            .headers
+            .iter()
+            .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).to_string()))
+            .collect();
+        let len: usize = hdrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(0);
+        let close = hdrs.iter().any(|(n, v)| n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close"));
+        while buf.len() < head_end + len {
+            let mut chunk = [0u8; 8192];
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body = buf[head_end..head_end + len].to_vec();
+        buf.drain(..head_end + len);
+        let r = Received { method, path, headers: hdrs, body, at: Instant::now(), connection: conn };
+        let idx = counter.fetch_add(1, Ordering::SeqCst);
+        let reply = behaviour(&r, idx);
+        rec.lock().expect("lock").push(r);
+        match reply {
+            Reply::Respond { delay, status, body_len } => {
+                precise_sleep(delay).await;
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: {body_len}\r\ncontent-type: text/plain\r\n{}\r\n",
+                    if close { "connection: close\r\n" } else { "" }
+                );
+                if s.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = vec![b'x'; body_len.min(64 * 1024)];
+                let mut left = body_len;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    if s.write_all(&chunk[..n]).await.is_err() {
+                        return;
+                    }
+                    left -= n;
+                }
+                if close {
+                    let _ = s.shutdown().await;
+                    return;
+                }
+            }
+            Reply::ResetMidBody { declared, sent } => {
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {declared}\r\n\r\n");
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(&vec![b'x'; sent]).await;
+                let _ = s.flush().await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                s.reset();
+                return;
+            }
+            Reply::Hang => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Sleeps for `d` to within about a tenth of a millisecond. tokio's timer has millisecond
+/// granularity and rounds up, which would add up to a millisecond to every delay.
+pub async fn precise_sleep(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let _ = tokio::task::spawn_blocking(move || std::thread::sleep(d)).await;
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Streams that can be closed with a TCP reset (SO_LINGER 0), which is how servers abort.
+pub trait AsRawSocket {
+    fn reset(self);
+}
+
+impl AsRawSocket for TcpStream {
+    fn reset(self) {
+        let _ = self.set_zero_linger();
+        drop(self);
+    }
+}
+
+impl AsRawSocket for tokio_rustls::server::TlsStream<TcpStream> {
+    fn reset(self) {
+        let (tcp, _) = self.into_inner();
+        tcp.reset();
+    }
+}
+
+fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().expect("ca key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "crest test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("ca cert");
+    let leaf_key = KeyPair::generate().expect("leaf key");
+    let leaf_params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
+    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).expect("leaf cert");
+    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key der");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .expect("server config");
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
+}
