@@ -140,7 +140,13 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         }
     }
     let failures = requests - successes;
-    let per_s = |n: u64| if r.duration_s > 0.0 { n as f64 / r.duration_s } else { 0.0 };
+    let per_s = |n: u64| {
+        if r.duration_s > 0.0 {
+            n as f64 / r.duration_s
+        } else {
+            0.0
+        }
+    };
     let (target_rps, achieved_rps, dropped, send_lag_ms) = match &r.open {
         Some(o) => (
             Some(o.target_rps),
@@ -154,7 +160,11 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         requests,
         successes,
         failures,
-        error_rate: if requests > 0 { failures as f64 / requests as f64 } else { 0.0 },
+        error_rate: if requests > 0 {
+            failures as f64 / requests as f64
+        } else {
+            0.0
+        },
         duration_s: r.duration_s,
         throughput_rps: per_s(requests),
         success_rps: per_s(successes),
@@ -188,7 +198,10 @@ fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     // Histograms from crest share bounds; a foreign one with wider bounds is clamped.
     if into.add(from).is_err() {
         for v in from.iter_recorded() {
-            into.saturating_record_n(v.value_iterated_to().min(crest_model::hist::MAX_MICROS), v.count_at_value());
+            into.saturating_record_n(
+                v.value_iterated_to().min(crest_model::hist::MAX_MICROS),
+                v.count_at_value(),
+            );
         }
     }
 }

@@ -25,7 +25,7 @@ Exit codes:
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Send load to a URL and report what happened.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start the built-in demo target and run a short test against it.
     Demo(DemoArgs),
     /// Serve the built-in demo target on loopback until interrupted.
@@ -140,6 +140,5 @@ pub struct TargetArgs {
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))
 }

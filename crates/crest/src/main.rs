@@ -56,7 +56,9 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
         "-d".into(),
         humantime::format_duration(a.duration).to_string(),
     ])?;
-    let Command::Run(run_args) = run_args.command else { bail!("internal: demo arguments") };
+    let Command::Run(run_args) = run_args.command else {
+        bail!("internal: demo arguments")
+    };
     let plan = plan::resolve(&run_args)?;
     run::execute(plan, args, &a.output)
 }
@@ -64,10 +66,17 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
 /// Serves the demo target until interrupted.
 fn target(a: TargetArgs) -> Result<u8> {
     if !a.listen.ip().is_loopback() {
-        bail!("--listen {}: the demo target only listens on loopback addresses", a.listen);
+        bail!(
+            "--listen {}: the demo target only listens on loopback addresses",
+            a.listen
+        );
     }
-    let config = crest_target::Config { delay: a.delay, body_size: a.size };
-    let addr = crest_target::spawn(a.listen, config).with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    let config = crest_target::Config {
+        delay: a.delay,
+        body_size: a.size,
+    };
+    let addr =
+        crest_target::spawn(a.listen, config).with_context(|| format!("--listen {}: cannot listen", a.listen))?;
     eprintln!("demo target on http://{addr}/ (Ctrl-C stops it)");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {

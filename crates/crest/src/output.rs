@@ -46,7 +46,9 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<()> 
     }
     match out.summary_json.as_deref() {
         Some("-") => println!("{summary_json}"),
-        Some(p) => write_atomic(Path::new(p), summary_json.as_bytes()).with_context(|| format!("--summary-json {p}"))?,
+        Some(p) => {
+            write_atomic(Path::new(p), summary_json.as_bytes()).with_context(|| format!("--summary-json {p}"))?
+        }
         None => {}
     }
     if !out.quiet {
@@ -58,7 +60,8 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<()> 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
     f.sync_all().ok();
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())

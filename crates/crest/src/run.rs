@@ -37,7 +37,12 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
     let workload = HttpWorkload::new(http, 0).with_context(|| format!("URL {}", redact::url(&http.url)))?;
     let dir = output::prepare_dir(out.out.as_deref())?;
 
-    let shape = Shape { model: plan.load.clone(), threads: plan.threads, grace: plan.grace, tick: INTERVAL };
+    let shape = Shape {
+        model: plan.load.clone(),
+        threads: plan.threads,
+        grace: plan.grace,
+        tick: INTERVAL,
+    };
     let threads = shape.threads_used();
     let open_model = matches!(plan.load, LoadModel::Open { .. });
     let (tx, rx) = mpsc::channel();
@@ -55,7 +60,9 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         let (stop, shape) = (stop.clone(), shape.clone());
         let workload = Arc::new(workload);
         std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
-            crest_engine::run(&shape, start, &stop, workload, |_| Recorder::new(INTERVAL, open_model, tx.clone()))
+            crest_engine::run(&shape, start, &stop, workload, |_| {
+                Recorder::new(INTERVAL, open_model, tx.clone())
+            })
         })?
     };
 
@@ -162,7 +169,11 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         http: Some(HttpConfig {
             method: h.method.clone(),
             url: redact::url(&h.url),
-            headers: h.headers.iter().map(|(n, v)| (n.clone(), redact::header_value(n, v))).collect(),
+            headers: h
+                .headers
+                .iter()
+                .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
+                .collect(),
             body_bytes: h.body.len() as u64,
             timeout_s: h.timeout.as_secs_f64(),
             keepalive: h.keepalive,

@@ -20,8 +20,14 @@ fn bad_flags_exit_2_and_name_the_flag() {
     fails_with(&["run", "http://127.0.0.1:1/", "-d", "forever"], "--duration");
     fails_with(&["run", "http://127.0.0.1:1/", "--rate", "-5"], "--rate");
     fails_with(&["run", "http://127.0.0.1:1/", "-H", "Broken"], "-H");
-    fails_with(&["run", "http://127.0.0.1:1/", "--body-file", "/no/such/file"], "--body-file /no/such/file");
-    fails_with(&["run", "http://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"], "--cacert");
+    fails_with(
+        &["run", "http://127.0.0.1:1/", "--body-file", "/no/such/file"],
+        "--body-file /no/such/file",
+    );
+    fails_with(
+        &["run", "http://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
+        "--cacert",
+    );
     fails_with(&["run", "http://127.0.0.1:1/", "-m", "GE T"], "not a valid HTTP method");
     fails_with(&["run", "http://no-such-host.invalid/"], "cannot resolve host");
     fails_with(&["run", "http://127.0.0.1:1/", "-c", "5000000"], "-c 5000000");
@@ -32,5 +38,8 @@ fn bad_flags_exit_2_and_name_the_flag() {
 fn a_bad_ca_file_is_named() {
     let f = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(f.path(), "not a certificate").unwrap();
-    fails_with(&["run", "https://127.0.0.1:1/", "--cacert", f.path().to_str().unwrap()], "CA file");
+    fails_with(
+        &["run", "https://127.0.0.1:1/", "--cacert", f.path().to_str().unwrap()],
+        "CA file",
+    );
 }

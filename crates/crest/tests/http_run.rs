@@ -9,7 +9,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -27,7 +31,10 @@ fn fixed_delay_p50_is_within_five_percent() {
         assert_eq!(s["status_codes"]["200"], s["requests"]);
         assert_eq!(server.connections(), 4, "keep-alive: one connection per user");
         let tput = f(&s, &["throughput_rps"]);
-        assert!((150.0..=205.0).contains(&tput), "4 users / 20 ms = 200 req/s at most, got {tput}");
+        assert!(
+            (150.0..=205.0).contains(&tput),
+            "4 users / 20 ms = 200 req/s at most, got {tput}"
+        );
     });
 }
 
@@ -80,11 +87,19 @@ fn closed_model_series_shows_the_stall_as_a_gap() {
         let r = run_async(&server.url("/"), &["-c", "10", "-d", "5s"]).await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         let results = r.results();
-        let per_s: Vec<u64> = results["intervals"].as_array().unwrap().iter().map(|i| i["requests"].as_u64().unwrap()).collect();
+        let per_s: Vec<u64> = results["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["requests"].as_u64().unwrap())
+            .collect();
         assert!(per_s.len() >= 5, "{per_s:?}");
         assert!(per_s[0] > 1000, "busy first second: {per_s:?}");
         assert_eq!(per_s[2], 0, "nothing completes during the stall: {per_s:?}");
-        assert!(per_s[1] < per_s[0] / 10, "the stall starts early in second 1: {per_s:?}");
+        assert!(
+            per_s[1] < per_s[0] / 10,
+            "the stall starts early in second 1: {per_s:?}"
+        );
         assert!(per_s[3] > 1000, "the target recovers: {per_s:?}");
         // In the closed model each user waits, so no request sees more than the stall itself.
         let max = f(&r.summary(), &["latency_ms", "max"]);
@@ -108,12 +123,19 @@ fn refused_connections_are_counted_not_fatal() {
 #[test]
 fn a_reset_in_the_middle_of_a_body_is_a_reset() {
     rt().block_on(async {
-        let server = Server::start(|_, _| Reply::ResetMidBody { declared: 100_000, sent: 1000 }).await;
+        let server = Server::start(|_, _| Reply::ResetMidBody {
+            declared: 100_000,
+            sent: 1000,
+        })
+        .await;
         let r = run_async(&server.url("/"), &["-n", "6", "-c", "2"]).await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert_eq!(r.error_count("reset"), 6, "{}", r.stdout);
         let s = r.summary();
-        assert!(s["bytes_received"].as_u64().unwrap() >= 6 * 1000, "partial bodies are counted");
+        assert!(
+            s["bytes_received"].as_u64().unwrap() >= 6 * 1000,
+            "partial bodies are counted"
+        );
         assert_eq!(s["status_codes"]["200"], 6, "the head did arrive");
         assert_eq!(server.received().len(), 6);
     });
@@ -139,7 +161,12 @@ fn a_silent_server_times_out() {
 fn five_megabyte_bodies_are_read_and_counted() {
     rt().block_on(async {
         let size = 5 * 1024 * 1024;
-        let server = Server::start(move |_, _| Reply::Respond { delay: Duration::ZERO, status: 200, body_len: size }).await;
+        let server = Server::start(move |_, _| Reply::Respond {
+            delay: Duration::ZERO,
+            status: 200,
+            body_len: size,
+        })
+        .await;
         let r = run_async(&server.url("/big"), &["-n", "5", "-c", "1"]).await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         let s = r.summary();
@@ -169,7 +196,10 @@ fn https_with_a_private_ca_insecure_or_trusted() {
         let s = r.summary();
         assert_eq!(s["status_codes"]["200"], 3, "{}", r.stdout);
         assert_eq!(s["connections"], 1);
-        assert!(f(&s, &["connect_ms", "max"]) > 0.0, "TLS handshake is in the connect time");
+        assert!(
+            f(&s, &["connect_ms", "max"]) > 0.0,
+            "TLS handshake is in the connect time"
+        );
     });
 }
 
@@ -179,7 +209,17 @@ fn count_no_keepalive_headers_and_body_reach_the_server() {
         let server = Server::start(|_, _| Reply::ok()).await;
         let r = run_async(
             &server.url("/api/v1/validate?x=1"),
-            &["-n", "20", "-c", "2", "--no-keepalive", "-H", "Content-Type: application/json", "--body", "{\"a\":1}"],
+            &[
+                "-n",
+                "20",
+                "-c",
+                "2",
+                "--no-keepalive",
+                "-H",
+                "Content-Type: application/json",
+                "--body",
+                "{\"a\":1}",
+            ],
         )
         .await;
         assert_eq!(r.code, 0, "{}", r.stderr);
@@ -191,7 +231,10 @@ fn count_no_keepalive_headers_and_body_reach_the_server() {
             assert_eq!(req.method, "POST");
             assert_eq!(req.path, "/api/v1/validate?x=1");
             assert_eq!(req.body, b"{\"a\":1}");
-            assert!(req.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v == "application/json"));
+            assert!(req
+                .headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v == "application/json"));
         }
         let results = r.results();
         assert_eq!(results["names"][0], "POST /api/v1/validate");
@@ -209,9 +252,18 @@ fn open_model_counts_arrivals_dropped_at_the_cap() {
         let sent = s["requests"].as_u64().unwrap() + r.results()["abandoned"].as_u64().unwrap();
         // 5 in flight at 500 ms each is 10 req/s at most; the other ~90% of 200 arrivals drop.
         assert!((15..=30).contains(&sent), "sent {sent}");
-        assert_eq!(sent + dropped, 200, "every arrival is either sent or counted as dropped");
+        assert_eq!(
+            sent + dropped,
+            200,
+            "every arrival is either sent or counted as dropped"
+        );
         assert_eq!(server.received().len() as u64, sent);
-        let series_dropped: u64 = r.results()["intervals"].as_array().unwrap().iter().map(|i| i["dropped"].as_u64().unwrap()).sum();
+        let series_dropped: u64 = r.results()["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["dropped"].as_u64().unwrap())
+            .sum();
         assert_eq!(series_dropped, dropped);
     });
 }

@@ -9,7 +9,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn schema_path() -> PathBuf {
@@ -25,36 +29,77 @@ fn checked_in_schema_matches_the_types() {
         std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(on_disk == generated, "schema/results.schema.json is stale: run CREST_UPDATE_GOLDEN=1 cargo test -p crest --test results_doc");
+    assert!(
+        on_disk == generated,
+        "schema/results.schema.json is stale: run CREST_UPDATE_GOLDEN=1 cargo test -p crest --test results_doc"
+    );
 }
 
 #[test]
 fn results_validate_against_the_schema_and_hide_secrets() {
     rt().block_on(async {
-        let server = Server::start(|_, i| if i % 5 == 0 { Reply::Respond { delay: Duration::ZERO, status: 503, body_len: 5 } } else { Reply::ok() }).await;
-        let url = format!("http://alice:pa55word@{}/replay/state?timestamp=now&api_key=k3y-in-query", server.addr);
+        let server = Server::start(|_, i| {
+            if i % 5 == 0 {
+                Reply::Respond {
+                    delay: Duration::ZERO,
+                    status: 503,
+                    body_len: 5,
+                }
+            } else {
+                Reply::ok()
+            }
+        })
+        .await;
+        let url = format!(
+            "http://alice:pa55word@{}/replay/state?timestamp=now&api_key=k3y-in-query",
+            server.addr
+        );
         let r = run_async(
             &url,
-            &["-n", "50", "-c", "2", "-H", "Authorization: Bearer s3cr3t-t0ken", "-H", "X-Api-Key: another-s3cret", "-H", "Accept: application/json"],
+            &[
+                "-n",
+                "50",
+                "-c",
+                "2",
+                "-H",
+                "Authorization: Bearer s3cr3t-t0ken",
+                "-H",
+                "X-Api-Key: another-s3cret",
+                "-H",
+                "Accept: application/json",
+            ],
         )
         .await;
         assert_eq!(r.code, 0, "{}", r.stderr);
 
         // The server got the real values...
         let got = server.received();
-        assert!(got[0].headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("authorization") && v == "Bearer s3cr3t-t0ken"));
+        assert!(got[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && v == "Bearer s3cr3t-t0ken"));
         // ...and nothing crest wrote or printed contains them.
         let everything = format!("{}{}{}", r.results_text(), r.stdout, r.stderr);
         for secret in ["s3cr3t-t0ken", "another-s3cret", "pa55word", "k3y-in-query"] {
             assert!(!everything.contains(secret), "{secret} leaked");
         }
         let results = r.results();
-        assert!(results["config"]["http"]["headers"].to_string().contains("Bearer <redacted>"));
-        assert!(results["config"]["http"]["headers"].to_string().contains("application/json"), "harmless headers stay");
+        assert!(results["config"]["http"]["headers"]
+            .to_string()
+            .contains("Bearer <redacted>"));
+        assert!(
+            results["config"]["http"]["headers"]
+                .to_string()
+                .contains("application/json"),
+            "harmless headers stay"
+        );
 
         let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path()).unwrap()).unwrap();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&results).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&results)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
         assert!(errors.is_empty(), "results.json does not match its schema: {errors:#?}");
 
         // The document round-trips through the typed model, histograms included.
@@ -79,19 +124,38 @@ fn interrupted_run(signal: &str, expected: i32) {
             .spawn()
             .unwrap();
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        let status = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        let status = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
-        let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
-        assert_eq!(out.status.code(), Some(expected), "{}", String::from_utf8_lossy(&out.stderr));
-        let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let results: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
         let typed: crest_model::Results = serde_json::from_value(results).unwrap();
         let s = crest_analysis::summarize(&typed).unwrap();
         // Everything the server answered was recorded; at most the few in flight were cut off.
         let answered = server.received().len() as u64;
         assert!(s.requests > 100, "{}", s.requests);
-        assert!(answered >= s.requests && answered - s.requests <= 4, "server {answered}, crest {}", s.requests);
+        assert!(
+            answered >= s.requests && answered - s.requests <= 4,
+            "server {answered}, crest {}",
+            s.requests
+        );
         assert!(typed.duration_s < 5.0, "stopped promptly: {}", typed.duration_s);
-        assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"), "summary printed");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("interrupted"),
+            "summary printed"
+        );
     });
 }
 

@@ -42,7 +42,8 @@ impl Shape {
     /// Threads the run will use: never more than the users (or the cap on requests in flight),
     /// so no thread sits idle with a share of zero.
     pub fn threads_used(&self) -> usize {
-        self.threads.clamp(1, self.model.max_concurrency().clamp(1, usize::MAX as u64) as usize)
+        self.threads
+            .clamp(1, self.model.max_concurrency().clamp(1, usize::MAX as u64) as usize)
     }
 }
 
@@ -67,7 +68,13 @@ pub struct EngineReport<S> {
 
 /// Runs `workload` with the given shape until `stop` says to stop, then drains. Blocks the
 /// calling thread; cancel it from another thread through `stop`.
-pub fn run<W, S, F>(shape: &Shape, start: Instant, stop: &Stop, workload: Arc<W>, make_sink: F) -> std::io::Result<EngineReport<S>>
+pub fn run<W, S, F>(
+    shape: &Shape,
+    start: Instant,
+    stop: &Stop,
+    workload: Arc<W>,
+    make_sink: F,
+) -> std::io::Result<EngineReport<S>>
 where
     W: Workload,
     S: Sink + Send + 'static,
@@ -75,9 +82,9 @@ where
 {
     let threads = shape.threads_used();
     let schedule = match shape.model {
-        LoadModel::Open { rate, .. } => Some(
-            Schedule::constant(rate).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
-        ),
+        LoadModel::Open { rate, .. } => {
+            Some(Schedule::constant(rate).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?)
+        }
         LoadModel::Closed { .. } => None,
     };
     let mut handles = Vec::with_capacity(threads);
@@ -157,7 +164,11 @@ impl<W: Workload> Local<W> {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
         t.started.set(t.started.get() + 1);
-        let ctx = Ctx { start: self.start, intended, sink: &*self.sink };
+        let ctx = Ctx {
+            start: self.start,
+            intended,
+            sink: &*self.sink,
+        };
         self.workload.iterate(user, ctx).await;
         t.active.set(t.active.get() - 1);
         if t.active.get() == 0 {
@@ -186,7 +197,12 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let set = LocalSet::new();
     let sink = Rc::new(RefCell::new(sink));
-    let local = Rc::new(Local { workload, sink: sink.clone() as Rc<RefCell<dyn Sink>>, tracker: Tracker::default(), start });
+    let local = Rc::new(Local {
+        workload,
+        sink: sink.clone() as Rc<RefCell<dyn Sink>>,
+        tracker: Tracker::default(),
+        start,
+    });
     let (arrivals, dropped, abandoned) = set.block_on(&rt, async {
         let ticker = {
             let local = Rc::clone(&local);
@@ -195,7 +211,10 @@ fn thread_main<W: Workload, S: Sink + 'static>(
                 let mut i = 1u32;
                 loop {
                     tokio::time::sleep_until((start + tick * i).into()).await;
-                    local.sink.borrow_mut().tick(Instant::now().saturating_duration_since(start));
+                    local
+                        .sink
+                        .borrow_mut()
+                        .tick(Instant::now().saturating_duration_since(start));
                     i = i.saturating_add(1);
                 }
             })
@@ -226,7 +245,13 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     let sink = Rc::try_unwrap(sink)
         .map_err(|_| std::io::Error::other("engine sink still in use after the run"))?
         .into_inner();
-    Ok(ThreadReport { sink, arrivals, dropped, abandoned, iterations })
+    Ok(ThreadReport {
+        sink,
+        arrivals,
+        dropped,
+        abandoned,
+        iterations,
+    })
 }
 
 /// Closed model: this thread's users each loop until the stop rule says no.
@@ -290,8 +315,7 @@ async fn open<W: Workload>(
     let mut next_id = k as u64;
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
-    loop {
-        let Some(at) = schedule.at(interleaved(k, threads, j)) else { break };
+    while let Some(at) = schedule.at(interleaved(k, threads, j)) {
         let due = local.start + at;
         if let Some(deadline) = stop.deadline() {
             if due >= deadline {

@@ -35,7 +35,9 @@ pub struct Ctx<'a> {
 
 impl std::fmt::Debug for Ctx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx").field("intended", &self.intended).finish_non_exhaustive()
+        f.debug_struct("Ctx")
+            .field("intended", &self.intended)
+            .finish_non_exhaustive()
     }
 }
 

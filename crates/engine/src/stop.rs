@@ -84,7 +84,10 @@ impl Stop {
 
     fn set_cause(&self, cause: StopCause) {
         // The first cause wins.
-        let _ = self.inner.cause.compare_exchange(0, cause as u8, Ordering::AcqRel, Ordering::Acquire);
+        let _ = self
+            .inner
+            .cause
+            .compare_exchange(0, cause as u8, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// The deadline, if the run is limited by time.
@@ -123,7 +126,11 @@ impl Stop {
                 self.set_cause(StopCause::Count);
                 return false;
             }
-            match self.inner.remaining.compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Relaxed) {
+            match self
+                .inner
+                .remaining
+                .compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => {
                     if cur == 1 {
                         self.set_cause(StopCause::Count);

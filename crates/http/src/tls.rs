@@ -25,7 +25,9 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<ClientConfig, String> {
             let mut added = 0;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
                 let cert = cert.map_err(|e| format!("the CA file is not valid PEM: {e}"))?;
-                roots.add(cert).map_err(|e| format!("the CA file holds an unusable certificate: {e}"))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("the CA file holds an unusable certificate: {e}"))?;
                 added += 1;
             }
             if added == 0 {

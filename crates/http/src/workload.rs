@@ -1,24 +1,20 @@
 //! One repeated HTTP request as an engine workload.
 
 use crate::classify;
-use crate::io::{Counters, Counting, Stream};
+use crate::h1::{self, H1Error};
+use crate::io::Stream;
 use crate::tls;
-use bytes::Bytes;
 use crest_engine::{Ctx, Workload};
 use crest_model::plan::HttpRequest;
 use crest_model::{NameId, Outcome, Sample};
-use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, USER_AGENT};
-use http::{HeaderMap, Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use http::Uri;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::rc::Rc;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::time::timeout_at;
+use tokio::time::{timeout_at, Sleep};
 use tokio_rustls::TlsConnector;
 
 /// The request could not be prepared. The message names the offending part.
@@ -30,13 +26,13 @@ fn invalid(msg: impl Into<String>) -> InvalidRequest {
     InvalidRequest(msg.into())
 }
 
-/// A prepared request: everything parsed once, so the hot path only clones.
+/// A prepared request: its bytes are built once, so the hot path only writes them.
 pub struct HttpWorkload {
     name: NameId,
-    method: Method,
-    path: Uri,
-    headers: HeaderMap,
-    body: Bytes,
+    /// The whole request as written on the wire. Holds header values, secrets included: never
+    /// show it.
+    request: Vec<u8>,
+    head_request: bool,
     addrs: Vec<SocketAddr>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     timeout: Duration,
@@ -46,37 +42,35 @@ pub struct HttpWorkload {
 
 impl fmt::Debug for HttpWorkload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Headers are left out: they may hold secrets.
+        // The request bytes are left out: they may hold secrets.
         f.debug_struct("HttpWorkload")
-            .field("method", &self.method)
-            .field("path", &self.path)
             .field("addrs", &self.addrs)
             .field("tls", &self.tls.is_some())
+            .field("keepalive", &self.keepalive)
             .finish_non_exhaustive()
     }
 }
 
-/// One virtual user: at most one open connection.
-#[derive(Debug, Default)]
+/// One virtual user: at most one open connection, and its request timer.
+#[derive(Default)]
 pub struct HttpUser {
-    conn: Option<Conn>,
+    conn: Option<h1::Conn>,
+    /// Armed at or before the current request's deadline; see [`HttpWorkload::exchange`].
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
-struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    counters: Rc<Counters>,
-}
-
-impl fmt::Debug for Conn {
+impl fmt::Debug for HttpUser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Conn").finish_non_exhaustive()
+        f.debug_struct("HttpUser")
+            .field("connected", &self.conn.is_some())
+            .finish()
     }
 }
 
 /// Why a request failed, kept unformatted until a sink asks for an example message.
 enum Detail {
     Io(std::io::Error),
-    Hyper(hyper::Error),
+    H1(H1Error),
     Text(&'static str),
 }
 
@@ -84,15 +78,7 @@ impl fmt::Display for Detail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Detail::Io(e) => write!(f, "{e}"),
-            Detail::Hyper(e) => {
-                write!(f, "{e}")?;
-                let mut src = std::error::Error::source(e);
-                while let Some(s) = src {
-                    write!(f, ": {s}")?;
-                    src = s.source();
-                }
-                Ok(())
-            }
+            Detail::H1(e) => write!(f, "{e}"),
             Detail::Text(t) => f.write_str(t),
         }
     }
@@ -105,23 +91,42 @@ struct Failure {
 
 impl Failure {
     fn io(e: std::io::Error) -> Self {
-        Failure { outcome: classify::io_error(&e), detail: Detail::Io(e) }
+        Failure {
+            outcome: classify::io_error(&e),
+            detail: Detail::Io(e),
+        }
     }
-    fn hyper(e: hyper::Error) -> Self {
-        Failure { outcome: classify::hyper_error(&e), detail: Detail::Hyper(e) }
+    fn h1(e: H1Error) -> Self {
+        Failure {
+            outcome: classify::h1_error(&e),
+            detail: Detail::H1(e),
+        }
     }
+}
+
+/// RFC 9110 token characters, which header names and methods are made of.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl HttpWorkload {
     /// Prepares `req`; its statistics are grouped under `name`. Resolves the host once, here.
     pub fn new(req: &HttpRequest, name: NameId) -> Result<Self, InvalidRequest> {
-        let uri: Uri = req.url.parse().map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
-        let scheme = uri.scheme_str().unwrap_or("");
-        let https = match scheme {
-            "http" => false,
-            "https" => true,
-            "" => return Err(invalid("the URL needs a scheme: http:// or https://")),
-            other => return Err(invalid(format!("the URL scheme {other:?} is not supported; use http or https"))),
+        let uri: Uri = req
+            .url
+            .parse()
+            .map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            None => return Err(invalid("the URL needs a scheme: http:// or https://")),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "the URL scheme {other:?} is not supported; use http or https"
+                )))
+            }
         };
         let host = uri.host().ok_or_else(|| invalid("the URL has no host"))?.to_string();
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
@@ -133,41 +138,45 @@ impl HttpWorkload {
         if addrs.is_empty() {
             return Err(invalid(format!("host {host:?} resolved to no address")));
         }
-        let path: Uri = uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
-            .parse()
-            .map_err(|e| invalid(format!("the URL path is not valid: {e}")))?;
-        let method = Method::from_bytes(req.method.as_bytes())
-            .map_err(|_| invalid(format!("{:?} is not a valid HTTP method", req.method)))?;
-
-        let mut headers = HeaderMap::new();
+        if !is_token(&req.method) {
+            return Err(invalid(format!("{:?} is not a valid HTTP method", req.method)));
+        }
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
         let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-        headers.insert(HOST, HeaderValue::from_str(authority).map_err(|_| invalid("the URL host is not a valid Host header"))?);
-        headers.insert(USER_AGENT, HeaderValue::from_static(concat!("crest/", env!("CARGO_PKG_VERSION"))));
+
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\n",
+            req.method,
+            if path.is_empty() { "/" } else { path }
+        );
+        let has = |n: &str| req.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+        if !has("host") {
+            head.push_str(&format!("Host: {authority}\r\n"));
+        }
+        if !has("user-agent") {
+            head.push_str(concat!("User-Agent: crest/", env!("CARGO_PKG_VERSION"), "\r\n"));
+        }
         for (name, value) in &req.headers {
-            let n = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| invalid(format!("header name {name:?} is not valid")))?;
-            let mut v = HeaderValue::from_str(value)
-                .map_err(|_| invalid(format!("the value of header {name:?} is not valid")))?;
-            if crest_model::redact::is_secret_name(name) {
-                v.set_sensitive(true);
+            if !is_token(name) {
+                return Err(invalid(format!("header name {name:?} is not valid")));
             }
-            // User headers replace crest's defaults (Host, User-Agent) but repeat otherwise.
-            if n == HOST || n == USER_AGENT {
-                headers.insert(n, v);
-            } else {
-                headers.append(n, v);
+            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(invalid(format!("the value of header {name:?} contains a line break")));
             }
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
-        if !req.body.is_empty() || matches!(method, Method::POST | Method::PUT | Method::PATCH) {
-            headers.insert(CONTENT_LENGTH, HeaderValue::from(req.body.len()));
+        let method_has_body = matches!(req.method.as_str(), "POST" | "PUT" | "PATCH");
+        if (!req.body.is_empty() || method_has_body) && !has("content-length") {
+            head.push_str(&format!("Content-Length: {}\r\n", req.body.len()));
         }
-        if !req.keepalive {
-            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        if !req.keepalive && !has("connection") {
+            head.push_str("Connection: close\r\n");
         }
+        head.push_str("\r\n");
+        let mut request = head.into_bytes();
+        request.extend_from_slice(&req.body);
+
         let tls = if https {
             let config = tls::client_config(&req.tls).map_err(invalid)?;
             let server_name = rustls::pki_types::ServerName::try_from(bare_host.clone())
@@ -178,10 +187,8 @@ impl HttpWorkload {
         };
         Ok(HttpWorkload {
             name,
-            method,
-            path,
-            headers,
-            body: Bytes::from(req.body.clone()),
+            request,
+            head_request: req.method == "HEAD",
             addrs,
             tls,
             timeout: req.timeout,
@@ -190,17 +197,14 @@ impl HttpWorkload {
         })
     }
 
-    fn request(&self) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(self.body.clone()));
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.path.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-
-    async fn connect(&self) -> Result<Conn, Failure> {
+    async fn connect(&self) -> Result<h1::Conn, Failure> {
         let addr = self.addrs[0];
-        let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(Failure::io)?;
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(Failure::io)?;
         let tcp: TcpStream = socket.connect(addr).await.map_err(Failure::io)?;
         // Requests are written whole; Nagle would only add delay.
         let _ = tcp.set_nodelay(true);
@@ -217,59 +221,94 @@ impl HttpWorkload {
                 Stream::Tls(Box::new(tls))
             }
         };
-        let counters = Rc::new(Counters::default());
-        let io = TokioIo::new(Counting { inner: stream, counters: Rc::clone(&counters) });
-        let (sender, connection) = hyper::client::conn::http1::handshake(io).await.map_err(Failure::hyper)?;
-        tokio::task::spawn_local(async move {
-            // Errors surface through the sender; here they only end the connection.
-            let _ = connection.await;
-        });
-        Ok(Conn { sender, counters })
+        Ok(h1::Conn::new(stream))
     }
 
-    /// Sends one request on `user`'s connection (opening one if needed) and reads the whole
-    /// response. Returns the status.
+    /// Opens a connection, timing it.
+    async fn open(&self, started: Instant, deadline: Instant) -> Result<(h1::Conn, Duration), Failure> {
+        let t0 = Instant::now();
+        let limit = deadline.min(started + self.connect_timeout);
+        match timeout_at(limit.into(), self.connect()).await {
+            Ok(conn) => Ok((conn?, t0.elapsed())),
+            Err(_) => {
+                let outcome = if limit < deadline {
+                    Outcome::ConnectTimeout
+                } else {
+                    Outcome::Timeout
+                };
+                Err(Failure {
+                    outcome,
+                    detail: Detail::Text("timed out while connecting"),
+                })
+            }
+        }
+    }
+
+    /// Sends the request on `user`'s connection (opening one if needed) and reads the whole
+    /// response, within the request timeout.
+    ///
+    /// The timeout uses one timer per user that is re-armed only when it fires before the
+    /// current request's deadline. A fresh timer per request would be inserted into and removed
+    /// from tokio's timer wheel every time, which the profile showed as the largest user-space
+    /// cost after parsing. The armed deadline never lies after the real one, so no request can
+    /// outlive its timeout.
     async fn exchange(
         &self,
         user: &mut HttpUser,
         started: Instant,
         connect: &mut Option<Duration>,
-        status: &mut Option<u16>,
+        p: &mut h1::Progress,
     ) -> Result<u16, Failure> {
         let deadline = started + self.timeout;
-        if user.conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
-            user.conn = None;
-            let limit = deadline.min(started + self.connect_timeout);
-            let conn = match timeout_at(limit.into(), self.connect()).await {
-                Ok(conn) => conn?,
-                Err(_) => {
-                    let outcome = if limit < deadline { Outcome::ConnectTimeout } else { Outcome::Timeout };
-                    return Err(Failure { outcome, detail: Detail::Text("timed out while connecting") });
+        let HttpUser { conn, timer } = user;
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        let work = self.attempt(conn, started, deadline, connect, p);
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut work => return r,
+                () = timer.as_mut() => {
+                    if Instant::now() >= deadline {
+                        return Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") });
+                    }
+                    timer.as_mut().reset(deadline.into());
+                }
+            }
+        }
+    }
+
+    /// One exchange, opening a connection when there is none. A keep-alive connection that the
+    /// server closed while idle is retried once on a new connection, as browsers do, since the
+    /// server never saw the request.
+    async fn attempt(
+        &self,
+        conn: &mut Option<h1::Conn>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+    ) -> Result<u16, Failure> {
+        let mut retried = false;
+        loop {
+            let c = match conn {
+                Some(c) => c,
+                None => {
+                    let (c, took) = self.open(started, deadline).await?;
+                    *connect = Some(took);
+                    conn.insert(c)
                 }
             };
-            *connect = Some(started.elapsed());
-            user.conn = Some(conn);
-        }
-        let Some(conn) = user.conn.as_mut() else {
-            return Err(Failure { outcome: Outcome::Other, detail: Detail::Text("no connection") });
-        };
-        conn.counters.reset();
-        let req = self.request();
-        let work = async {
-            conn.sender.ready().await.map_err(Failure::hyper)?;
-            let resp = conn.sender.send_request(req).await.map_err(Failure::hyper)?;
-            let code = resp.status().as_u16();
-            // Kept even if the body then fails: the head did arrive.
-            *status = Some(code);
-            let mut body = resp.into_body();
-            while let Some(frame) = body.frame().await {
-                frame.map_err(Failure::hyper)?;
+            let reused = c.uses > 0;
+            match c.exchange(&self.request, self.head_request, p).await {
+                Ok(status) => return Ok(status),
+                Err(H1Error::Closed | H1Error::Io(_)) if reused && !retried && p.read == 0 => {
+                    *conn = None;
+                    retried = true;
+                    *p = h1::Progress::default();
+                }
+                Err(e) => return Err(Failure::h1(e)),
             }
-            Ok(code)
-        };
-        match timeout_at(deadline.into(), work).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") }),
         }
     }
 }
@@ -284,24 +323,20 @@ impl Workload for HttpWorkload {
     async fn iterate<'a>(&'a self, user: &'a mut HttpUser, ctx: Ctx<'a>) {
         let started = Instant::now();
         let intended = ctx.intended().min(started);
-        let (mut connect, mut status) = (None, None);
-        let result = self.exchange(user, started, &mut connect, &mut status).await;
+        let mut connect = None;
+        let mut p = h1::Progress::default();
+        let result = self.exchange(user, started, &mut connect, &mut p).await;
         let end = Instant::now();
-        let counters = user.conn.as_ref().map(|c| Rc::clone(&c.counters));
-        let (bytes_sent, bytes_received, first) = match &counters {
-            Some(c) => (c.written.get(), c.read.get(), c.first_read.get()),
-            None => (0, 0, None),
-        };
         let mut sample = Sample {
             name: self.name,
             intended: ctx.offset(intended),
             send_lag: started - intended,
             connect,
-            ttfb: first.map(|f| f.saturating_duration_since(started)),
+            ttfb: p.first_byte.map(|f| f.saturating_duration_since(started)),
             total: end - intended,
-            bytes_sent,
-            bytes_received,
-            status,
+            bytes_sent: p.written,
+            bytes_received: p.read,
+            status: p.status,
             outcome: Outcome::Success,
         };
         match result {
@@ -309,7 +344,7 @@ impl Workload for HttpWorkload {
                 if status >= 400 {
                     sample.outcome = Outcome::Status(status);
                 }
-                if !self.keepalive {
+                if !self.keepalive || !user.conn.as_ref().is_some_and(h1::Conn::reusable) {
                     user.conn = None;
                 }
                 ctx.record(&sample, None);

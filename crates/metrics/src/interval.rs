@@ -31,7 +31,10 @@ pub struct IntervalAcc {
 impl IntervalAcc {
     /// An empty accumulator for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalAcc { index, ..Default::default() }
+        IntervalAcc {
+            index,
+            ..Default::default()
+        }
     }
 
     pub(crate) fn record(&mut self, s: &Sample) {

@@ -60,10 +60,17 @@ mod tests {
         for acc in rx.try_iter() {
             completed.extend(series.add(acc).into_iter().map(|i| i.index));
         }
-        assert_eq!(completed, vec![0, 1, 2, 3], "every interval completes once both threads pass it");
+        assert_eq!(
+            completed,
+            vec![0, 1, 2, 3],
+            "every interval completes once both threads pass it"
+        );
         let intervals = series.finish(3);
         assert_eq!(intervals.len(), 4);
-        assert_eq!(intervals.iter().map(|i| i.requests).collect::<Vec<_>>(), vec![2, 0, 0, 2]);
+        assert_eq!(
+            intervals.iter().map(|i| i.requests).collect::<Vec<_>>(),
+            vec![2, 0, 0, 2]
+        );
         assert_eq!(intervals[0].failures, 1);
         assert_eq!(intervals[3].outcomes.get("reset"), Some(&1));
 
@@ -74,8 +81,14 @@ mod tests {
         assert_eq!(total.status_codes().get("503"), Some(&1));
         let errors = total.errors();
         assert_eq!(errors.len(), 2);
-        assert!(errors.iter().any(|e| e.outcome == Outcome::Reset && e.example == "reset by peer"));
-        let ok = total.stats().into_iter().find(|s| s.outcome == Outcome::Success).unwrap();
+        assert!(errors
+            .iter()
+            .any(|e| e.outcome == Outcome::Reset && e.example == "reset by peer"));
+        let ok = total
+            .stats()
+            .into_iter()
+            .find(|s| s.outcome == Outcome::Success)
+            .unwrap();
         let h = ok.latency.decode().unwrap();
         assert_eq!(h.len(), 2);
         assert!((19_900..=20_100).contains(&h.value_at_quantile(0.5)));

@@ -135,7 +135,11 @@ impl Totals {
         let mut out: Vec<ErrorClass> = self
             .errors
             .iter()
-            .map(|(o, n, e)| ErrorClass { outcome: *o, count: *n, example: e.clone() })
+            .map(|(o, n, e)| ErrorClass {
+                outcome: *o,
+                count: *n,
+                example: e.clone(),
+            })
             .collect();
         out.sort_by(|a, b| b.count.cmp(&a.count).then(a.outcome.cmp(&b.outcome)));
         out
@@ -160,7 +164,13 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder that sends each closed interval to `out`. `open_model` enables send-lag records.
     pub fn new(interval: Duration, open_model: bool, out: Sender<IntervalAcc>) -> Self {
-        Recorder { interval, open_model, totals: Totals::default(), current: IntervalAcc::new(0), out }
+        Recorder {
+            interval,
+            open_model,
+            totals: Totals::default(),
+            current: IntervalAcc::new(0),
+            out,
+        }
     }
 
     /// Closes the interval in progress and returns the totals. Call once, when the thread ends.
@@ -247,4 +257,3 @@ fn truncate(s: &mut String, max: usize) {
         s.push('…');
     }
 }
-

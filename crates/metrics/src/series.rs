@@ -18,7 +18,13 @@ pub struct Series {
 impl Series {
     /// A series fed by `threads` recorders with intervals of `interval_s` seconds.
     pub fn new(threads: usize, interval_s: f64) -> Self {
-        Series { threads, interval_s, pending: BTreeMap::new(), done: Vec::new(), next: 0 }
+        Series {
+            threads,
+            interval_s,
+            pending: BTreeMap::new(),
+            done: Vec::new(),
+            next: 0,
+        }
     }
 
     /// Adds one thread's interval; returns the intervals this completed, in order.

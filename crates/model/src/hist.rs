@@ -39,9 +39,7 @@ pub enum HistError {
 /// A histogram in HdrHistogram's V2 deflate format, base64-encoded.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
-pub struct EncodedHistogram(
-    #[schemars(regex(pattern = r"^[A-Za-z0-9+/]*={0,2}$"))] pub String,
-);
+pub struct EncodedHistogram(#[schemars(regex(pattern = r"^[A-Za-z0-9+/]*={0,2}$"))] pub String);
 
 impl EncodedHistogram {
     /// Encodes a histogram.

@@ -8,8 +8,17 @@
 pub const REDACTED: &str = "<redacted>";
 
 const SECRET_WORDS: &[&str] = &[
-    "auth", "token", "secret", "password", "passwd", "pwd", "cookie", "session", "key",
-    "signature", "credential",
+    "auth",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "cookie",
+    "session",
+    "key",
+    "signature",
+    "credential",
 ];
 
 /// True when a header or parameter with this name may carry a secret.
@@ -147,10 +156,17 @@ mod tests {
 
     #[test]
     fn command_lines_are_redacted() {
-        let args: Vec<String> = ["crest", "run", "-H", "Authorization: Bearer s3cret", "-HX-Token:t0k", "http://u:p@h/"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = [
+            "crest",
+            "run",
+            "-H",
+            "Authorization: Bearer s3cret",
+            "-HX-Token:t0k",
+            "http://u:p@h/",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let joined = command_line(&args).join(" ");
         assert!(!joined.contains("s3cret"), "{joined}");
         assert!(!joined.contains("t0k"), "{joined}");

@@ -34,10 +34,17 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         s.error_rate * 100.0
     )?;
     if s.abandoned > 0 {
-        writeln!(out, "  Abandoned    {} requests still in flight at the end were cut off", int(s.abandoned))?;
+        writeln!(
+            out,
+            "  Abandoned    {} requests still in flight at the end were cut off",
+            int(s.abandoned)
+        )?;
     }
     writeln!(out)?;
-    writeln!(out, "  Latency ms       p50       p90       p95       p99     p99.9       max      mean")?;
+    writeln!(
+        out,
+        "  Latency ms       p50       p90       p95       p99     p99.9       max      mean"
+    )?;
     row(out, "total", &s.latency_ms)?;
     row(out, "first byte", &s.ttfb_ms)?;
     row(out, "connect", &s.connect_ms)?;
@@ -52,21 +59,42 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             int(dropped)
         )?;
         if let Some(lag) = &s.send_lag_ms {
-            writeln!(out, "  Send lag     p50 {} ms, p99 {} ms, max {} ms", ms(lag.p50), ms(lag.p99), ms(lag.max))?;
+            writeln!(
+                out,
+                "  Send lag     p50 {} ms, p99 {} ms, max {} ms",
+                ms(lag.p50),
+                ms(lag.p99),
+                ms(lag.max)
+            )?;
         }
     }
     writeln!(out)?;
     if !s.status_codes.is_empty() {
-        let codes: Vec<String> = s.status_codes.iter().map(|(k, v)| format!("{k}: {}", int(*v))).collect();
+        let codes: Vec<String> = s
+            .status_codes
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", int(*v)))
+            .collect();
         writeln!(out, "  Status       {}", codes.join("   "))?;
     }
     if !s.errors.is_empty() {
         writeln!(out, "  Errors")?;
         for e in &s.errors {
-            writeln!(out, "    {:<26} {:>10}   e.g. {}", e.description, int(e.count), e.example)?;
+            writeln!(
+                out,
+                "    {:<26} {:>10}   e.g. {}",
+                e.description,
+                int(e.count),
+                e.example
+            )?;
         }
     }
-    writeln!(out, "  Data         sent {}, received {}", bytes(s.bytes_sent), bytes(s.bytes_received))?;
+    writeln!(
+        out,
+        "  Data         sent {}, received {}",
+        bytes(s.bytes_sent),
+        bytes(s.bytes_received)
+    )?;
     Ok(())
 }
 
@@ -113,7 +141,7 @@ pub fn int(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

@@ -45,7 +45,9 @@ fn check(rate: f64) -> Result<(), InvalidRate> {
     if rate.is_finite() && rate >= 0.0 {
         Ok(())
     } else {
-        Err(InvalidRate(format!("rate must be a finite number of at least 0, not {rate}")))
+        Err(InvalidRate(format!(
+            "rate must be a finite number of at least 0, not {rate}"
+        )))
     }
 }
 
@@ -56,7 +58,11 @@ impl Schedule {
         if rate == 0.0 {
             return Err(InvalidRate("a constant rate must be above 0".into()));
         }
-        Ok(Schedule { start_rate: rate, stages: Vec::new(), hold: Some(rate) })
+        Ok(Schedule {
+            start_rate: rate,
+            stages: Vec::new(),
+            hold: Some(rate),
+        })
     }
 
     /// A rate that starts at `start_rate` and follows `stages`; the schedule ends after the last.
@@ -65,7 +71,11 @@ impl Schedule {
         for s in &stages {
             check(s.to_rate)?;
         }
-        Ok(Schedule { start_rate, stages, hold: None })
+        Ok(Schedule {
+            start_rate,
+            stages,
+            hold: None,
+        })
     }
 
     /// When arrival `n` (from 0) is due, as an offset from the start; `None` if the schedule ends
@@ -158,17 +168,35 @@ mod tests {
         assert!(Schedule::constant(0.0).is_err());
         assert!(Schedule::constant(-1.0).is_err());
         assert!(Schedule::constant(f64::NAN).is_err());
-        assert!(Schedule::stages(1.0, vec![Stage { duration: Duration::from_secs(1), to_rate: f64::INFINITY }]).is_err());
+        assert!(Schedule::stages(
+            1.0,
+            vec![Stage {
+                duration: Duration::from_secs(1),
+                to_rate: f64::INFINITY
+            }]
+        )
+        .is_err());
     }
 
     #[test]
     fn linear_ramp_from_zero_follows_the_square_root() {
         // Rate 0 -> 10/s over 10 s: A(t) = t²/2, so arrival n is due at sqrt(2n).
-        let s = Schedule::stages(0.0, vec![Stage { duration: Duration::from_secs(10), to_rate: 10.0 }]).unwrap();
+        let s = Schedule::stages(
+            0.0,
+            vec![Stage {
+                duration: Duration::from_secs(10),
+                to_rate: 10.0,
+            }],
+        )
+        .unwrap();
         for n in [1u64, 2, 8, 18, 32, 50] {
             assert!(close(s.at(n).unwrap(), (2.0 * n as f64).sqrt()), "n={n}");
         }
-        assert_eq!(s.at(51), None, "50 arrivals fit in the ramp, and the schedule then ends");
+        assert_eq!(
+            s.at(51),
+            None,
+            "50 arrivals fit in the ramp, and the schedule then ends"
+        );
         assert!((s.rate_at(Duration::from_secs(5)) - 5.0).abs() < 1e-9);
     }
 
@@ -178,9 +206,18 @@ mod tests {
         let s = Schedule::stages(
             10.0,
             vec![
-                Stage { duration: Duration::from_secs(2), to_rate: 10.0 },
-                Stage { duration: Duration::from_secs(2), to_rate: 30.0 },
-                Stage { duration: Duration::from_secs(1), to_rate: 30.0 },
+                Stage {
+                    duration: Duration::from_secs(2),
+                    to_rate: 10.0,
+                },
+                Stage {
+                    duration: Duration::from_secs(2),
+                    to_rate: 30.0,
+                },
+                Stage {
+                    duration: Duration::from_secs(1),
+                    to_rate: 30.0,
+                },
             ],
         )
         .unwrap();
@@ -195,9 +232,18 @@ mod tests {
         let s = Schedule::stages(
             100.0,
             vec![
-                Stage { duration: Duration::from_millis(700), to_rate: 3.0 },
-                Stage { duration: Duration::from_millis(300), to_rate: 0.0 },
-                Stage { duration: Duration::from_millis(500), to_rate: 250.0 },
+                Stage {
+                    duration: Duration::from_millis(700),
+                    to_rate: 3.0,
+                },
+                Stage {
+                    duration: Duration::from_millis(300),
+                    to_rate: 0.0,
+                },
+                Stage {
+                    duration: Duration::from_millis(500),
+                    to_rate: 250.0,
+                },
             ],
         )
         .unwrap();

@@ -14,7 +14,10 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
+
+/// Pending connections the kernel may queue (capped by net.core.somaxconn).
+const LISTEN_BACKLOG: u32 = 8192;
 
 /// How the demo target behaves.
 #[derive(Clone, Debug)]
@@ -27,7 +30,10 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { delay: Duration::from_millis(10), body_size: 1024 }
+        Config {
+            delay: Duration::from_millis(10),
+            body_size: 1024,
+        }
     }
 }
 
@@ -68,15 +74,26 @@ async fn respond(req: &Request<hyper::body::Incoming>, config: &Config, body: By
 /// Starts the target on its own thread and runtime, so that it never competes with the load
 /// generator's event loops. Returns the address it listens on.
 pub fn spawn(addr: SocketAddr, config: Config) -> std::io::Result<SocketAddr> {
-    let std_listener = std::net::TcpListener::bind(addr)?;
-    std_listener.set_nonblocking(true)?;
-    let local = std_listener.local_addr()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let listener = rt.block_on(async {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        // A deep backlog, so that thousands of users connecting at once are queued by the
+        // kernel rather than dropped and retried a second later.
+        socket.listen(LISTEN_BACKLOG)
+    })?;
+    let local = listener.local_addr()?;
     std::thread::Builder::new().name("crest-target".into()).spawn(move || {
         rt.block_on(async move {
-            if let Ok(listener) = TcpListener::from_std(std_listener) {
-                let _ = serve(listener, config).await;
-            }
+            let _ = serve(listener, config).await;
         })
     })?;
     Ok(local)

@@ -27,7 +27,11 @@ pub struct Received {
 #[derive(Clone, Debug)]
 pub enum Reply {
     /// Wait, then answer with this status and a body of `body_len` bytes.
-    Respond { delay: Duration, status: u16, body_len: usize },
+    Respond {
+        delay: Duration,
+        status: u16,
+        body_len: usize,
+    },
     /// Send the head and `sent` bytes of a `declared`-byte body, then reset the connection.
     ResetMidBody { declared: usize, sent: usize },
     /// Never answer; hold the connection open.
@@ -36,10 +40,18 @@ pub enum Reply {
 
 impl Reply {
     pub fn ok() -> Self {
-        Reply::Respond { delay: Duration::ZERO, status: 200, body_len: 2 }
+        Reply::Respond {
+            delay: Duration::ZERO,
+            status: 200,
+            body_len: 2,
+        }
     }
     pub fn delayed(delay: Duration) -> Self {
-        Reply::Respond { delay, status: 200, body_len: 2 }
+        Reply::Respond {
+            delay,
+            status: 200,
+            body_len: 2,
+        }
     }
 }
 
@@ -86,7 +98,9 @@ impl Server {
         let (rec, conns) = (received.clone(), connections.clone());
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let conn_id = conns.fetch_add(1, Ordering::SeqCst);
                 let (behaviour, rec, counter, tls) = (behaviour.clone(), rec.clone(), counter.clone(), tls.clone());
                 tokio::spawn(async move {
@@ -102,7 +116,13 @@ impl Server {
                 });
             }
         });
-        Server { addr, received, connections, task, ca_pem: None }
+        Server {
+            addr,
+            received,
+            connections,
+            task,
+            ca_pem: None,
+        }
     }
 
     /// `http://127.0.0.1:PORT{path}` (or https for TLS servers).
@@ -162,7 +182,9 @@ where
             .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
             .and_then(|(_, v)| v.trim().parse().ok())
             .unwrap_or(0);
-        let close = hdrs.iter().any(|(n, v)| n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close"));
+        let close = hdrs
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close"));
         while buf.len() < head_end + len {
             let mut chunk = [0u8; 8192];
             match s.read(&mut chunk).await {
@@ -172,12 +194,23 @@ where
         }
         let body = buf[head_end..head_end + len].to_vec();
         buf.drain(..head_end + len);
-        let r = Received { method, path, headers: hdrs, body, at: Instant::now(), connection: conn };
+        let r = Received {
+            method,
+            path,
+            headers: hdrs,
+            body,
+            at: Instant::now(),
+            connection: conn,
+        };
         let idx = counter.fetch_add(1, Ordering::SeqCst);
         let reply = behaviour(&r, idx);
         rec.lock().expect("lock").push(r);
         match reply {
-            Reply::Respond { delay, status, body_len } => {
+            Reply::Respond {
+                delay,
+                status,
+                body_len,
+            } => {
                 precise_sleep(delay).await;
                 let head = format!(
                     "HTTP/1.1 {status} X\r\ncontent-length: {body_len}\r\ncontent-type: text/plain\r\n{}\r\n",
@@ -254,10 +287,13 @@ fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "crest test CA");
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "crest test CA");
     let ca = ca_params.self_signed(&ca_key).expect("ca cert");
     let leaf_key = KeyPair::generate().expect("leaf key");
-    let leaf_params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
+    let leaf_params =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).expect("leaf cert");
     let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key der");
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))

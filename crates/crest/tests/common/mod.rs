@@ -29,7 +29,8 @@ impl Run {
 
     /// The summary JSON, written with `--summary-json -`.
     pub fn summary(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("summary is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("summary is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
 
     pub fn error_count(&self, outcome: &str) -> u64 {

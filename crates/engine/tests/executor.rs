@@ -1,0 +1,224 @@
+//! The executor with a fake workload: counts, caps, stop rules and draining, without a network.
+#![allow(clippy::unwrap_used)]
+
+use crest_engine::{run, Ctx, Shape, Stop, StopCause, Workload};
+use crest_model::plan::LoadModel;
+use crest_model::{Outcome, Sample, Sink};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Each iteration takes `0` and records one successful sample.
+struct Sleepy(Duration);
+
+impl Workload for Sleepy {
+    type User = u64;
+
+    fn new_user(&self, id: u64) -> u64 {
+        id
+    }
+
+    async fn iterate<'a>(&'a self, _user: &'a mut u64, ctx: Ctx<'a>) {
+        let started = Instant::now();
+        tokio::time::sleep(self.0).await;
+        let s = Sample {
+            name: 0,
+            intended: ctx.offset(ctx.intended()),
+            send_lag: started.saturating_duration_since(ctx.intended()),
+            connect: None,
+            ttfb: None,
+            total: Instant::now() - ctx.intended(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            status: Some(200),
+            outcome: Outcome::Success,
+        };
+        ctx.record(&s, None);
+    }
+}
+
+#[derive(Default)]
+struct Collect {
+    samples: Vec<Sample>,
+    dropped: u64,
+    ticks: u64,
+}
+
+impl Sink for Collect {
+    fn record(&mut self, sample: &Sample, _: Option<&dyn std::fmt::Display>) {
+        self.samples.push(sample.clone());
+    }
+    fn dropped(&mut self, _: Duration) {
+        self.dropped += 1;
+    }
+    fn tick(&mut self, _: Duration) {
+        self.ticks += 1;
+    }
+}
+
+fn shape(model: LoadModel, threads: usize) -> Shape {
+    Shape {
+        model,
+        threads,
+        grace: Duration::from_millis(300),
+        tick: Duration::from_millis(50),
+    }
+}
+
+fn samples(r: &crest_engine::EngineReport<Collect>) -> usize {
+    r.sinks.iter().map(|s| s.samples.len()).sum()
+}
+
+#[test]
+fn closed_model_runs_exactly_the_counted_iterations() {
+    let start = Instant::now();
+    let stop = Stop::new(None, Some(37));
+    let r = run(
+        &shape(LoadModel::Closed { users: 5 }, 2),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_millis(2))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.iterations, 37);
+    assert_eq!(samples(&r), 37);
+    assert_eq!(r.cause, StopCause::Count);
+    assert_eq!(r.sinks.len(), 2);
+    assert_eq!(r.abandoned, 0);
+}
+
+#[test]
+fn more_threads_than_users_uses_one_thread_per_user() {
+    let stop = Stop::new(None, Some(4));
+    let r = run(
+        &shape(LoadModel::Closed { users: 1 }, 8),
+        Instant::now(),
+        &stop,
+        Arc::new(Sleepy(Duration::ZERO)),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.sinks.len(), 1);
+    assert_eq!(samples(&r), 4);
+}
+
+#[test]
+fn open_model_sends_exactly_the_scheduled_arrivals() {
+    // 1000/s for 300 ms: arrivals 0..299 are due before the deadline, whatever the timer does.
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(300)), None);
+    let model = LoadModel::Open {
+        rate: 1000.0,
+        max_in_flight: 100,
+    };
+    let r = run(
+        &shape(model, 2),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_millis(1))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.arrivals, 300);
+    assert_eq!(r.dropped, 0);
+    assert_eq!(samples(&r), 300);
+    assert_eq!(r.cause, StopCause::Duration);
+    // Intended starts follow the schedule exactly: 1 ms apart.
+    let mut intended: Vec<Duration> = r
+        .sinks
+        .iter()
+        .flat_map(|s| s.samples.iter().map(|x| x.intended))
+        .collect();
+    intended.sort();
+    for (n, t) in intended.iter().enumerate() {
+        let want = Duration::from_millis(n as u64);
+        assert!(
+            t.abs_diff(want) < Duration::from_micros(5),
+            "arrival {n} intended at {t:?}"
+        );
+    }
+}
+
+#[test]
+fn open_model_drops_arrivals_beyond_the_cap_and_counts_them() {
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(500)), None);
+    let model = LoadModel::Open {
+        rate: 100.0,
+        max_in_flight: 2,
+    };
+    let r = run(
+        &shape(model, 2),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_millis(100))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.arrivals, 50);
+    assert_eq!(r.iterations + r.dropped, 50, "every arrival is sent or dropped");
+    assert!(r.iterations <= 14, "2 in flight for 100 ms each: {}", r.iterations);
+    assert_eq!(
+        r.sinks.iter().map(|s| s.dropped).sum::<u64>(),
+        r.dropped,
+        "the sink saw each drop"
+    );
+}
+
+#[test]
+fn open_model_with_a_count_stops_after_n_arrivals() {
+    let stop = Stop::new(None, Some(25));
+    let model = LoadModel::Open {
+        rate: 500.0,
+        max_in_flight: 10,
+    };
+    let r = run(
+        &shape(model, 2),
+        Instant::now(),
+        &stop,
+        Arc::new(Sleepy(Duration::ZERO)),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.arrivals, 25);
+    assert_eq!(samples(&r), 25);
+}
+
+#[test]
+fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
+    let start = Instant::now();
+    let stop = Stop::new(None, None);
+    let canceller = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        canceller.cancel();
+    });
+    // Iterations take 10 s; the 300 ms grace period cuts them off.
+    let r = run(
+        &shape(LoadModel::Closed { users: 3 }, 2),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_secs(10))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.cause, StopCause::Cancelled);
+    assert_eq!(r.abandoned, 3);
+    assert_eq!(samples(&r), 0);
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+}
+
+#[test]
+fn sinks_are_ticked_while_idle() {
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(400)), None);
+    let r = run(
+        &shape(LoadModel::Closed { users: 1 }, 1),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_secs(1))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert!(r.sinks[0].ticks >= 5, "ticks every 50 ms: {}", r.sinks[0].ticks);
+}

@@ -1,0 +1,406 @@
+//! crest's own HTTP/1.1 client connection, for the hot path.
+//!
+//! Measured against hyper's low-level client (bench/README.md), this runs each exchange inside
+//! the virtual user's own task: the request is written from bytes prepared once, the response
+//! head is parsed in place with `httparse`, and the body is framed (length, chunked, or until
+//! close) and discarded without copying. hyper drives each connection from a second task and
+//! hands requests over a channel, which cost about a fifth of crest's throughput per CPU-second.
+//!
+//! It is a client for load testing, not a general one: no pipelining, no upgrades, no
+//! decompression. Bodies are counted, not kept.
+
+use crate::io::Stream;
+use std::io;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Initial read buffer; grown for large response heads.
+const BUF: usize = 16 * 1024;
+/// A response head larger than this is a protocol error.
+const MAX_HEAD: usize = 256 * 1024;
+/// Most headers parsed in one response.
+const MAX_HEADERS: usize = 100;
+
+/// What one exchange measured so far; kept when it fails part-way.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    pub written: u64,
+    pub read: u64,
+    pub first_byte: Option<Instant>,
+    pub status: Option<u16>,
+}
+
+/// Why an exchange failed.
+#[derive(Debug)]
+pub(crate) enum H1Error {
+    /// Reading or writing failed.
+    Io(io::Error),
+    /// The peer closed the connection before the response was complete.
+    Closed,
+    /// The response was not valid HTTP/1.x.
+    Parse(&'static str),
+}
+
+impl std::fmt::Display for H1Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            H1Error::Io(e) => write!(f, "{e}"),
+            H1Error::Closed => f.write_str("connection closed before the response was complete"),
+            H1Error::Parse(what) => write!(f, "invalid response: {what}"),
+        }
+    }
+}
+
+impl From<io::Error> for H1Error {
+    fn from(e: io::Error) -> Self {
+        H1Error::Io(e)
+    }
+}
+
+/// How the response body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// One HTTP/1.1 connection.
+pub(crate) struct Conn {
+    stream: Stream,
+    buf: Vec<u8>,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    reusable: bool,
+    /// Exchanges completed on this connection.
+    pub uses: u64,
+}
+
+impl Conn {
+    pub fn new(stream: Stream) -> Self {
+        Conn {
+            stream,
+            buf: vec![0; BUF],
+            start: 0,
+            end: 0,
+            reusable: true,
+            uses: 0,
+        }
+    }
+
+    /// False once the server asked to close, or the body ran to the end of the connection.
+    pub fn reusable(&self) -> bool {
+        self.reusable
+    }
+
+    /// Writes `request` and reads the whole response, discarding its body.
+    pub async fn exchange(&mut self, request: &[u8], head_request: bool, p: &mut Progress) -> Result<u16, H1Error> {
+        // Bytes left over from a previous response mean the peer sent more than it framed.
+        self.start = 0;
+        self.end = 0;
+        self.stream.write_all(request).await?;
+        self.stream.flush().await?;
+        p.written += request.len() as u64;
+        let (status, framing) = loop {
+            let head = self.read_head(head_request, p).await?;
+            if head.close {
+                self.reusable = false;
+            }
+            // Interim responses (100 Continue, 103 Early Hints) precede the real one.
+            if (100..200).contains(&head.status) && head.status != 101 {
+                continue;
+            }
+            break (head.status, head.framing);
+        };
+        p.status = Some(status);
+        match framing {
+            Framing::None => {}
+            Framing::Length(n) => self.skip(n, p).await?,
+            Framing::Chunked => self.skip_chunked(p).await?,
+            Framing::UntilClose => {
+                self.reusable = false;
+                self.start = self.end;
+                while self.fill(p).await? > 0 {
+                    self.start = self.end;
+                }
+            }
+        }
+        self.uses += 1;
+        Ok(status)
+    }
+
+    /// Reads more bytes into the buffer; returns how many (0 at end of stream).
+    async fn fill(&mut self, p: &mut Progress) -> Result<usize, H1Error> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < MAX_HEAD {
+                self.buf.resize(self.buf.len() * 2, 0);
+            } else {
+                return Err(H1Error::Parse("response head too large"));
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        if n > 0 {
+            if p.first_byte.is_none() {
+                p.first_byte = Some(Instant::now());
+            }
+            p.read += n as u64;
+            self.end += n;
+        }
+        Ok(n)
+    }
+
+    async fn fill_or_closed(&mut self, p: &mut Progress) -> Result<(), H1Error> {
+        match self.fill(p).await? {
+            0 => Err(H1Error::Closed),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads one response head; returns its status, body framing and whether the connection
+    /// must close afterwards.
+    async fn read_head(&mut self, head_request: bool, p: &mut Progress) -> Result<Head, H1Error> {
+        loop {
+            if let Some(head) = parse_head(&self.buf[self.start..self.end], head_request)? {
+                self.start += head.len;
+                return Ok(head);
+            }
+            self.fill_or_closed(p).await?;
+        }
+    }
+
+    /// Consumes `n` body bytes.
+    async fn skip(&mut self, mut n: u64, p: &mut Progress) -> Result<(), H1Error> {
+        loop {
+            let avail = (self.end - self.start) as u64;
+            let take = avail.min(n);
+            self.start += take as usize;
+            n -= take;
+            if n == 0 {
+                return Ok(());
+            }
+            self.fill_or_closed(p).await?;
+        }
+    }
+
+    /// Reads up to and including the next CRLF; returns the line's range in the buffer.
+    async fn line(&mut self, p: &mut Progress) -> Result<(usize, usize), H1Error> {
+        loop {
+            if let Some(i) = self.buf[self.start..self.end].windows(2).position(|w| w == b"\r\n") {
+                let line = (self.start, self.start + i);
+                self.start += i + 2;
+                return Ok(line);
+            }
+            if self.end - self.start > 4096 {
+                return Err(H1Error::Parse("chunk line too long"));
+            }
+            self.fill_or_closed(p).await?;
+        }
+    }
+
+    async fn skip_chunked(&mut self, p: &mut Progress) -> Result<(), H1Error> {
+        loop {
+            let (a, b) = self.line(p).await?;
+            let size_text = self.buf[a..b].split(|&c| c == b';').next().unwrap_or(&[]);
+            let size_text = std::str::from_utf8(size_text).map_err(|_| H1Error::Parse("bad chunk size"))?;
+            let size = u64::from_str_radix(size_text.trim(), 16).map_err(|_| H1Error::Parse("bad chunk size"))?;
+            if size == 0 {
+                // Trailers, then the empty line that ends the message.
+                loop {
+                    let (a, b) = self.line(p).await?;
+                    if a == b {
+                        return Ok(());
+                    }
+                }
+            }
+            self.skip(size, p).await?;
+            let (a, b) = self.line(p).await?;
+            if a != b {
+                return Err(H1Error::Parse("chunk not followed by CRLF"));
+            }
+        }
+    }
+}
+
+/// A parsed response head.
+struct Head {
+    /// Length of the head in bytes.
+    len: usize,
+    status: u16,
+    framing: Framing,
+    /// The connection must close after this response.
+    close: bool,
+}
+
+/// Parses a response head at the start of `buf`; `None` if it is not complete yet.
+///
+/// Synchronous on purpose: the header array lives only for this call, so it never becomes part
+/// of an exchange's future (which would make every future several kilobytes, moved per request).
+fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, H1Error> {
+    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut []);
+    let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(H1Error::Parse("malformed response head")),
+    };
+    let status = resp.code.ok_or(H1Error::Parse("no status code"))?;
+    let http10 = resp.version == Some(0);
+    let (mut length, mut chunked, mut close, mut keep_alive) = (None, false, http10, false);
+    for h in resp.headers.iter() {
+        // Compare lengths first: most headers are none of these three.
+        match h.name.len() {
+            14 if h.name.eq_ignore_ascii_case("content-length") => {
+                let v = std::str::from_utf8(h.value).map_err(|_| H1Error::Parse("bad content-length"))?;
+                let n: u64 = v.trim().parse().map_err(|_| H1Error::Parse("bad content-length"))?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(H1Error::Parse("conflicting content-length headers"));
+                }
+                length = Some(n);
+            }
+            17 if h.name.eq_ignore_ascii_case("transfer-encoding") => chunked = has_token(h.value, b"chunked"),
+            10 if h.name.eq_ignore_ascii_case("connection") => {
+                close |= has_token(h.value, b"close");
+                keep_alive |= has_token(h.value, b"keep-alive");
+            }
+            _ => {}
+        }
+    }
+    if http10 && keep_alive {
+        close = false;
+    }
+    let framing = if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
+        Framing::None
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        Framing::UntilClose
+    };
+    Ok(Some(Head {
+        len,
+        status,
+        framing,
+        close,
+    }))
+}
+
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&c| c == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// Serves `responses` (raw bytes, one per request read) on a loopback socket.
+    async fn conn_to(responses: Vec<&'static [u8]>, close_after: bool) -> Conn {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            for r in responses {
+                let _ = s.read(&mut buf).await;
+                // Split writes to exercise partial reads.
+                let (a, b) = r.split_at(r.len() / 2);
+                s.write_all(a).await.unwrap();
+                s.flush().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                s.write_all(b).await.unwrap();
+            }
+            if close_after {
+                drop(s);
+            } else {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        });
+        Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()))
+    }
+
+    const REQ: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    #[tokio::test]
+    async fn length_chunked_and_interim_responses_on_one_connection() {
+        let mut c = conn_to(
+            vec![
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+                b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n",
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+                b"HTTP/1.1 503 Busy\r\ncontent-length: 0\r\nConnection: close\r\n\r\n",
+            ],
+            false,
+        )
+        .await;
+        let mut p = Progress::default();
+        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 200);
+        assert_eq!(p.read, 43);
+        assert_eq!(p.written, REQ.len() as u64);
+        assert!(c.reusable());
+        let mut p = Progress::default();
+        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 201);
+        assert!(c.reusable());
+        assert_eq!(c.exchange(REQ, false, &mut Progress::default()).await.unwrap(), 204);
+        assert_eq!(c.exchange(REQ, false, &mut Progress::default()).await.unwrap(), 503);
+        assert!(!c.reusable(), "Connection: close is honoured");
+        assert_eq!(c.uses, 4);
+    }
+
+    #[tokio::test]
+    async fn body_until_close_and_http10() {
+        let mut c = conn_to(vec![b"HTTP/1.0 200 OK\r\n\r\nall of this is the body"], true).await;
+        let mut p = Progress::default();
+        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 200);
+        assert!(!c.reusable());
+        assert_eq!(p.read, 42);
+    }
+
+    #[tokio::test]
+    async fn a_short_body_is_closed_and_garbage_is_a_parse_error() {
+        let mut c = conn_to(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"], true).await;
+        let mut p = Progress::default();
+        assert!(matches!(c.exchange(REQ, false, &mut p).await, Err(H1Error::Closed)));
+        assert_eq!(p.status, Some(200), "the head arrived");
+
+        let mut c = conn_to(vec![b"SSH-2.0-OpenSSH_9.2\r\n\r\n"], true).await;
+        assert!(matches!(
+            c.exchange(REQ, false, &mut Progress::default()).await,
+            Err(H1Error::Parse(_))
+        ));
+
+        let mut c = conn_to(
+            vec![b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+            true,
+        )
+        .await;
+        assert!(matches!(
+            c.exchange(REQ, false, &mut Progress::default()).await,
+            Err(H1Error::Parse(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn head_requests_have_no_body_whatever_the_length_says() {
+        let mut c = conn_to(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"], false).await;
+        assert_eq!(
+            c.exchange(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", true, &mut Progress::default())
+                .await
+                .unwrap(),
+            200
+        );
+        assert!(c.reusable());
+    }
+}
