@@ -77,6 +77,14 @@ fn open_model_percentiles_show_a_stall_in_proportion_to_its_length() {
         assert_eq!(f(&s, &["target_rps"]), 200.0);
         let sent = s["requests"].as_u64().unwrap();
         assert!((1180..=1201).contains(&sent), "6 s at 200/s, got {sent}");
+        // Not a terminal: a plain progress line every 5 s, like pgbench -P.
+        let progress: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("progress:")).collect();
+        assert_eq!(progress.len(), 1, "{}", r.stderr);
+        assert!(
+            progress[0].contains("req/s") && progress[0].contains("p99"),
+            "{}",
+            progress[0]
+        );
     });
 }
 

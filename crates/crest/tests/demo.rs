@@ -1,0 +1,28 @@
+//! README's first command: `crest demo` runs on a fresh machine with nothing else installed.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::crest;
+
+#[test]
+fn demo_runs_against_the_built_in_target_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crest()
+        .args(["demo", "-d", "2s", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Latency ms"), "{stdout}");
+    assert!(stderr.contains("results:"), "{stderr}");
+    let results: crest_model::Results =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let s = crest_analysis::summarize(&results).unwrap();
+    // 20 users against a 10 ms service time: close to 2,000 requests a second, none failing.
+    assert!(s.requests > 1000, "{}", s.requests);
+    assert_eq!(s.failures, 0);
+    assert!(s.latency_ms.p50 >= 10.0, "{}", s.latency_ms.p50);
+}
