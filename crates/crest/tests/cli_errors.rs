@@ -43,3 +43,22 @@ fn a_bad_ca_file_is_named() {
         "CA file",
     );
 }
+
+#[test]
+fn too_many_connections_for_the_file_limit_names_the_limit() {
+    // A hard limit of 256 open files cannot hold 1,000 connections; crest says so before sending.
+    let exe = env!("CARGO_BIN_EXE_crest");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && ulimit -Hn 256 && exec {exe} run http://127.0.0.1:1/ -c 1000 -d 1s"
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RLIMIT_NOFILE") && stderr.contains("256") && stderr.contains("-c 1000"),
+        "{stderr}"
+    );
+}

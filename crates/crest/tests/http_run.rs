@@ -3,18 +3,10 @@
 
 mod common;
 
-use common::{f, run, run_async};
+use common::{f, rt, run, run_async};
 use crest_testkit::{refused_addr, Reply, Server};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn fixed_delay_p50_is_within_five_percent() {

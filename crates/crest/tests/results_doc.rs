@@ -3,18 +3,10 @@
 
 mod common;
 
-use common::{crest, run_async};
+use common::{crest, rt, run_async};
 use crest_testkit::{Reply, Server};
 use std::path::PathBuf;
 use std::time::Duration;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn schema_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/results.schema.json")

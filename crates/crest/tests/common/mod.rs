@@ -93,3 +93,12 @@ pub fn f(v: &Value, path: &[&str]) -> f64 {
     }
     cur.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
+
+/// A runtime for the test's servers, apart from the crest process under test.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
