@@ -21,6 +21,40 @@ const MAX_HEAD: usize = 256 * 1024;
 /// Most headers parsed in one response.
 const MAX_HEADERS: usize = 100;
 
+/// Most response body bytes kept for extraction and checks; the rest is counted, not kept.
+pub const MAX_KEPT_BODY: usize = 32 * 1024 * 1024;
+
+/// A response kept for extraction and checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Header names and values, in order; values that are not UTF-8 are converted lossily.
+    pub headers: Vec<(String, String)>,
+    /// The body, up to [`MAX_KEPT_BODY`] bytes.
+    pub body: Vec<u8>,
+    /// True when the body was longer than what was kept.
+    pub truncated: bool,
+}
+
+impl Response {
+    /// The first header with this name, compared without case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
+        if bytes.len() > room {
+            self.truncated = true;
+        }
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
 /// What one exchange measured so far; kept when it fails part-way.
 #[derive(Debug, Default)]
 pub(crate) struct Progress {
@@ -95,8 +129,15 @@ impl Conn {
         self.reusable
     }
 
-    /// Writes `request` and reads the whole response, discarding its body.
-    pub async fn exchange(&mut self, request: &[u8], head_request: bool, p: &mut Progress) -> Result<u16, H1Error> {
+    /// Writes `request` and reads the whole response. Its head and body are kept in `keep` when
+    /// given, and otherwise discarded as they are read.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        p: &mut Progress,
+        mut keep: Option<&mut Response>,
+    ) -> Result<u16, H1Error> {
         // Bytes left over from a previous response mean the peer sent more than it framed.
         self.start = 0;
         self.end = 0;
@@ -104,7 +145,10 @@ impl Conn {
         self.stream.flush().await?;
         p.written += request.len() as u64;
         let (status, framing) = loop {
-            let head = self.read_head(head_request, p).await?;
+            if let Some(k) = keep.as_deref_mut() {
+                *k = Response::default();
+            }
+            let head = self.read_head(head_request, p, keep.as_deref_mut()).await?;
             if head.close {
                 self.reusable = false;
             }
@@ -115,15 +159,23 @@ impl Conn {
             break (head.status, head.framing);
         };
         p.status = Some(status);
+        if let Some(k) = keep.as_deref_mut() {
+            k.status = status;
+        }
         match framing {
             Framing::None => {}
-            Framing::Length(n) => self.skip(n, p).await?,
-            Framing::Chunked => self.skip_chunked(p).await?,
+            Framing::Length(n) => self.skip(n, p, keep).await?,
+            Framing::Chunked => self.skip_chunked(p, keep).await?,
             Framing::UntilClose => {
                 self.reusable = false;
-                self.start = self.end;
-                while self.fill(p).await? > 0 {
+                loop {
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.keep(&self.buf[self.start..self.end]);
+                    }
                     self.start = self.end;
+                    if self.fill(p).await? == 0 {
+                        break;
+                    }
                 }
             }
         }
@@ -167,9 +219,15 @@ impl Conn {
 
     /// Reads one response head; returns its status, body framing and whether the connection
     /// must close afterwards.
-    async fn read_head(&mut self, head_request: bool, p: &mut Progress) -> Result<Head, H1Error> {
+    async fn read_head(
+        &mut self,
+        head_request: bool,
+        p: &mut Progress,
+        keep: Option<&mut Response>,
+    ) -> Result<Head, H1Error> {
+        let mut keep = keep;
         loop {
-            if let Some(head) = parse_head(&self.buf[self.start..self.end], head_request)? {
+            if let Some(head) = parse_head(&self.buf[self.start..self.end], head_request, keep.as_deref_mut())? {
                 self.start += head.len;
                 return Ok(head);
             }
@@ -177,11 +235,14 @@ impl Conn {
         }
     }
 
-    /// Consumes `n` body bytes.
-    async fn skip(&mut self, mut n: u64, p: &mut Progress) -> Result<(), H1Error> {
+    /// Consumes `n` body bytes, keeping them in `keep` if given.
+    async fn skip(&mut self, mut n: u64, p: &mut Progress, mut keep: Option<&mut Response>) -> Result<(), H1Error> {
         loop {
             let avail = (self.end - self.start) as u64;
             let take = avail.min(n);
+            if let Some(k) = keep.as_deref_mut() {
+                k.keep(&self.buf[self.start..self.start + take as usize]);
+            }
             self.start += take as usize;
             n -= take;
             if n == 0 {
@@ -206,7 +267,7 @@ impl Conn {
         }
     }
 
-    async fn skip_chunked(&mut self, p: &mut Progress) -> Result<(), H1Error> {
+    async fn skip_chunked(&mut self, p: &mut Progress, mut keep: Option<&mut Response>) -> Result<(), H1Error> {
         loop {
             let (a, b) = self.line(p).await?;
             let size_text = self.buf[a..b].split(|&c| c == b';').next().unwrap_or(&[]);
@@ -221,7 +282,7 @@ impl Conn {
                     }
                 }
             }
-            self.skip(size, p).await?;
+            self.skip(size, p, keep.as_deref_mut()).await?;
             let (a, b) = self.line(p).await?;
             if a != b {
                 return Err(H1Error::Parse("chunk not followed by CRLF"));
@@ -244,7 +305,7 @@ struct Head {
 ///
 /// Synchronous on purpose: the header array lives only for this call, so it never becomes part
 /// of an exchange's future (which would make every future several kilobytes, moved per request).
-fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, H1Error> {
+fn parse_head(buf: &[u8], head_request: bool, keep: Option<&mut Response>) -> Result<Option<Head>, H1Error> {
     let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut []);
     let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
@@ -276,6 +337,13 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, H1Error> {
     }
     if http10 && keep_alive {
         close = false;
+    }
+    if let Some(k) = keep {
+        k.headers = resp
+            .headers
+            .iter()
+            .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+            .collect();
     }
     let framing = if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
         Framing::None
@@ -346,24 +414,53 @@ mod tests {
         )
         .await;
         let mut p = Progress::default();
-        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 200);
+        assert_eq!(c.exchange(REQ, false, &mut p, None).await.unwrap(), 200);
         assert_eq!(p.read, 43);
         assert_eq!(p.written, REQ.len() as u64);
         assert!(c.reusable());
         let mut p = Progress::default();
-        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 201);
+        assert_eq!(c.exchange(REQ, false, &mut p, None).await.unwrap(), 201);
         assert!(c.reusable());
-        assert_eq!(c.exchange(REQ, false, &mut Progress::default()).await.unwrap(), 204);
-        assert_eq!(c.exchange(REQ, false, &mut Progress::default()).await.unwrap(), 503);
+        assert_eq!(
+            c.exchange(REQ, false, &mut Progress::default(), None).await.unwrap(),
+            204
+        );
+        assert_eq!(
+            c.exchange(REQ, false, &mut Progress::default(), None).await.unwrap(),
+            503
+        );
         assert!(!c.reusable(), "Connection: close is honoured");
         assert_eq!(c.uses, 4);
+    }
+
+    #[tokio::test]
+    async fn kept_responses_have_headers_and_the_decoded_body() {
+        let mut c = conn_to(
+            vec![
+                b"HTTP/1.1 200 OK\r\nX-Id: 42\r\nContent-Length: 10\r\n\r\n{\"id\": 42}",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+            ],
+            false,
+        )
+        .await;
+        let mut r = Response::default();
+        c.exchange(REQ, false, &mut Progress::default(), Some(&mut r))
+            .await
+            .unwrap();
+        assert_eq!(r.header("x-id"), Some("42"));
+        assert_eq!(r.body, b"{\"id\": 42}");
+        c.exchange(REQ, false, &mut Progress::default(), Some(&mut r))
+            .await
+            .unwrap();
+        assert_eq!(r.body, b"abcde", "chunk framing is removed");
+        assert_eq!(r.header("x-id"), None, "a kept response starts afresh");
     }
 
     #[tokio::test]
     async fn body_until_close_and_http10() {
         let mut c = conn_to(vec![b"HTTP/1.0 200 OK\r\n\r\nall of this is the body"], true).await;
         let mut p = Progress::default();
-        assert_eq!(c.exchange(REQ, false, &mut p).await.unwrap(), 200);
+        assert_eq!(c.exchange(REQ, false, &mut p, None).await.unwrap(), 200);
         assert!(!c.reusable());
         assert_eq!(p.read, 42);
     }
@@ -372,12 +469,15 @@ mod tests {
     async fn a_short_body_is_closed_and_garbage_is_a_parse_error() {
         let mut c = conn_to(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"], true).await;
         let mut p = Progress::default();
-        assert!(matches!(c.exchange(REQ, false, &mut p).await, Err(H1Error::Closed)));
+        assert!(matches!(
+            c.exchange(REQ, false, &mut p, None).await,
+            Err(H1Error::Closed)
+        ));
         assert_eq!(p.status, Some(200), "the head arrived");
 
         let mut c = conn_to(vec![b"SSH-2.0-OpenSSH_9.2\r\n\r\n"], true).await;
         assert!(matches!(
-            c.exchange(REQ, false, &mut Progress::default()).await,
+            c.exchange(REQ, false, &mut Progress::default(), None).await,
             Err(H1Error::Parse(_))
         ));
 
@@ -387,7 +487,7 @@ mod tests {
         )
         .await;
         assert!(matches!(
-            c.exchange(REQ, false, &mut Progress::default()).await,
+            c.exchange(REQ, false, &mut Progress::default(), None).await,
             Err(H1Error::Parse(_))
         ));
     }
@@ -396,9 +496,14 @@ mod tests {
     async fn head_requests_have_no_body_whatever_the_length_says() {
         let mut c = conn_to(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"], false).await;
         assert_eq!(
-            c.exchange(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", true, &mut Progress::default())
-                .await
-                .unwrap(),
+            c.exchange(
+                b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n",
+                true,
+                &mut Progress::default(),
+                None
+            )
+            .await
+            .unwrap(),
             200
         );
         assert!(c.reusable());

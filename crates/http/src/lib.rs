@@ -1,20 +1,68 @@
 //! The HTTP/1.1 protocol driver.
 //!
-//! It turns one HTTP request into a measured [`crest_model::Sample`]: connect time (TCP plus
-//! TLS) for new connections only, time to the first response byte, total time, bytes on the wire
+//! It turns HTTP requests into measured [`crest_model::Sample`]s: connect time (TCP plus TLS)
+//! for new connections only, time to the first response byte, total time, bytes on the wire
 //! each way, the status, and an [`crest_model::Outcome`] from the closed set. It aggregates
 //! nothing; the engine's sink does.
 //!
-//! Each virtual user owns at most one connection, rather than sharing a pooled client: a load
-//! tool must know exactly which request opened a connection, and must not let a pool hide
-//! connection churn or queue requests behind its own limits. The HTTP/1.1 exchange itself is
-//! crest's own ([`h1`]), chosen over hyper's client by measurement (bench/README.md).
+//! Each virtual user owns at most one connection per endpoint (a [`Session`]), rather than
+//! sharing a pooled client: a load tool must know exactly which request opened a connection, and
+//! must not let a pool hide connection churn or queue requests behind its own limits. The
+//! HTTP/1.1 exchange itself is crest's own (`h1`), chosen over hyper's client by measurement
+//! (bench/README.md).
 #![warn(missing_docs)]
 
+mod call;
 mod classify;
+mod endpoint;
 mod h1;
 mod io;
 mod tls;
 mod workload;
 
-pub use workload::{HttpUser, HttpWorkload, InvalidRequest};
+pub use call::{Call, Exchange, Session};
+pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
+pub use h1::{Response, MAX_KEPT_BODY};
+pub use workload::HttpWorkload;
+
+use crest_model::Outcome;
+use h1::H1Error;
+use std::fmt;
+
+/// Why a request failed, kept unformatted until a sink asks for an example message.
+#[derive(Debug)]
+enum Detail {
+    Io(std::io::Error),
+    H1(H1Error),
+    Text(&'static str),
+}
+
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Detail::Io(e) => write!(f, "{e}"),
+            Detail::H1(e) => write!(f, "{e}"),
+            Detail::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+struct Failure {
+    outcome: Outcome,
+    detail: Detail,
+}
+
+impl Failure {
+    fn io(e: std::io::Error) -> Self {
+        Failure {
+            outcome: classify::io_error(&e),
+            detail: Detail::Io(e),
+        }
+    }
+    fn h1(e: H1Error) -> Self {
+        Failure {
+            outcome: classify::h1_error(&e),
+            detail: Detail::H1(e),
+        }
+    }
+}

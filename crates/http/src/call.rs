@@ -1,0 +1,216 @@
+//! One measured HTTP exchange on a user's session.
+
+use crate::endpoint::Endpoint;
+use crate::h1::{self, H1Error, Response};
+use crate::{Detail, Failure};
+use crest_model::{NameId, Outcome, Sample};
+use std::fmt;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+use tokio::time::{timeout_at, Sleep};
+
+/// One user's connection to one endpoint, and its request timer.
+#[derive(Default)]
+pub struct Session {
+    conn: Option<h1::Conn>,
+    /// Armed at or before the current request's deadline; see [`Endpoint::call`].
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
+}
+
+/// What to send.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The whole request, from [`crate::build_request`].
+    pub request: &'a [u8],
+    /// A HEAD request, whose response has no body.
+    pub head: bool,
+    /// Limit from the start of the call to the end of the response.
+    pub timeout: Duration,
+    /// Limit on opening a connection.
+    pub connect_timeout: Duration,
+    /// Keep the connection for the next call.
+    pub keepalive: bool,
+}
+
+/// What one call measured.
+#[derive(Debug)]
+pub struct Exchange {
+    /// When the call started.
+    pub started: Instant,
+    /// When it ended.
+    pub ended: Instant,
+    /// Time to open a connection, when this call opened one.
+    pub connect: Option<Duration>,
+    /// When the first response byte arrived.
+    pub first_byte: Option<Instant>,
+    /// Bytes written.
+    pub bytes_sent: u64,
+    /// Bytes read.
+    pub bytes_received: u64,
+    /// The status, when a response head arrived.
+    pub status: Option<u16>,
+    /// How the call ended; an HTTP status of 400 or more is `Outcome::Status`.
+    pub outcome: Outcome,
+    error: Option<Detail>,
+}
+
+impl Exchange {
+    /// Why the call failed, for an example message; `None` on success.
+    pub fn error(&self) -> Option<&dyn fmt::Display> {
+        self.error.as_ref().map(|d| d as &dyn fmt::Display)
+    }
+
+    /// The sample for this call, whose latency counts from `intended`.
+    pub fn sample(&self, name: NameId, intended: Instant, offset: Duration) -> Sample {
+        let intended = intended.min(self.started);
+        Sample {
+            name,
+            intended: offset,
+            send_lag: self.started - intended,
+            connect: self.connect,
+            ttfb: self.first_byte.map(|f| f.saturating_duration_since(self.started)),
+            total: self.ended - intended,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            status: self.status,
+            outcome: self.outcome,
+        }
+    }
+}
+
+impl Endpoint {
+    /// Sends `call` on `session` (opening a connection if needed) and reads the whole response,
+    /// keeping it in `keep` when given. Never fails: failures are outcomes.
+    ///
+    /// The timeout uses one timer per session that is re-armed only when it fires before the
+    /// current request's deadline. A fresh timer per request would be inserted into and removed
+    /// from tokio's timer wheel every time, which the profile showed as the largest user-space
+    /// cost after parsing. The armed deadline never lies after the real one, so no request can
+    /// outlive its timeout.
+    pub async fn call(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
+        let started = Instant::now();
+        let deadline = started + call.timeout;
+        let mut p = h1::Progress::default();
+        let mut connect = None;
+        let result = {
+            let Session { conn, timer } = &mut *session;
+            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+            let work = self.attempt(conn, call, started, deadline, &mut connect, &mut p, keep);
+            tokio::pin!(work);
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut work => break r,
+                    () = timer.as_mut() => {
+                        if Instant::now() >= deadline {
+                            break Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") });
+                        }
+                        timer.as_mut().reset(deadline.into());
+                    }
+                }
+            }
+        };
+        let ended = Instant::now();
+        let (outcome, error) = match result {
+            Ok(status) => {
+                if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
+                    session.conn = None;
+                }
+                (
+                    if status >= 400 {
+                        Outcome::Status(status)
+                    } else {
+                        Outcome::Success
+                    },
+                    None,
+                )
+            }
+            Err(f) => {
+                // A connection in an unknown state is never reused.
+                session.conn = None;
+                (f.outcome, Some(f.detail))
+            }
+        };
+        Exchange {
+            started,
+            ended,
+            connect,
+            first_byte: p.first_byte,
+            bytes_sent: p.written,
+            bytes_received: p.read,
+            status: p.status,
+            outcome,
+            error,
+        }
+    }
+
+    /// One exchange, opening a connection when there is none. A keep-alive connection that the
+    /// server closed while idle is retried once on a new connection, as browsers do, since the
+    /// server never saw the request.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        conn: &mut Option<h1::Conn>,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+        mut keep: Option<&mut Response>,
+    ) -> Result<u16, Failure> {
+        let mut retried = false;
+        loop {
+            let c = match conn {
+                Some(c) => c,
+                None => {
+                    let (c, took) = self.open(call, started, deadline).await?;
+                    *connect = Some(took);
+                    conn.insert(c)
+                }
+            };
+            let reused = c.uses > 0;
+            match c.exchange(call.request, call.head, p, keep.as_deref_mut()).await {
+                Ok(status) => return Ok(status),
+                Err(H1Error::Closed | H1Error::Io(_)) if reused && !retried && p.read == 0 => {
+                    *conn = None;
+                    retried = true;
+                    *p = h1::Progress::default();
+                }
+                Err(e) => return Err(Failure::h1(e)),
+            }
+        }
+    }
+
+    /// Opens a connection, timing it.
+    async fn open(
+        &self,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+    ) -> Result<(h1::Conn, Duration), Failure> {
+        let t0 = Instant::now();
+        let limit = deadline.min(started + call.connect_timeout);
+        match timeout_at(limit.into(), self.connect()).await {
+            Ok(conn) => Ok((conn?, t0.elapsed())),
+            Err(_) => {
+                let outcome = if limit < deadline {
+                    Outcome::ConnectTimeout
+                } else {
+                    Outcome::Timeout
+                };
+                Err(Failure {
+                    outcome,
+                    detail: Detail::Text("timed out while connecting"),
+                })
+            }
+        }
+    }
+}
