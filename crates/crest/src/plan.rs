@@ -2,7 +2,7 @@
 
 use crate::cli::RunArgs;
 use anyhow::{bail, Context, Result};
-use crest_model::plan::{HttpRequest, LoadModel, Plan, StopRule, Target, TlsOptions};
+use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
 
 /// Default run length when neither -n nor -d is given.
@@ -18,15 +18,12 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
             }
             let cap = args.concurrency.unwrap_or(1000);
             check_concurrency(cap)?;
-            LoadModel::Open {
-                rate,
-                max_in_flight: cap,
-            }
+            LoadModel::rate(rate, cap)
         }
         None => {
             let users = args.concurrency.unwrap_or(50);
             check_concurrency(users)?;
-            LoadModel::Closed { users }
+            LoadModel::users(users)
         }
     };
     if args.requests == Some(0) {
@@ -93,6 +90,7 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         load: model,
         stop,
         names: vec![name],
+        segments: vec![SegmentPlan::whole_run()],
         threads,
         grace: args.timeout.min(MAX_GRACE),
         target: Target::Http(HttpRequest {
@@ -149,7 +147,7 @@ mod tests {
     #[test]
     fn defaults_are_a_ten_second_closed_run_of_50_users() {
         let p = args(&["http://127.0.0.1:1/x?y=1"]).unwrap();
-        assert_eq!(p.load, LoadModel::Closed { users: 50 });
+        assert_eq!(p.load, LoadModel::users(50));
         assert_eq!(p.stop.duration, Some(Duration::from_secs(10)));
         assert_eq!(p.names, vec!["GET /x".to_string()]);
     }
@@ -157,13 +155,7 @@ mod tests {
     #[test]
     fn a_body_makes_a_post_and_rate_makes_an_open_model() {
         let p = args(&["http://h/", "--body", "{}", "--rate", "100", "-n", "5"]).unwrap();
-        assert_eq!(
-            p.load,
-            LoadModel::Open {
-                rate: 100.0,
-                max_in_flight: 1000
-            }
-        );
+        assert_eq!(p.load, LoadModel::rate(100.0, 1000));
         assert_eq!(
             p.stop,
             StopRule {

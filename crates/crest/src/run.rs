@@ -42,6 +42,7 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         threads: plan.threads,
         grace: plan.grace,
         tick: INTERVAL,
+        segments: plan.segments.iter().map(|s| s.start).collect(),
     };
     let threads = shape.threads_used();
     let open_model = matches!(plan.load, LoadModel::Open { .. });
@@ -116,6 +117,7 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         (Some(Interrupt::Int), _) => EndReason::Sigint,
         (Some(Interrupt::Term), _) => EndReason::Sigterm,
         (None, StopCause::Count) => EndReason::Requests,
+        (None, StopCause::Completed) => EndReason::Completed,
         _ => EndReason::Duration,
     };
     let results = Results {
@@ -125,15 +127,17 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         duration_s: duration.as_secs_f64(),
         ended_by,
+        stopped_by: None,
         config: run_config(&plan, command_line, threads),
         names: plan.names.clone(),
+        segments: segments(&plan, duration),
         stats: totals.stats(),
         status_codes: totals.status_codes(),
         errors: totals.errors(),
         abandoned: report.abandoned,
         open: match plan.load {
-            LoadModel::Open { rate, .. } => Some(OpenStats {
-                target_rps: rate,
+            LoadModel::Open { ref rate, .. } => Some(OpenStats {
+                target_rps: rate.max(),
                 arrivals: report.arrivals,
                 dropped: report.dropped,
                 send_lag: EncodedHistogram::encode(totals.send_lag()),
@@ -154,9 +158,9 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
 /// The configuration as stored: every secret redacted.
 fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
     let Target::Http(h) = &plan.target;
-    let (model, rate) = match plan.load {
-        LoadModel::Closed { .. } => ("closed", None),
-        LoadModel::Open { rate, .. } => ("open", Some(rate)),
+    let (model, rate, iterations) = match &plan.load {
+        LoadModel::Closed { iterations, .. } => ("closed", None, *iterations),
+        LoadModel::Open { rate, .. } => ("open", Some(rate.max()), None),
     };
     RunConfig {
         command_line: redact::command_line(command_line),
@@ -164,6 +168,7 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         concurrency: plan.load.max_concurrency(),
         rate,
         requests: plan.stop.requests,
+        iterations,
         duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
         threads: threads as u64,
         http: Some(HttpConfig {
@@ -179,5 +184,25 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
             keepalive: h.keepalive,
             insecure: h.tls.insecure,
         }),
+        scenario: None,
+        thresholds: Vec::new(),
+        stop_conditions: Vec::new(),
     }
+}
+
+/// The plan's segments with their end times; the last ends with the run.
+fn segments(plan: &Plan, duration: Duration) -> Vec<results::Segment> {
+    let end = duration.as_secs_f64();
+    let starts: Vec<f64> = plan.segments.iter().map(|s| s.start.as_secs_f64()).collect();
+    plan.segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| results::Segment {
+            name: s.name.clone(),
+            start_s: starts[i].min(end),
+            end_s: starts.get(i + 1).copied().unwrap_or(end).min(end),
+            users: s.users,
+            rate: s.rate,
+        })
+        .collect()
 }

@@ -2,8 +2,9 @@
 
 use crate::{Ctx, Stop, StopCause};
 use crest_model::plan::LoadModel;
+use crest_model::plan::UsersProfile;
 use crest_model::Sink;
-use crest_schedule::{interleaved, Schedule};
+use crest_schedule::{interleaved, segment_at, users_at, Schedule};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
@@ -36,6 +37,8 @@ pub struct Shape {
     pub grace: Duration,
     /// How often each sink is ticked, so idle intervals close on time.
     pub tick: Duration,
+    /// Start offsets of the run's segments, in order (at least one, at zero).
+    pub segments: Vec<Duration>,
 }
 
 impl Shape {
@@ -81,9 +84,9 @@ where
     F: Fn(usize) -> S,
 {
     let threads = shape.threads_used();
-    let schedule = match shape.model {
+    let schedule = match &shape.model {
         LoadModel::Open { rate, .. } => {
-            Some(Schedule::constant(rate).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?)
+            Some(Schedule::from_profile(rate).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?)
         }
         LoadModel::Closed { .. } => None,
     };
@@ -118,6 +121,8 @@ where
         report.abandoned += t.abandoned;
         report.iterations += t.iterations;
     }
+    // Threads that ran out of work end on their own; only when all have is the run complete.
+    stop.complete();
     report.cause = stop.cause();
     report.finished = Instant::now();
     Ok(report)
@@ -157,6 +162,7 @@ struct Local<W: Workload> {
     sink: Rc<RefCell<dyn Sink>>,
     tracker: Tracker,
     start: Instant,
+    segments: Vec<Duration>,
 }
 
 impl<W: Workload> Local<W> {
@@ -164,9 +170,11 @@ impl<W: Workload> Local<W> {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
         t.started.set(t.started.get() + 1);
+        let segment = segment_at(&self.segments, intended.saturating_duration_since(self.start)) as u32;
         let ctx = Ctx {
             start: self.start,
             intended,
+            segment,
             sink: &*self.sink,
         };
         self.workload.iterate(user, ctx).await;
@@ -202,6 +210,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         sink: sink.clone() as Rc<RefCell<dyn Sink>>,
         tracker: Tracker::default(),
         start,
+        segments: shape.segments.clone(),
     });
     let (arrivals, dropped, abandoned) = set.block_on(&rt, async {
         let ticker = {
@@ -220,8 +229,8 @@ fn thread_main<W: Workload, S: Sink + 'static>(
             })
         };
         let (arrivals, dropped) = match (&shape.model, schedule) {
-            (LoadModel::Closed { users }, _) => {
-                closed(k, threads, *users, &local, &stop).await;
+            (LoadModel::Closed { users, iterations }, _) => {
+                closed(k, threads, users, *iterations, &local, &stop).await;
                 (0, 0)
             }
             (LoadModel::Open { max_in_flight, .. }, Some(schedule)) => {
@@ -254,52 +263,110 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     })
 }
 
-/// Closed model: this thread's users each loop until the stop rule says no.
-async fn closed<W: Workload>(k: usize, threads: usize, users: u64, local: &Rc<Local<W>>, stop: &Stop) {
+/// How often the closed model's controller matches the users running to the profile.
+const CONTROL_EVERY: Duration = Duration::from_millis(50);
+
+/// Closed model: this thread keeps its share of the profile's users running. Each user loops
+/// until the stop rule says no, it has run its iterations, or the profile retires it.
+async fn closed<W: Workload>(
+    k: usize,
+    threads: usize,
+    profile: &UsersProfile,
+    iterations: Option<u64>,
+    local: &Rc<Local<W>>,
+    stop: &Stop,
+) {
     let live = Rc::new(Cell::new(0u64));
-    let all_done = Rc::new(Notify::new());
-    let mut id = k as u64;
-    while id < users {
-        live.set(live.get() + 1);
-        let (local, stop, live, all_done) = (Rc::clone(local), stop.clone(), Rc::clone(&live), Rc::clone(&all_done));
-        tokio::task::spawn_local(async move {
-            let mut user = local.workload.new_user(id);
-            loop {
-                let now = Instant::now();
-                if !stop.claim(now) {
+    let changed = Rc::new(Notify::new());
+    // Users started, in order, each with the flag that retires it after its current iteration.
+    let mut running: Vec<Rc<Cell<bool>>> = Vec::new();
+    let mut spawned = 0u64;
+    let final_share = share(profile.stages.last().map_or(profile.start, |s| s.to), k, threads);
+    let profile_end: Duration = profile.stages.iter().map(|s| s.duration).sum();
+    loop {
+        let now = Instant::now();
+        if stop.is_stopped(now) {
+            break;
+        }
+        let elapsed = now.saturating_duration_since(local.start);
+        let target = share(users_at(profile, elapsed), k, threads);
+        match iterations {
+            None => {
+                running.retain(|r| !r.get());
+                while (running.len() as u64) < target {
+                    running.push(spawn_user(
+                        interleaved(k, threads, spawned),
+                        None,
+                        local,
+                        stop,
+                        &live,
+                        &changed,
+                    ));
+                    spawned += 1;
+                }
+                while running.len() as u64 > target {
+                    if let Some(r) = running.pop() {
+                        r.set(true);
+                    }
+                }
+            }
+            Some(n) => {
+                // Users that finished their iterations are not replaced.
+                while spawned < target {
+                    spawn_user(interleaved(k, threads, spawned), Some(n), local, stop, &live, &changed);
+                    spawned += 1;
+                }
+                if live.get() == 0 && spawned >= final_share && elapsed >= profile_end {
                     break;
                 }
-                local.iterate(&mut user, now).await;
             }
-            live.set(live.get() - 1);
-            if live.get() == 0 {
-                all_done.notify_waiters();
-            }
-        });
-        id += threads as u64;
-    }
-    // Sending ends when every user has stopped claiming (count reached), at the deadline, or on
-    // cancellation, whichever is first.
-    let users_done = async {
-        loop {
-            let n = all_done.notified();
-            if live.get() == 0 {
-                return;
-            }
-            n.await;
         }
-    };
-    let deadline = async {
-        match stop.deadline() {
-            Some(d) => tokio::time::sleep_until(d.into()).await,
-            None => std::future::pending().await,
+        let waiting = changed.notified();
+        let wake = match stop.deadline() {
+            Some(d) => d.min(now + CONTROL_EVERY),
+            None => now + CONTROL_EVERY,
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = waiting => {}
+            _ = stop.cancelled() => {}
         }
-    };
-    tokio::select! {
-        _ = users_done => {}
-        _ = deadline => { stop.is_stopped(Instant::now()); }
-        _ = stop.cancelled() => {}
     }
+}
+
+/// Starts one user; returns the flag that retires it.
+fn spawn_user<W: Workload>(
+    id: u64,
+    iterations: Option<u64>,
+    local: &Rc<Local<W>>,
+    stop: &Stop,
+    live: &Rc<Cell<u64>>,
+    changed: &Rc<Notify>,
+) -> Rc<Cell<bool>> {
+    let retire = Rc::new(Cell::new(false));
+    live.set(live.get() + 1);
+    let (local, stop, live, changed, flag) = (
+        Rc::clone(local),
+        stop.clone(),
+        Rc::clone(live),
+        Rc::clone(changed),
+        Rc::clone(&retire),
+    );
+    tokio::task::spawn_local(async move {
+        let mut user = local.workload.new_user(id);
+        let mut done = 0u64;
+        while !flag.get() && iterations.is_none_or(|n| done < n) {
+            let now = Instant::now();
+            if !stop.claim(now) {
+                break;
+            }
+            local.iterate(&mut user, now).await;
+            done += 1;
+        }
+        live.set(live.get() - 1);
+        changed.notify_waiters();
+    });
+    retire
 }
 
 /// Open model: start iterations on this thread's share of the schedule.
@@ -373,7 +440,7 @@ async fn drain(grace: Duration, tracker: &Tracker, stop: &Stop) {
                 _ = stop.forced() => {}
             }
         }
-        StopCause::Count | StopCause::Running => {
+        StopCause::Count | StopCause::Running | StopCause::Completed => {
             tokio::select! {
                 _ = tracker.wait_idle() => {}
                 _ = async { stop.cancelled().await; tokio::time::sleep(grace).await } => {}

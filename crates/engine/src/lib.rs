@@ -30,6 +30,7 @@ use crest_model::{Sample, Sink};
 pub struct Ctx<'a> {
     start: Instant,
     intended: Instant,
+    segment: u32,
     sink: &'a RefCell<dyn Sink>,
 }
 
@@ -43,8 +44,13 @@ impl std::fmt::Debug for Ctx<'_> {
 
 impl<'a> Ctx<'a> {
     /// A context for running a workload outside the engine (tests, probes).
-    pub fn new(start: Instant, intended: Instant, sink: &'a RefCell<dyn Sink>) -> Self {
-        Ctx { start, intended, sink }
+    pub fn new(start: Instant, intended: Instant, segment: u32, sink: &'a RefCell<dyn Sink>) -> Self {
+        Ctx {
+            start,
+            intended,
+            segment,
+            sink,
+        }
     }
 
     /// When this iteration was meant to start. In the open model, latency counts from here.
@@ -57,8 +63,14 @@ impl<'a> Ctx<'a> {
         t.saturating_duration_since(self.start)
     }
 
-    /// Reports one request.
-    pub fn record(&self, sample: &Sample, detail: Option<&dyn std::fmt::Display>) {
-        self.sink.borrow_mut().record(sample, detail);
+    /// The segment of the run this iteration started in.
+    pub fn segment(&self) -> u32 {
+        self.segment
+    }
+
+    /// Reports one request, labelled with this iteration's segment.
+    pub fn record(&self, mut sample: Sample, detail: Option<&dyn std::fmt::Display>) {
+        sample.segment = self.segment;
+        self.sink.borrow_mut().record(&sample, detail);
     }
 }

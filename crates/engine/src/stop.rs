@@ -14,8 +14,10 @@ pub enum StopCause {
     Duration,
     /// The configured number of iterations was started.
     Count,
-    /// Stopped from outside (a signal).
+    /// Stopped from outside (a signal or a stop condition).
     Cancelled,
+    /// Every user finished its iterations.
+    Completed,
 }
 
 impl StopCause {
@@ -24,6 +26,7 @@ impl StopCause {
             1 => StopCause::Duration,
             2 => StopCause::Count,
             3 => StopCause::Cancelled,
+            4 => StopCause::Completed,
             _ => StopCause::Running,
         }
     }
@@ -80,6 +83,11 @@ impl Stop {
     /// Why sending stopped, or `Running`.
     pub fn cause(&self) -> StopCause {
         StopCause::from_u8(self.inner.cause.load(Ordering::Acquire))
+    }
+
+    /// Records that every user finished its iterations, unless something stopped the run first.
+    pub(crate) fn complete(&self) {
+        self.set_cause(StopCause::Completed);
     }
 
     fn set_cause(&self, cause: StopCause) {

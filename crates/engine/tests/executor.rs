@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_engine::{run, Ctx, Shape, Stop, StopCause, Workload};
-use crest_model::plan::LoadModel;
+use crest_model::plan::{LoadModel, UsersProfile, UsersStage};
 use crest_model::{Outcome, Sample, Sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +22,7 @@ impl Workload for Sleepy {
         tokio::time::sleep(self.0).await;
         let s = Sample {
             name: 0,
+            segment: 0,
             intended: ctx.offset(ctx.intended()),
             send_lag: started.saturating_duration_since(ctx.intended()),
             connect: None,
@@ -32,7 +33,7 @@ impl Workload for Sleepy {
             status: Some(200),
             outcome: Outcome::Success,
         };
-        ctx.record(&s, None);
+        ctx.record(s, None);
     }
 }
 
@@ -61,6 +62,7 @@ fn shape(model: LoadModel, threads: usize) -> Shape {
         threads,
         grace: Duration::from_millis(300),
         tick: Duration::from_millis(50),
+        segments: vec![Duration::ZERO],
     }
 }
 
@@ -73,7 +75,7 @@ fn closed_model_runs_exactly_the_counted_iterations() {
     let start = Instant::now();
     let stop = Stop::new(None, Some(37));
     let r = run(
-        &shape(LoadModel::Closed { users: 5 }, 2),
+        &shape(LoadModel::users(5), 2),
         start,
         &stop,
         Arc::new(Sleepy(Duration::from_millis(2))),
@@ -91,7 +93,7 @@ fn closed_model_runs_exactly_the_counted_iterations() {
 fn more_threads_than_users_uses_one_thread_per_user() {
     let stop = Stop::new(None, Some(4));
     let r = run(
-        &shape(LoadModel::Closed { users: 1 }, 8),
+        &shape(LoadModel::users(1), 8),
         Instant::now(),
         &stop,
         Arc::new(Sleepy(Duration::ZERO)),
@@ -107,10 +109,7 @@ fn open_model_sends_exactly_the_scheduled_arrivals() {
     // 1000/s for 300 ms: arrivals 0..299 are due before the deadline, whatever the timer does.
     let start = Instant::now();
     let stop = Stop::new(Some(start + Duration::from_millis(300)), None);
-    let model = LoadModel::Open {
-        rate: 1000.0,
-        max_in_flight: 100,
-    };
+    let model = LoadModel::rate(1000.0, 100);
     let r = run(
         &shape(model, 2),
         start,
@@ -143,10 +142,7 @@ fn open_model_sends_exactly_the_scheduled_arrivals() {
 fn open_model_drops_arrivals_beyond_the_cap_and_counts_them() {
     let start = Instant::now();
     let stop = Stop::new(Some(start + Duration::from_millis(500)), None);
-    let model = LoadModel::Open {
-        rate: 100.0,
-        max_in_flight: 2,
-    };
+    let model = LoadModel::rate(100.0, 2);
     let r = run(
         &shape(model, 2),
         start,
@@ -168,10 +164,7 @@ fn open_model_drops_arrivals_beyond_the_cap_and_counts_them() {
 #[test]
 fn open_model_with_a_count_stops_after_n_arrivals() {
     let stop = Stop::new(None, Some(25));
-    let model = LoadModel::Open {
-        rate: 500.0,
-        max_in_flight: 10,
-    };
+    let model = LoadModel::rate(500.0, 10);
     let r = run(
         &shape(model, 2),
         Instant::now(),
@@ -195,7 +188,7 @@ fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
     });
     // Iterations take 10 s; the 300 ms grace period cuts them off.
     let r = run(
-        &shape(LoadModel::Closed { users: 3 }, 2),
+        &shape(LoadModel::users(3), 2),
         start,
         &stop,
         Arc::new(Sleepy(Duration::from_secs(10))),
@@ -213,7 +206,7 @@ fn sinks_are_ticked_while_idle() {
     let start = Instant::now();
     let stop = Stop::new(Some(start + Duration::from_millis(400)), None);
     let r = run(
-        &shape(LoadModel::Closed { users: 1 }, 1),
+        &shape(LoadModel::users(1), 1),
         start,
         &stop,
         Arc::new(Sleepy(Duration::from_secs(1))),
@@ -221,4 +214,103 @@ fn sinks_are_ticked_while_idle() {
     )
     .unwrap();
     assert!(r.sinks[0].ticks >= 5, "ticks every 50 ms: {}", r.sinks[0].ticks);
+}
+
+#[test]
+fn threads_by_loops_runs_each_users_iterations_then_completes() {
+    // 5 users x 10 loops, like JMeter's thread groups: exactly 50, then the run is complete.
+    let model = LoadModel::Closed {
+        users: UsersProfile::constant(5),
+        iterations: Some(10),
+    };
+    let r = run(
+        &shape(model, 2),
+        Instant::now(),
+        &Stop::new(None, None),
+        Arc::new(Sleepy(Duration::from_millis(1))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.iterations, 50);
+    assert_eq!(samples(&r), 50);
+    assert_eq!(r.cause, StopCause::Completed);
+}
+
+#[test]
+fn stepped_users_are_added_on_time_and_samples_carry_their_segment() {
+    // 2 users for 300 ms, then 6: each step is a segment.
+    let step = Duration::from_millis(300);
+    let profile = UsersProfile {
+        start: 2,
+        stages: vec![
+            UsersStage { duration: step, to: 2 },
+            UsersStage {
+                duration: Duration::ZERO,
+                to: 6,
+            },
+            UsersStage { duration: step, to: 6 },
+        ],
+    };
+    let mut sh = shape(
+        LoadModel::Closed {
+            users: profile,
+            iterations: None,
+        },
+        2,
+    );
+    sh.segments = vec![Duration::ZERO, step];
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + 2 * step), None);
+    let r = run(&sh, start, &stop, Arc::new(Sleepy(Duration::from_millis(10))), |_| {
+        Collect::default()
+    })
+    .unwrap();
+    let all: Vec<&Sample> = r.sinks.iter().flat_map(|s| s.samples.iter()).collect();
+    let first = all.iter().filter(|s| s.segment == 0).count() as f64;
+    let second = all.iter().filter(|s| s.segment == 1).count() as f64;
+    // 10 ms iterations: about 30 per user per step.
+    assert!((40.0..=65.0).contains(&first), "2 users in the first step: {first}");
+    assert!(
+        second / first > 2.4 && second / first < 3.6,
+        "3x the users, 3x the iterations: {first} then {second}"
+    );
+    assert!(
+        all.iter().all(|s| (s.segment == 0) == (s.intended < step)),
+        "segment follows the start time"
+    );
+}
+
+#[test]
+fn a_ramp_down_retires_users_after_their_current_iteration() {
+    let profile = UsersProfile {
+        start: 8,
+        stages: vec![UsersStage {
+            duration: Duration::from_millis(200),
+            to: 0,
+        }],
+    };
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(600)), None);
+    let r = run(
+        &shape(
+            LoadModel::Closed {
+                users: profile,
+                iterations: None,
+            },
+            2,
+        ),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_millis(5))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    let late = r
+        .sinks
+        .iter()
+        .flat_map(|s| s.samples.iter())
+        .filter(|s| s.intended > Duration::from_millis(260))
+        .count();
+    assert_eq!(late, 0, "no user starts an iteration after the ramp reached 0");
+    assert_eq!(r.abandoned, 0, "retired users finish what they started");
 }

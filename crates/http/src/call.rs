@@ -73,6 +73,7 @@ impl Exchange {
         let intended = intended.min(self.started);
         Sample {
             name,
+            segment: 0,
             intended: offset,
             send_lag: self.started - intended,
             connect: self.connect,

@@ -74,7 +74,7 @@ impl Workload for HttpWorkload {
         let ex = self.endpoint.call(session, &call, None).await;
         let intended = ctx.intended();
         ctx.record(
-            &ex.sample(self.name, intended, ctx.offset(intended.min(ex.started))),
+            ex.sample(self.name, intended, ctx.offset(intended.min(ex.started))),
             ex.error(),
         );
     }

@@ -25,6 +25,7 @@ mod tests {
     fn sample(end_ms: u64, total_ms: u64, outcome: Outcome) -> Sample {
         Sample {
             name: 0,
+            segment: 0,
             intended: Duration::from_millis(end_ms - total_ms),
             send_lag: Duration::ZERO,
             connect: None,

@@ -16,6 +16,7 @@ const MAX_EXAMPLE: usize = 300;
 /// Totals for one request name and outcome.
 #[derive(Clone, Debug)]
 struct StatAcc {
+    segment: u32,
     name: NameId,
     outcome: Outcome,
     count: u64,
@@ -52,7 +53,7 @@ impl Totals {
     /// Adds another thread's totals.
     pub fn merge(&mut self, other: &Totals) {
         for o in &other.stats {
-            let s = self.stat(o.name, o.outcome);
+            let s = self.stat(o.segment, o.name, o.outcome);
             s.count += o.count;
             s.bytes_sent += o.bytes_sent;
             s.bytes_received += o.bytes_received;
@@ -73,13 +74,18 @@ impl Totals {
         self.dropped += other.dropped;
     }
 
-    fn stat(&mut self, name: NameId, outcome: Outcome) -> &mut StatAcc {
+    fn stat(&mut self, segment: u32, name: NameId, outcome: Outcome) -> &mut StatAcc {
         // A linear scan: a run has a handful of (name, outcome) pairs, and a Vec keeps the hot
         // path free of hashing.
-        let i = match self.stats.iter().position(|s| s.name == name && s.outcome == outcome) {
+        let i = match self
+            .stats
+            .iter()
+            .position(|s| s.name == name && s.outcome == outcome && s.segment == segment)
+        {
             Some(i) => i,
             None => {
                 self.stats.push(StatAcc {
+                    segment,
                     name,
                     outcome,
                     count: 0,
@@ -105,12 +111,13 @@ impl Totals {
         self.dropped
     }
 
-    /// Per name and outcome, for the results document, sorted by name then outcome.
+    /// Per segment, name and outcome, for the results document, in that order.
     pub fn stats(&self) -> Vec<Stat> {
         let mut out: Vec<Stat> = self
             .stats
             .iter()
             .map(|s| Stat {
+                segment: s.segment,
                 name: s.name,
                 outcome: s.outcome,
                 count: s.count,
@@ -121,7 +128,7 @@ impl Totals {
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
             })
             .collect();
-        out.sort_by_key(|s| (s.name, s.outcome));
+        out.sort_by_key(|s| (s.segment, s.name, s.outcome));
         out
     }
 
@@ -223,7 +230,7 @@ impl Sink for Recorder {
         if self.open_model {
             record(&mut t.send_lag, s.send_lag);
         }
-        let stat = t.stat(s.name, s.outcome);
+        let stat = t.stat(s.segment, s.name, s.outcome);
         stat.count += 1;
         stat.bytes_sent += s.bytes_sent;
         stat.bytes_received += s.bytes_received;

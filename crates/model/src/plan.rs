@@ -14,6 +14,8 @@ pub struct Plan {
     pub stop: StopRule,
     /// Names that statistics are grouped under; samples refer to them by index.
     pub names: Vec<String>,
+    /// The run's steps, in time order; statistics are kept per segment. At least one.
+    pub segments: Vec<SegmentPlan>,
     /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.
     pub threads: usize,
     /// How long requests still in flight may finish after sending stops.
@@ -25,26 +27,138 @@ pub struct Plan {
 /// How load is generated.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoadModel {
-    /// A fixed number of virtual users, each sending its next request when the last one ends.
+    /// Virtual users, each starting its next iteration when the last one ends.
     Closed {
-        /// Number of concurrent users.
-        users: u64,
+        /// How many users are active over time.
+        users: UsersProfile,
+        /// Iterations each user runs before it stops (threads x loops, run once); `None` for no
+        /// limit.
+        iterations: Option<u64>,
     },
-    /// Requests arrive on a fixed schedule, whatever the target's latency.
+    /// Iterations start on a schedule, whatever the target's latency.
     Open {
-        /// Arrivals per second.
-        rate: f64,
-        /// The most requests in flight at once; arrivals beyond it are dropped and counted.
+        /// Arrivals per second over time.
+        rate: RateProfile,
+        /// The most iterations in flight at once; arrivals beyond it are dropped and counted.
         max_in_flight: u64,
     },
 }
 
 impl LoadModel {
+    /// A fixed number of users with no iteration limit.
+    pub fn users(n: u64) -> Self {
+        LoadModel::Closed {
+            users: UsersProfile::constant(n),
+            iterations: None,
+        }
+    }
+
+    /// A constant arrival rate.
+    pub fn rate(rate: f64, max_in_flight: u64) -> Self {
+        LoadModel::Open {
+            rate: RateProfile::constant(rate),
+            max_in_flight,
+        }
+    }
+
     /// The most connections this model can hold open at once.
     pub fn max_concurrency(&self) -> u64 {
-        match *self {
-            LoadModel::Closed { users } => users,
-            LoadModel::Open { max_in_flight, .. } => max_in_flight,
+        match self {
+            LoadModel::Closed { users, .. } => users.max(),
+            LoadModel::Open { max_in_flight, .. } => *max_in_flight,
+        }
+    }
+}
+
+/// Users over time: `start` users, then each stage moves linearly to its level over its
+/// duration (a zero duration is a jump); the last level holds until the run ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsersProfile {
+    /// Users at the start.
+    pub start: u64,
+    /// Stages, in order.
+    pub stages: Vec<UsersStage>,
+}
+
+/// One stage of a users profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsersStage {
+    /// Length of the stage.
+    pub duration: Duration,
+    /// Users at the end of the stage.
+    pub to: u64,
+}
+
+impl UsersProfile {
+    /// `n` users throughout.
+    pub fn constant(n: u64) -> Self {
+        UsersProfile {
+            start: n,
+            stages: Vec::new(),
+        }
+    }
+
+    /// The most users at any time.
+    pub fn max(&self) -> u64 {
+        self.stages.iter().map(|s| s.to).fold(self.start, u64::max)
+    }
+}
+
+/// Arrival rate over time: `start` per second, then each stage moves linearly to its rate over
+/// its duration; the last rate holds until the run ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateProfile {
+    /// Arrivals per second at the start.
+    pub start: f64,
+    /// Stages, in order.
+    pub stages: Vec<RateStage>,
+}
+
+/// One stage of a rate profile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateStage {
+    /// Length of the stage.
+    pub duration: Duration,
+    /// Arrivals per second at the end of the stage.
+    pub to: f64,
+}
+
+impl RateProfile {
+    /// A constant rate.
+    pub fn constant(rate: f64) -> Self {
+        RateProfile {
+            start: rate,
+            stages: Vec::new(),
+        }
+    }
+
+    /// The highest rate at any time.
+    pub fn max(&self) -> f64 {
+        self.stages.iter().map(|s| s.to).fold(self.start, f64::max)
+    }
+}
+
+/// One step of a run, for reports: statistics are kept per segment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentPlan {
+    /// A short label: `run`, `40 users`, `ramp to 100 users`, `spike`.
+    pub name: String,
+    /// When the segment starts, from the start of the run.
+    pub start: Duration,
+    /// Users at the segment's level (closed model).
+    pub users: Option<u64>,
+    /// Arrival rate at the segment's level (open model).
+    pub rate: Option<f64>,
+}
+
+impl SegmentPlan {
+    /// The single segment of a run without steps.
+    pub fn whole_run() -> Self {
+        SegmentPlan {
+            name: "run".into(),
+            start: Duration::ZERO,
+            users: None,
+            rate: None,
         }
     }
 }

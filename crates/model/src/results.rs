@@ -31,10 +31,14 @@ pub struct Results {
     pub duration_s: f64,
     /// Why the run ended.
     pub ended_by: EndReason,
+    /// The stop condition that ended the run, when one did.
+    pub stopped_by: Option<StopRecord>,
     /// How the run was configured (secrets redacted).
     pub config: RunConfig,
     /// Request names; [`Stat::name`] refers to these.
     pub names: Vec<String>,
+    /// The run's steps, in time order; [`Stat::segment`] refers to these.
+    pub segments: Vec<Segment>,
     /// Totals per request name and outcome.
     pub stats: Vec<Stat>,
     /// Responses by HTTP status code, successes included.
@@ -63,6 +67,10 @@ pub enum EndReason {
     Sigint,
     /// Interrupted by SIGTERM.
     Sigterm,
+    /// Every user finished its iterations (threads x loops, run once).
+    Completed,
+    /// A stop condition held; see [`Results::stopped_by`].
+    Condition,
 }
 
 impl EndReason {
@@ -86,12 +94,60 @@ pub struct RunConfig {
     pub rate: Option<f64>,
     /// Requests to send, when limited by count.
     pub requests: Option<u64>,
+    /// Iterations each user runs, when limited (threads x loops).
+    pub iterations: Option<u64>,
     /// Seconds to send for, when limited by time.
     pub duration_s: Option<f64>,
     /// Engine threads.
     pub threads: u64,
-    /// The HTTP request, when the target is HTTP.
+    /// The HTTP request, in quick mode.
     pub http: Option<HttpConfig>,
+    /// The scenario file, when the run came from one.
+    pub scenario: Option<ScenarioConfig>,
+    /// Thresholds checked at the end, as written.
+    pub thresholds: Vec<String>,
+    /// Stop conditions evaluated during the run, as written.
+    pub stop_conditions: Vec<String>,
+}
+
+/// Where a scenario came from.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    /// The file as given on the command line.
+    pub path: String,
+    /// SHA-256 of its contents, hex.
+    pub sha256: String,
+    /// Flows with their weights.
+    pub flows: Vec<(String, u32)>,
+}
+
+/// One step of the run.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    /// A short label: `run`, `40 users`, `ramp to 100 users`, `spike`.
+    pub name: String,
+    /// Start, in seconds from the start of the run.
+    pub start_s: f64,
+    /// End, in seconds from the start of the run (the last one ends with the run).
+    pub end_s: f64,
+    /// Users at the segment's level (closed model).
+    pub users: Option<u64>,
+    /// Arrivals per second at the segment's level (open model).
+    pub rate: Option<f64>,
+}
+
+/// A stop condition that ended the run.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopRecord {
+    /// The condition, as written.
+    pub condition: String,
+    /// When it held, in seconds from the start of the run.
+    pub at_s: f64,
+    /// The figures that made it hold.
+    pub detail: String,
 }
 
 /// The repeated HTTP request, redacted.
@@ -118,6 +174,8 @@ pub struct HttpConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Stat {
+    /// Index into [`Results::segments`].
+    pub segment: u32,
     /// Index into [`Results::names`].
     pub name: u32,
     /// How these requests ended.

@@ -16,6 +16,8 @@ pub type NameId = u32;
 pub struct Sample {
     /// Which request name the statistics are grouped under.
     pub name: NameId,
+    /// Which segment of the run the iteration that made this request started in.
+    pub segment: u32,
     /// When the request was meant to start. In the closed model this is when it did start; in the
     /// open model it is its slot on the schedule, so a stalled target shows in the latency.
     pub intended: Duration,

@@ -105,6 +105,8 @@ fn ended(r: &Results) -> &'static str {
         Requests => "request count",
         Sigint => "Ctrl-C (interrupted)",
         Sigterm => "SIGTERM (interrupted)",
+        Completed => "every user finishing its iterations",
+        Condition => "a stop condition",
     }
 }
 

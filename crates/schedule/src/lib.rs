@@ -9,6 +9,7 @@
 //! constant rate `r` puts arrival `n` at `n / r` seconds.
 #![warn(missing_docs)]
 
+use crest_model::plan::{RateProfile, UsersProfile};
 use std::time::Duration;
 
 /// One stage of a rate profile: the rate moves linearly to `to_rate` over `duration`.
@@ -78,6 +79,23 @@ impl Schedule {
         })
     }
 
+    /// The schedule of a rate profile: its stages, then its last rate held for ever (a last
+    /// rate of 0 ends the schedule).
+    pub fn from_profile(p: &RateProfile) -> Result<Self, InvalidRate> {
+        let stages = p
+            .stages
+            .iter()
+            .map(|s| Stage {
+                duration: s.duration,
+                to_rate: s.to,
+            })
+            .collect();
+        let mut s = Schedule::stages(p.start, stages)?;
+        let last = p.stages.last().map_or(p.start, |s| s.to);
+        s.hold = (last > 0.0).then_some(last);
+        Ok(s)
+    }
+
     /// When arrival `n` (from 0) is due, as an offset from the start; `None` if the schedule ends
     /// first.
     pub fn at(&self, n: u64) -> Option<Duration> {
@@ -137,6 +155,26 @@ fn within_ramp(m: f64, r0: f64, r1: f64, d: f64) -> f64 {
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s.max(0.0))
+}
+
+/// Users active at offset `t`: linear within a stage, rounded down, the last level held.
+pub fn users_at(p: &UsersProfile, t: Duration) -> u64 {
+    let mut t0 = Duration::ZERO;
+    let mut u0 = p.start;
+    for s in &p.stages {
+        if t < t0 + s.duration {
+            let f = (t - t0).as_secs_f64() / s.duration.as_secs_f64();
+            return (u0 as f64 + (s.to as f64 - u0 as f64) * f).floor() as u64;
+        }
+        t0 += s.duration;
+        u0 = s.to;
+    }
+    u0
+}
+
+/// The index of the segment containing offset `t`, given the segments' start offsets in order.
+pub fn segment_at(starts: &[Duration], t: Duration) -> usize {
+    starts.partition_point(|s| *s <= t).saturating_sub(1)
 }
 
 /// The global arrival index of a thread's `j`-th arrival when `threads` threads share one
@@ -255,6 +293,66 @@ mod tests {
             n += 1;
         }
         assert!(last <= Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn rate_profiles_hold_their_last_rate() {
+        let p = RateProfile {
+            start: 0.0,
+            stages: vec![crest_model::plan::RateStage {
+                duration: Duration::from_secs(2),
+                to: 10.0,
+            }],
+        };
+        let s = Schedule::from_profile(&p).unwrap();
+        // 10 arrivals in the 2 s ramp, then 10/s for ever.
+        assert!(close(s.at(10).unwrap(), 2.0));
+        assert!(close(s.at(30).unwrap(), 4.0));
+    }
+
+    #[test]
+    fn users_follow_ramps_jumps_and_holds() {
+        use crest_model::plan::UsersStage;
+        let p = UsersProfile {
+            start: 0,
+            stages: vec![
+                UsersStage {
+                    duration: Duration::from_secs(10),
+                    to: 100,
+                },
+                UsersStage {
+                    duration: Duration::from_secs(5),
+                    to: 100,
+                },
+                UsersStage {
+                    duration: Duration::ZERO,
+                    to: 140,
+                },
+                UsersStage {
+                    duration: Duration::from_secs(5),
+                    to: 140,
+                },
+            ],
+        };
+        assert_eq!(users_at(&p, Duration::ZERO), 0);
+        assert_eq!(users_at(&p, Duration::from_millis(2500)), 25);
+        assert_eq!(users_at(&p, Duration::from_secs(12)), 100);
+        assert_eq!(
+            users_at(&p, Duration::from_secs(15)),
+            140,
+            "a zero-length stage is a jump"
+        );
+        assert_eq!(users_at(&p, Duration::from_secs(99)), 140);
+        assert_eq!(users_at(&UsersProfile::constant(7), Duration::from_secs(1)), 7);
+    }
+
+    #[test]
+    fn segments_are_found_by_start() {
+        let starts = [Duration::ZERO, Duration::from_secs(10), Duration::from_secs(20)];
+        assert_eq!(segment_at(&starts, Duration::ZERO), 0);
+        assert_eq!(segment_at(&starts, Duration::from_millis(9_999)), 0);
+        assert_eq!(segment_at(&starts, Duration::from_secs(10)), 1);
+        assert_eq!(segment_at(&starts, Duration::from_secs(100)), 2);
     }
 
     #[test]
