@@ -5,6 +5,9 @@
 //! [`summary`]; steady state, knee and limits come later as further modules.
 #![warn(missing_docs)]
 
+pub mod expr;
+pub mod stop;
 pub mod summary;
+pub mod thresholds;
 
 pub use summary::{summarize, Summary};

@@ -2,6 +2,7 @@
 //!
 //! Its serialised form is `--summary-json`, so its field names are a public interface.
 
+use crate::thresholds::{evaluate, ThresholdResult};
 use crest_model::results::{EndReason, Results};
 use crest_model::{HistError, Outcome};
 use hdrhistogram::Histogram;
@@ -116,6 +117,48 @@ pub struct Summary {
     /// Open model: how late requests started compared with the schedule, in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<Percentiles>,
+    /// The stop condition that ended the run, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<crest_model::results::StopRecord>,
+    /// Thresholds and whether they held.
+    pub thresholds: Vec<ThresholdResult>,
+    /// Per segment (step of the profile), in order.
+    pub segments: Vec<GroupSummary>,
+    /// Per request name, in order of first appearance.
+    pub names: Vec<GroupSummary>,
+}
+
+/// Figures for one segment or one request name.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSummary {
+    /// The segment's or request's name.
+    pub name: String,
+    /// Users at the segment's level (segments of the closed model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<u64>,
+    /// Arrival rate at the segment's level (segments of the open model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Seconds the segment lasted (segments only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Requests.
+    pub requests: u64,
+    /// Failures.
+    pub failures: u64,
+    /// Requests per second (over the segment, or over the run for names).
+    pub throughput_rps: f64,
+    /// Latency in ms.
+    pub latency_ms: Percentiles,
+    /// Bytes received.
+    pub bytes_received: u64,
+}
+
+impl Summary {
+    /// True when any threshold failed.
+    pub fn thresholds_failed(&self) -> bool {
+        self.thresholds.iter().any(|t| !t.pass)
+    }
 }
 
 /// Summarises a results document.
@@ -191,7 +234,62 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         achieved_rps,
         dropped,
         send_lag_ms,
+        stopped_by: r.stopped_by.clone(),
+        thresholds: evaluate(r, &r.config.thresholds)?,
+        segments: groups(
+            r,
+            |s| s.segment as usize,
+            r.segments.len(),
+            |i| {
+                let g = &r.segments[i];
+                (g.name.clone(), g.users, g.rate, Some(g.end_s - g.start_s))
+            },
+        )?,
+        names: groups(
+            r,
+            |s| s.name as usize,
+            r.names.len(),
+            |i| (r.names[i].clone(), None, None, None),
+        )?,
     })
+}
+
+type Label = (String, Option<u64>, Option<f64>, Option<f64>);
+
+/// Figures per group of stats (segment or name).
+fn groups(
+    r: &Results,
+    key: impl Fn(&crest_model::results::Stat) -> usize,
+    n: usize,
+    label: impl Fn(usize) -> Label,
+) -> Result<Vec<GroupSummary>, HistError> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (name, users, rate, duration_s) = label(i);
+        let mut h = crest_model::hist::new_histogram();
+        let (mut requests, mut failures, mut bytes_received) = (0, 0, 0);
+        for s in r.stats.iter().filter(|s| key(s) == i) {
+            requests += s.count;
+            if !s.outcome.is_success() {
+                failures += s.count;
+            }
+            bytes_received += s.bytes_received;
+            add(&mut h, &s.latency.decode()?);
+        }
+        let secs = duration_s.unwrap_or(r.duration_s);
+        out.push(GroupSummary {
+            name,
+            users,
+            rate,
+            duration_s,
+            requests,
+            failures,
+            throughput_rps: if secs > 0.0 { requests as f64 / secs } else { 0.0 },
+            latency_ms: Percentiles::from_micros(&h),
+            bytes_received,
+        });
+    }
+    Ok(out)
 }
 
 fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {

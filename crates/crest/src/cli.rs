@@ -24,8 +24,10 @@ Exit codes:
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Send load to a URL and report what happened.
+    /// Send load to a URL, or run a scenario file, and report what happened.
     Run(Box<RunArgs>),
+    /// Check a scenario file without sending anything.
+    Validate(ValidateArgs),
     /// Start the built-in demo target and run a short test against it.
     Demo(DemoArgs),
     /// Serve the built-in demo target on loopback until interrupted.
@@ -33,8 +35,14 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The scenario file (YAML).
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The URL to load (http:// or https://).
+    /// The URL to load (http:// or https://), or a scenario file (YAML; see docs/scenario.md).
     pub url: String,
 
     /// Concurrent users, each with its own connection (closed model). With --rate: the most
@@ -70,9 +78,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
 
-    /// Limit on each request, from its start until its response is complete.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub timeout: Duration,
+    /// Limit on each request, from its start until its response is complete [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
 
     /// Limit on establishing a connection [default: the smaller of 10s and --timeout]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

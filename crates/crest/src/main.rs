@@ -26,13 +26,74 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
     match cli.command {
-        Command::Run(a) => {
+        Command::Run(a) if a.url.contains("://") => {
             let plan = plan::resolve(&a)?;
-            run::execute(plan, args, &a.output)
+            run::quick(plan, args, &a.output)
         }
+        Command::Run(a) => {
+            let given = plan::quick_flags_given(&a);
+            if !given.is_empty() {
+                bail!(
+                    "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+                    given.join(", ")
+                );
+            }
+            let mut scenario = crest_scenario::load(std::path::Path::new(&a.url))?;
+            if let Some(t) = a.threads {
+                if t == 0 {
+                    bail!("--threads 0: at least one thread is needed");
+                }
+                scenario.plan.threads = t;
+            }
+            let workload = crest_flow::FlowWorkload::new(scenario.flow);
+            run::execute(scenario.plan, workload, args, &a.output)
+        }
+        Command::Validate(a) => validate(&a.file),
         Command::Demo(a) => demo(a, args),
         Command::Target(a) => target(a),
     }
+}
+
+/// Checks a scenario file and describes what it would run.
+fn validate(file: &std::path::Path) -> Result<u8> {
+    let s = crest_scenario::load(file)?;
+    let flows: Vec<String> = s
+        .flow
+        .flows
+        .iter()
+        .map(|f| format!("{} (weight {})", f.name, f.weight))
+        .collect();
+    println!("{}: valid", file.display());
+    println!("  flows: {}", flows.join(", "));
+    println!("  requests: {}", s.plan.names.join(", "));
+    let load = match &s.plan.load {
+        crest_model::plan::LoadModel::Closed {
+            users,
+            iterations: Some(n),
+        } => format!("{} users x {n} iterations", users.max()),
+        crest_model::plan::LoadModel::Closed { users, .. } => format!("closed model, up to {} users", users.max()),
+        crest_model::plan::LoadModel::Open { rate, max_in_flight } => {
+            format!("open model, up to {}/s, at most {max_in_flight} in flight", rate.max())
+        }
+    };
+    println!("  load: {load}");
+    let segments: Vec<String> = s
+        .plan
+        .segments
+        .iter()
+        .map(|g| format!("{} (from {} s)", g.name, g.start.as_secs()))
+        .collect();
+    println!("  steps: {}", segments.join(", "));
+    if let Some(d) = s.plan.stop.duration {
+        println!("  duration: {}", humantime::format_duration(d));
+    }
+    for t in &s.plan.thresholds {
+        println!("  threshold: {t}");
+    }
+    for c in &s.plan.stop_when {
+        println!("  stop when: {c}");
+    }
+    Ok(0)
 }
 
 /// Starts the demo target in-process and runs a short closed-model test against it.
@@ -60,7 +121,7 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
         bail!("internal: demo arguments")
     };
     let plan = plan::resolve(&run_args)?;
-    run::execute(plan, args, &a.output)
+    run::quick(plan, args, &a.output)
 }
 
 /// Serves the demo target until interrupted.

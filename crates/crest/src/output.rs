@@ -28,7 +28,7 @@ pub fn prepare_dir(out: Option<&Path>) -> Result<PathBuf> {
 
 /// Writes results.json, then the summaries. The results are written first, so that whatever
 /// fails later, nothing measured is lost.
-pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<()> {
+pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<crest_analysis::Summary> {
     let path = dir.join("results.json");
     let json = serde_json::to_vec_pretty(results).context("cannot serialise the results")?;
     write_atomic(&path, &json)?;
@@ -54,7 +54,7 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<()> 
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
     }
-    Ok(())
+    Ok(summary)
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

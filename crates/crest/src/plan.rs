@@ -7,6 +7,8 @@ use std::time::Duration;
 
 /// Default run length when neither -n nor -d is given.
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Request timeout when --timeout is not given.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest crest waits for requests in flight once sending stops.
 const MAX_GRACE: Duration = Duration::from_secs(5);
 
@@ -40,7 +42,8 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
             None
         }),
     };
-    if args.timeout.is_zero() {
+    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    if timeout.is_zero() {
         bail!("--timeout 0s: the timeout must be above 0");
     }
     let body = match (&args.body, &args.body_file) {
@@ -92,24 +95,47 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         names: vec![name],
         segments: vec![SegmentPlan::whole_run()],
         threads,
-        grace: args.timeout.min(MAX_GRACE),
+        grace: timeout.min(MAX_GRACE),
         target: Target::Http(HttpRequest {
             method,
             url,
             headers,
             body,
-            timeout: args.timeout,
-            connect_timeout: args
-                .connect_timeout
-                .unwrap_or(Duration::from_secs(10))
-                .min(args.timeout),
+            timeout,
+            connect_timeout: args.connect_timeout.unwrap_or(Duration::from_secs(10)).min(timeout),
             keepalive: !args.no_keepalive,
             tls: TlsOptions {
                 insecure: args.insecure,
                 ca_pem,
             },
         }),
+        stop_when: Vec::new(),
+        thresholds: Vec::new(),
     })
+}
+
+/// Quick-mode flags given with a scenario file, which sets these itself.
+pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
+    let checks: [(&'static str, bool); 13] = [
+        ("-c", a.concurrency.is_some()),
+        ("-n", a.requests.is_some()),
+        ("-d", a.duration.is_some()),
+        ("--rate", a.rate.is_some()),
+        ("-m", a.method.is_some()),
+        ("-H", !a.headers.is_empty()),
+        ("--body", a.body.is_some()),
+        ("--body-file", a.body_file.is_some()),
+        ("--timeout", a.timeout.is_some()),
+        ("--connect-timeout", a.connect_timeout.is_some()),
+        ("--no-keepalive", a.no_keepalive),
+        ("--insecure", a.insecure),
+        ("--cacert", a.cacert.is_some()),
+    ];
+    checks
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| *flag)
+        .collect()
 }
 
 fn check_concurrency(n: u64) -> Result<()> {
@@ -163,7 +189,7 @@ mod tests {
                 duration: None
             }
         );
-        let Target::Http(h) = p.target;
+        let Target::Http(h) = p.target else { panic!("quick mode makes an HTTP target") };
         assert_eq!(h.method, "POST");
     }
 

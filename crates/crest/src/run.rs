@@ -8,12 +8,13 @@ use crate::cli::OutputArgs;
 use crate::progress::Progress;
 use crate::{limits, output};
 use anyhow::{Context, Result};
-use crest_engine::{Shape, Stop, StopCause};
+use crest_analysis::stop::{IntervalFigures, StopCondition, StopWatch, Stopped};
+use crest_engine::{Shape, Stop, StopCause, Workload};
 use crest_http::HttpWorkload;
 use crest_metrics::{Recorder, Series, Totals};
 use crest_model::plan::{LoadModel, Plan, Target};
 use crest_model::redact;
-use crest_model::results::{self, EndReason, HttpConfig, OpenStats, Results, RunConfig};
+use crest_model::results::{self, EndReason, HttpConfig, OpenStats, Results, RunConfig, ScenarioConfig, StopRecord};
 use crest_model::EncodedHistogram;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -30,11 +31,26 @@ enum Interrupt {
     Term,
 }
 
-/// Runs `plan` and writes its results. Returns the process exit code.
-pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
-    limits::ensure_file_limit(plan.load.max_concurrency())?;
-    let Target::Http(http) = &plan.target;
+/// Runs a quick-mode plan.
+pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    let Target::Http(http) = &plan.target else {
+        anyhow::bail!("internal: quick mode without a URL")
+    };
     let workload = HttpWorkload::new(http, 0).with_context(|| format!("URL {}", redact::url(&http.url)))?;
+    execute(plan, workload, command_line, out)
+}
+
+/// Runs `plan` with `workload` and writes its results. Returns the process exit code.
+pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    limits::ensure_file_limit(plan.load.max_concurrency())?;
+    let conditions = plan
+        .stop_when
+        .iter()
+        .map(|c| StopCondition::parse(c).map_err(|m| anyhow::anyhow!("stop_when: {m}")))
+        .collect::<Result<Vec<_>>>()?;
+    let mut watch = StopWatch::new(conditions);
+    let segment_starts: Vec<Duration> = plan.segments.iter().map(|s| s.start).collect();
+    let mut stopped_by: Option<Stopped> = None;
     let dir = output::prepare_dir(out.out.as_deref())?;
 
     let shape = Shape {
@@ -86,6 +102,21 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
                     for acc in rx.try_iter() {
                         for done in series.add(acc) {
                             progress.interval(&done);
+                            let t = done.index as f64 * INTERVAL.as_secs_f64();
+                            let figures = IntervalFigures {
+                                t_s: t,
+                                len_s: INTERVAL.as_secs_f64(),
+                                segment: crest_schedule::segment_at(&segment_starts, Duration::from_secs_f64(t)),
+                                requests: done.requests,
+                                failures: done.failures,
+                                latency: done.latency(),
+                            };
+                            if stopped_by.is_none() {
+                                if let Some(s) = watch.interval(&figures) {
+                                    stop.cancel();
+                                    stopped_by = Some(s);
+                                }
+                            }
                         }
                     }
                     if engine.is_finished() {
@@ -116,6 +147,7 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
     let ended_by = match (interrupt, report.cause) {
         (Some(Interrupt::Int), _) => EndReason::Sigint,
         (Some(Interrupt::Term), _) => EndReason::Sigterm,
+        (None, _) if stopped_by.is_some() => EndReason::Condition,
         (None, StopCause::Count) => EndReason::Requests,
         (None, StopCause::Completed) => EndReason::Completed,
         _ => EndReason::Duration,
@@ -127,7 +159,11 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         duration_s: duration.as_secs_f64(),
         ended_by,
-        stopped_by: None,
+        stopped_by: stopped_by.map(|s| StopRecord {
+            condition: s.condition,
+            at_s: s.at_s,
+            detail: s.detail,
+        }),
         config: run_config(&plan, command_line, threads),
         names: plan.names.clone(),
         segments: segments(&plan, duration),
@@ -147,17 +183,17 @@ pub fn execute(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<
         intervals,
         interval_s: INTERVAL.as_secs_f64(),
     };
-    output::write_all(&dir, &results, out)?;
+    let summary = output::write_all(&dir, &results, out)?;
     Ok(match ended_by {
         EndReason::Sigint => 130,
         EndReason::Sigterm => 143,
+        _ if summary.thresholds_failed() => 1,
         _ => 0,
     })
 }
 
 /// The configuration as stored: every secret redacted.
 fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
-    let Target::Http(h) = &plan.target;
     let (model, rate, iterations) = match &plan.load {
         LoadModel::Closed { iterations, .. } => ("closed", None, *iterations),
         LoadModel::Open { rate, .. } => ("open", Some(rate.max()), None),
@@ -171,22 +207,32 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         iterations,
         duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
         threads: threads as u64,
-        http: Some(HttpConfig {
-            method: h.method.clone(),
-            url: redact::url(&h.url),
-            headers: h
-                .headers
-                .iter()
-                .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
-                .collect(),
-            body_bytes: h.body.len() as u64,
-            timeout_s: h.timeout.as_secs_f64(),
-            keepalive: h.keepalive,
-            insecure: h.tls.insecure,
-        }),
-        scenario: None,
-        thresholds: Vec::new(),
-        stop_conditions: Vec::new(),
+        http: match &plan.target {
+            Target::Http(h) => Some(HttpConfig {
+                method: h.method.clone(),
+                url: redact::url(&h.url),
+                headers: h
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
+                    .collect(),
+                body_bytes: h.body.len() as u64,
+                timeout_s: h.timeout.as_secs_f64(),
+                keepalive: h.keepalive,
+                insecure: h.tls.insecure,
+            }),
+            Target::Scenario(_) => None,
+        },
+        scenario: match &plan.target {
+            Target::Scenario(s) => Some(ScenarioConfig {
+                path: s.path.clone(),
+                sha256: s.sha256.clone(),
+                flows: s.flows.clone(),
+            }),
+            Target::Http(_) => None,
+        },
+        thresholds: plan.thresholds.clone(),
+        stop_conditions: plan.stop_when.clone(),
     }
 }
 

@@ -24,6 +24,13 @@ pub trait Workload: Send + Sync + 'static {
     /// Runs one iteration for `user`, reporting each request through `ctx`. It must not fail:
     /// every failure is a measured outcome.
     fn iterate<'a>(&'a self, user: &'a mut Self::User, ctx: Ctx<'a>) -> impl Future<Output = ()> + 'a;
+
+    /// Runs once when a closed-model user stops on its own (its iterations done, retired by the
+    /// profile, or the run's end), e.g. to log out. Not an iteration; requests it makes are
+    /// still recorded.
+    fn finish<'a>(&'a self, _user: &'a mut Self::User, _ctx: Ctx<'a>) -> impl Future<Output = ()> + 'a {
+        async {}
+    }
 }
 
 /// How the engine runs, apart from the workload.
@@ -166,6 +173,25 @@ struct Local<W: Workload> {
 }
 
 impl<W: Workload> Local<W> {
+    /// Runs the workload's `finish` for a user that stops, counted as in flight while it runs.
+    async fn finish(&self, user: &mut W::User) {
+        let t = &self.tracker;
+        t.active.set(t.active.get() + 1);
+        let now = Instant::now();
+        let segment = segment_at(&self.segments, now.saturating_duration_since(self.start)) as u32;
+        let ctx = Ctx {
+            start: self.start,
+            intended: now,
+            segment,
+            sink: &*self.sink,
+        };
+        self.workload.finish(user, ctx).await;
+        t.active.set(t.active.get() - 1);
+        if t.active.get() == 0 {
+            t.idle.notify_waiters();
+        }
+    }
+
     async fn iterate(&self, user: &mut W::User, intended: Instant) {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
@@ -363,6 +389,7 @@ fn spawn_user<W: Workload>(
             local.iterate(&mut user, now).await;
             done += 1;
         }
+        local.finish(&mut user).await;
         live.set(live.get() - 1);
         changed.notify_waiters();
     });

@@ -65,6 +65,11 @@ impl IntervalAcc {
         merge_opt(&mut self.ttfb, &other.ttfb);
     }
 
+    /// The latencies recorded, in µs.
+    pub fn latency(&self) -> Option<&Histogram<u64>> {
+        self.latency.as_ref()
+    }
+
     /// The latency quantile `q` in µs, or 0 when nothing was recorded.
     pub fn latency_quantile(&self, q: f64) -> u64 {
         self.latency.as_ref().map_or(0, |h| h.value_at_quantile(q))

@@ -22,6 +22,10 @@ pub struct Plan {
     pub grace: Duration,
     /// What is sent.
     pub target: Target,
+    /// Conditions checked every interval that end the run early (validated expressions).
+    pub stop_when: Vec<String>,
+    /// Conditions checked at the end (validated expressions).
+    pub thresholds: Vec<String>,
 }
 
 /// How load is generated.
@@ -177,6 +181,20 @@ pub struct StopRule {
 pub enum Target {
     /// One HTTP request, repeated.
     Http(HttpRequest),
+    /// User flows from a scenario file; the flows themselves are compiled by the scenario
+    /// crate and handed to the engine beside the plan.
+    Scenario(ScenarioSource),
+}
+
+/// Where a scenario came from.
+#[derive(Clone, Debug)]
+pub struct ScenarioSource {
+    /// The file as given.
+    pub path: String,
+    /// SHA-256 of its contents, hex.
+    pub sha256: String,
+    /// Flow names and weights.
+    pub flows: Vec<(String, u32)>,
 }
 
 /// One HTTP request, repeated for the whole run.

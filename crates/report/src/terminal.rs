@@ -17,9 +17,18 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     if let Some(h) = &c.http {
         writeln!(out, "{} {}", h.method, h.url)?;
     }
-    let load = match c.rate {
-        Some(rate) => format!("open model, {} req/s, at most {} in flight", num(rate), c.concurrency),
-        None => format!("closed model, {} users", c.concurrency),
+    if let Some(sc) = &c.scenario {
+        let flows: Vec<String> = sc.flows.iter().map(|(n, w)| format!("{n} (weight {w})")).collect();
+        writeln!(out, "scenario {}: {}", sc.path, flows.join(", "))?;
+    }
+    let load = match (c.rate, c.iterations) {
+        (Some(rate), _) => format!(
+            "open model, up to {} req/s, at most {} in flight",
+            num(rate),
+            c.concurrency
+        ),
+        (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
+        (None, None) => format!("closed model, up to {} users", c.concurrency),
     };
     writeln!(out, "  {load}, ended by {}", ended(r))?;
     writeln!(out)?;
@@ -95,7 +104,65 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         bytes(s.bytes_sent),
         bytes(s.bytes_received)
     )?;
+    if s.segments.len() > 1 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  By step                              requests     req/s    p50 ms    p95 ms    p99 ms   failed"
+        )?;
+        for g in &s.segments {
+            group_row(out, g)?;
+        }
+    }
+    if s.names.len() > 1 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  By request                           requests     req/s    p50 ms    p95 ms    p99 ms   failed"
+        )?;
+        for g in &s.names {
+            group_row(out, g)?;
+        }
+    }
+    if let Some(st) = &s.stopped_by {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  Stopped at {:.0} s because `{}` held: {}",
+            st.at_s, st.condition, st.detail
+        )?;
+    }
+    if !s.thresholds.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "  Thresholds")?;
+        for t in &s.thresholds {
+            let mark = if t.pass { "pass" } else { "FAIL" };
+            writeln!(out, "    {mark}  {:<30} measured {}", t.threshold, t.shown)?;
+        }
+    }
     Ok(())
+}
+
+fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
+    let failed = if g.requests > 0 {
+        g.failures as f64 / g.requests as f64 * 100.0
+    } else {
+        0.0
+    };
+    let mut name = g.name.clone();
+    if name.chars().count() > 34 {
+        name = name.chars().take(33).collect::<String>() + "…";
+    }
+    writeln!(
+        out,
+        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>7.2}%",
+        int(g.requests),
+        num(g.throughput_rps),
+        ms(g.latency_ms.p50),
+        ms(g.latency_ms.p95),
+        ms(g.latency_ms.p99),
+        failed
+    )
 }
 
 fn ended(r: &Results) -> &'static str {

@@ -36,6 +36,12 @@ pub enum Reply {
     ResetMidBody { declared: usize, sent: usize },
     /// Never answer; hold the connection open.
     Hang,
+    /// Answer with this status and body (JSON, say), after a delay.
+    Body {
+        delay: Duration,
+        status: u16,
+        body: Vec<u8>,
+    },
 }
 
 impl Reply {
@@ -51,6 +57,13 @@ impl Reply {
             delay,
             status: 200,
             body_len: 2,
+        }
+    }
+    pub fn json(status: u16, body: impl Into<String>) -> Self {
+        Reply::Body {
+            delay: Duration::ZERO,
+            status,
+            body: body.into().into_bytes(),
         }
     }
 }
@@ -241,6 +254,21 @@ where
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 s.reset();
                 return;
+            }
+            Reply::Body { delay, status, body } => {
+                precise_sleep(delay).await;
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\ncontent-type: application/json\r\n{}\r\n",
+                    body.len(),
+                    if close { "connection: close\r\n" } else { "" }
+                );
+                if s.write_all(head.as_bytes()).await.is_err() || s.write_all(&body).await.is_err() {
+                    return;
+                }
+                if close {
+                    let _ = s.shutdown().await;
+                    return;
+                }
             }
             Reply::Hang => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;

@@ -102,3 +102,41 @@ pub fn rt() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// `crest run FILE --out TMP --summary-json -` with extra environment variables.
+pub fn run_scenario(file: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = crest();
+    cmd.arg("run")
+        .arg(file)
+        .args(args)
+        .arg("--out")
+        .arg(dir.path())
+        .args(["--summary-json", "-"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    finish(cmd.output().unwrap(), dir)
+}
+
+/// Writes scenario text to a file in a fresh directory (kept alive by the returned guard).
+pub fn scenario_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.yaml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+/// An example from examples/, as text.
+pub fn example(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Replaces `from` in `text`, insisting that it is there.
+pub fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from:?} is not in the scenario");
+    text.replace(from, to)
+}

@@ -1,0 +1,89 @@
+//! Thresholds (SLOs) checked at the end of a run: `p95 < 10s`, `p99{name=replay} < 15s`,
+//! `error_rate < 1%`, `throughput > 100/s`.
+
+use crate::expr::{Bound, Expr, Metric};
+use crate::stop::show;
+use crest_model::results::Results;
+use crest_model::HistError;
+use serde::Serialize;
+
+/// A threshold and how the run fared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThresholdResult {
+    /// As written.
+    pub threshold: String,
+    /// The measured value in the metric's unit (ms, fraction, req/s, count); `None` when
+    /// nothing was measured (no request of that name).
+    pub value: Option<f64>,
+    /// The value as text with its unit.
+    pub shown: String,
+    /// Whether it held. Nothing measured counts as a failure.
+    pub pass: bool,
+}
+
+/// Evaluates thresholds over the whole run.
+pub fn evaluate(r: &Results, thresholds: &[String]) -> Result<Vec<ThresholdResult>, HistError> {
+    let mut out = Vec::new();
+    for t in thresholds {
+        let Ok(e) = Expr::parse(t) else {
+            out.push(ThresholdResult {
+                threshold: t.clone(),
+                value: None,
+                shown: "invalid".into(),
+                pass: false,
+            });
+            continue;
+        };
+        let value = measure(r, &e)?;
+        let pass = match (value, &e.bound) {
+            (Some(v), Bound::Value(b)) => e.op.holds(v, *b),
+            _ => false,
+        };
+        let shown = value.map_or_else(|| "nothing measured".to_string(), |v| show(&e.metric, v));
+        out.push(ThresholdResult {
+            threshold: e.text.clone(),
+            value,
+            shown,
+            pass,
+        });
+    }
+    Ok(out)
+}
+
+fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
+    let name = match &e.name {
+        Some(n) => match r.names.iter().position(|x| x == n) {
+            Some(i) => Some(i as u32),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let mut latency = crest_model::hist::new_histogram();
+    let (mut requests, mut failures) = (0u64, 0u64);
+    for s in r.stats.iter().filter(|s| name.is_none_or(|n| s.name == n)) {
+        requests += s.count;
+        if !s.outcome.is_success() {
+            failures += s.count;
+        }
+        let _ = latency.add(&s.latency.decode()?);
+    }
+    if requests == 0 {
+        return Ok(None);
+    }
+    let ms = |us: u64| us as f64 / 1000.0;
+    Ok(Some(match e.metric {
+        Metric::Latency(q) => ms(latency.median_equivalent(latency.value_at_quantile(q / 100.0))),
+        Metric::Mean => latency.mean() / 1000.0,
+        Metric::Max => ms(latency.max()),
+        Metric::ErrorRate => failures as f64 / requests as f64,
+        Metric::Throughput => {
+            if r.duration_s > 0.0 {
+                requests as f64 / r.duration_s
+            } else {
+                0.0
+            }
+        }
+        Metric::Requests => requests as f64,
+        Metric::Failures => failures as f64,
+    }))
+}

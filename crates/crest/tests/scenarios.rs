@@ -1,0 +1,434 @@
+//! Scenario files run against real servers: what the servers received and what crest recorded.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{edit, example, f, rt, run_scenario, scenario_file};
+use crest_testkit::{Received, Reply, Server};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The task-queue API of seed 003: a task is RUNNING for its first two polls, then SUCCEEDED.
+async fn task_queue() -> Server {
+    let polls: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
+    Server::start(move |req: &Received, i| {
+        let path = req.path.as_str();
+        if req.method == "POST" && path == "/tasks/submissions" {
+            let id = 1000 + i;
+            polls.lock().unwrap().insert(id, 0);
+            return Reply::json(201, format!(r#"{{"id": {id}, "status": "QUEUED"}}"#));
+        }
+        if let Some(id) = path
+            .strip_prefix("/tasks/submissions/")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            let mut p = polls.lock().unwrap();
+            let Some(n) = p.get_mut(&id) else {
+                return Reply::json(404, "{}");
+            };
+            *n += 1;
+            let status = if *n >= 3 { "SUCCEEDED" } else { "RUNNING" };
+            return Reply::json(200, format!(r#"{{"id": {id}, "status": "{status}"}}"#));
+        }
+        if let Some(id) = path.strip_prefix("/tasks/") {
+            return Reply::json(200, format!(r#"{{"id": {id}, "result": "done"}}"#));
+        }
+        Reply::json(404, "{}")
+    })
+    .await
+}
+
+#[test]
+fn task_queue_flow_posts_polls_and_fetches_with_the_extracted_id() {
+    rt().block_on(async {
+        let server = task_queue().await;
+        let text = example("task-queue.yaml");
+        let text = edit(&text, "every: 1s", "every: 100ms").replace("every: 1s", "every: 100ms");
+        let text = edit(&text, "think: 5s", "think: 10ms").replace("think: 5s", "think: 10ms");
+        let text = edit(
+            &text,
+            "stepping: {start: 40, step: 40, every: 10m, max: 400}",
+            "users: 20\n  duration: 4s",
+        );
+        let text = text[..text.find("stop_when:").unwrap()].to_string();
+        let (_dir, file) = scenario_file(&text);
+        let url = format!("http://{}", server.addr);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+
+        let got = server.received();
+        let posts: Vec<&Received> = got.iter().filter(|q| q.method == "POST").collect();
+        assert!(posts.len() > 100, "{} iterations", posts.len());
+        // Weights 5:1 (binomial, so within a generous band).
+        let factorial = posts
+            .iter()
+            .filter(|p| String::from_utf8_lossy(&p.body).contains("factorial"))
+            .count();
+        let share = factorial as f64 / posts.len() as f64;
+        assert!(
+            (0.08..=0.27).contains(&share),
+            "factorial share {share:.3} of {}",
+            posts.len()
+        );
+        // Every finished task: POST, then exactly three polls of *its* id at least 100 ms apart,
+        // then the result, in that order.
+        let mut finished = 0;
+        for (i, post) in posts.iter().enumerate() {
+            let id = 1000 + got.iter().position(|q| std::ptr::eq(q, *post)).unwrap() as u64;
+            let polls: Vec<&Received> = got
+                .iter()
+                .filter(|q| q.path == format!("/tasks/submissions/{id}"))
+                .collect();
+            let result = got.iter().find(|q| q.path == format!("/tasks/{id}"));
+            let Some(result) = result else { continue };
+            finished += 1;
+            assert_eq!(polls.len(), 3, "task {i}");
+            assert!(polls[0].at > post.at && result.at > polls[2].at);
+            for w in polls.windows(2) {
+                let gap = w[1].at - w[0].at;
+                assert!(
+                    gap >= Duration::from_millis(100) && gap < Duration::from_millis(400),
+                    "poll gap {gap:?}"
+                );
+            }
+            // Both flows ask for JSON; the body was sent as JSON with its type.
+            assert!(post
+                .headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v == "application/json"));
+        }
+        assert!(finished > 90, "{finished} tasks finished");
+
+        let s = r.summary();
+        assert_eq!(s["failures"], 0, "{}", r.stdout);
+        let by_name: HashMap<String, u64> = s["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| (g["name"].as_str().unwrap().to_string(), g["requests"].as_u64().unwrap()))
+            .collect();
+        let polls = by_name["GET /tasks/submissions/{id}"];
+        let submitted =
+            by_name["POST /tasks/submissions (http-fetch)"] + by_name["POST /tasks/submissions (factorial)"];
+        assert!(
+            polls >= 3 * (submitted - 20) && polls <= 3 * submitted,
+            "{polls} polls for {submitted} tasks"
+        );
+    });
+}
+
+#[test]
+fn a_task_that_fails_or_never_finishes_is_a_check_failure() {
+    rt().block_on(async {
+        let server = Server::start(|req: &Received, i| match (req.method.as_str(), req.path.as_str()) {
+            ("POST", _) => Reply::json(201, format!(r#"{{"id": {i}}}"#)),
+            // Odd ids fail; even ids stay RUNNING for ever.
+            (_, p) if p.starts_with("/tasks/submissions/") => {
+                let id: u64 = p.rsplit('/').next().unwrap().parse().unwrap();
+                Reply::json(
+                    200,
+                    if id % 2 == 1 {
+                        r#"{"status": "FAILED"}"#
+                    } else {
+                        r#"{"status": "RUNNING"}"#
+                    },
+                )
+            }
+            _ => Reply::json(200, "{}"),
+        })
+        .await;
+        let (_dir, file) = scenario_file(&format!(
+            r#"
+target: http://{}
+steps:
+  - request: {{method: POST, path: /tasks/submissions, json: {{type: factorial}}, extract: {{id: $.id}}}}
+  - poll:
+      request:
+        path: /tasks/submissions/${{id}}
+        extract: {{status: $.status}}
+        check: {{json: {{"$.status": SUCCEEDED}}}}
+      until: {{status: [SUCCEEDED, FAILED]}}
+      every: 50ms
+      max_wait: 300ms
+  - request: {{path: "/tasks/${{id}}"}}
+load: {{threads: 2, loops: 3}}
+"#,
+            server.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let s = r.summary();
+        assert_eq!(r.error_count("check_failed"), 6, "{}", r.stdout);
+        let example = s["errors"][0]["example"].as_str().unwrap();
+        assert!(example.contains("FAILED") || example.contains("gave up"), "{example}");
+        // No result is fetched for a failed task: the iteration ends at the failed step.
+        assert!(!server
+            .received()
+            .iter()
+            .any(|q| q.path.starts_with("/tasks/") && !q.path.contains("submissions")));
+        assert_eq!(s["ended_by"], "completed");
+    });
+}
+
+#[test]
+fn replay_state_threads_by_loops_with_a_secret_token_and_slos() {
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::json(200, r#"{"entities": []}"#)).await;
+        let (_dir, file) = scenario_file(&example("replay-state.yaml"));
+        let url = format!("http://{}", server.addr);
+        let r = tokio::task::spawn_blocking(move || {
+            run_scenario(
+                &file,
+                &[("CREST_TARGET", url.as_str()), ("API_TOKEN", "sup3r-s3cret-t0ken")],
+                &[],
+            )
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        let got = server.received();
+        assert_eq!(got.len(), 10, "5 threads x 2 loops");
+        for q in &got {
+            let ts = q.path.strip_prefix("/replay/state?timestamp=").unwrap();
+            let ts = ts.replace("%3A", ":");
+            assert!(chrono::DateTime::parse_from_rfc3339(&ts).is_ok(), "{ts}");
+            assert!(q
+                .headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && v == "Bearer sup3r-s3cret-t0ken"));
+        }
+        let everything = format!("{}{}{}", r.results_text(), r.stdout, r.stderr);
+        assert!(!everything.contains("sup3r-s3cret-t0ken"), "the token leaked");
+        let s = r.summary();
+        assert_eq!(s["ended_by"], "completed");
+        assert_eq!(s["segments"][0]["name"], "5 threads x 2 loops");
+        let t = s["thresholds"].as_array().unwrap();
+        assert_eq!(t.len(), 5);
+        assert!(t.iter().all(|x| x["pass"] == true), "{t:?}");
+    });
+}
+
+#[test]
+fn a_failed_threshold_exits_1_and_says_which() {
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::Body {
+            delay: Duration::from_millis(30),
+            status: 200,
+            body: b"{}".to_vec(),
+        })
+        .await;
+        let text = edit(&example("replay-state.yaml"), "p50 < 5s", "p50 < 10ms");
+        let (_dir, file) = scenario_file(&text);
+        let url = format!("http://{}", server.addr);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let s = r.summary();
+        let p50 = s["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["threshold"] == "p50 < 10ms")
+            .unwrap()
+            .clone();
+        assert_eq!(p50["pass"], false);
+        assert!(p50["value"].as_f64().unwrap() >= 30.0);
+        assert!(r.stderr.contains("FAIL  p50 < 10ms"), "{}", r.stderr);
+    });
+}
+
+#[test]
+fn validator_posts_json_and_counts_failed_checks() {
+    rt().block_on(async {
+        let server = Server::start(|_, i| {
+            if i % 4 == 0 {
+                Reply::json(200, r#"{"error": "bad"}"#)
+            } else {
+                Reply::json(200, r#"{"valid": true}"#)
+            }
+        })
+        .await;
+        let text = edit(
+            &example("validator.yaml"),
+            "users: 50\n  duration: 1m",
+            "users: 5\n  duration: 2s",
+        );
+        let (_dir, file) = scenario_file(&text);
+        let url = format!("http://{}", server.addr);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
+            .await
+            .unwrap();
+        // A quarter of the answers fail the body check, so `error_rate < 1%` fails: exit 1.
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let got = server.received();
+        let body: serde_json::Value = serde_json::from_slice(&got[0].body).unwrap();
+        assert_eq!(body["options"]["strict"], true, "YAML true is JSON true");
+        assert_eq!(body["diagram"], "graph TD; A-->B; B-->C; C-->A");
+        let failed = r.error_count("check_failed") as f64;
+        let share = failed / got.len() as f64;
+        assert!((0.2..=0.3).contains(&share), "{share}");
+        let s = r.summary();
+        assert!(s["errors"][0]["example"]
+            .as_str()
+            .unwrap()
+            .contains("does not contain \"valid\""));
+    });
+}
+
+#[test]
+fn a_stop_condition_ends_the_run_early_and_says_why() {
+    rt().block_on(async {
+        let server = Server::start(|_, i| {
+            if i % 5 < 3 {
+                Reply::json(500, "{}")
+            } else {
+                Reply::json(200, "valid")
+            }
+        })
+        .await;
+        let text = edit(
+            &example("validator.yaml"),
+            "users: 50\n  duration: 1m",
+            "users: 4\n  duration: 30s",
+        );
+        let (_dir, file) = scenario_file(&text);
+        let url = format!("http://{}", server.addr);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
+            .await
+            .unwrap();
+        let s = r.summary();
+        assert_eq!(s["ended_by"], "condition", "{}", r.stderr);
+        assert_eq!(s["stopped_by"]["condition"], "error_rate > 50%");
+        assert!(f(&s, &["duration_s"]) < 10.0, "stopped early: {}", s["duration_s"]);
+        assert!(
+            s["stopped_by"]["detail"].as_str().unwrap().contains("60.00%"),
+            "{}",
+            s["stopped_by"]
+        );
+    });
+}
+
+#[test]
+fn stepping_keeps_statistics_per_step() {
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::Body { delay: Duration::from_millis(20), status: 200, body: b"{}".to_vec() }).await;
+        let (_dir, file) = scenario_file(&format!(
+            "target: http://{}\nsteps: [{{request: {{path: /}}}}]\nload:\n  stepping: {{start: 2, step: 2, every: 1500ms, max: 4}}\n",
+            server.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let results = r.results();
+        let segments = results["segments"].as_array().unwrap();
+        assert_eq!(segments.len(), 2);
+        assert_eq!((segments[0]["users"].as_u64(), segments[1]["users"].as_u64()), (Some(2), Some(4)));
+        let per: Vec<u64> = (0..2)
+            .map(|g| results["stats"].as_array().unwrap().iter().filter(|s| s["segment"] == g).map(|s| s["count"].as_u64().unwrap()).sum())
+            .collect();
+        let ratio = per[1] as f64 / per[0] as f64;
+        assert!((1.6..=2.4).contains(&ratio), "twice the users, twice the requests: {per:?}");
+        let s = r.summary();
+        assert!((80.0..=105.0).contains(&f(&s["segments"][0], &["throughput_rps"])), "{}", s["segments"][0]);
+    });
+}
+
+#[test]
+fn on_start_logs_in_each_user_once_and_feeders_hand_out_rows() {
+    rt().block_on(async {
+        let server = Server::start(|req: &Received, i| match req.path.as_str() {
+            "/login" => Reply::json(200, format!(r#"{{"token": "tok-{i}"}}"#)),
+            _ => Reply::json(200, "{}"),
+        })
+        .await;
+        let (dir, file) = scenario_file(&format!(
+            r#"
+target: http://{}
+data:
+  accounts: {{file: accounts.csv, mode: unique}}
+on_start:
+  - request:
+      path: /login
+      json: {{user: "${{accounts.name}}", password: "${{accounts.password}}"}}
+      extract: {{token: $.token}}
+on_stop:
+  - request: {{method: POST, path: /logout, headers: {{Authorization: "Bearer ${{token}}"}}}}
+steps:
+  - request: {{path: "/work?n=${{seq}}", headers: {{Authorization: "Bearer ${{token}}"}}}}
+  - think: 10ms
+load: {{users: 3, duration: 1s}}
+"#,
+            server.addr
+        ));
+        std::fs::write(
+            dir.path().join("accounts.csv"),
+            "name,password\nann,pa\nbob,pb\ncat,pc\n",
+        )
+        .unwrap();
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let got = server.received();
+        let logins: Vec<&Received> = got.iter().filter(|q| q.path == "/login").collect();
+        assert_eq!(logins.len(), 3, "one login per user");
+        let mut users: Vec<String> = logins
+            .iter()
+            .map(|q| {
+                serde_json::from_slice::<serde_json::Value>(&q.body).unwrap()["user"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        users.sort();
+        assert_eq!(users, ["ann", "bob", "cat"], "unique rows");
+        // Each connection's work carries the token its own login returned.
+        for login in &logins {
+            let i = got.iter().position(|q| std::ptr::eq(q, *login)).unwrap();
+            let token = format!("Bearer tok-{i}");
+            let work = got
+                .iter()
+                .filter(|q| q.connection == login.connection && q.path.starts_with("/work"));
+            assert!(work.clone().count() > 5);
+            assert!(work.clone().all(|q| q.headers.iter().any(|(_, v)| *v == token)));
+        }
+        assert_eq!(
+            got.iter().filter(|q| q.path == "/logout").count(),
+            3,
+            "on_stop ran for each user"
+        );
+        // ${seq} is shared by the run: no number twice.
+        let mut seqs: Vec<&str> = got.iter().filter_map(|q| q.path.strip_prefix("/work?n=")).collect();
+        let n = seqs.len();
+        seqs.sort();
+        seqs.dedup();
+        assert_eq!(seqs.len(), n);
+    });
+}
+
+#[test]
+fn validate_reports_problems_with_locations_and_exit_2() {
+    let (_dir, file) =
+        scenario_file("target: http://127.0.0.1:9\nsteps:\n  - request: {path: /, methd: GET}\nload: {users: 1}\n");
+    let out = common::crest().arg("validate").arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("scenario.yaml:3:") && stderr.contains("did you mean `method`?"),
+        "{stderr}"
+    );
+    let out = common::crest()
+        .arg("run")
+        .arg(&file)
+        .args(["-c", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-c: these flags apply to a URL"));
+}

@@ -1,0 +1,142 @@
+//! A validated flow plan: what each virtual user does, ready to run.
+
+use crate::extract::{Check, Extractor};
+use crate::feeder::Feeder;
+use crate::template::Template;
+use crest_http::Endpoint;
+use crest_model::NameId;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// Everything a scenario's users do.
+#[derive(Debug)]
+pub struct FlowPlan {
+    /// Flows; each iteration runs one, chosen by weight.
+    pub flows: Vec<Flow>,
+    /// Steps each user runs once, before its first iteration (log in, keep the token).
+    pub on_start: Vec<Step>,
+    /// Steps each user runs once, when it stops (closed model).
+    pub on_stop: Vec<Step>,
+    /// Servers the steps send to; [`RequestStep::endpoint`] indexes this.
+    pub endpoints: Vec<Endpoint>,
+    /// Variables set for each user when it starts, in order.
+    pub variables: Vec<(String, Template)>,
+    /// Data files.
+    pub feeders: Vec<Feeder>,
+    /// Headers sent with every request, before the step's own.
+    pub headers: Vec<(String, Template)>,
+    /// Request timeout unless a step sets its own.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// The run's shared counter for `${seq}`.
+    pub seq: AtomicU64,
+}
+
+/// One flow.
+#[derive(Debug)]
+pub struct Flow {
+    /// Its name, for reports.
+    pub name: String,
+    /// Relative frequency.
+    pub weight: u32,
+    /// What it does.
+    pub steps: Vec<Step>,
+}
+
+/// One step.
+#[derive(Debug)]
+pub enum Step {
+    /// Send a request.
+    Request(RequestStep),
+    /// Repeat a request until extracted values say it is done.
+    Poll(PollStep),
+    /// Wait, uniformly between `min` and `max`.
+    Think {
+        /// Shortest wait.
+        min: Duration,
+        /// Longest wait.
+        max: Duration,
+    },
+    /// Run steps several times.
+    Loop {
+        /// How many times.
+        times: u64,
+        /// What to repeat.
+        steps: Vec<Step>,
+    },
+}
+
+/// A request with what to take from its response and what to check.
+#[derive(Debug)]
+pub struct RequestStep {
+    /// The name statistics are grouped under.
+    pub name: NameId,
+    /// Index into [`FlowPlan::endpoints`].
+    pub endpoint: usize,
+    /// The method.
+    pub method: String,
+    /// Path and query, without the scheme and host.
+    pub path: Template,
+    /// More query parameters, URL-encoded when rendered.
+    pub query: Vec<(String, Template)>,
+    /// The step's headers.
+    pub headers: Vec<(String, Template)>,
+    /// The body.
+    pub body: Body,
+    /// Values to keep, by variable name.
+    pub extract: Vec<(String, Extractor)>,
+    /// Conditions on the response; a failed one is a `check_failed` outcome.
+    pub checks: Vec<Check>,
+    /// This step's timeout, when it has its own.
+    pub timeout: Option<Duration>,
+}
+
+impl RequestStep {
+    /// True when a check decides which statuses are fine (otherwise 4xx and 5xx fail).
+    pub fn checks_status(&self) -> bool {
+        self.checks.iter().any(|c| matches!(c, Check::Status(_)))
+    }
+}
+
+/// A request body.
+#[derive(Debug)]
+pub enum Body {
+    /// None.
+    None,
+    /// JSON, with templates in its strings; sent with `Content-Type: application/json`.
+    Json(JsonTemplate),
+    /// Text with templates.
+    Text(Template),
+    /// Bytes from a file.
+    Bytes(Vec<u8>),
+}
+
+/// A JSON value whose strings may be templates.
+#[derive(Debug)]
+pub enum JsonTemplate {
+    /// A value with no templates.
+    Value(serde_json::Value),
+    /// A templated string.
+    String(Template),
+    /// An array.
+    Array(Vec<JsonTemplate>),
+    /// An object, in order.
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+/// A request repeated until it reports the work it started is done (seed 003: poll a task's
+/// status every second until it is SUCCEEDED or FAILED).
+#[derive(Debug)]
+pub struct PollStep {
+    /// The request, with its extraction; its checks apply to the final response only.
+    pub request: RequestStep,
+    /// Done when every variable has one of its values.
+    pub until: Vec<(String, Vec<String>)>,
+    /// Wait between the end of one poll and the start of the next.
+    pub every: Duration,
+    /// Give up (a `check_failed` outcome) when done would come later than this.
+    pub max_wait: Duration,
+}

@@ -1,0 +1,420 @@
+//! Running a flow plan: the engine workload for scenarios.
+
+use crate::extract::LazyJson;
+use crate::plan::{Body, FlowPlan, JsonTemplate, PollStep, RequestStep, Step};
+use crate::template::{Scope, Template};
+use crest_engine::{Ctx, Workload};
+use crest_http::{build_request, Call, Response, Session};
+use crest_model::Outcome;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A flow plan as an engine workload.
+#[derive(Debug)]
+pub struct FlowWorkload {
+    plan: FlowPlan,
+    total_weight: u32,
+}
+
+impl FlowWorkload {
+    /// Wraps a validated plan.
+    pub fn new(plan: FlowPlan) -> Self {
+        let total_weight = plan.flows.iter().map(|f| f.weight).sum();
+        FlowWorkload { plan, total_weight }
+    }
+}
+
+/// One virtual user's state: its variables, current data rows and connections.
+#[derive(Debug)]
+pub struct FlowUser {
+    id: u64,
+    iteration: u64,
+    vars: HashMap<String, String>,
+    rows: Vec<Option<usize>>,
+    sessions: Vec<Session>,
+    rng: RefCell<fastrand::Rng>,
+    started: bool,
+}
+
+/// What rendering sees: the user's state and the plan's shared parts.
+struct UserScope<'a> {
+    user: &'a FlowUser,
+    plan: &'a FlowPlan,
+}
+
+impl Scope for UserScope<'_> {
+    fn var(&self, name: &str) -> Option<&str> {
+        self.user.vars.get(name).map(String::as_str)
+    }
+    fn column(&self, feeder: &str, column: &str) -> Option<&str> {
+        let i = self.plan.feeders.iter().position(|f| f.name == feeder)?;
+        let row = self.user.rows.get(i).copied().flatten()?;
+        self.plan.feeders[i].value(row, column)
+    }
+    fn user(&self) -> u64 {
+        self.user.id
+    }
+    fn iteration(&self) -> u64 {
+        self.user.iteration
+    }
+    fn next_seq(&self) -> u64 {
+        self.plan.seq.fetch_add(1, Ordering::Relaxed)
+    }
+    fn rng(&self) -> &RefCell<fastrand::Rng> {
+        &self.user.rng
+    }
+}
+
+/// A step failed; the iteration ends there.
+struct Failed;
+
+impl Workload for FlowWorkload {
+    type User = FlowUser;
+
+    fn new_user(&self, id: u64) -> FlowUser {
+        let mut user = FlowUser {
+            id,
+            iteration: 0,
+            vars: HashMap::new(),
+            rows: vec![None; self.plan.feeders.len()],
+            sessions: self.plan.endpoints.iter().map(|_| Session::default()).collect(),
+            rng: RefCell::new(fastrand::Rng::new()),
+            started: false,
+        };
+        for (i, f) in self.plan.feeders.iter().enumerate() {
+            if f.mode == crate::feeder::FeedMode::Unique {
+                user.rows[i] = f.take(id, &mut user.rng.borrow_mut());
+            }
+        }
+        for (name, t) in &self.plan.variables {
+            let v = t.render(&UserScope {
+                user: &user,
+                plan: &self.plan,
+            });
+            user.vars.insert(name.clone(), v);
+        }
+        user
+    }
+
+    async fn iterate<'a>(&'a self, user: &'a mut FlowUser, ctx: Ctx<'a>) {
+        let mut intended = Some(ctx.intended());
+        if !user.started {
+            user.started = true;
+            if self
+                .run_steps(&self.plan.on_start, user, &ctx, &mut intended)
+                .await
+                .is_err()
+            {
+                user.iteration += 1;
+                return;
+            }
+        }
+        for (i, f) in self.plan.feeders.iter().enumerate() {
+            if f.mode != crate::feeder::FeedMode::Unique {
+                user.rows[i] = f.take(user.id, &mut user.rng.borrow_mut());
+            }
+        }
+        if let Some(flow) = self.pick(user) {
+            let _ = self.run_steps(&flow.steps, user, &ctx, &mut intended).await;
+        }
+        user.iteration += 1;
+    }
+
+    async fn finish<'a>(&'a self, user: &'a mut FlowUser, ctx: Ctx<'a>) {
+        if user.started && !self.plan.on_stop.is_empty() {
+            let _ = self.run_steps(&self.plan.on_stop, user, &ctx, &mut None).await;
+        }
+    }
+}
+
+impl FlowWorkload {
+    fn pick(&self, user: &FlowUser) -> Option<&crate::plan::Flow> {
+        if self.total_weight == 0 {
+            return None;
+        }
+        let mut r = user.rng.borrow_mut().u32(..self.total_weight);
+        for f in &self.plan.flows {
+            if r < f.weight {
+                return Some(f);
+            }
+            r -= f.weight;
+        }
+        None
+    }
+
+    /// Runs steps in order until one fails. `intended` is the iteration's scheduled start, used
+    /// (once) by the first request so that open-model latency counts from the schedule.
+    async fn run_steps(
+        &self,
+        steps: &[Step],
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: &mut Option<Instant>,
+    ) -> Result<(), Failed> {
+        for step in steps {
+            match step {
+                Step::Request(r) => {
+                    self.request(r, user, ctx, intended.take()).await?;
+                }
+                Step::Poll(p) => self.poll(p, user, ctx, intended).await?,
+                Step::Think { min, max } => {
+                    let span = max.saturating_sub(*min).as_nanos() as u64;
+                    let extra = if span == 0 {
+                        0
+                    } else {
+                        user.rng.borrow_mut().u64(..=span)
+                    };
+                    tokio::time::sleep(*min + Duration::from_nanos(extra)).await;
+                }
+                Step::Loop { times, steps } => {
+                    for _ in 0..*times {
+                        Box::pin(self.run_steps(steps, user, ctx, intended)).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn poll(
+        &self,
+        p: &PollStep,
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: &mut Option<Instant>,
+    ) -> Result<(), Failed> {
+        let started = Instant::now();
+        loop {
+            let done = |u: &FlowUser| {
+                p.until
+                    .iter()
+                    .all(|(var, values)| u.vars.get(var).is_some_and(|v| values.contains(v)))
+            };
+            let give_up = started.elapsed() + p.every > p.max_wait;
+            let verdict = move |u: &FlowUser| {
+                if done(u) {
+                    PollVerdict::Done
+                } else if give_up {
+                    let now: Vec<String> = p
+                        .until
+                        .iter()
+                        .map(|(v, _)| format!("{v} is {:?}", u.vars.get(v).map_or("", |s| s)))
+                        .collect();
+                    PollVerdict::GiveUp(format!(
+                        "gave up after {} s: {}",
+                        p.max_wait.as_secs_f64(),
+                        now.join(", ")
+                    ))
+                } else {
+                    PollVerdict::Again
+                }
+            };
+            match self
+                .send(&p.request, user, ctx, intended.take(), Some(&verdict))
+                .await?
+            {
+                PollVerdict::Done => return Ok(()),
+                PollVerdict::GiveUp(_) => return Err(Failed),
+                PollVerdict::Again => tokio::time::sleep(p.every).await,
+            }
+        }
+    }
+
+    async fn request(
+        &self,
+        r: &RequestStep,
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: Option<Instant>,
+    ) -> Result<(), Failed> {
+        self.send(r, user, ctx, intended, None).await.map(|_| ())
+    }
+
+    /// Sends one request, extracts and checks, and records its sample. For a poll, `verdict`
+    /// decides after extraction whether it is done; the request's checks apply only then.
+    async fn send(
+        &self,
+        r: &RequestStep,
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: Option<Instant>,
+        verdict: Option<&dyn Fn(&FlowUser) -> PollVerdict>,
+    ) -> Result<PollVerdict, Failed> {
+        let endpoint = &self.plan.endpoints[r.endpoint];
+        let request = {
+            let scope = UserScope { user, plan: &self.plan };
+            self.render(r, &scope, endpoint.authority())
+        };
+        let request = match request {
+            Ok(bytes) => bytes,
+            Err(msg) => {
+                // A rendered value made the request invalid (a line break in a header, say).
+                let now = Instant::now();
+                let sample = crest_model::Sample {
+                    name: r.name,
+                    segment: 0,
+                    intended: ctx.offset(intended.unwrap_or(now)),
+                    send_lag: Duration::ZERO,
+                    connect: None,
+                    ttfb: None,
+                    total: Duration::ZERO,
+                    bytes_sent: 0,
+                    bytes_received: 0,
+                    status: None,
+                    outcome: Outcome::CheckFailed,
+                };
+                ctx.record(sample, Some(&format!("the request could not be built: {msg}")));
+                return Err(Failed);
+            }
+        };
+        let call = Call {
+            request: &request,
+            head: r.method == "HEAD",
+            timeout: r.timeout.unwrap_or(self.plan.timeout),
+            connect_timeout: self.plan.connect_timeout,
+            keepalive: self.plan.keepalive,
+        };
+        let needs_response = !r.extract.is_empty() || !r.checks.is_empty();
+        let mut response = Response::default();
+        let ex = endpoint
+            .call(
+                &mut user.sessions[r.endpoint],
+                &call,
+                needs_response.then_some(&mut response),
+            )
+            .await;
+        let intended = intended.unwrap_or(ex.started).min(ex.started);
+        let mut sample = ex.sample(r.name, intended, ctx.offset(intended));
+        let transport_ok = matches!(ex.outcome, Outcome::Success | Outcome::Status(_));
+        if !transport_ok || (matches!(ex.outcome, Outcome::Status(_)) && !r.checks_status()) {
+            ctx.record(sample, ex.error());
+            return Err(Failed);
+        }
+        let mut json = LazyJson::default();
+        let mut problem: Option<String> = None;
+        for (var, e) in &r.extract {
+            match e.extract(&response, &mut json) {
+                Ok(v) => {
+                    user.vars.insert(var.clone(), v);
+                }
+                Err(why) => {
+                    problem = Some(format!("extract {var}: {why}"));
+                    break;
+                }
+            }
+        }
+        let mut result = PollVerdict::Done;
+        if problem.is_none() {
+            if let Some(v) = verdict {
+                result = v(user);
+                if let PollVerdict::GiveUp(why) = &result {
+                    problem = Some(why.clone());
+                }
+            }
+        }
+        if problem.is_none() && matches!(result, PollVerdict::Done) {
+            let took = ex.ended - ex.started;
+            problem = r
+                .checks
+                .iter()
+                .find_map(|c| c.check(&response, took, &mut json).err().map(|m| format!("check: {m}")));
+        }
+        match problem {
+            Some(msg) => {
+                sample.outcome = Outcome::CheckFailed;
+                ctx.record(sample, Some(&msg));
+                Err(Failed)
+            }
+            None => {
+                sample.outcome = Outcome::Success;
+                ctx.record(sample, None);
+                Ok(result)
+            }
+        }
+    }
+
+    /// The request's bytes for this user.
+    fn render(&self, r: &RequestStep, scope: &UserScope<'_>, authority: &str) -> Result<Vec<u8>, String> {
+        let mut target = r.path.render(scope);
+        if !r.query.is_empty() {
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in &r.query {
+                q.append_pair(k, &v.render(scope));
+            }
+            target.push(if target.contains('?') { '&' } else { '?' });
+            target.push_str(&q.finish());
+        }
+        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.plan.headers.len() + r.headers.len() + 1);
+        for (n, t) in self.plan.headers.iter().chain(r.headers.iter()) {
+            let v = t.render(scope);
+            // A step's header replaces a default of the same name.
+            match headers.iter_mut().find(|(h, _)| h.eq_ignore_ascii_case(n)) {
+                Some(slot) => slot.1 = v,
+                None => headers.push((n.clone(), v)),
+            }
+        }
+        let body = match &r.body {
+            Body::None => Vec::new(),
+            Body::Text(t) => t.render(scope).into_bytes(),
+            Body::Bytes(b) => b.clone(),
+            Body::Json(j) => {
+                if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("content-type")) {
+                    headers.push(("Content-Type".into(), "application/json".into()));
+                }
+                serde_json::to_vec(&render_json(j, scope)).map_err(|e| e.to_string())?
+            }
+        };
+        build_request(&r.method, &target, authority, &headers, &body, self.plan.keepalive).map_err(|e| e.to_string())
+    }
+}
+
+/// What a poll decided after a response.
+#[derive(Debug)]
+enum PollVerdict {
+    Done,
+    Again,
+    GiveUp(String),
+}
+
+fn render_json(j: &JsonTemplate, scope: &dyn Scope) -> serde_json::Value {
+    match j {
+        JsonTemplate::Value(v) => v.clone(),
+        JsonTemplate::String(t) => serde_json::Value::String(t.render(scope)),
+        JsonTemplate::Array(items) => serde_json::Value::Array(items.iter().map(|i| render_json(i, scope)).collect()),
+        JsonTemplate::Object(fields) => {
+            serde_json::Value::Object(fields.iter().map(|(k, v)| (k.clone(), render_json(v, scope))).collect())
+        }
+    }
+}
+
+/// Templates of a JSON value: strings are parsed as templates.
+pub fn json_template(
+    v: &serde_json::Value,
+    parse: &mut dyn FnMut(&str) -> Result<Template, String>,
+) -> Result<JsonTemplate, String> {
+    Ok(match v {
+        serde_json::Value::String(s) => {
+            let t = parse(s)?;
+            if t.is_constant() && !t.has_secret() {
+                JsonTemplate::Value(v.clone())
+            } else {
+                JsonTemplate::String(t)
+            }
+        }
+        serde_json::Value::Array(items) => JsonTemplate::Array(
+            items
+                .iter()
+                .map(|i| json_template(i, parse))
+                .collect::<Result<_, _>>()?,
+        ),
+        serde_json::Value::Object(fields) => JsonTemplate::Object(
+            fields
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), json_template(v, parse)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => JsonTemplate::Value(other.clone()),
+    })
+}

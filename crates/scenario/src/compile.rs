@@ -1,0 +1,1164 @@
+//! Gives the raw file its meaning: a validated [`Plan`] and the [`FlowPlan`] its users run.
+//!
+//! Every problem found is collected with its location, so one `crest validate` lists them all.
+
+use crate::error::{did_you_mean, Problem};
+use crate::raw::{self, Sp};
+use crest_analysis::expr::Expr;
+use crest_flow::extract::{Check, Extractor};
+use crest_flow::feeder::{FeedMode, Feeder};
+use crest_flow::plan::{Body, Flow, FlowPlan, PollStep, RequestStep, Step};
+use crest_flow::template::Template;
+use crest_http::Endpoint;
+use crest_model::plan::{
+    LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
+};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Defaults that a scenario does not set.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_IN_FLIGHT: u64 = 1000;
+const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
+const DEFAULT_POLL_MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// The pieces of a compiled scenario.
+pub(crate) struct Compiled {
+    pub load: LoadModel,
+    pub stop: StopRule,
+    pub segments: Vec<SegmentPlan>,
+    pub names: Vec<String>,
+    pub flow: FlowPlan,
+    pub stop_when: Vec<String>,
+    pub thresholds: Vec<String>,
+}
+
+/// A flow as written: name, weight, steps and where its name stands.
+type RawFlow<'s> = (String, u32, &'s [raw::Step], Option<(usize, usize)>);
+
+/// Variables known at a point of a flow, for checking templates.
+#[derive(Clone, Default)]
+struct Known(Vec<String>);
+
+impl Known {
+    fn add(&mut self, name: &str) {
+        if !self.0.iter().any(|n| n == name) {
+            self.0.push(name.to_string());
+        }
+    }
+}
+
+pub(crate) struct Cx<'a> {
+    root: &'a marked_yaml::Node,
+    dir: PathBuf,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    pub problems: Vec<Problem>,
+    names: Vec<String>,
+    endpoints: Vec<(String, Endpoint)>,
+    tls: TlsOptions,
+    target: Option<String>,
+    feeders: Vec<(String, Vec<String>)>,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Cx {
+            root,
+            dir: dir.to_path_buf(),
+            env,
+            problems: Vec::new(),
+            names: Vec::new(),
+            endpoints: Vec::new(),
+            tls: TlsOptions::default(),
+            target: None,
+            feeders: Vec::new(),
+        }
+    }
+
+    fn err(&mut self, at: Option<(usize, usize)>, message: impl Into<String>, hint: Option<String>) {
+        self.problems.push(Problem {
+            at,
+            message: message.into(),
+            hint,
+        });
+    }
+
+    fn duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
+        parse_duration(s).or_else(|| {
+            self.err(
+                s.at(),
+                format!("{what}: {:?} is not a duration", s.as_str()),
+                Some("write e.g. 250ms, 10s, 5m".into()),
+            );
+            None
+        })
+    }
+
+    fn resolve(&self, file: &str) -> PathBuf {
+        let p = Path::new(file);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// Parses a template and checks that every variable it reads is known here.
+    fn template(&mut self, s: &Sp<String>, known: &Known) -> Option<Template> {
+        self.template_at(s.as_str(), s.at(), known)
+    }
+
+    fn template_at(&mut self, text: &str, at: Option<(usize, usize)>, known: &Known) -> Option<Template> {
+        let t = match Template::parse(text, self.env) {
+            Ok(t) => t,
+            Err(e) => {
+                self.err(at, format!("in {text:?}: {}", e.message), None);
+                return None;
+            }
+        };
+        let mut ok = true;
+        for v in t.vars() {
+            if let Some((feeder, column)) = v.split_once('.') {
+                match self.feeders.iter().find(|(n, _)| n == feeder) {
+                    None => {
+                        let hint = did_you_mean(feeder, self.feeders.iter().map(|(n, _)| n.as_str()))
+                            .or_else(|| Some("data files are declared under `data:`".into()));
+                        self.err(at, format!("in {text:?}: no data file named `{feeder}`"), hint);
+                        ok = false;
+                    }
+                    Some((_, cols)) if !cols.iter().any(|c| c == column) => {
+                        let hint = did_you_mean(column, cols.iter().map(String::as_str))
+                            .or_else(|| Some(format!("its columns are {}", cols.join(", "))));
+                        self.err(
+                            at,
+                            format!("in {text:?}: data file `{feeder}` has no column `{column}`"),
+                            hint,
+                        );
+                        ok = false;
+                    }
+                    _ => {}
+                }
+            } else if !known.0.contains(&v) {
+                let hint = did_you_mean(&v, known.0.iter().map(String::as_str))
+                    .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
+                self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
+                ok = false;
+            }
+        }
+        ok.then_some(t)
+    }
+
+    fn endpoint(&mut self, base: &str, at: Option<(usize, usize)>) -> Option<usize> {
+        if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
+            return Some(i);
+        }
+        match Endpoint::parse(base, &self.tls) {
+            Ok((e, _)) => {
+                self.endpoints.push((base.to_string(), e));
+                Some(self.endpoints.len() - 1)
+            }
+            Err(e) => {
+                self.err(at, format!("{base}: {e}"), None);
+                None
+            }
+        }
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.names.push(name.to_string());
+                (self.names.len() - 1) as u32
+            }
+        }
+    }
+
+    fn request(&mut self, sp: &Sp<raw::Request>, known: &mut Known) -> Option<RequestStep> {
+        let r: &raw::Request = sp;
+        let at = sp.at();
+        // Where it goes: a path under `target`, or an absolute URL whose scheme and host are fixed.
+        let (endpoint, path) = match (&r.path, &r.url) {
+            (Some(_), Some(u)) => {
+                self.err(u.at(), "a request has either `path` or `url`, not both", None);
+                return None;
+            }
+            (None, None) => {
+                self.err(at, "a request needs `path` (relative to `target`) or `url`", None);
+                return None;
+            }
+            (Some(p), None) => {
+                let Some(base) = self.target.clone() else {
+                    self.err(
+                        p.at(),
+                        "`path` needs `target:` at the top of the file",
+                        Some("or give an absolute `url`".into()),
+                    );
+                    return None;
+                };
+                let text = if p.starts_with('/') {
+                    p.to_string()
+                } else {
+                    format!("/{}", p.as_str())
+                };
+                (self.endpoint(&base, p.at()), self.template_at(&text, p.at(), known))
+            }
+            (None, Some(u)) => {
+                let Some((base, rest)) = split_url(u) else {
+                    self.err(
+                        u.at(),
+                        format!("{:?} is not an absolute http:// or https:// URL", u.as_str()),
+                        None,
+                    );
+                    return None;
+                };
+                if base.contains("${") {
+                    self.err(
+                        u.at(),
+                        "the scheme and host of a `url` cannot be templated",
+                        Some("template the path only".into()),
+                    );
+                    return None;
+                }
+                (self.endpoint(&base, u.at()), self.template_at(&rest, u.at(), known))
+            }
+        };
+        let has_body = r.json.is_some() || r.body.is_some() || r.body_file.is_some();
+        if [r.json.is_some(), r.body.is_some(), r.body_file.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count()
+            > 1
+        {
+            self.err(at, "a request has one body: `json`, `body` or `body_file`", None);
+        }
+        let method = match &r.method {
+            Some(m) => {
+                let up = m.to_ascii_uppercase();
+                if !crest_http::is_token(&up) {
+                    self.err(m.at(), format!("{:?} is not an HTTP method", m.as_str()), None);
+                }
+                up
+            }
+            None if has_body => "POST".into(),
+            None => "GET".into(),
+        };
+        let mut query = Vec::new();
+        for (k, v) in r.query.iter().flatten() {
+            if let Some(t) = self.template(v, known) {
+                query.push((k.clone(), t));
+            }
+        }
+        let headers = self.headers(r.headers.as_ref(), known);
+        let body = if let Some(j) = &r.json {
+            let at = j.at();
+            // serde sees every YAML scalar as a string; the node tree knows which were quoted.
+            let typed =
+                j.0.span()
+                    .start()
+                    .and_then(|m| find_node(self.root, m))
+                    .map(yaml_to_json);
+            let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
+            let mut parse = |s: &str| {
+                Template::parse(s, self.env)
+                    .map_err(|e| format!("in {s:?}: {}", e.message))
+                    .and_then(
+                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.0.contains(v)) {
+                            Some(v) => Err(format!("in {s:?}: undefined variable `{v}`")),
+                            None => Ok(t),
+                        },
+                    )
+            };
+            match crest_flow::json_template(j, &mut parse) {
+                Ok(t) => Body::Json(t),
+                Err(m) => {
+                    self.err(at, format!("json: {m}"), None);
+                    Body::None
+                }
+            }
+        } else if let Some(b) = &r.body {
+            self.template(b, known).map_or(Body::None, Body::Text)
+        } else if let Some(f) = &r.body_file {
+            match std::fs::read(self.resolve(f)) {
+                Ok(bytes) => Body::Bytes(bytes),
+                Err(e) => {
+                    self.err(f.at(), format!("body_file {:?}: cannot read it: {e}", f.as_str()), None);
+                    Body::None
+                }
+            }
+        } else {
+            Body::None
+        };
+        let timeout = r.timeout.as_ref().and_then(|t| self.duration(t, "timeout"));
+        let checks = r.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
+        let mut extract = Vec::new();
+        for (var, e) in r.extract.iter().flatten() {
+            if let Some(x) = self.extractor(var, e) {
+                extract.push((var.clone(), x));
+            }
+        }
+        let name = match &r.name {
+            Some(n) => n.to_string(),
+            None => {
+                let shown = path.as_ref().map(|p| p.to_string()).unwrap_or_default();
+                format!("{method} {}", shown.split('?').next().unwrap_or(""))
+            }
+        };
+        let name = self.name_id(&name);
+        // Extracted values are usable from the next step on.
+        for (var, _) in &extract {
+            known.add(var);
+        }
+        Some(RequestStep {
+            name,
+            endpoint: endpoint?,
+            method,
+            path: path?,
+            query,
+            headers,
+            body,
+            extract,
+            checks,
+            timeout,
+        })
+    }
+
+    fn headers(
+        &mut self,
+        h: Option<&indexmap::IndexMap<String, Sp<String>>>,
+        known: &Known,
+    ) -> Vec<(String, Template)> {
+        let mut out = Vec::new();
+        for (name, v) in h.into_iter().flatten() {
+            if !crest_http::is_token(name) {
+                self.err(v.at(), format!("{name:?} is not a valid header name"), None);
+                continue;
+            }
+            if let Some(t) = self.template(v, known) {
+                out.push((name.clone(), t));
+            }
+        }
+        out
+    }
+
+    fn extractor(&mut self, var: &str, e: &Sp<raw::Extract>) -> Option<Extractor> {
+        let made = match &**e {
+            raw::Extract::Path(p) => Extractor::json(p),
+            raw::Extract::Source(s) => {
+                let given = [
+                    s.json.is_some(),
+                    s.regex.is_some(),
+                    s.header.is_some(),
+                    s.status.is_some(),
+                ];
+                if given.iter().filter(|g| **g).count() != 1 {
+                    Err("give exactly one of json, regex, header, status".into())
+                } else if let Some(p) = &s.json {
+                    Extractor::json(p)
+                } else if let Some(r) = &s.regex {
+                    Extractor::regex(r)
+                } else if let Some(h) = &s.header {
+                    Ok(Extractor::Header(h.clone()))
+                } else {
+                    Ok(Extractor::Status)
+                }
+            }
+        };
+        made.map_err(|m| self.err(e.at(), format!("extract {var}: {m}"), None))
+            .ok()
+    }
+
+    fn checks(&mut self, c: &raw::Check) -> Vec<Check> {
+        let mut out = Vec::new();
+        if let Some(s) = &c.status {
+            let mut codes = Vec::new();
+            for code in s.to_vec() {
+                match code.trim().parse::<u16>() {
+                    Ok(c) if (100..=599).contains(&c) => codes.push(c),
+                    _ => self.err(s.at(), format!("check status: {code:?} is not an HTTP status"), None),
+                }
+            }
+            out.push(Check::Status(codes));
+        }
+        for (path, expected) in c.json.iter().flatten() {
+            match serde_json_path_parse(path) {
+                Ok(p) => out.push(Check::JsonEquals {
+                    path: p,
+                    text: path.clone(),
+                    expected: expected.to_string(),
+                }),
+                Err(m) => self.err(expected.at(), format!("check json: {m}"), None),
+            }
+        }
+        for path in c.exists.iter().flatten() {
+            match serde_json_path_parse(path) {
+                Ok(p) => out.push(Check::JsonExists {
+                    path: p,
+                    text: path.to_string(),
+                }),
+                Err(m) => self.err(path.at(), format!("check exists: {m}"), None),
+            }
+        }
+        if let Some(b) = &c.body_contains {
+            out.push(Check::BodyContains(b.to_string()));
+        }
+        if let Some(d) = &c.duration_below {
+            if let Some(d) = self.duration(d, "duration_below") {
+                out.push(Check::DurationBelow(d));
+            }
+        }
+        out
+    }
+
+    fn steps(&mut self, steps: &[raw::Step], known: &mut Known) -> Vec<Step> {
+        let mut out = Vec::new();
+        for s in steps {
+            let kinds = [
+                s.request.is_some(),
+                s.poll.is_some(),
+                s.think.is_some(),
+                s.repeat.is_some(),
+            ];
+            if kinds.iter().filter(|k| **k).count() != 1 {
+                let at = s
+                    .request
+                    .as_ref()
+                    .and_then(|r| r.at())
+                    .or_else(|| s.poll.as_ref().and_then(|p| p.at()));
+                self.err(
+                    at,
+                    "a step is exactly one of `request`, `poll`, `think` or `loop`",
+                    None,
+                );
+                continue;
+            }
+            if let Some(r) = &s.request {
+                if let Some(r) = self.request(r, known) {
+                    out.push(Step::Request(r));
+                }
+            } else if let Some(p) = &s.poll {
+                if let Some(p) = self.poll(p, known) {
+                    out.push(Step::Poll(p));
+                }
+            } else if let Some(t) = &s.think {
+                if let Some((min, max)) = self.think(t) {
+                    out.push(Step::Think { min, max });
+                }
+            } else if let Some(l) = &s.repeat {
+                if *l.times == 0 {
+                    self.err(l.times.at(), "loop: `times` must be at least 1", None);
+                }
+                let steps = self.steps(&l.steps, known);
+                out.push(Step::Loop { times: *l.times, steps });
+            }
+        }
+        out
+    }
+
+    fn poll(&mut self, p: &Sp<raw::Poll>, known: &mut Known) -> Option<PollStep> {
+        let request = self.request(&p.request, known);
+        let mut until = Vec::new();
+        for (var, values) in &p.until {
+            if !known.0.iter().any(|k| k == var) {
+                let hint = Some(format!("extract `{var}` in the poll's request"));
+                self.err(
+                    values.at(),
+                    format!("poll: `until` reads `{var}`, which is never extracted"),
+                    hint,
+                );
+            }
+            until.push((var.clone(), values.to_vec()));
+        }
+        if until.is_empty() {
+            self.err(p.at(), "poll: `until` needs at least one variable and its values", None);
+        }
+        let every = p
+            .every
+            .as_ref()
+            .map_or(Some(DEFAULT_POLL_EVERY), |e| self.duration(e, "every"));
+        let max_wait = p
+            .max_wait
+            .as_ref()
+            .map_or(Some(DEFAULT_POLL_MAX_WAIT), |e| self.duration(e, "max_wait"));
+        Some(PollStep {
+            request: request?,
+            until,
+            every: every?,
+            max_wait: max_wait?,
+        })
+    }
+
+    fn think(&mut self, t: &Sp<String>) -> Option<(Duration, Duration)> {
+        let text = t.trim();
+        let (a, b) = text.split_once("..").unwrap_or((text, text));
+        match (humantime::parse_duration(a.trim()), humantime::parse_duration(b.trim())) {
+            (Ok(min), Ok(max)) if min <= max => Some((min, max)),
+            (Ok(_), Ok(_)) => {
+                self.err(t.at(), format!("think {text:?}: the range goes backwards"), None);
+                None
+            }
+            _ => {
+                self.err(
+                    t.at(),
+                    format!("think {text:?} is not a duration or a range"),
+                    Some("write e.g. 2s or 1s..3s".into()),
+                );
+                None
+            }
+        }
+    }
+
+    /// The load shape: model, stop rule and segments.
+    fn load(&mut self, l: &Sp<raw::Load>) -> Option<(LoadModel, StopRule, Vec<SegmentPlan>)> {
+        let at = l.at();
+        let shapes = [
+            ("users", l.users.is_some()),
+            ("stages", l.stages.is_some()),
+            ("stepping", l.stepping.is_some()),
+            ("threads", l.threads.is_some()),
+            ("run_once", l.run_once.is_some()),
+            ("rate", l.rate.is_some()),
+            ("rate_stages", l.rate_stages.is_some()),
+            ("spike", l.spike.is_some()),
+        ];
+        let given: Vec<&str> = shapes.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+        if given.len() != 1 {
+            let msg = if given.is_empty() {
+                "load: give one shape".to_string()
+            } else {
+                format!("load: give one shape, not {}", given.join(" and "))
+            };
+            self.err(at, msg, Some("users + duration, stages, stepping, threads + loops, run_once, rate + duration, rate_stages, or spike".into()));
+            return None;
+        }
+        let duration = l.duration.as_ref().and_then(|d| self.duration(d, "duration"));
+        let ramp_up = l.ramp_up.as_ref().and_then(|d| self.duration(d, "ramp_up"));
+        let cap = l.max_in_flight.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |c| **c);
+        let mut stop = StopRule {
+            requests: l.iterations.as_ref().map(|i| **i),
+            duration,
+        };
+        let seg = |name: String, start: Duration, users: Option<u64>, rate: Option<f64>| SegmentPlan {
+            name,
+            start,
+            users,
+            rate,
+        };
+        let need_duration = |cx: &mut Self, what: &str| {
+            if duration.is_none() {
+                cx.err(
+                    at,
+                    format!("load: `{what}` needs `duration`"),
+                    Some("e.g. duration: 5m".into()),
+                );
+            }
+        };
+        match given[0] {
+            "users" => {
+                let n = **l.users.as_ref()?;
+                need_duration(self, "users");
+                self.positive(n, l.users.as_ref()?.at(), "users")?;
+                duration?;
+                Some((
+                    LoadModel::users(n),
+                    stop,
+                    vec![seg(format!("{n} users"), Duration::ZERO, Some(n), None)],
+                ))
+            }
+            "rate" => {
+                let r = **l.rate.as_ref()?;
+                need_duration(self, "rate");
+                if !(r.is_finite() && r > 0.0) {
+                    self.err(l.rate.as_ref()?.at(), "load: `rate` must be above 0", None);
+                    return None;
+                }
+                duration?;
+                Some((
+                    LoadModel::rate(r, cap),
+                    stop,
+                    vec![seg(format!("{r}/s"), Duration::ZERO, None, Some(r))],
+                ))
+            }
+            "stages" => {
+                let start = l.start_users.as_ref().map_or(0, |s| **s);
+                let (levels, segments) = self.stages(l.stages.as_ref()?, start as f64, "users")?;
+                let stages = levels
+                    .iter()
+                    .map(|(d, to)| UsersStage {
+                        duration: *d,
+                        to: *to as u64,
+                    })
+                    .collect();
+                stop.duration = Some(levels.iter().map(|(d, _)| *d).sum());
+                let segs = segments
+                    .into_iter()
+                    .map(|(n, s, lvl)| seg(n, s, Some(lvl as u64), None))
+                    .collect();
+                Some((
+                    LoadModel::Closed {
+                        users: UsersProfile { start, stages },
+                        iterations: None,
+                    },
+                    stop,
+                    segs,
+                ))
+            }
+            "rate_stages" => {
+                let start = l.start_rate.as_ref().map_or(0.0, |s| **s);
+                let (levels, segments) = self.stages(l.rate_stages.as_ref()?, start, "/s")?;
+                let stages = levels
+                    .iter()
+                    .map(|(d, to)| RateStage { duration: *d, to: *to })
+                    .collect();
+                stop.duration = Some(levels.iter().map(|(d, _)| *d).sum());
+                let segs = segments
+                    .into_iter()
+                    .map(|(n, s, lvl)| seg(n, s, None, Some(lvl)))
+                    .collect();
+                let model = LoadModel::Open {
+                    rate: RateProfile { start, stages },
+                    max_in_flight: cap,
+                };
+                Some((model, stop, segs))
+            }
+            "stepping" => {
+                let s = l.stepping.as_ref()?;
+                let every = parse_duration_str(&s.every).or_else(|| {
+                    self.err(s.at(), format!("stepping: every {:?} is not a duration", s.every), None);
+                    None
+                })?;
+                if s.step == 0 || s.start == 0 || s.max < s.start || every.is_zero() {
+                    self.err(
+                        s.at(),
+                        "stepping: needs start >= 1, step >= 1, max >= start and every > 0",
+                        None,
+                    );
+                    return None;
+                }
+                let mut levels = vec![s.start];
+                while let Some(&last) = levels.last() {
+                    if last >= s.max {
+                        break;
+                    }
+                    levels.push((last + s.step).min(s.max));
+                }
+                let mut stages = vec![UsersStage {
+                    duration: every,
+                    to: s.start,
+                }];
+                let mut segs = vec![seg(format!("{} users", s.start), Duration::ZERO, Some(s.start), None)];
+                for (i, lvl) in levels.iter().enumerate().skip(1) {
+                    stages.push(UsersStage {
+                        duration: Duration::ZERO,
+                        to: *lvl,
+                    });
+                    stages.push(UsersStage {
+                        duration: every,
+                        to: *lvl,
+                    });
+                    segs.push(seg(format!("{lvl} users"), every * i as u32, Some(*lvl), None));
+                }
+                stop.duration = Some(every * levels.len() as u32);
+                Some((
+                    LoadModel::Closed {
+                        users: UsersProfile { start: s.start, stages },
+                        iterations: None,
+                    },
+                    stop,
+                    segs,
+                ))
+            }
+            "threads" | "run_once" => {
+                let (n, loops, label) = if given[0] == "threads" {
+                    let n = **l.threads.as_ref()?;
+                    let Some(loops) = l.loops.as_ref().map(|x| **x) else {
+                        self.err(
+                            at,
+                            "load: `threads` needs `loops`",
+                            Some("e.g. threads: 5, loops: 10".into()),
+                        );
+                        return None;
+                    };
+                    (n, loops, format!("{n} threads x {loops} loops"))
+                } else {
+                    let n = **l.run_once.as_ref()?;
+                    (n, 1, format!("{n} users, once"))
+                };
+                self.positive(n, at, "users")?;
+                self.positive(loops, at, "loops")?;
+                let users = match ramp_up {
+                    Some(r) if !r.is_zero() => UsersProfile {
+                        start: 0,
+                        stages: vec![UsersStage { duration: r, to: n }],
+                    },
+                    _ => UsersProfile::constant(n),
+                };
+                Some((
+                    LoadModel::Closed {
+                        users,
+                        iterations: Some(loops),
+                    },
+                    stop,
+                    vec![seg(label, Duration::ZERO, Some(n), None)],
+                ))
+            }
+            "spike" => {
+                let s = l.spike.as_ref()?;
+                let times = [("after", &s.after), ("for", &s.lasts), ("then", &s.then)];
+                let mut ds = Vec::new();
+                for (what, text) in times {
+                    match parse_duration_str(text) {
+                        Some(d) => ds.push(d),
+                        None => {
+                            self.err(s.at(), format!("spike: {what} {text:?} is not a duration"), None);
+                            return None;
+                        }
+                    }
+                }
+                let (after, lasts, then) = (ds[0], ds[1], ds[2]);
+                stop.duration = Some(after + lasts + then);
+                match (s.users, s.rate) {
+                    (Some(base), None) => {
+                        let to = s.to as u64;
+                        let stages = vec![
+                            UsersStage {
+                                duration: after,
+                                to: base,
+                            },
+                            UsersStage {
+                                duration: Duration::ZERO,
+                                to,
+                            },
+                            UsersStage { duration: lasts, to },
+                            UsersStage {
+                                duration: Duration::ZERO,
+                                to: base,
+                            },
+                            UsersStage {
+                                duration: then,
+                                to: base,
+                            },
+                        ];
+                        let segs = vec![
+                            seg(format!("baseline {base} users"), Duration::ZERO, Some(base), None),
+                            seg(format!("spike {to} users"), after, Some(to), None),
+                            seg(format!("recovery {base} users"), after + lasts, Some(base), None),
+                        ];
+                        Some((
+                            LoadModel::Closed {
+                                users: UsersProfile { start: base, stages },
+                                iterations: None,
+                            },
+                            stop,
+                            segs,
+                        ))
+                    }
+                    (None, Some(base)) => {
+                        let to = s.to;
+                        let stages = vec![
+                            RateStage {
+                                duration: after,
+                                to: base,
+                            },
+                            RateStage {
+                                duration: Duration::ZERO,
+                                to,
+                            },
+                            RateStage { duration: lasts, to },
+                            RateStage {
+                                duration: Duration::ZERO,
+                                to: base,
+                            },
+                            RateStage {
+                                duration: then,
+                                to: base,
+                            },
+                        ];
+                        let segs = vec![
+                            seg(format!("baseline {base}/s"), Duration::ZERO, None, Some(base)),
+                            seg(format!("spike {to}/s"), after, None, Some(to)),
+                            seg(format!("recovery {base}/s"), after + lasts, None, Some(base)),
+                        ];
+                        let model = LoadModel::Open {
+                            rate: RateProfile { start: base, stages },
+                            max_in_flight: cap,
+                        };
+                        Some((model, stop, segs))
+                    }
+                    _ => {
+                        self.err(
+                            s.at(),
+                            "spike: give `users` (closed model) or `rate` (open model)",
+                            None,
+                        );
+                        None
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn positive(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<()> {
+        if n == 0 {
+            self.err(at, format!("load: {what} must be at least 1"), None);
+            None
+        } else {
+            Some(())
+        }
+    }
+
+    /// Stages as (duration, level at the end) plus segments (name, start, level).
+    #[allow(clippy::type_complexity)]
+    fn stages(
+        &mut self,
+        stages: &[Sp<raw::Stage>],
+        start: f64,
+        unit: &str,
+    ) -> Option<(Vec<(Duration, f64)>, Vec<(String, Duration, f64)>)> {
+        if stages.is_empty() {
+            self.err(None, "load: stages are empty", None);
+            return None;
+        }
+        let label = |lvl: f64| {
+            if unit == "users" {
+                format!("{lvl} users")
+            } else {
+                format!("{lvl}/s")
+            }
+        };
+        let (mut level, mut t) = (start, Duration::ZERO);
+        let (mut levels, mut segs) = (Vec::new(), Vec::new());
+        for s in stages {
+            let (d, to, name) = match (&s.ramp_to, &s.over, &s.hold) {
+                (Some(to), Some(over), None) => {
+                    let Some(d) = parse_duration_str(over) else {
+                        self.err(s.at(), format!("stage: over {over:?} is not a duration"), None);
+                        return None;
+                    };
+                    (d, *to, format!("ramp to {}", label(*to)))
+                }
+                (None, None, Some(hold)) => {
+                    let Some(d) = parse_duration_str(hold) else {
+                        self.err(s.at(), format!("stage: hold {hold:?} is not a duration"), None);
+                        return None;
+                    };
+                    (d, level, format!("hold {}", label(level)))
+                }
+                _ => {
+                    self.err(s.at(), "a stage is `{ramp_to: N, over: 1m}` or `{hold: 5m}`", None);
+                    return None;
+                }
+            };
+            if !(to.is_finite() && to >= 0.0) || (unit == "users" && to.fract() != 0.0) {
+                self.err(s.at(), format!("stage: ramp_to {to} is not a valid level"), None);
+                return None;
+            }
+            segs.push((name, t, to));
+            levels.push((d, to));
+            level = to;
+            t += d;
+        }
+        if t.is_zero() {
+            self.err(stages[0].at(), "load: the stages last no time at all", None);
+            return None;
+        }
+        Some((levels, segs))
+    }
+
+    /// Builds everything.
+    pub fn scenario(&mut self, s: &raw::Scenario) -> Option<Compiled> {
+        let d = s.defaults.as_ref();
+        let timeout = d
+            .and_then(|d| d.timeout.as_ref())
+            .map_or(Some(DEFAULT_TIMEOUT), |t| self.duration(t, "timeout"));
+        let connect_timeout = d
+            .and_then(|d| d.connect_timeout.as_ref())
+            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| self.duration(t, "connect_timeout"));
+        self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
+            match std::fs::read(self.resolve(ca)) {
+                Ok(pem) => self.tls.ca_pem = Some(pem),
+                Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
+            }
+        }
+        if let Some(t) = &s.target {
+            // The target may come from the environment: `${env:TARGET:-http://127.0.0.1:8080}`.
+            let text = match Template::parse(t, self.env) {
+                Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
+                _ => t.to_string(),
+            };
+            match split_url(&text) {
+                Some((base, rest)) if rest == "/" || rest.is_empty() => self.target = Some(base),
+                Some(_) => self.err(
+                    t.at(),
+                    "target is a base URL without a path, e.g. http://127.0.0.1:8080",
+                    None,
+                ),
+                None => self.err(
+                    t.at(),
+                    format!("target {text:?} is not an http:// or https:// URL"),
+                    None,
+                ),
+            }
+        }
+        // Data files first: their columns are known everywhere.
+        let mut feeders = Vec::new();
+        for (name, f) in s.data.iter().flatten() {
+            let mode = match f.mode.as_ref().map(|m| m.as_str()) {
+                None | Some("sequential") => FeedMode::Sequential,
+                Some("random") => FeedMode::Random,
+                Some("unique") => FeedMode::Unique,
+                Some(other) => {
+                    let hint = did_you_mean(other, ["sequential", "random", "unique"]);
+                    self.err(
+                        f.mode.as_ref().and_then(|m| m.at()),
+                        format!("data {name}: unknown mode {other:?}"),
+                        hint,
+                    );
+                    FeedMode::Sequential
+                }
+            };
+            let path = self.resolve(&f.file);
+            match std::fs::read(&path)
+                .map_err(|e| format!("cannot read it: {e}"))
+                .and_then(|b| Feeder::from_csv(name, &b, mode))
+            {
+                Ok(feeder) => {
+                    self.feeders.push((name.clone(), feeder.columns.clone()));
+                    feeders.push(feeder);
+                }
+                Err(m) => self.err(f.file.at(), format!("data {name}: {:?}: {m}", f.file.as_str()), None),
+            }
+        }
+        let mut known = Known::default();
+        let mut variables = Vec::new();
+        for (name, v) in s.variables.iter().flatten() {
+            if let Some(t) = self.template(v, &known) {
+                variables.push((name.clone(), t));
+            }
+            known.add(name);
+        }
+        let headers = self.headers(d.and_then(|d| d.headers.as_ref()), &known);
+        let on_start = self.steps(s.on_start.as_deref().unwrap_or(&[]), &mut known);
+        let flows_raw: Vec<RawFlow<'_>> = match (&s.flows, &s.steps) {
+            (Some(flows), None) => flows
+                .iter()
+                .map(|f| {
+                    (
+                        f.name.to_string(),
+                        f.weight.as_ref().map_or(1, |w| **w),
+                        f.steps.as_slice(),
+                        f.name.at(),
+                    )
+                })
+                .collect(),
+            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), None)],
+            (Some(_), Some(_)) => {
+                self.err(None, "give `flows` or `steps`, not both", None);
+                Vec::new()
+            }
+            (None, None) => {
+                self.err(None, "nothing to do: give `steps` (one flow) or `flows`", None);
+                Vec::new()
+            }
+        };
+        let mut flows = Vec::new();
+        let mut after_flows = known.clone();
+        for (name, weight, steps, at) in flows_raw {
+            let mut k = known.clone();
+            if steps.is_empty() {
+                self.err(at, format!("flow {name:?} has no steps"), None);
+            }
+            let steps = self.steps(steps, &mut k);
+            for v in k.0 {
+                after_flows.add(&v);
+            }
+            flows.push(Flow { name, weight, steps });
+        }
+        if !flows.is_empty() && flows.iter().all(|f| f.weight == 0) {
+            self.err(None, "every flow has weight 0", None);
+        }
+        let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
+        let load = self.load(&s.load);
+        let mut stop_when = Vec::new();
+        for e in s.stop_when.as_deref().unwrap_or(&[]) {
+            match crest_analysis::stop::StopCondition::parse(e) {
+                Ok(c) => stop_when.push(c.text()),
+                Err(m) => self.err(e.at(), format!("stop_when: {m}"), None),
+            }
+        }
+        let thresholds = self.exprs(s.thresholds.as_deref(), "thresholds");
+        if thresholds.iter().any(|t| t.contains("first")) {
+            self.err(
+                None,
+                "thresholds compare with fixed values; `x first` is for stop_when",
+                None,
+            );
+        }
+        if let (Some((LoadModel::Closed { users, .. }, _, _)), true) =
+            (&load, feeders.iter().any(|f| f.mode == FeedMode::Unique))
+        {
+            for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
+                if (f.rows.len() as u64) < users.max() {
+                    self.err(
+                        None,
+                        format!(
+                            "data {}: mode unique needs a row per user: {} rows for {} users",
+                            f.name,
+                            f.rows.len(),
+                            users.max()
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
+        let (load, stop, segments) = load?;
+        let flow = FlowPlan {
+            flows,
+            on_start,
+            on_stop,
+            endpoints: std::mem::take(&mut self.endpoints)
+                .into_iter()
+                .map(|(_, e)| e)
+                .collect(),
+            variables,
+            feeders,
+            headers,
+            timeout: timeout?,
+            connect_timeout: connect_timeout?,
+            keepalive: d.and_then(|d| d.keepalive.as_ref()).is_none_or(|k| **k),
+            seq: Default::default(),
+        };
+        Some(Compiled {
+            load,
+            stop,
+            segments,
+            names: std::mem::take(&mut self.names),
+            flow,
+            stop_when,
+            thresholds,
+        })
+    }
+
+    fn exprs(&mut self, list: Option<&[Sp<String>]>, what: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in list.unwrap_or(&[]) {
+            match Expr::parse(e) {
+                Ok(x) => out.push(x.text),
+                Err(m) => self.err(e.at(), format!("{what}: {m}"), None),
+            }
+        }
+        out
+    }
+}
+
+/// Renders templates that read nothing but the environment.
+#[derive(Default)]
+struct NoScope(std::cell::RefCell<fastrand::Rng>);
+
+impl crest_flow::template::Scope for NoScope {
+    fn var(&self, _: &str) -> Option<&str> {
+        None
+    }
+    fn column(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
+    fn user(&self) -> u64 {
+        0
+    }
+    fn iteration(&self) -> u64 {
+        0
+    }
+    fn next_seq(&self) -> u64 {
+        0
+    }
+    fn rng(&self) -> &std::cell::RefCell<fastrand::Rng> {
+        &self.0
+    }
+}
+
+/// The node that starts at `mark`.
+fn find_node<'n>(node: &'n marked_yaml::Node, mark: &marked_yaml::Marker) -> Option<&'n marked_yaml::Node> {
+    if node.span().start() == Some(mark) {
+        return Some(node);
+    }
+    match node {
+        marked_yaml::Node::Mapping(m) => m.values().find_map(|v| find_node(v, mark)),
+        marked_yaml::Node::Sequence(s) => s.iter().find_map(|v| find_node(v, mark)),
+        marked_yaml::Node::Scalar(_) => None,
+    }
+}
+
+/// YAML as JSON, typing plain scalars as YAML does (numbers, true/false, null) and keeping
+/// quoted ones as strings.
+fn yaml_to_json(node: &marked_yaml::Node) -> serde_json::Value {
+    use serde_json::Value;
+    match node {
+        marked_yaml::Node::Scalar(s) => {
+            let text = s.as_str();
+            if !s.may_coerce() {
+                return Value::String(text.to_string());
+            }
+            match text {
+                "true" | "True" | "TRUE" => Value::Bool(true),
+                "false" | "False" | "FALSE" => Value::Bool(false),
+                "null" | "Null" | "NULL" | "~" | "" => Value::Null,
+                _ => text
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .ok()
+                    .or_else(|| {
+                        text.parse::<f64>()
+                            .ok()
+                            .and_then(serde_json::Number::from_f64)
+                            .map(Value::Number)
+                    })
+                    .unwrap_or_else(|| Value::String(text.to_string())),
+            }
+        }
+        marked_yaml::Node::Sequence(s) => Value::Array(s.iter().map(yaml_to_json).collect()),
+        marked_yaml::Node::Mapping(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.as_str().to_string(), yaml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn parse_duration(s: &Sp<String>) -> Option<Duration> {
+    parse_duration_str(s)
+}
+
+fn parse_duration_str(s: &str) -> Option<Duration> {
+    humantime::parse_duration(s.trim()).ok()
+}
+
+fn serde_json_path_parse(p: &str) -> Result<crest_flow::extract::JsonPath, String> {
+    crest_flow::extract::JsonPath::parse(p).map_err(|e| format!("{p:?} is not a valid JSONPath: {e}"))
+}
+
+/// Splits `https://host:port/path?q` into `https://host:port` and `/path?q`.
+fn split_url(u: &str) -> Option<(String, String)> {
+    let (scheme, rest) = u.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some((
+        format!("{scheme}://{host}"),
+        if path.is_empty() {
+            "/".to_string()
+        } else {
+            path.to_string()
+        },
+    ))
+}

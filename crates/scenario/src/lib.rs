@@ -1,0 +1,205 @@
+//! Scenario files: the seeds' tests written as YAML.
+//!
+//! [`load`] reads a file into a validated [`Scenario`]: the [`Plan`] the engine runs and the
+//! [`FlowPlan`] its users follow. Every problem is reported with the file, line and column and,
+//! where it helps, a hint ("did you mean ..."); nothing is sent before the whole file is valid.
+//! The format is documented in docs/scenario.md, and [`json_schema`] gives the JSON Schema
+//! published in schema/scenario.schema.json.
+#![warn(missing_docs)]
+
+mod compile;
+mod error;
+pub mod raw;
+
+pub use error::{Problem, ScenarioError};
+
+use crest_flow::FlowPlan;
+use crest_model::plan::{Plan, ScenarioSource, Target};
+use marked_yaml::{Error as YamlError, LoadError, LoaderOptions};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::Duration;
+
+/// A validated scenario.
+#[derive(Debug)]
+pub struct Scenario {
+    /// What the engine runs.
+    pub plan: Plan,
+    /// What each user does.
+    pub flow: FlowPlan,
+}
+
+/// Longest crest waits for iterations in flight once sending stops.
+const MAX_GRACE: Duration = Duration::from_secs(5);
+
+/// Reads and validates a scenario file. `${env:NAME}` reads the process environment.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        problems: vec![Problem {
+            at: None,
+            message: format!("cannot read the file: {e}"),
+            hint: None,
+        }],
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    load_str(&file, &text, dir, &|name| std::env::var(name).ok())
+}
+
+/// Validates scenario text. `file` names it in errors; relative paths in it resolve against
+/// `dir`; `env` supplies `${env:NAME}` values.
+pub fn load_str(
+    file: &str,
+    text: &str,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Scenario, ScenarioError> {
+    let fail = |problems: Vec<Problem>| ScenarioError {
+        file: file.to_string(),
+        problems,
+    };
+    let options = LoaderOptions::default().error_on_duplicate_keys(true);
+    let node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
+    let raw: raw::Scenario = marked_yaml::from_node(&node).map_err(|e| fail(vec![node_error(&e, &node)]))?;
+    let mut cx = compile::Cx::new(&node, dir, env);
+    let compiled = cx.scenario(&raw);
+    let mut problems = cx.problems;
+    problems.sort_by_key(|p| p.at.unwrap_or((usize::MAX, 0)));
+    match compiled {
+        Some(c) if problems.is_empty() => {
+            let sha256 = Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let flows = c.flow.flows.iter().map(|f| (f.name.clone(), f.weight)).collect();
+            let grace = c.flow.timeout.min(MAX_GRACE);
+            let plan = Plan {
+                load: c.load,
+                stop: c.stop,
+                names: c.names,
+                segments: c.segments,
+                threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                grace,
+                target: Target::Scenario(ScenarioSource {
+                    path: file.to_string(),
+                    sha256,
+                    flows,
+                }),
+                stop_when: c.stop_when,
+                thresholds: c.thresholds,
+            };
+            Ok(Scenario { plan, flow: c.flow })
+        }
+        _ => Err(fail(if problems.is_empty() {
+            vec![Problem {
+                at: None,
+                message: "the scenario is not valid".into(),
+                hint: None,
+            }]
+        } else {
+            problems
+        })),
+    }
+}
+
+/// The JSON Schema of scenario files, from the same types the loader reads.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(raw::Scenario)).unwrap_or(serde_json::Value::Null)
+}
+
+fn at(m: &marked_yaml::Marker) -> Option<(usize, usize)> {
+    Some((m.line(), m.column()))
+}
+
+fn load_error(e: &LoadError) -> Problem {
+    let (mark, message) = match e {
+        LoadError::TopLevelMustBeMapping(m) => (
+            m,
+            "the file must be a mapping of keys such as `load:` and `steps:`".to_string(),
+        ),
+        LoadError::TopLevelMustBeSequence(m) => (m, "expected a list".to_string()),
+        LoadError::UnexpectedAnchor(m) => (m, "YAML anchors and aliases are not supported".to_string()),
+        LoadError::MappingKeyMustBeScalar(m) => (m, "keys must be plain words".to_string()),
+        LoadError::UnexpectedTag(m) => (m, "YAML tags are not supported".to_string()),
+        LoadError::ScanError(m, s) => (m, format!("not valid YAML: {s}")),
+        LoadError::DuplicateKey(d) => {
+            return Problem {
+                at: d.key.span().start().and_then(at),
+                message: format!("`{}` is given twice", d.key.as_str()),
+                hint: None,
+            }
+        }
+    };
+    Problem {
+        at: at(mark),
+        message,
+        hint: None,
+    }
+}
+
+fn node_error(e: &marked_yaml::FromNodeError, root: &marked_yaml::Node) -> Problem {
+    let path = e
+        .path()
+        .filter(|p| !p.is_empty() && *p != ".")
+        .map(|p| format!("{p}: "));
+    let prefix = path.unwrap_or_default();
+    // The error's own mark is its container's; the path leads to the exact key or value.
+    let loc = e
+        .path()
+        .and_then(|p| locate(root, p))
+        .or_else(|| e.start_mark().as_ref().and_then(at));
+    match &**e {
+        YamlError::UnknownFieldError(field, expected, _) => Problem {
+            at: loc,
+            message: format!("{prefix}unknown key `{field}`"),
+            hint: error::did_you_mean(field, expected.iter().copied())
+                .or_else(|| Some(format!("the keys here are {}", expected.join(", ")))),
+        },
+        other => {
+            let text = other.to_string();
+            let hint = text
+                .contains("did not match any variant")
+                .then(|| "see docs/scenario.md for the forms this key takes".to_string());
+            Problem {
+                at: loc,
+                message: format!("{prefix}{text}"),
+                hint,
+            }
+        }
+    }
+}
+
+/// Finds where the value (or, for a key that has none, the key) at a serde path such as
+/// `steps[0].request.methd` was written.
+fn locate(root: &marked_yaml::Node, path: &str) -> Option<(usize, usize)> {
+    let mut node = root;
+    let mut segments: Vec<&str> = Vec::new();
+    for part in path.split('.') {
+        let mut rest = part;
+        while let Some(i) = rest.find('[') {
+            if i > 0 {
+                segments.push(&rest[..i]);
+            }
+            let end = rest[i..].find(']')? + i;
+            segments.push(&rest[i..=end]);
+            rest = &rest[end + 1..];
+        }
+        if !rest.is_empty() {
+            segments.push(rest);
+        }
+    }
+    let mut mark = None;
+    for seg in segments {
+        if let Some(idx) = seg.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            node = node.as_sequence()?.get_node(idx.parse().ok()?)?;
+            mark = node.span().start().copied();
+        } else {
+            let map = node.as_mapping()?;
+            let (key, value) = map.iter().find(|(k, _)| k.as_str() == seg)?;
+            mark = key.span().start().copied();
+            node = value;
+        }
+    }
+    mark.as_ref().and_then(at)
+}

@@ -1,0 +1,328 @@
+//! The scenario file as written: every key crest accepts, and where each value stood.
+//!
+//! These types mirror the YAML one to one (unknown keys are errors) and are also the source of
+//! the published JSON Schema (`schema/scenario.schema.json`), so editors check and complete the
+//! same format crest reads. Meaning is given to them in `compile.rs`.
+
+use indexmap::IndexMap;
+use marked_yaml::Spanned;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::ops::Deref;
+
+/// A value with the place it was written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(transparent)]
+pub struct Sp<T>(pub Spanned<T>);
+
+impl<T> Deref for Sp<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> Sp<T> {
+    /// Line and column (from 1) where the value starts, if known.
+    pub fn at(&self) -> Option<(usize, usize)> {
+        self.0.span().start().map(|m| (m.line(), m.column()))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Sp<T> {
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        T::json_schema(g)
+    }
+    fn is_referenceable() -> bool {
+        T::is_referenceable()
+    }
+}
+
+/// One value or a list of them.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// One.
+    One(T),
+    /// Several.
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    /// As a list.
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A crest scenario: who the users are, what they do, and how many of them do it when.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Base URL that request paths are relative to, e.g. `http://127.0.0.1:8080`.
+    pub target: Option<Sp<String>>,
+    /// Settings for every request.
+    pub defaults: Option<Defaults>,
+    /// Variables set for each user when it starts, in order; values are templates.
+    pub variables: Option<IndexMap<String, Sp<String>>>,
+    /// Data files (CSV with a header row), by name; use a column as `${name.column}`.
+    pub data: Option<IndexMap<String, Feeder>>,
+    /// Steps each user runs once before its first iteration (e.g. log in and keep the token).
+    pub on_start: Option<Vec<Step>>,
+    /// Steps each user runs once when it stops (closed model).
+    pub on_stop: Option<Vec<Step>>,
+    /// Flows, each iteration running one chosen by weight. Use `steps` instead for one flow.
+    pub flows: Option<Vec<Flow>>,
+    /// The steps of a scenario with a single flow.
+    pub steps: Option<Vec<Step>>,
+    /// How many users (or arrivals) over time.
+    pub load: Sp<Load>,
+    /// Conditions checked every second that end the run early, e.g. `error_rate > 5%`.
+    pub stop_when: Option<Vec<Sp<String>>>,
+    /// Conditions checked at the end; crest exits with 1 when one fails, e.g. `p95 < 10s`.
+    pub thresholds: Option<Vec<Sp<String>>>,
+}
+
+/// Settings for every request.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Headers sent with every request; values are templates.
+    pub headers: Option<IndexMap<String, Sp<String>>>,
+    /// Request timeout, e.g. `30s`.
+    pub timeout: Option<Sp<String>>,
+    /// Connect timeout, e.g. `10s`.
+    pub connect_timeout: Option<Sp<String>>,
+    /// Reuse connections (default true).
+    pub keepalive: Option<Sp<bool>>,
+    /// Accept any TLS certificate.
+    pub insecure: Option<Sp<bool>>,
+    /// Also trust the CA certificates in this PEM file (relative to the scenario file).
+    pub cacert: Option<Sp<String>>,
+}
+
+/// A CSV data file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Feeder {
+    /// Path, relative to the scenario file.
+    pub file: Sp<String>,
+    /// `sequential` (the next row each iteration, shared), `random`, or `unique` (one row per
+    /// user, for credentials). Default: sequential.
+    pub mode: Option<Sp<String>>,
+}
+
+/// A flow.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    /// Its name.
+    pub name: Sp<String>,
+    /// Relative frequency (default 1).
+    pub weight: Option<Sp<u32>>,
+    /// What it does.
+    pub steps: Vec<Step>,
+}
+
+/// One step: exactly one of `request`, `poll`, `think`, `loop`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Send a request.
+    pub request: Option<Sp<Request>>,
+    /// Repeat a request until extracted values say it is done.
+    pub poll: Option<Sp<Poll>>,
+    /// Wait: `2s`, or a uniform range `1s..3s`.
+    pub think: Option<Sp<String>>,
+    /// Repeat steps.
+    #[serde(rename = "loop")]
+    pub repeat: Option<Sp<Loop>>,
+}
+
+/// A request.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The name statistics are grouped under (default: method and path with `{var}` for
+    /// variables, e.g. `GET /tasks/{id}`).
+    pub name: Option<Sp<String>>,
+    /// Method (default GET, or POST with a body).
+    pub method: Option<Sp<String>>,
+    /// Path and query relative to `target`; a template.
+    pub path: Option<Sp<String>>,
+    /// An absolute URL instead of `path`; its scheme and host cannot be templated.
+    pub url: Option<Sp<String>>,
+    /// Query parameters, URL-encoded; values are templates.
+    pub query: Option<IndexMap<String, Sp<String>>>,
+    /// Headers; values are templates.
+    pub headers: Option<IndexMap<String, Sp<String>>>,
+    /// A JSON body written as YAML; its strings are templates.
+    pub json: Option<Sp<serde_json::Value>>,
+    /// A text body; a template.
+    pub body: Option<Sp<String>>,
+    /// A body read from a file (relative to the scenario file), sent as it is.
+    pub body_file: Option<Sp<String>>,
+    /// Values to keep from the response, by variable name.
+    pub extract: Option<IndexMap<String, Sp<Extract>>>,
+    /// Conditions on the response; a failed one counts as `check_failed`.
+    pub check: Option<Check>,
+    /// This request's timeout.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// Where an extracted value comes from: a JSONPath (`$.id`), or one of the keys.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Extract {
+    /// A JSONPath on the body, e.g. `$.id`.
+    Path(String),
+    /// One source.
+    Source(ExtractSource),
+}
+
+/// Exactly one source.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractSource {
+    /// A JSONPath on the body.
+    pub json: Option<String>,
+    /// A regular expression on the body; its first group (or the whole match).
+    pub regex: Option<String>,
+    /// A response header.
+    pub header: Option<String>,
+    /// The status code (`status: true`).
+    pub status: Option<bool>,
+}
+
+/// Conditions on a response.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Allowed statuses (when given, 4xx and 5xx are not failures by themselves).
+    pub status: Option<Sp<OneOrMany<String>>>,
+    /// JSONPath → expected value (compared as text).
+    pub json: Option<IndexMap<String, Sp<String>>>,
+    /// JSONPaths that must match something.
+    pub exists: Option<Vec<Sp<String>>>,
+    /// Text the body must contain.
+    pub body_contains: Option<Sp<String>>,
+    /// The request must take less than this, e.g. `500ms`.
+    pub duration_below: Option<Sp<String>>,
+}
+
+/// A request repeated until done.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Poll {
+    /// The request, with `extract` for the values `until` reads.
+    pub request: Sp<Request>,
+    /// Done when each variable has one of its values, e.g. `status: [SUCCEEDED, FAILED]`.
+    pub until: IndexMap<String, Sp<OneOrMany<String>>>,
+    /// Wait between polls (default 1s).
+    pub every: Option<Sp<String>>,
+    /// Give up after this long, as a `check_failed` outcome (default 60s).
+    pub max_wait: Option<Sp<String>>,
+}
+
+/// Steps repeated.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Loop {
+    /// How many times.
+    pub times: Sp<u64>,
+    /// What to repeat.
+    pub steps: Vec<Step>,
+}
+
+/// How many users, or arrivals, over time. Give exactly one shape: `users` (with `duration`),
+/// `stages`, `stepping`, `threads` (with `loops`), `run_once`, `rate` (with `duration`),
+/// `rate_stages`, or `spike`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// A fixed number of users (closed model).
+    pub users: Option<Sp<u64>>,
+    /// How long `users` or `rate` runs, e.g. `5m`.
+    pub duration: Option<Sp<String>>,
+    /// Closed model stages from `start_users` (default 0): `{ramp_to: N, over: 1m}` or
+    /// `{hold: 5m}`.
+    pub stages: Option<Vec<Sp<Stage>>>,
+    /// Users at the start of `stages`.
+    pub start_users: Option<Sp<u64>>,
+    /// A stepping load: `{start: 40, step: 40, every: 10m, max: 200}`.
+    pub stepping: Option<Sp<Stepping>>,
+    /// Threads x loops: this many users...
+    pub threads: Option<Sp<u64>>,
+    /// ...each running the flow this many times.
+    pub loops: Option<Sp<u64>>,
+    /// This many users each run the flow once; the total time is the headline.
+    pub run_once: Option<Sp<u64>>,
+    /// Start `threads` or `run_once` users evenly over this time (default: all at once).
+    pub ramp_up: Option<Sp<String>>,
+    /// Arrivals per second (open model).
+    pub rate: Option<Sp<f64>>,
+    /// Open model stages from `start_rate` (default 0): `{ramp_to: R, over: 1m}` or
+    /// `{hold: 5m}`.
+    pub rate_stages: Option<Vec<Sp<Stage>>>,
+    /// Arrivals per second at the start of `rate_stages`.
+    pub start_rate: Option<Sp<f64>>,
+    /// Open model: the most iterations in flight; arrivals beyond it are dropped and counted
+    /// (default 1000).
+    pub max_in_flight: Option<Sp<u64>>,
+    /// A spike: `{users: 80, to: 200, after: 2m, for: 1m, then: 5m}` (or `rate:` instead of
+    /// `users:` for the open model).
+    pub spike: Option<Sp<Spike>>,
+    /// Stop after this many iterations in all.
+    pub iterations: Option<Sp<u64>>,
+}
+
+/// A stage of a profile.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// Move linearly to this level...
+    pub ramp_to: Option<f64>,
+    /// ...over this time (0s for a jump).
+    pub over: Option<String>,
+    /// Or keep the level for this time.
+    pub hold: Option<String>,
+}
+
+/// A stepping load.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stepping {
+    /// Users in the first step.
+    pub start: u64,
+    /// Users added at each step.
+    pub step: u64,
+    /// Length of each step, e.g. `10m`.
+    pub every: String,
+    /// The last step's users.
+    pub max: u64,
+}
+
+/// A spike and its recovery.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spike {
+    /// Users before and after the spike (closed model)...
+    pub users: Option<u64>,
+    /// ...or arrivals per second (open model).
+    pub rate: Option<f64>,
+    /// The level during the spike.
+    pub to: f64,
+    /// When the spike starts.
+    pub after: String,
+    /// How long it lasts.
+    #[serde(rename = "for")]
+    pub lasts: String,
+    /// How long the run goes on after it, to watch the recovery.
+    pub then: String,
+}

@@ -1,0 +1,320 @@
+//! Scenario files in, plans or located errors out.
+#![allow(clippy::unwrap_used)]
+
+use crest_flow::plan::{Body, JsonTemplate, Step};
+use crest_model::plan::LoadModel;
+use crest_scenario::{load_str, Scenario, ScenarioError};
+use std::path::Path;
+use std::time::Duration;
+
+fn env(name: &str) -> Option<String> {
+    (name == "API_TOKEN").then(|| "t0ken".to_string())
+}
+
+fn ok(text: &str) -> Scenario {
+    load_str("s.yaml", text, Path::new("."), &env).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str) -> ScenarioError {
+    load_str("s.yaml", text, Path::new("."), &env).unwrap_err()
+}
+
+const TASKS: &str = r#"
+target: http://127.0.0.1:9
+defaults:
+  headers:
+    Authorization: Bearer ${env:API_TOKEN}
+  timeout: 5s
+variables:
+  client: c-${user}
+flows:
+  - name: http-fetch
+    weight: 5
+    steps:
+      - request:
+          method: POST
+          path: /tasks/submissions
+          json: {type: http-fetch, url: "http://example.test/${client}", retries: 3, urgent: true}
+          extract:
+            id: $.id
+          check:
+            status: [200, 201]
+      - poll:
+          request:
+            name: GET /tasks/submissions/{id}
+            path: /tasks/submissions/${id}
+            extract:
+              status: $.status
+            check:
+              json: {"$.status": SUCCEEDED}
+          until:
+            status: [SUCCEEDED, FAILED]
+          every: 1s
+          max_wait: 30s
+      - request:
+          path: /tasks/${id}
+      - think: 1s..2s
+  - name: factorial
+    weight: 1
+    steps:
+      - loop:
+          times: 2
+          steps:
+            - request: {path: "/tasks/factorial?n=${random_int(1, 20)}"}
+load:
+  stepping: {start: 40, step: 40, every: 10m, max: 120}
+stop_when:
+  - error_rate > 1%
+  - p95 > 3x first
+thresholds:
+  - p95 < 10s
+  - error_rate < 1%
+"#;
+
+#[test]
+fn the_task_queue_scenario_compiles() {
+    let s = ok(TASKS);
+    assert_eq!(s.flow.flows.len(), 2);
+    assert_eq!((s.flow.flows[0].weight, s.flow.flows[1].weight), (5, 1));
+    // Stepping: 40, 80, 120 users, 10 minutes each, one segment per step.
+    assert_eq!(
+        s.plan.segments.iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
+        vec![40, 80, 120]
+    );
+    assert_eq!(s.plan.segments[2].start, Duration::from_secs(1200));
+    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(1800)));
+    assert!(matches!(s.plan.load, LoadModel::Closed { iterations: None, .. }));
+    assert_eq!(
+        s.plan.names,
+        vec![
+            "POST /tasks/submissions",
+            "GET /tasks/submissions/{id}",
+            "GET /tasks/{id}",
+            "GET /tasks/factorial"
+        ]
+    );
+    assert_eq!(s.plan.thresholds, vec!["p95 < 10s", "error_rate < 1%"]);
+    let Step::Request(post) = &s.flow.flows[0].steps[0] else {
+        panic!()
+    };
+    assert_eq!(post.method, "POST");
+    let Body::Json(JsonTemplate::Object(fields)) = &post.body else {
+        panic!("{:?}", post.body)
+    };
+    // YAML scalars keep their JSON types; strings with templates stay templates.
+    let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v).unwrap();
+    assert!(
+        matches!(get("retries"), JsonTemplate::Value(serde_json::Value::Number(_))),
+        "{:?}",
+        get("retries")
+    );
+    assert!(matches!(
+        get("urgent"),
+        JsonTemplate::Value(serde_json::Value::Bool(true))
+    ));
+    assert!(matches!(get("url"), JsonTemplate::String(_)));
+    let Step::Poll(poll) = &s.flow.flows[0].steps[1] else {
+        panic!()
+    };
+    assert_eq!(
+        poll.until,
+        vec![(
+            "status".to_string(),
+            vec!["SUCCEEDED".to_string(), "FAILED".to_string()]
+        )]
+    );
+    assert_eq!(poll.max_wait, Duration::from_secs(30));
+    assert!(s.flow.headers[0].1.has_secret());
+}
+
+#[test]
+fn profiles_become_segments() {
+    let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
+    let s = ok(&format!("{base}  threads: 5\n  loops: 10\n"));
+    assert!(matches!(
+        s.plan.load,
+        LoadModel::Closed {
+            iterations: Some(10),
+            ..
+        }
+    ));
+    assert_eq!(s.plan.segments[0].name, "5 threads x 10 loops");
+    assert_eq!(
+        s.plan.stop.duration, None,
+        "threads x loops ends when the loops are done"
+    );
+
+    let s = ok(&format!("{base}  run_once: 300\n  ramp_up: 30s\n"));
+    let LoadModel::Closed { users, iterations } = &s.plan.load else {
+        panic!()
+    };
+    assert_eq!((users.max(), *iterations), (300, Some(1)));
+
+    let s = ok(&format!("{base}  rate: 2500\n  duration: 1h\n  max_in_flight: 10\n"));
+    assert_eq!(s.plan.load.max_concurrency(), 10);
+
+    let s = ok(&format!(
+        "{base}  stages:\n    - {{ramp_to: 100, over: 1m}}\n    - {{hold: 5m}}\n"
+    ));
+    assert_eq!(
+        s.plan.segments.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+        vec!["ramp to 100 users", "hold 100 users"]
+    );
+    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(360)));
+
+    let s = ok(&format!(
+        "{base}  spike: {{users: 80, to: 200, after: 2m, for: 1m, then: 5m}}\n"
+    ));
+    assert_eq!(
+        s.plan.segments.iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
+        vec![80, 200, 80]
+    );
+    assert_eq!(s.plan.segments[2].start, Duration::from_secs(180));
+
+    let s = ok(&format!(
+        "{base}  rate_stages:\n    - {{ramp_to: 50, over: 10s}}\n  start_rate: 10\n"
+    ));
+    assert!(matches!(s.plan.load, LoadModel::Open { .. }));
+}
+
+fn first(e: &ScenarioError) -> (Option<(usize, usize)>, String, Option<String>) {
+    let p = &e.problems[0];
+    (p.at, p.message.clone(), p.hint.clone())
+}
+
+#[test]
+fn an_unknown_key_is_located_with_a_suggestion() {
+    let e = err("target: http://127.0.0.1:9\nsteps:\n  - request:\n      path: /\n      methd: POST\nload: {users: 1, duration: 1s}\n");
+    let (at, msg, hint) = first(&e);
+    assert_eq!(at, Some((5, 7)), "{e}");
+    assert!(msg.contains("unknown key `methd`"), "{msg}");
+    assert_eq!(hint.as_deref(), Some("did you mean `method`?"));
+    assert!(e.to_string().starts_with("s.yaml:5:7: "), "{e}");
+}
+
+#[test]
+fn a_wrong_type_is_located() {
+    let e = err("target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n  users: many\n  duration: 1s\n");
+    let (at, msg, _) = first(&e);
+    assert_eq!(at.map(|a| a.0), Some(4), "{e}");
+    assert!(msg.contains("load.users") || msg.contains("invalid digit"), "{msg}");
+}
+
+#[test]
+fn templates_are_checked_for_variables_and_functions() {
+    let e = err(r#"target: http://127.0.0.1:9
+variables:
+  token: abc
+steps:
+  - request:
+      path: /a/${tokn}
+  - request:
+      path: /b/${randon_int(1, 5)}
+load: {users: 1, duration: 1s}
+"#);
+    assert_eq!(e.problems.len(), 2, "{e}");
+    let (at, msg, hint) = first(&e);
+    assert_eq!(at.map(|a| a.0), Some(6));
+    assert!(msg.contains("undefined variable `tokn`"), "{msg}");
+    assert_eq!(hint.as_deref(), Some("did you mean `token`?"));
+    assert_eq!(e.problems[1].at.map(|a| a.0), Some(8));
+    assert!(e.problems[1].message.contains("did you mean random_int()"), "{e}");
+}
+
+#[test]
+fn a_variable_is_only_known_after_the_step_that_extracts_it() {
+    let e = err(r#"target: http://127.0.0.1:9
+steps:
+  - request: {path: "/tasks/${id}"}
+  - request: {path: /tasks, extract: {id: $.id}}
+load: {users: 1, duration: 1s}
+"#);
+    assert!(first(&e).1.contains("undefined variable `id`"), "{e}");
+}
+
+#[test]
+fn impossible_profiles_are_refused() {
+    let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
+    for (load, needle) in [
+        ("  users: 5\n", "needs `duration`"),
+        ("  users: 5\n  duration: 1m\n  rate: 3\n", "not users and rate"),
+        ("  stepping: {start: 40, step: 0, every: 1m, max: 80}\n", "step >= 1"),
+        ("  threads: 5\n", "needs `loops`"),
+        ("  stages: [{ramp_to: 10}]\n", "a stage is"),
+        ("  spike: {to: 9, after: 1s, for: 1s, then: 1s}\n", "give `users`"),
+        ("  {}\n", "give one shape"),
+    ] {
+        let e = err(&format!("{base}{load}"));
+        assert!(e.to_string().contains(needle), "{load}: {e}");
+    }
+}
+
+#[test]
+fn other_mistakes_are_explained() {
+    let cases = [
+        ("steps: [{request: {path: /}}]\nload: {users: 1, duration: 1s}\n", "needs `target:`"),
+        ("target: http://127.0.0.1:9\nsteps: [{request: {path: /}, think: 1s}]\nload: {users: 1, duration: 1s}\n", "exactly one of"),
+        ("target: http://127.0.0.1:9\nsteps: [{think: soon}]\nload: {users: 1, duration: 1s}\n", "not a duration"),
+        ("target: http://127.0.0.1:9\nsteps: [{request: {path: /, extract: {x: \"$[\"}}}]\nload: {users: 1, duration: 1s}\n", "not a valid JSONPath"),
+        ("target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload: {users: 1, duration: 1s}\nthresholds: [\"p95 fast\"]\n", "thresholds"),
+        ("target: http://127.0.0.1:9\nsteps: [{request: {path: \"/${env:NOPE}\"}}]\nload: {users: 1, duration: 1s}\n", "NOPE is not set"),
+        ("target: http://127.0.0.1:9\nsteps: [{poll: {request: {path: /}, until: {s: [A]}}}]\nload: {users: 1, duration: 1s}\n", "never extracted"),
+        ("target: http://127.0.0.1:9\ntarget: http://127.0.0.1:8\nsteps: []\nload: {users: 1, duration: 1s}\n", "given twice"),
+        ("target: [oops\n", "not valid YAML"),
+    ];
+    for (text, needle) in cases {
+        let e = err(text);
+        assert!(e.to_string().contains(needle), "{text}\n=> {e}");
+        assert!(
+            e.problems[0].at.is_some() || needle.contains("target"),
+            "{text}: no location in {e}"
+        );
+    }
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    // A cheap stand-in for the fuzz target in fuzz/, run on every test run.
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let alphabet = b"abc:{}[]-\n $\"'#&*!|>%@`,.0123456789request: load: steps: users";
+    for _ in 0..2000 {
+        let len = (rng % 120) as usize;
+        let text: String = (0..len)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                alphabet[(rng % alphabet.len() as u64) as usize] as char
+            })
+            .collect();
+        let _ = load_str("fuzz.yaml", &text, Path::new("."), &env);
+    }
+}
+
+/// The published schema is the one generated from the loader's types. `CREST_UPDATE_GOLDEN=1`
+/// rewrites it.
+#[test]
+fn checked_in_scenario_schema_matches_the_types() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/scenario.schema.json");
+    let generated = serde_json::to_string_pretty(&crest_scenario::json_schema()).unwrap() + "\n";
+    if std::env::var_os("CREST_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(on_disk == generated, "schema/scenario.schema.json is stale: run CREST_UPDATE_GOLDEN=1 cargo test -p crest-scenario");
+}
+
+/// Every example in examples/ validates.
+#[test]
+fn the_examples_validate() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            crest_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+}
