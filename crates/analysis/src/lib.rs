@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod expr;
+pub mod recovery;
 pub mod stop;
 pub mod summary;
 pub mod thresholds;

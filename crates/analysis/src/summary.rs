@@ -126,6 +126,9 @@ pub struct Summary {
     pub segments: Vec<GroupSummary>,
     /// Per request name, in order of first appearance.
     pub names: Vec<GroupSummary>,
+    /// After a spike profile: how long the service took to recover.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<crate::recovery::Recovery>,
 }
 
 /// Figures for one segment or one request name.
@@ -245,6 +248,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
                 (g.name.clone(), g.users, g.rate, Some(g.end_s - g.start_s))
             },
         )?,
+        recovery: crate::recovery::recovery(r)?,
         names: groups(
             r,
             |s| s.name as usize,

@@ -189,7 +189,9 @@ mod tests {
                 duration: None
             }
         );
-        let Target::Http(h) = p.target else { panic!("quick mode makes an HTTP target") };
+        let Target::Http(h) = p.target else {
+            panic!("quick mode makes an HTTP target")
+        };
         assert_eq!(h.method, "POST");
     }
 

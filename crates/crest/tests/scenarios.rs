@@ -432,3 +432,30 @@ fn validate_reports_problems_with_locations_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-c: these flags apply to a URL"));
 }
+
+#[test]
+fn a_spike_reports_how_long_the_service_took_to_recover() {
+    rt().block_on(async {
+        // Slow (60 ms) from the spike's start at 3 s until 2 s after its end at 5 s; 10 ms otherwise.
+        let first: Arc<std::sync::OnceLock<std::time::Instant>> = Arc::default();
+        let server = Server::start(move |_, _| {
+            let t0 = *first.get_or_init(std::time::Instant::now);
+            let t = t0.elapsed();
+            let slow = t >= Duration::from_secs(3) && t < Duration::from_secs(7);
+            Reply::Body { delay: Duration::from_millis(if slow { 60 } else { 10 }), status: 200, body: b"{}".to_vec() }
+        })
+        .await;
+        let (_dir, file) = scenario_file(&format!(
+            "target: http://{}\nsteps: [{{request: {{path: /}}}}]\nload:\n  spike: {{users: 2, to: 12, after: 3s, for: 2s, then: 6s}}\n",
+            server.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let s = r.summary();
+        let names: Vec<&str> = s["segments"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["baseline 2 users", "spike 12 users", "recovery 2 users"]);
+        let secs = f(&s["recovery"], &["seconds"]);
+        assert!((1.0..=4.0).contains(&secs), "the server stays slow 2 s after the spike: {}", s["recovery"]);
+        assert!(r.stderr.contains("Recovery"), "{}", r.stderr);
+    });
+}

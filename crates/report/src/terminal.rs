@@ -124,6 +124,21 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             group_row(out, g)?;
         }
     }
+    if let Some(rec) = &s.recovery {
+        writeln!(out)?;
+        match rec.seconds {
+            Some(secs) => writeln!(
+                out,
+                "  Recovery     back to the baseline (p95 {} ms, {:.2}% errors) {secs:.0} s after the spike",
+                ms(rec.baseline_p95_ms),
+                rec.baseline_error_rate * 100.0
+            )?,
+            None => writeln!(
+                out,
+                "  Recovery     latency and errors did not return to the baseline before the run ended"
+            )?,
+        }
+    }
     if let Some(st) = &s.stopped_by {
         writeln!(out)?;
         writeln!(

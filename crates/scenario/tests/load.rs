@@ -301,7 +301,10 @@ fn checked_in_scenario_schema_matches_the_types() {
         std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(on_disk == generated, "schema/scenario.schema.json is stale: run CREST_UPDATE_GOLDEN=1 cargo test -p crest-scenario");
+    assert!(
+        on_disk == generated,
+        "schema/scenario.schema.json is stale: run CREST_UPDATE_GOLDEN=1 cargo test -p crest-scenario"
+    );
 }
 
 /// Every example in examples/ validates.

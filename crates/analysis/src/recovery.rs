@@ -1,0 +1,88 @@
+//! How long a service took to recover from a spike: the time from the end of the spike until
+//! latency and errors are back near the baseline's.
+
+use crest_model::results::Results;
+use crest_model::HistError;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Seconds of intervals judged together.
+const WINDOW: usize = 3;
+/// Recovered when p95 is within this factor of the baseline's...
+const LATENCY_FACTOR: f64 = 1.25;
+/// ...and the error rate within this much of it.
+const ERROR_MARGIN: f64 = 0.01;
+
+/// The recovery after a spike.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Recovery {
+    /// p95 latency of the baseline segment's second half, in ms.
+    pub baseline_p95_ms: f64,
+    /// Error rate of the baseline segment's second half.
+    pub baseline_error_rate: f64,
+    /// Seconds from the end of the spike until a 3-second window was back within 1.25x the
+    /// baseline's p95 and 1 point of its error rate; `None` if that never happened.
+    pub seconds: Option<f64>,
+}
+
+/// The recovery, for runs whose segments are a spike profile (baseline, spike, recovery).
+pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
+    let [baseline, spike, after] = r.segments.as_slice() else {
+        return Ok(None);
+    };
+    if !(baseline.name.starts_with("baseline") && spike.name.starts_with("spike") && after.name.starts_with("recovery"))
+    {
+        return Ok(None);
+    }
+    let at = |t: f64| (t / r.interval_s).floor() as usize;
+    let mid = (baseline.start_s + baseline.end_s) / 2.0;
+    let base = window(r, at(mid), at(baseline.end_s))?;
+    let (Some(p95), Some(err)) = (base.p95(), base.error_rate()) else {
+        return Ok(None);
+    };
+    let start = at(after.start_s);
+    let mut seconds = None;
+    for i in start..r.intervals.len().saturating_sub(WINDOW - 1) {
+        let w = window(r, i, i + WINDOW)?;
+        if let (Some(p), Some(e)) = (w.p95(), w.error_rate()) {
+            if p <= p95 * LATENCY_FACTOR && e <= err + ERROR_MARGIN {
+                seconds = Some((i - start) as f64 * r.interval_s);
+                break;
+            }
+        }
+    }
+    Ok(Some(Recovery {
+        baseline_p95_ms: p95,
+        baseline_error_rate: err,
+        seconds,
+    }))
+}
+
+struct Window {
+    requests: u64,
+    failures: u64,
+    latency: Histogram<u64>,
+}
+
+impl Window {
+    fn p95(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.latency.value_at_quantile(0.95) as f64 / 1000.0)
+    }
+    fn error_rate(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.failures as f64 / self.requests as f64)
+    }
+}
+
+fn window(r: &Results, from: usize, to: usize) -> Result<Window, HistError> {
+    let mut w = Window {
+        requests: 0,
+        failures: 0,
+        latency: crest_model::hist::new_histogram(),
+    };
+    for i in r.intervals.get(from..to.min(r.intervals.len())).unwrap_or(&[]) {
+        w.requests += i.requests;
+        w.failures += i.failures;
+        let _ = w.latency.add(&i.latency.decode()?);
+    }
+    Ok(w)
+}
