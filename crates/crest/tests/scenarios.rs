@@ -9,6 +9,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Runs scenario text with `CREST_TARGET` pointing at `server`.
+async fn run_against(server: &Server, text: &str) -> common::Run {
+    let (dir, file) = scenario_file(text);
+    let url = format!("http://{}", server.addr);
+    let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
+        .await
+        .unwrap();
+    drop(dir);
+    r
+}
+
 /// The task-queue API of seed 003: a task is RUNNING for its first two polls, then SUCCEEDED.
 async fn task_queue() -> Server {
     let polls: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
@@ -52,11 +63,7 @@ fn task_queue_flow_posts_polls_and_fetches_with_the_extracted_id() {
             "users: 20\n  duration: 4s",
         );
         let text = text[..text.find("stop_when:").unwrap()].to_string();
-        let (_dir, file) = scenario_file(&text);
-        let url = format!("http://{}", server.addr);
-        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
-            .await
-            .unwrap();
+        let r = run_against(&server, &text).await;
         assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
 
         let got = server.received();
@@ -223,11 +230,7 @@ fn a_failed_threshold_exits_1_and_says_which() {
         })
         .await;
         let text = edit(&example("replay-state.yaml"), "p50 < 5s", "p50 < 10ms");
-        let (_dir, file) = scenario_file(&text);
-        let url = format!("http://{}", server.addr);
-        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
-            .await
-            .unwrap();
+        let r = run_against(&server, &text).await;
         assert_eq!(r.code, 1, "{}", r.stderr);
         let s = r.summary();
         let p50 = s["thresholds"]
@@ -259,11 +262,7 @@ fn validator_posts_json_and_counts_failed_checks() {
             "users: 50\n  duration: 1m",
             "users: 5\n  duration: 2s",
         );
-        let (_dir, file) = scenario_file(&text);
-        let url = format!("http://{}", server.addr);
-        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
-            .await
-            .unwrap();
+        let r = run_against(&server, &text).await;
         // A quarter of the answers fail the body check, so `error_rate < 1%` fails: exit 1.
         assert_eq!(r.code, 1, "{}", r.stderr);
         let got = server.received();
@@ -297,11 +296,7 @@ fn a_stop_condition_ends_the_run_early_and_says_why() {
             "users: 50\n  duration: 1m",
             "users: 4\n  duration: 30s",
         );
-        let (_dir, file) = scenario_file(&text);
-        let url = format!("http://{}", server.addr);
-        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[("CREST_TARGET", &url)], &[]))
-            .await
-            .unwrap();
+        let r = run_against(&server, &text).await;
         let s = r.summary();
         assert_eq!(s["ended_by"], "condition", "{}", r.stderr);
         assert_eq!(s["stopped_by"]["condition"], "error_rate > 50%");
