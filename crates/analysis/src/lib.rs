@@ -5,10 +5,15 @@
 //! [`summary`]; steady state, knee and limits come later as further modules.
 #![warn(missing_docs)]
 
+pub mod analyze;
+pub mod capacity;
 pub mod expr;
+pub mod failures;
+pub mod findings;
 pub mod recovery;
 pub mod stop;
 pub mod summary;
 pub mod thresholds;
 
+pub use analyze::{analyze, Analysis};
 pub use summary::{summarize, Summary};

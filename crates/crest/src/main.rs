@@ -1,6 +1,7 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 mod cli;
+mod environment;
 mod limits;
 mod output;
 mod plan;

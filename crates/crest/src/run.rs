@@ -165,6 +165,7 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
             detail: s.detail,
         }),
         config: run_config(&plan, command_line, threads),
+        environment: Some(crate::environment::capture()),
         names: plan.names.clone(),
         segments: segments(&plan, duration),
         stats: totals.stats(),

@@ -35,6 +35,9 @@ pub struct Results {
     pub stopped_by: Option<StopRecord>,
     /// How the run was configured (secrets redacted).
     pub config: RunConfig,
+    /// The machine crest ran on, when it was captured.
+    #[serde(default)]
+    pub environment: Option<Environment>,
     /// Request names; [`Stat::name`] refers to these.
     pub names: Vec<String>,
     /// The run's steps, in time order; [`Stat::segment`] refers to these.
@@ -108,6 +111,22 @@ pub struct RunConfig {
     pub thresholds: Vec<String>,
     /// Stop conditions evaluated during the run, as written.
     pub stop_conditions: Vec<String>,
+}
+
+/// The machine crest ran on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// Operating system, e.g. `Debian GNU/Linux 12 (bookworm)`.
+    pub os: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu: String,
+    /// Logical CPUs available to crest.
+    pub cores: u64,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
 }
 
 /// Where a scenario came from.

@@ -5,6 +5,8 @@
 //! Every server records what it received so tests can check both sides of the wire.
 #![allow(missing_docs)]
 
+pub mod results;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,137 @@
+//! Across segments: the optimal operating point, where the service saturates, where it breaks.
+
+use crate::analyze::{load_label, load_of, SegmentAnalysis};
+use serde::Serialize;
+
+/// Error rate above which a segment counts as broken.
+pub const BREAKING_ERROR_RATE: f64 = 0.01;
+/// Throughput growth below this share, for a load growth of at least [`LOAD_STEP`], saturates.
+const SATURATION_GROWTH: f64 = 0.05;
+/// Load must grow at least this much between segments to judge saturation.
+const LOAD_STEP: f64 = 0.1;
+/// Throughput falling below this share of the best so far breaks.
+const FALL: f64 = 0.9;
+
+/// One notable point, with the figures that show it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapacityPoint {
+    /// The segment.
+    pub segment: usize,
+    /// Its load, as text.
+    pub load: String,
+    /// Its load as a number (users or arrivals per second).
+    pub load_value: f64,
+    /// Throughput there, req/s.
+    pub throughput_rps: f64,
+    /// p95 latency there, ms.
+    pub p95_ms: f64,
+    /// Error rate there.
+    pub error_rate: f64,
+    /// Why this point: the figures in a sentence.
+    pub why: String,
+}
+
+/// What the segments say about capacity. Empty with fewer than two loaded segments.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Capacity {
+    /// Where successful throughput divided by mean latency peaks (Kleinrock's power), among
+    /// segments without failures beyond 1%.
+    pub optimal: Option<CapacityPoint>,
+    /// The first segment where more load no longer brings more throughput, while latency rises.
+    pub saturation: Option<CapacityPoint>,
+    /// The first segment with errors above 1% or throughput falling below 90% of the best.
+    pub breaking: Option<CapacityPoint>,
+}
+
+fn point(s: &SegmentAnalysis, why: String) -> CapacityPoint {
+    CapacityPoint {
+        segment: s.index,
+        load: load_label(s.users, s.rate),
+        load_value: load_of(s),
+        throughput_rps: s.throughput_rps,
+        p95_ms: s.latency_ms.p95,
+        error_rate: s.error_rate,
+        why,
+    }
+}
+
+/// Finds the points over segments ordered by load.
+pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
+    let mut loaded: Vec<&SegmentAnalysis> = segments.iter().filter(|s| s.requests > 0 && load_of(s) > 0.0).collect();
+    loaded.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
+    loaded.dedup_by(|a, b| load_of(a) == load_of(b) && a.throughput_rps <= b.throughput_rps);
+    if loaded.len() < 2 {
+        return Capacity::default();
+    }
+    let power = |s: &SegmentAnalysis| {
+        if s.latency_ms.mean > 0.0 {
+            s.success_rps / s.latency_ms.mean
+        } else {
+            0.0
+        }
+    };
+    let optimal = loaded
+        .iter()
+        .filter(|s| s.error_rate <= BREAKING_ERROR_RATE)
+        .max_by(|a, b| power(a).total_cmp(&power(b)))
+        .map(|s| {
+            point(
+                s,
+                format!(
+                    "throughput per ms of latency peaks here: {:.1} req/s at a mean of {:.1} ms (p95 {:.1} ms)",
+                    s.success_rps, s.latency_ms.mean, s.latency_ms.p95
+                ),
+            )
+        });
+    let mut saturation = None;
+    for w in loaded.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let load_growth = load_of(b) / load_of(a) - 1.0;
+        let tput_growth = if a.throughput_rps > 0.0 {
+            b.throughput_rps / a.throughput_rps - 1.0
+        } else {
+            0.0
+        };
+        if load_growth >= LOAD_STEP && tput_growth < SATURATION_GROWTH && b.latency_ms.p95 > a.latency_ms.p95 {
+            saturation = Some(point(
+                b,
+                format!(
+                    "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({:.1} to {:.1} req/s) while p95 rose from {:.1} to {:.1} ms",
+                    load_growth * 100.0,
+                    load_label(a.users, a.rate),
+                    load_label(b.users, b.rate),
+                    tput_growth * 100.0,
+                    a.throughput_rps,
+                    b.throughput_rps,
+                    a.latency_ms.p95,
+                    b.latency_ms.p95
+                ),
+            ));
+            break;
+        }
+    }
+    let mut breaking = None;
+    let mut best = 0.0f64;
+    for s in &loaded {
+        if s.error_rate > BREAKING_ERROR_RATE {
+            breaking = Some(point(s, format!("{:.1}% of requests failed", s.error_rate * 100.0)));
+            break;
+        }
+        if best > 0.0 && s.throughput_rps < FALL * best {
+            breaking = Some(point(
+                s,
+                format!(
+                    "throughput fell to {:.1} req/s from a best of {:.1} req/s",
+                    s.throughput_rps, best
+                ),
+            ));
+            break;
+        }
+        best = best.max(s.throughput_rps);
+    }
+    Capacity {
+        optimal,
+        saturation,
+        breaking,
+    }
+}

@@ -1,0 +1,132 @@
+//! Findings: a few plain sentences, each backed by figures shown in the report.
+
+use crate::analyze::{load_label, load_of, Analysis};
+
+/// The findings for a run, most important first.
+pub fn findings(a: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    let s = &a.summary;
+    let loaded: Vec<_> = a.segments.iter().filter(|g| g.requests > 0).collect();
+    if let Some(st) = &s.stopped_by {
+        out.push(format!(
+            "The run stopped at {:.0} s because `{}` held: {}.",
+            st.at_s, st.condition, st.detail
+        ));
+    }
+    if loaded.len() >= 2 {
+        let lo = loaded.iter().min_by(|x, y| load_of(x).total_cmp(&load_of(y)));
+        let hi = loaded.iter().max_by(|x, y| load_of(x).total_cmp(&load_of(y)));
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if let Some(ratio) = hi.ratio_to_lowest.filter(|r| *r >= 1.5) {
+                out.push(format!(
+                    "Latency grew {ratio:.1}x from {} to {} (mean {:.1} ms to {:.1} ms): response time does not scale with load.",
+                    load_label(lo.users, lo.rate),
+                    load_label(hi.users, hi.rate),
+                    lo.latency_ms.mean,
+                    hi.latency_ms.mean
+                ));
+            }
+        }
+    }
+    if let Some(o) = &a.capacity.optimal {
+        out.push(format!(
+            "The optimal operating point is {}: {:.1} req/s with p95 {:.1} ms ({}).",
+            o.load, o.throughput_rps, o.p95_ms, o.why
+        ));
+    }
+    if let Some(p) = &a.capacity.saturation {
+        out.push(format!("The service saturates at {}: {}.", p.load, p.why));
+    }
+    if let Some(p) = &a.capacity.breaking {
+        let before = loaded
+            .iter()
+            .filter(|g| load_of(g) < p.load_value)
+            .max_by(|x, y| load_of(x).total_cmp(&load_of(y)));
+        let between = before.map(|g| {
+            format!(
+                " The breaking point lies between {} and {}.",
+                load_label(g.users, g.rate),
+                p.load
+            )
+        });
+        out.push(format!(
+            "The service breaks at {}: {}.{}",
+            p.load,
+            p.why,
+            between.unwrap_or_default()
+        ));
+    }
+    for f in &a.failures {
+        if let Some(c) = &f.cluster {
+            out.push(format!("{} {} ({}): {c}.", f.count, f.description, f.outcome));
+        }
+    }
+    if s.failures > 0 {
+        if let Some(top) = s.errors.first() {
+            out.push(format!(
+                "{} of {} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",
+                s.failures,
+                s.requests,
+                s.error_rate * 100.0,
+                top.description,
+                top.count,
+                top.example
+            ));
+        }
+    } else if s.requests > 0 {
+        out.push(format!("All {} requests succeeded.", s.requests));
+    }
+    if loaded.len() >= 2 {
+        let connect: Vec<f64> = loaded
+            .iter()
+            .filter(|g| g.connect_ms.count > 0)
+            .map(|g| g.connect_ms.p95)
+            .collect();
+        if connect.len() >= 2 {
+            let (min, max) = connect
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+            if max <= 2.0 * min.max(0.05) {
+                out.push(format!(
+                    "Connect time stayed within {min:.2} to {max:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
+                ));
+            }
+        }
+    }
+    for g in &loaded {
+        if let Some(l) = g.littles_law.as_ref().filter(|l| l.flagged) {
+            out.push(format!(
+                "At {} only {:.1} of {} users had a request in flight on average ({:.0}%): time went to a queue in the load generator or the client, so these figures understate what the target can do.",
+                load_label(g.users, g.rate),
+                l.in_flight,
+                l.users,
+                l.busy_share * 100.0
+            ));
+            break;
+        }
+    }
+    if let (Some(dropped), Some(target)) = (s.dropped.filter(|d| *d > 0), s.target_rps) {
+        out.push(format!(
+            "crest could not keep the schedule: {dropped} arrivals were dropped at the cap on requests in flight (target {target:.1} req/s, achieved {:.1}).",
+            s.achieved_rps.unwrap_or(0.0)
+        ));
+    }
+    if let Some(rec) = &s.recovery {
+        out.push(match rec.seconds {
+            Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s."),
+            None => "After the spike the service did not return to its baseline before the run ended.".to_string(),
+        });
+    }
+    let failed: Vec<String> = s
+        .thresholds
+        .iter()
+        .filter(|t| !t.pass)
+        .map(|t| format!("`{}` (measured {})", t.threshold, t.shown))
+        .collect();
+    if !failed.is_empty() {
+        out.push(format!("Thresholds failed: {}.", failed.join(", ")));
+    } else if !s.thresholds.is_empty() {
+        out.push(format!("All {} thresholds held.", s.thresholds.len()));
+    }
+    out
+}

@@ -1,0 +1,103 @@
+//! Analysis on synthetic runs whose shape is known.
+#![allow(clippy::unwrap_used)]
+
+use crest_analysis::analyze;
+use crest_model::Outcome;
+use crest_testkit::results::{stepping_fixture, ResultsBuilder, Second};
+
+#[test]
+fn warm_up_is_trimmed_and_steady_figures_are_exact() {
+    let a = analyze(&stepping_fixture()).unwrap();
+    let s = &a.segments[0];
+    assert_eq!(s.trimmed_s, 2.0, "two warm-up seconds at half throughput");
+    assert_eq!((s.steady_start_s, s.steady_end_s), (2.0, 10.0));
+    assert_eq!(s.throughput_rps, 100.0);
+    assert!((s.latency_ms.p50 - 100.0).abs() < 1.0, "{}", s.latency_ms.p50);
+    assert_eq!(
+        a.segments[2].ratio_to_lowest.map(|r| (r * 100.0).round() / 100.0),
+        Some(1.05)
+    );
+}
+
+#[test]
+fn the_knee_saturation_and_breaking_point_are_found() {
+    let a = analyze(&stepping_fixture()).unwrap();
+    let c = &a.capacity;
+    assert_eq!(c.optimal.as_ref().unwrap().load, "40 users");
+    let sat = c.saturation.as_ref().unwrap();
+    assert_eq!(sat.load, "80 users");
+    assert!(sat.why.contains("380.0 to 385.0 req/s"), "{}", sat.why);
+    let brk = c.breaking.as_ref().unwrap();
+    assert_eq!(brk.load, "160 users");
+    assert!(brk.why.contains("30.0% of requests failed"), "{}", brk.why);
+    assert!(
+        a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
+        "{:#?}",
+        a.findings
+    );
+}
+
+#[test]
+fn failures_clustered_near_a_duration_are_named_as_a_timeout() {
+    let a = analyze(&stepping_fixture()).unwrap();
+    let f = &a.failures[0];
+    assert_eq!((f.outcome.as_str(), f.count), ("http_500", 1200));
+    assert_eq!(f.first_at_s, Some(40.0));
+    assert_eq!(f.first_segment.as_deref(), Some("160 users"));
+    let c = f.cluster.as_deref().unwrap();
+    assert!(
+        c.contains("server or proxy timeout near 35 s") || c.contains("near 36 s"),
+        "{c}"
+    );
+    assert!(
+        a.findings.iter().any(|x| x.contains("timeout near")),
+        "{:#?}",
+        a.findings
+    );
+}
+
+#[test]
+fn spread_out_failures_are_not_called_a_timeout() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 5, |k| Second {
+            ok: 100,
+            latency_ms: 50.0,
+            failed: 10,
+            failure_ms: 200.0 + 2000.0 * k as f64,
+        })
+        .build();
+    assert_eq!(analyze(&r).unwrap().failures[0].cluster, None);
+}
+
+#[test]
+fn littles_law_flags_users_that_wait_outside_requests() {
+    // 50 users, 100 req/s at 100 ms: only 10 requests in flight on average.
+    let r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(50, 5, |_| Second::ok(100, 100.0))
+        .build();
+    let a = analyze(&r).unwrap();
+    let l = a.segments[0].littles_law.as_ref().unwrap();
+    assert!((l.in_flight - 10.0).abs() < 0.5, "{}", l.in_flight);
+    assert!(l.flagged);
+    assert!(a.findings.iter().any(|f| f.contains("queue in the load generator")));
+    // 10 users at the same figures are all busy: no flag.
+    let r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(10, 5, |_| Second::ok(100, 100.0))
+        .build();
+    assert!(!analyze(&r).unwrap().segments[0].littles_law.as_ref().unwrap().flagged);
+}
+
+#[test]
+fn one_segment_has_no_capacity_points_but_still_has_findings() {
+    let r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(5, 5, |_| Second::ok(50, 100.0))
+        .build();
+    let a = analyze(&r).unwrap();
+    assert!(a.capacity.optimal.is_none() && a.capacity.breaking.is_none());
+    assert!(
+        a.findings.iter().any(|f| f.contains("All 250 requests succeeded")),
+        "{:#?}",
+        a.findings
+    );
+    assert_eq!(a.series.len(), 5);
+}

@@ -1,0 +1,247 @@
+//! Synthetic results documents with known shapes, for testing analysis and reports.
+
+use crest_model::hist::{new_histogram, record};
+use crest_model::results::{
+    EndReason, Environment, ErrorClass, HttpConfig, Interval, Results, RunConfig, Segment, Stat, SCHEMA_ID,
+    SCHEMA_VERSION,
+};
+use crest_model::{EncodedHistogram, Outcome};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What happens in one second of a synthetic run.
+#[derive(Clone, Copy, Debug)]
+pub struct Second {
+    /// Successful requests.
+    pub ok: u64,
+    /// Their latency, ms (spread ±5% around it).
+    pub latency_ms: f64,
+    /// Failed requests.
+    pub failed: u64,
+    /// How long the failures took, ms (spread ±8%).
+    pub failure_ms: f64,
+}
+
+impl Second {
+    pub fn ok(ok: u64, latency_ms: f64) -> Self {
+        Second {
+            ok,
+            latency_ms,
+            failed: 0,
+            failure_ms: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Acc {
+    count: u64,
+    latency: Option<Histogram<u64>>,
+    ttfb: Option<Histogram<u64>>,
+    connect: Option<Histogram<u64>>,
+    bytes: u64,
+}
+
+/// Builds a results document second by second.
+#[derive(Debug)]
+pub struct ResultsBuilder {
+    failure: Outcome,
+    quick: bool,
+    segments: Vec<Segment>,
+    intervals: Vec<Interval>,
+    stats: BTreeMap<(u32, Outcome), Acc>,
+    t: u64,
+}
+
+impl ResultsBuilder {
+    /// A closed-model run whose failures are `failure` (e.g. `Outcome::Status(500)`). `quick`
+    /// makes it look like quick mode (an HTTP config, no think time).
+    pub fn new(failure: Outcome, quick: bool) -> Self {
+        ResultsBuilder {
+            failure,
+            quick,
+            segments: Vec::new(),
+            intervals: Vec::new(),
+            stats: BTreeMap::new(),
+            t: 0,
+        }
+    }
+
+    /// Adds a segment of `secs` seconds at `users`, each second shaped by `f(second index)`.
+    pub fn segment(mut self, users: u64, secs: u64, f: impl Fn(u64) -> Second) -> Self {
+        let seg = self.segments.len() as u32;
+        self.segments.push(Segment {
+            name: format!("{users} users"),
+            start_s: self.t as f64,
+            end_s: (self.t + secs) as f64,
+            users: Some(users),
+            rate: None,
+        });
+        for k in 0..secs {
+            let s = f(k);
+            let mut lat = new_histogram();
+            let mut ttfb = new_histogram();
+            let mut outcomes = BTreeMap::new();
+            for (n, ms, outcome, spread) in [
+                (s.ok, s.latency_ms, Outcome::Success, 0.05),
+                (s.failed, s.failure_ms, self.failure, 0.08),
+            ] {
+                for j in 0..n {
+                    // Evenly spread values, deterministic.
+                    let f = if n > 1 {
+                        j as f64 / (n - 1) as f64 * 2.0 - 1.0
+                    } else {
+                        0.0
+                    };
+                    let v = Duration::from_secs_f64(ms * (1.0 + spread * f) / 1000.0);
+                    record(&mut lat, v);
+                    record(&mut ttfb, v / 2);
+                    let acc = self.stats.entry((seg, outcome)).or_default();
+                    acc.count += 1;
+                    acc.bytes += 100;
+                    record(acc.latency.get_or_insert_with(new_histogram), v);
+                    record(acc.ttfb.get_or_insert_with(new_histogram), v / 2);
+                    if self.t == 0 && k == 0 && j < users {
+                        record(
+                            acc.connect.get_or_insert_with(new_histogram),
+                            Duration::from_micros(150),
+                        );
+                    }
+                }
+                if n > 0 && !outcome.is_success() {
+                    outcomes.insert(outcome.key(), n);
+                }
+            }
+            self.intervals.push(Interval {
+                t_s: self.t as f64,
+                requests: s.ok + s.failed,
+                failures: s.failed,
+                bytes_sent: 50 * (s.ok + s.failed),
+                bytes_received: 100 * (s.ok + s.failed),
+                dropped: 0,
+                outcomes,
+                latency: EncodedHistogram::encode(&lat),
+                ttfb: EncodedHistogram::encode(&ttfb),
+            });
+            self.t += 1;
+        }
+        self
+    }
+
+    /// The document.
+    pub fn build(self) -> Results {
+        let mut status_codes = BTreeMap::new();
+        let mut errors = Vec::new();
+        let mut stats = Vec::new();
+        let empty = new_histogram();
+        for ((segment, outcome), acc) in &self.stats {
+            match outcome {
+                Outcome::Success => *status_codes.entry("200".to_string()).or_insert(0) += acc.count,
+                Outcome::Status(c) => *status_codes.entry(c.to_string()).or_insert(0) += acc.count,
+                _ => {}
+            }
+            stats.push(Stat {
+                segment: *segment,
+                name: 0,
+                outcome: *outcome,
+                count: acc.count,
+                bytes_sent: acc.count * 50,
+                bytes_received: acc.bytes,
+                latency: EncodedHistogram::encode(acc.latency.as_ref().unwrap_or(&empty)),
+                ttfb: acc.ttfb.as_ref().map(EncodedHistogram::encode),
+                connect: acc.connect.as_ref().map(EncodedHistogram::encode),
+            });
+        }
+        let failed: u64 = self
+            .stats
+            .iter()
+            .filter(|((_, o), _)| !o.is_success())
+            .map(|(_, a)| a.count)
+            .sum();
+        if failed > 0 {
+            errors.push(ErrorClass {
+                outcome: self.failure,
+                count: failed,
+                example: format!("example {}", self.failure.describe()),
+            });
+        }
+        let max_users = self.segments.iter().filter_map(|s| s.users).max().unwrap_or(0);
+        Results {
+            schema: SCHEMA_ID.into(),
+            version: SCHEMA_VERSION,
+            crest_version: "0.0.0-test".into(),
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            duration_s: self.t as f64,
+            ended_by: EndReason::Duration,
+            stopped_by: None,
+            config: RunConfig {
+                command_line: vec!["crest".into(), "run".into(), "fixture".into()],
+                model: "closed".into(),
+                concurrency: max_users,
+                rate: None,
+                requests: None,
+                iterations: None,
+                duration_s: Some(self.t as f64),
+                threads: 2,
+                http: self.quick.then(|| HttpConfig {
+                    method: "GET".into(),
+                    url: "http://127.0.0.1:8080/".into(),
+                    headers: vec![],
+                    body_bytes: 0,
+                    timeout_s: 60.0,
+                    keepalive: true,
+                    insecure: false,
+                }),
+                scenario: None,
+                thresholds: vec!["p95 < 250ms".into(), "error_rate < 1%".into()],
+                stop_conditions: vec![],
+            },
+            environment: Some(Environment {
+                os: "Test OS".into(),
+                kernel: "6.0.0".into(),
+                cpu: "Test CPU".into(),
+                cores: 2,
+                memory_bytes: 8 << 30,
+            }),
+            names: vec!["GET /".into()],
+            segments: self.segments,
+            stats,
+            status_codes,
+            errors,
+            abandoned: 0,
+            open: None,
+            intervals: self.intervals,
+            interval_s: 1.0,
+        }
+    }
+}
+
+/// A stepping run with a known shape: 10, 20, 40, 80 users give 100, 200, 380, 385 req/s at
+/// 100, 100, 105, 210 ms; 160 users fail 30% of requests at 33-38 s (a timeout near 35 s).
+/// The knee is at 40 users, saturation at 80, the breaking point at 160.
+pub fn stepping_fixture() -> Results {
+    let step = |users, rps: u64, ms| {
+        move |k: u64| {
+            // Two seconds of warm-up at half throughput and 1.6x latency.
+            if k < 2 {
+                Second::ok(rps / 2, ms * 1.6)
+            } else {
+                let _ = users;
+                Second::ok(rps, ms)
+            }
+        }
+    };
+    ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(10, 10, step(10, 100, 100.0))
+        .segment(20, 10, step(20, 200, 100.0))
+        .segment(40, 10, step(40, 380, 105.0))
+        .segment(80, 10, step(80, 385, 210.0))
+        .segment(160, 10, |_| Second {
+            ok: 280,
+            latency_ms: 420.0,
+            failed: 120,
+            failure_ms: 35_500.0,
+        })
+        .build()
+}
