@@ -78,8 +78,8 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
             point(
                 s,
                 format!(
-                    "throughput per ms of latency peaks here: {:.1} req/s at a mean of {:.1} ms (p95 {:.1} ms)",
-                    s.success_rps, s.latency_ms.mean, s.latency_ms.p95
+                    "the most throughput per unit of latency, {:.1} req/s at a mean of {:.1} ms; beyond it latency grows faster than throughput",
+                    s.success_rps, s.latency_ms.mean
                 ),
             )
         });

@@ -30,8 +30,8 @@ pub fn findings(a: &Analysis) -> Vec<String> {
     }
     if let Some(o) = &a.capacity.optimal {
         out.push(format!(
-            "The optimal operating point is {}: {:.1} req/s with p95 {:.1} ms ({}).",
-            o.load, o.throughput_rps, o.p95_ms, o.why
+            "The optimal operating point is {} (p95 {:.1} ms): {}.",
+            o.load, o.p95_ms, o.why
         ));
     }
     if let Some(p) = &a.capacity.saturation {

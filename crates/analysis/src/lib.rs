@@ -7,6 +7,7 @@
 
 pub mod analyze;
 pub mod capacity;
+pub mod compare;
 pub mod expr;
 pub mod failures;
 pub mod findings;

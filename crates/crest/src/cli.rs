@@ -28,10 +28,31 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check a scenario file without sending anything.
     Validate(ValidateArgs),
+    /// Write every report of a run again from its results.json.
+    Report(ReportArgs),
+    /// Compare two runs: throughput, latency and errors side by side, with the change.
+    Compare(CompareArgs),
     /// Start the built-in demo target and run a short test against it.
     Demo(DemoArgs),
     /// Serve the built-in demo target on loopback until interrupted.
     Target(TargetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run directory (holding results.json), or a results.json file.
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A: a run directory or its results.json.
+    pub a: PathBuf,
+    /// Run B.
+    pub b: PathBuf,
+    /// Directory for compare.md, compare.html and compare.json [default: crest-results/compare-<timestamp>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod run;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cli::{Cli, Command, DemoArgs, TargetArgs};
+use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -50,6 +51,35 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             run::execute(scenario.plan, workload, args, &a.output)
         }
         Command::Validate(a) => validate(&a.file),
+        Command::Report(a) => {
+            let results = output::read_results(&a.dir)?;
+            let dir = if a.dir.is_dir() {
+                a.dir.clone()
+            } else {
+                a.dir.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            crest_report::write_run(&dir, &results)?;
+            let summary = crest_analysis::summarize(&results)?;
+            print!("{}", crest_report::terminal::render(&results, &summary));
+            for f in crest_report::RUN_FILES {
+                eprintln!("wrote {}", dir.join(f).display());
+            }
+            Ok(0)
+        }
+        Command::Compare(a) => {
+            let (ra, rb) = (output::read_results(&a.a)?, output::read_results(&a.b)?);
+            let (xa, xb) = (crest_analysis::analyze(&ra)?, crest_analysis::analyze(&rb)?);
+            let label = |p: &Path| {
+                p.file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+            };
+            let c = crest_analysis::compare::compare(&xa, &label(&a.a), &xb, &label(&a.b));
+            let dir = output::prepare_named(a.out.as_deref(), "compare-")?;
+            let md = crest_report::write_compare(&dir, &c)?;
+            print!("{md}");
+            eprintln!("\ncomparison: {}", dir.join("compare.html").display());
+            Ok(0)
+        }
         Command::Demo(a) => demo(a, args),
         Command::Target(a) => target(a),
     }

@@ -8,11 +8,16 @@ use std::path::{Path, PathBuf};
 
 /// Creates the run directory: `--out DIR`, or a fresh `crest-results/<UTC timestamp>`.
 pub fn prepare_dir(out: Option<&Path>) -> Result<PathBuf> {
+    prepare_named(out, "")
+}
+
+/// Like [`prepare_dir`], with a prefix for the default name (`compare-`).
+pub fn prepare_named(out: Option<&Path>, prefix: &str) -> Result<PathBuf> {
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => {
             let base = PathBuf::from("crest-results");
-            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+            let stamp = format!("{prefix}{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
             let mut dir = base.join(&stamp);
             let mut n = 2;
             while dir.exists() {
@@ -33,6 +38,14 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<cres
     let json = serde_json::to_vec_pretty(results).context("cannot serialise the results")?;
     write_atomic(&path, &json)?;
 
+    // The reports come second: if one fails, results.json is already safe and `crest report`
+    // can try again.
+    if let Err(e) = crest_report::write_run(dir, results) {
+        eprintln!(
+            "warning: {e}; results.json is complete, and `crest report {}` retries",
+            dir.display()
+        );
+    }
     let summary = crest_analysis::summarize(results).context("cannot summarise the results")?;
     let text = crest_report::terminal::render(results, &summary);
     let summary_json = serde_json::to_string_pretty(&summary).context("cannot serialise the summary")?;
@@ -53,8 +66,20 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<cres
     }
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
+        eprintln!("report:  {}", dir.join("report.html").display());
     }
     Ok(summary)
+}
+
+/// Reads a results document from a run directory or a file; errors name the path.
+pub fn read_results(path: &Path) -> Result<Results> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).with_context(|| format!("{}: cannot read it", file.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a crest results document", file.display()))
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

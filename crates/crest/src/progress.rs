@@ -2,7 +2,7 @@
 //! few seconds otherwise (like `pgbench -P`), so logs stay readable.
 
 use crest_metrics::IntervalAcc;
-use crest_report::terminal::{int, ms, num};
+use crest_report::fmt::{int, ms, num};
 use std::io::{IsTerminal, Write};
 
 /// Seconds between plain progress lines when stderr is not a terminal.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn fixed_delay_p50_is_within_five_percent() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(20))).await;
         let r = run_async(&server.url("/"), &["-c", "4", "-d", "3s"]).await;
@@ -49,6 +50,7 @@ async fn stall_server() -> Server {
 
 #[test]
 fn open_model_percentiles_show_a_stall_in_proportion_to_its_length() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = stall_server().await;
         let r = run_async(&server.url("/"), &["--rate", "200", "-d", "6s"]).await;
@@ -82,6 +84,7 @@ fn open_model_percentiles_show_a_stall_in_proportion_to_its_length() {
 
 #[test]
 fn closed_model_series_shows_the_stall_as_a_gap() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = stall_server().await;
         let r = run_async(&server.url("/"), &["-c", "10", "-d", "5s"]).await;
@@ -109,6 +112,7 @@ fn closed_model_series_shows_the_stall_as_a_gap() {
 
 #[test]
 fn refused_connections_are_counted_not_fatal() {
+    let _serial = common::serial();
     let addr = refused_addr();
     let r = run(&format!("http://{addr}/"), &["-n", "20", "-c", "2"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -122,6 +126,7 @@ fn refused_connections_are_counted_not_fatal() {
 
 #[test]
 fn a_reset_in_the_middle_of_a_body_is_a_reset() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::ResetMidBody {
             declared: 100_000,
@@ -143,6 +148,7 @@ fn a_reset_in_the_middle_of_a_body_is_a_reset() {
 
 #[test]
 fn a_silent_server_times_out() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::Hang).await;
         let started = Instant::now();
@@ -159,6 +165,7 @@ fn a_silent_server_times_out() {
 
 #[test]
 fn five_megabyte_bodies_are_read_and_counted() {
+    let _serial = common::serial();
     rt().block_on(async {
         let size = 5 * 1024 * 1024;
         let server = Server::start(move |_, _| Reply::Respond {
@@ -180,6 +187,7 @@ fn five_megabyte_bodies_are_read_and_counted() {
 
 #[test]
 fn https_with_a_private_ca_insecure_or_trusted() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start_tls(|_, _| Reply::ok()).await;
         let url = server.url("/secure");
@@ -205,6 +213,7 @@ fn https_with_a_private_ca_insecure_or_trusted() {
 
 #[test]
 fn count_no_keepalive_headers_and_body_reach_the_server() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::ok()).await;
         let r = run_async(
@@ -243,6 +252,7 @@ fn count_no_keepalive_headers_and_body_reach_the_server() {
 
 #[test]
 fn open_model_counts_arrivals_dropped_at_the_cap() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(500))).await;
         let r = run_async(&server.url("/"), &["--rate", "100", "-c", "5", "-d", "2s"]).await;

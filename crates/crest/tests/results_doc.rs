@@ -15,6 +15,7 @@ fn schema_path() -> PathBuf {
 /// The checked-in schema is the one generated from the types. `CREST_UPDATE_GOLDEN=1` rewrites it.
 #[test]
 fn checked_in_schema_matches_the_types() {
+    let _serial = common::serial();
     let generated = serde_json::to_string_pretty(&crest_model::results::json_schema()).unwrap() + "\n";
     let path = schema_path();
     if std::env::var_os("CREST_UPDATE_GOLDEN").is_some() {
@@ -29,6 +30,7 @@ fn checked_in_schema_matches_the_types() {
 
 #[test]
 fn results_validate_against_the_schema_and_hide_secrets() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, i| {
             if i % 5 == 0 {
@@ -153,10 +155,12 @@ fn interrupted_run(signal: &str, expected: i32) {
 
 #[test]
 fn ctrl_c_keeps_every_result_and_exits_130() {
+    let _serial = common::serial();
     interrupted_run("-INT", 130);
 }
 
 #[test]
 fn sigterm_keeps_every_result_and_exits_143() {
+    let _serial = common::serial();
     interrupted_run("-TERM", 143);
 }

@@ -52,6 +52,7 @@ async fn task_queue() -> Server {
 
 #[test]
 fn task_queue_flow_posts_polls_and_fetches_with_the_extracted_id() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = task_queue().await;
         let text = example("task-queue.yaml");
@@ -84,7 +85,7 @@ fn task_queue_flow_posts_polls_and_fetches_with_the_extracted_id() {
         // then the result, in that order.
         let mut finished = 0;
         for (i, post) in posts.iter().enumerate() {
-            let id = 1000 + got.iter().position(|q| std::ptr::eq(q, *post)).unwrap() as u64;
+            let id = 1000 + post.index;
             let polls: Vec<&Received> = got
                 .iter()
                 .filter(|q| q.path == format!("/tasks/submissions/{id}"))
@@ -129,6 +130,7 @@ fn task_queue_flow_posts_polls_and_fetches_with_the_extracted_id() {
 
 #[test]
 fn a_task_that_fails_or_never_finishes_is_a_check_failure() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|req: &Received, i| match (req.method.as_str(), req.path.as_str()) {
             ("POST", _) => Reply::json(201, format!(r#"{{"id": {i}}}"#)),
@@ -184,6 +186,7 @@ load: {{threads: 2, loops: 3}}
 
 #[test]
 fn replay_state_threads_by_loops_with_a_secret_token_and_slos() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::json(200, r#"{"entities": []}"#)).await;
         let (_dir, file) = scenario_file(&example("replay-state.yaml"));
@@ -222,6 +225,7 @@ fn replay_state_threads_by_loops_with_a_secret_token_and_slos() {
 
 #[test]
 fn a_failed_threshold_exits_1_and_says_which() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::Body {
             delay: Duration::from_millis(30),
@@ -248,6 +252,7 @@ fn a_failed_threshold_exits_1_and_says_which() {
 
 #[test]
 fn validator_posts_json_and_counts_failed_checks() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, i| {
             if i % 4 == 0 {
@@ -282,6 +287,7 @@ fn validator_posts_json_and_counts_failed_checks() {
 
 #[test]
 fn a_stop_condition_ends_the_run_early_and_says_why() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, i| {
             if i % 5 < 3 {
@@ -311,6 +317,7 @@ fn a_stop_condition_ends_the_run_early_and_says_why() {
 
 #[test]
 fn stepping_keeps_statistics_per_step() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|_, _| Reply::Body { delay: Duration::from_millis(20), status: 200, body: b"{}".to_vec() }).await;
         let (_dir, file) = scenario_file(&format!(
@@ -335,6 +342,7 @@ fn stepping_keeps_statistics_per_step() {
 
 #[test]
 fn on_start_logs_in_each_user_once_and_feeders_hand_out_rows() {
+    let _serial = common::serial();
     rt().block_on(async {
         let server = Server::start(|req: &Received, i| match req.path.as_str() {
             "/login" => Reply::json(200, format!(r#"{{"token": "tok-{i}"}}"#)),
@@ -385,8 +393,7 @@ load: {{users: 3, duration: 1s}}
         assert_eq!(users, ["ann", "bob", "cat"], "unique rows");
         // Each connection's work carries the token its own login returned.
         for login in &logins {
-            let i = got.iter().position(|q| std::ptr::eq(q, *login)).unwrap();
-            let token = format!("Bearer tok-{i}");
+            let token = format!("Bearer tok-{}", login.index);
             let work = got
                 .iter()
                 .filter(|q| q.connection == login.connection && q.path.starts_with("/work"));
@@ -409,6 +416,7 @@ load: {{users: 3, duration: 1s}}
 
 #[test]
 fn validate_reports_problems_with_locations_and_exit_2() {
+    let _serial = common::serial();
     let (_dir, file) =
         scenario_file("target: http://127.0.0.1:9\nsteps:\n  - request: {path: /, methd: GET}\nload: {users: 1}\n");
     let out = common::crest().arg("validate").arg(&file).output().unwrap();
@@ -430,6 +438,7 @@ fn validate_reports_problems_with_locations_and_exit_2() {
 
 #[test]
 fn a_spike_reports_how_long_the_service_took_to_recover() {
+    let _serial = common::serial();
     rt().block_on(async {
         // Slow (60 ms) from the spike's start at 3 s until 2 s after its end at 5 s; 10 ms otherwise.
         let first: Arc<std::sync::OnceLock<std::time::Instant>> = Arc::default();

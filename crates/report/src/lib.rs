@@ -1,5 +1,84 @@
-//! Renders analysed results. Each format is a module that writes to a `String` or writer; none
-//! measures or analyses anything itself.
+//! Renders analysed results. Each format is a module that writes a string or to a writer; none
+//! measures or analyses anything itself, and all render from `results.json` alone, so
+//! `crest report DIR` reproduces every file of a run.
 #![warn(missing_docs)]
 
+mod chart;
+pub mod csv_out;
+pub mod fmt;
+pub mod hlog;
+pub mod html;
 pub mod terminal;
+
+use crest_analysis::compare::Comparison;
+use crest_analysis::Analysis;
+use crest_model::results::Results;
+use std::path::{Path, PathBuf};
+
+/// A report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The results could not be analysed.
+    #[error("cannot analyse the results: {0}")]
+    Analysis(#[from] crest_model::HistError),
+    /// A template failed.
+    #[error("cannot render {0}: {1}")]
+    Template(&'static str, minijinja::Error),
+    /// A CSV failed.
+    #[error("cannot write {0}: {1}")]
+    Csv(&'static str, csv_out::CsvError),
+    /// Writing a file failed.
+    #[error("cannot write {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    /// The interval log failed.
+    #[error("cannot write latency.hlog: {0}")]
+    Hlog(String),
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ReportError> {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).map_err(|e| ReportError::Io(path, e))
+}
+
+/// The files a run directory holds besides results.json.
+pub const RUN_FILES: [&str; 6] = [
+    "report.md",
+    "report.html",
+    "intervals.csv",
+    "requests.csv",
+    "failures.csv",
+    "latency.hlog",
+];
+
+/// Analyses `results` and writes every report file into `dir`.
+pub fn write_run(dir: &Path, results: &Results) -> Result<Analysis, ReportError> {
+    let a = crest_analysis::analyze(results)?;
+    let md = html::markdown(results, &a).map_err(|e| ReportError::Template("report.md", e))?;
+    write(dir, "report.md", md.as_bytes())?;
+    let page = html::html(results, &a).map_err(|e| ReportError::Template("report.html", e))?;
+    write(dir, "report.html", page.as_bytes())?;
+    let mut buf = Vec::new();
+    csv_out::intervals(results, &a, &mut buf).map_err(|e| ReportError::Csv("intervals.csv", e))?;
+    write(dir, "intervals.csv", &buf)?;
+    buf.clear();
+    csv_out::requests(results, &mut buf).map_err(|e| ReportError::Csv("requests.csv", e))?;
+    write(dir, "requests.csv", &buf)?;
+    buf.clear();
+    csv_out::failures(&a, &mut buf).map_err(|e| ReportError::Csv("failures.csv", e))?;
+    write(dir, "failures.csv", &buf)?;
+    buf.clear();
+    hlog::write(results, &mut buf).map_err(ReportError::Hlog)?;
+    write(dir, "latency.hlog", &buf)?;
+    Ok(a)
+}
+
+/// Writes compare.md, compare.html and compare.json into `dir`; returns the Markdown.
+pub fn write_compare(dir: &Path, c: &Comparison) -> Result<String, ReportError> {
+    let md = html::compare_markdown(c).map_err(|e| ReportError::Template("compare.md", e))?;
+    write(dir, "compare.md", md.as_bytes())?;
+    let page = html::compare_html(c).map_err(|e| ReportError::Template("compare.html", e))?;
+    write(dir, "compare.html", page.as_bytes())?;
+    let json = serde_json::to_vec_pretty(c).map_err(|e| ReportError::Io(dir.join("compare.json"), e.into()))?;
+    write(dir, "compare.json", &json)?;
+    Ok(md)
+}

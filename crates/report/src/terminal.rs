@@ -1,5 +1,6 @@
 //! The end-of-run summary printed on stdout.
 
+use crate::fmt::{bytes, int, ms, num};
 use crest_analysis::summary::{Percentiles, Summary};
 use crest_model::results::Results;
 use std::fmt::Write;
@@ -30,7 +31,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
         (None, None) => format!("closed model, up to {} users", c.concurrency),
     };
-    writeln!(out, "  {load}, ended by {}", ended(r))?;
+    writeln!(out, "  {load}, ended by {}", crate::html::ended_by(r.ended_by))?;
     writeln!(out)?;
     writeln!(
         out,
@@ -180,18 +181,6 @@ fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std
     )
 }
 
-fn ended(r: &Results) -> &'static str {
-    use crest_model::results::EndReason::*;
-    match r.ended_by {
-        Duration => "duration",
-        Requests => "request count",
-        Sigint => "Ctrl-C (interrupted)",
-        Sigterm => "SIGTERM (interrupted)",
-        Completed => "every user finishing its iterations",
-        Condition => "a stop condition",
-    }
-}
-
 fn row(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {
     if p.count == 0 {
         return writeln!(out, "    {label:<11}  (none)");
@@ -207,66 +196,4 @@ fn row(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {
         ms(p.max),
         ms(p.mean)
     )
-}
-
-/// Milliseconds with precision that fits their size.
-pub fn ms(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// An integer with thousands separators.
-pub fn int(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// A rate or other real number, with one decimal.
-pub fn num(v: f64) -> String {
-    let whole = v.trunc() as u64;
-    format!("{}.{}", int(whole), ((v - v.trunc()) * 10.0).round().min(9.0) as u64)
-}
-
-/// Bytes in binary units.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(int(0), "0");
-        assert_eq!(int(1234567), "1,234,567");
-        assert_eq!(num(1234.56), "1,234.6");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(5 * 1024 * 1024), "5.0 MiB");
-        assert_eq!(ms(20.04), "20.0");
-        assert_eq!(ms(0.123), "0.12");
-    }
 }

@@ -23,6 +23,8 @@ pub struct Received {
     pub body: Vec<u8>,
     pub at: Instant,
     pub connection: u64,
+    /// The index the behaviour was called with (arrival order at the server).
+    pub index: u64,
 }
 
 /// What the server does with one request.
@@ -209,6 +211,7 @@ where
         }
         let body = buf[head_end..head_end + len].to_vec();
         buf.drain(..head_end + len);
+        let idx = counter.fetch_add(1, Ordering::SeqCst);
         let r = Received {
             method,
             path,
@@ -216,8 +219,8 @@ where
             body,
             at: Instant::now(),
             connection: conn,
+            index: idx,
         };
-        let idx = counter.fetch_add(1, Ordering::SeqCst);
         let reply = behaviour(&r, idx);
         rec.lock().expect("lock").push(r);
         match reply {

@@ -140,3 +140,10 @@ pub fn edit(text: &str, from: &str, to: &str) -> String {
     assert!(text.contains(from), "{from:?} is not in the scenario");
     text.replace(from, to)
 }
+
+/// Tests that measure timing run one at a time: on a two-core machine, parallel tests would
+/// measure each other. Hold the guard for the whole test.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,77 @@
+//! Every run writes its reports; `crest report` recreates them from results.json alone;
+//! `crest compare` puts two runs side by side.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{crest, rt, run_async};
+use crest_testkit::{Reply, Server};
+use std::time::Duration;
+
+#[test]
+fn reports_are_written_re_rendered_and_compared() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(5))).await;
+        let a = run_async(&server.url("/"), &["-c", "4", "-d", "2s"]).await;
+        let b = run_async(&server.url("/"), &["-c", "8", "-d", "2s"]).await;
+        assert_eq!((a.code, b.code), (0, 0), "{}", a.stderr);
+        for f in crest_report::RUN_FILES {
+            assert!(a.dir.path().join(f).exists(), "{f} missing");
+        }
+        let md = std::fs::read_to_string(a.dir.path().join("report.md")).unwrap();
+        assert!(
+            md.contains("## Key findings") && md.contains("All ") && md.contains("GET http://127.0.0.1:"),
+            "{md}"
+        );
+
+        // Only results.json is needed to write every report again, identically.
+        for f in crest_report::RUN_FILES {
+            std::fs::remove_file(a.dir.path().join(f)).unwrap();
+        }
+        let out = crest().arg("report").arg(a.dir.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read_to_string(a.dir.path().join("report.md")).unwrap(), md);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Latency ms"));
+
+        let cmp = tempfile::tempdir().unwrap();
+        let out = crest()
+            .arg("compare")
+            .arg(a.dir.path())
+            .arg(b.dir.path())
+            .arg("--out")
+            .arg(cmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            table.contains("| throughput |") && table.contains("| p50 latency |"),
+            "{table}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(cmp.path().join("compare.json")).unwrap()).unwrap();
+        let tput = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == "throughput")
+            .unwrap();
+        // Twice the users against a 5 ms server: about twice the throughput.
+        assert!(tput["change_pct"].as_f64().unwrap() > 50.0, "{tput}");
+        assert!(cmp.path().join("compare.html").exists() && cmp.path().join("compare.md").exists());
+    });
+}
+
+#[test]
+fn report_and_compare_name_a_bad_path() {
+    let _serial = common::serial();
+    let out = crest().args(["report", "/no/such/run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/run"));
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), "{\"not\": \"results\"}").unwrap();
+    let out = crest().arg("compare").arg(f.path()).arg(f.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a crest results document"));
+}

@@ -1,0 +1,261 @@
+//! Chart geometry: scales, ticks and paths computed here as data; the HTML template draws them
+//! as SVG. Keeping markup in the template and arithmetic here lets both be tested apart, and
+//! needs no font files (text is laid out by the browser).
+
+use serde::Serialize;
+
+const WIDTH: f64 = 860.0;
+const HEIGHT: f64 = 260.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 150.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 40.0;
+
+/// A chart ready to draw.
+#[derive(Clone, Debug, Serialize)]
+pub struct Chart {
+    /// Anchor and test id.
+    pub id: String,
+    /// Heading.
+    pub title: String,
+    /// Total size.
+    pub width: f64,
+    /// Total height.
+    pub height: f64,
+    /// The plot area.
+    pub plot: Rect,
+    /// Label of the x axis.
+    pub x_label: String,
+    /// Label of the y axis.
+    pub y_label: String,
+    /// Ticks along x, with positions in SVG units.
+    pub x_ticks: Vec<Tick>,
+    /// Ticks along y.
+    pub y_ticks: Vec<Tick>,
+    /// Lines.
+    pub lines: Vec<Line>,
+    /// Labelled points.
+    pub dots: Vec<Dot>,
+}
+
+/// A rectangle.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Rect {
+    /// Left.
+    pub x: f64,
+    /// Top.
+    pub y: f64,
+    /// Width.
+    pub w: f64,
+    /// Height.
+    pub h: f64,
+}
+
+/// A tick.
+#[derive(Clone, Debug, Serialize)]
+pub struct Tick {
+    /// Position in SVG units.
+    pub pos: f64,
+    /// Text.
+    pub label: String,
+}
+
+/// A line series.
+#[derive(Clone, Debug, Serialize)]
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// Stroke colour.
+    pub color: String,
+    /// `x,y x,y ...` in SVG units.
+    pub points: String,
+    /// Legend position.
+    pub legend_y: f64,
+}
+
+/// A labelled point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Dot {
+    /// Position.
+    pub x: f64,
+    /// Position.
+    pub y: f64,
+    /// Text beside it.
+    pub label: String,
+}
+
+/// Colours for series, readable in print.
+pub const COLORS: [&str; 5] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
+
+/// A "nice" step (1, 2 or 5 times a power of ten) for about `n` ticks over `range`.
+pub fn nice_step(range: f64, n: usize) -> f64 {
+    if range.is_nan() || range <= 0.0 {
+        return 1.0;
+    }
+    let raw = range / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+fn label(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+struct Scale {
+    min: f64,
+    max: f64,
+    from: f64,
+    to: f64,
+}
+
+impl Scale {
+    fn at(&self, v: f64) -> f64 {
+        let span = (self.max - self.min).max(f64::EPSILON);
+        self.from + (v - self.min) / span * (self.to - self.from)
+    }
+
+    fn ticks(&self, step: f64) -> Vec<Tick> {
+        let mut out = Vec::new();
+        let mut v = (self.min / step).ceil() * step;
+        while v <= self.max + step * 1e-9 && out.len() < 50 {
+            out.push(Tick {
+                pos: round(self.at(v)),
+                label: label(v),
+            });
+            v += step;
+        }
+        out
+    }
+}
+
+fn round(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Builds a chart of series of (x, y) points.
+pub fn chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+    dots: &[(f64, f64, String)],
+) -> Chart {
+    let plot = Rect {
+        x: LEFT,
+        y: TOP,
+        w: WIDTH - LEFT - RIGHT,
+        h: HEIGHT - TOP - BOTTOM,
+    };
+    let all = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().copied())
+        .chain(dots.iter().map(|(x, y, _)| (*x, *y)));
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for (x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let ystep = nice_step(if y1 > 0.0 { y1 } else { 1.0 }, 5);
+    let ymax = ((y1 / ystep).ceil() * ystep).max(ystep);
+    let xs = Scale {
+        min: x0,
+        max: x1,
+        from: plot.x,
+        to: plot.x + plot.w,
+    };
+    let ys = Scale {
+        min: 0.0,
+        max: ymax,
+        from: plot.y + plot.h,
+        to: plot.y,
+    };
+    let lines = series
+        .iter()
+        .enumerate()
+        .map(|(i, (name, pts))| Line {
+            name: name.to_string(),
+            color: COLORS[i % COLORS.len()].to_string(),
+            points: pts
+                .iter()
+                .map(|(x, y)| format!("{},{}", round(xs.at(*x)), round(ys.at(*y))))
+                .collect::<Vec<_>>()
+                .join(" "),
+            legend_y: plot.y + 14.0 + 18.0 * i as f64,
+        })
+        .collect();
+    Chart {
+        id: id.into(),
+        title: title.into(),
+        width: WIDTH,
+        height: HEIGHT,
+        plot,
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        x_ticks: xs.ticks(nice_step(x1 - x0, 8)),
+        y_ticks: ys.ticks(ystep),
+        lines,
+        dots: dots
+            .iter()
+            .map(|(x, y, l)| Dot {
+                x: round(xs.at(*x)),
+                y: round(ys.at(*y)),
+                label: l.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_nice() {
+        assert_eq!(nice_step(100.0, 5), 20.0);
+        assert_eq!(nice_step(7.0, 5), 2.0);
+        assert_eq!(nice_step(0.3, 5), 0.1);
+        assert_eq!(nice_step(0.0, 5), 1.0);
+    }
+
+    #[test]
+    fn points_map_into_the_plot_area() {
+        let c = chart("t", "T", "x", "y", &[("a", vec![(0.0, 0.0), (10.0, 100.0)])], &[]);
+        let pts: Vec<(f64, f64)> = c.lines[0]
+            .points
+            .split(' ')
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(pts[0], (c.plot.x, c.plot.y + c.plot.h), "origin at bottom left");
+        assert_eq!(pts[1], (c.plot.x + c.plot.w, c.plot.y), "max at top right");
+        assert_eq!(c.y_ticks.last().unwrap().label, "100");
+    }
+}

@@ -1,0 +1,151 @@
+//! CSV files; their columns are documented in docs/reports.md.
+
+use crest_analysis::Analysis;
+use crest_model::results::Results;
+use crest_model::HistError;
+use std::io::Write;
+
+/// Errors writing a CSV.
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    /// Writing failed.
+    #[error(transparent)]
+    Csv(#[from] csv::Error),
+    /// A histogram in the results could not be decoded.
+    #[error(transparent)]
+    Hist(#[from] HistError),
+}
+
+fn f(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// `intervals.csv`: one row per interval.
+pub fn intervals<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvError> {
+    let mut out = csv::Writer::from_writer(w);
+    out.write_record([
+        "t_s",
+        "requests",
+        "failures",
+        "rps",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "ttfb_p50_ms",
+        "bytes_sent",
+        "bytes_received",
+        "dropped",
+        "load",
+    ])?;
+    for (i, p) in r.intervals.iter().zip(&a.series) {
+        let h = i.latency.decode()?;
+        let t = i.ttfb.decode()?;
+        let max = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
+        let ttfb = if t.is_empty() {
+            0.0
+        } else {
+            t.value_at_quantile(0.5) as f64 / 1000.0
+        };
+        out.write_record([
+            f(i.t_s),
+            i.requests.to_string(),
+            i.failures.to_string(),
+            f(p.rps),
+            f(p.p50_ms),
+            f(p.p95_ms),
+            f(p.p99_ms),
+            f(max),
+            f(ttfb),
+            i.bytes_sent.to_string(),
+            i.bytes_received.to_string(),
+            i.dropped.to_string(),
+            f(p.load),
+        ])?;
+    }
+    out.flush().map_err(csv::Error::from)?;
+    Ok(())
+}
+
+/// `requests.csv`: one row per segment, request name and outcome.
+pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
+    let mut out = csv::Writer::from_writer(w);
+    out.write_record([
+        "segment",
+        "name",
+        "outcome",
+        "count",
+        "p50_ms",
+        "p90_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "mean_ms",
+        "ttfb_p50_ms",
+        "bytes_sent",
+        "bytes_received",
+    ])?;
+    for s in &r.stats {
+        let h = s.latency.decode()?;
+        let q = |q: f64| f(h.value_at_quantile(q) as f64 / 1000.0);
+        let ttfb = match &s.ttfb {
+            Some(t) => f(t.decode()?.value_at_quantile(0.5) as f64 / 1000.0),
+            None => String::new(),
+        };
+        let segment = r
+            .segments
+            .get(s.segment as usize)
+            .map_or(String::new(), |g| g.name.clone());
+        let name = r.names.get(s.name as usize).cloned().unwrap_or_default();
+        out.write_record([
+            segment,
+            name,
+            s.outcome.key(),
+            s.count.to_string(),
+            q(0.5),
+            q(0.9),
+            q(0.95),
+            q(0.99),
+            f(h.max() as f64 / 1000.0),
+            f(h.mean() / 1000.0),
+            ttfb,
+            s.bytes_sent.to_string(),
+            s.bytes_received.to_string(),
+        ])?;
+    }
+    out.flush().map_err(csv::Error::from)?;
+    Ok(())
+}
+
+/// `failures.csv`: one row per failure class.
+pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
+    let mut out = csv::Writer::from_writer(w);
+    out.write_record([
+        "outcome",
+        "description",
+        "count",
+        "first_at_s",
+        "first_segment",
+        "p50_ms",
+        "p90_ms",
+        "max_ms",
+        "cluster",
+        "example",
+    ])?;
+    for x in &a.failures {
+        out.write_record([
+            x.outcome.clone(),
+            x.description.clone(),
+            x.count.to_string(),
+            x.first_at_s.map(f).unwrap_or_default(),
+            x.first_segment.clone().unwrap_or_default(),
+            f(x.duration_ms.p50),
+            f(x.duration_ms.p90),
+            f(x.duration_ms.max),
+            x.cluster.clone().unwrap_or_default(),
+            x.example.clone(),
+        ])?;
+    }
+    out.flush().map_err(csv::Error::from)?;
+    Ok(())
+}

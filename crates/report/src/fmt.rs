@@ -1,0 +1,76 @@
+//! Numbers as people read them, shared by every renderer.
+
+/// Milliseconds with precision that fits their size.
+pub fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// An integer with thousands separators.
+pub fn int(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A rate or other real number, with one decimal.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    let v = v.abs();
+    let tenths = (v * 10.0).round() as u64;
+    format!("{sign}{}.{}", int(tenths / 10), tenths % 10)
+}
+
+/// A fraction as a percentage with two decimals.
+pub fn pct(v: f64) -> String {
+    format!("{:.2}%", v * 100.0)
+}
+
+/// Bytes in binary units.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(int(0), "0");
+        assert_eq!(int(1234567), "1,234,567");
+        assert_eq!(num(1234.56), "1,234.6");
+        assert_eq!(num(0.96), "1.0");
+        assert_eq!(num(-2.5), "-2.5");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(ms(20.04), "20.0");
+        assert_eq!(ms(0.123), "0.12");
+        assert_eq!(pct(0.0123), "1.23%");
+    }
+}

@@ -1,0 +1,35 @@
+//! The per-interval latency histograms as an HdrHistogram interval log (`latency.hlog`), for
+//! HdrHistogram's own tools (HistogramLogAnalyzer, hdr-plot). Values are in microseconds.
+
+use crest_model::results::Results;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+/// Writes the log.
+pub fn write<W: Write>(r: &Results, w: &mut W) -> Result<(), String> {
+    let start = chrono::DateTime::parse_from_rfc3339(&r.started_at)
+        .map(|t| SystemTime::UNIX_EPOCH + Duration::from_millis(t.timestamp_millis().max(0) as u64))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut serializer = V2DeflateSerializer::new();
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment("crest latency per interval, microseconds")
+        .with_start_time(start)
+        .with_base_time(start)
+        .with_max_value_divisor(1000.0)
+        .begin_log_with(w, &mut serializer)
+        .map_err(|e| e.to_string())?;
+    let tag = Tag::new("total");
+    for i in &r.intervals {
+        let h = i.latency.decode().map_err(|e| e.to_string())?;
+        log.write_histogram(
+            &h,
+            Duration::from_secs_f64(i.t_s),
+            Duration::from_secs_f64(r.interval_s),
+            tag,
+        )
+        .map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! Markdown and HTML, rendered by minijinja templates from plain views of the analysis.
+
+use crate::chart::{chart, Chart};
+use crate::fmt;
+use crest_analysis::compare::Comparison;
+use crest_analysis::Analysis;
+use crest_model::results::{EndReason, Environment, Results, ScenarioConfig};
+use minijinja::{context, AutoEscape, Environment as Templates};
+use serde::Serialize;
+
+fn templates() -> Result<Templates<'static>, minijinja::Error> {
+    let mut env = Templates::new();
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html.j2") || name.ends_with(".svg.j2") {
+            AutoEscape::Html
+        } else {
+            AutoEscape::None
+        }
+    });
+    env.add_filter("ms", |v: f64| fmt::ms(v));
+    env.add_filter("num", |v: f64| fmt::num(v));
+    env.add_filter("pct", |v: f64| fmt::pct(v));
+    env.add_filter("int", |v: f64| fmt::int(v.max(0.0) as u64));
+    env.add_filter("bytes", |v: f64| fmt::bytes(v.max(0.0) as u64));
+    env.add_template("report.md.j2", include_str!("../templates/report.md.j2"))?;
+    env.add_template("report.html.j2", include_str!("../templates/report.html.j2"))?;
+    env.add_template("chart.svg.j2", include_str!("../templates/chart.svg.j2"))?;
+    env.add_template("compare.md.j2", include_str!("../templates/compare.md.j2"))?;
+    env.add_template("compare.html.j2", include_str!("../templates/compare.html.j2"))?;
+    Ok(env)
+}
+
+/// What the run report templates see.
+#[derive(Serialize)]
+struct RunView<'a> {
+    title: String,
+    started_at: &'a str,
+    duration_s: f64,
+    ended_by: &'static str,
+    load: String,
+    command_line: String,
+    scenario: Option<&'a ScenarioConfig>,
+    environment: Option<&'a Environment>,
+    crest_version: &'a str,
+    a: &'a Analysis,
+    charts: Vec<Chart>,
+}
+
+/// How a run ended, in words.
+pub fn ended_by(e: EndReason) -> &'static str {
+    match e {
+        EndReason::Duration => "duration",
+        EndReason::Requests => "request count",
+        EndReason::Sigint => "Ctrl-C (interrupted)",
+        EndReason::Sigterm => "SIGTERM (interrupted)",
+        EndReason::Completed => "every user finishing its iterations",
+        EndReason::Condition => "a stop condition",
+    }
+}
+
+fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
+    let c = &r.config;
+    let title = match (&c.http, &c.scenario) {
+        (Some(h), _) => format!("{} {}", h.method, h.url),
+        (None, Some(s)) => format!("scenario {}", s.path),
+        _ => "run".into(),
+    };
+    let load = match (c.rate, c.iterations) {
+        (Some(rate), _) => format!(
+            "open model, up to {} req/s, at most {} in flight",
+            fmt::num(rate),
+            c.concurrency
+        ),
+        (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
+        (None, None) => format!("closed model, up to {} users", c.concurrency),
+    };
+    RunView {
+        title,
+        started_at: &r.started_at,
+        duration_s: r.duration_s,
+        ended_by: ended_by(r.ended_by),
+        load,
+        command_line: c.command_line.join(" "),
+        scenario: c.scenario.as_ref(),
+        environment: r.environment.as_ref(),
+        crest_version: &r.crest_version,
+        a,
+        charts: charts(r, a),
+    }
+}
+
+/// The report's charts: throughput, latency percentiles, load and errors over time, and latency
+/// against throughput across steps.
+pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
+    let pts =
+        |f: fn(&crest_analysis::analyze::Point) -> f64| a.series.iter().map(|p| (p.t_s, f(p))).collect::<Vec<_>>();
+    let load_name = if r.config.rate.is_some() { "arrivals/s" } else { "users" };
+    let mut out = vec![
+        chart(
+            "throughput",
+            "Throughput over time",
+            "seconds",
+            "requests/s",
+            &[("requests/s", pts(|p| p.rps))],
+            &[],
+        ),
+        chart(
+            "latency",
+            "Latency percentiles over time",
+            "seconds",
+            "ms",
+            &[
+                ("p50", pts(|p| p.p50_ms)),
+                ("p95", pts(|p| p.p95_ms)),
+                ("p99", pts(|p| p.p99_ms)),
+            ],
+            &[],
+        ),
+        chart(
+            "load",
+            &format!("Load over time ({load_name})"),
+            "seconds",
+            load_name,
+            &[(load_name, pts(|p| p.load))],
+            &[],
+        ),
+        chart(
+            "errors",
+            "Errors over time",
+            "seconds",
+            "failures/s",
+            &[("failures/s", pts(|p| p.errors_per_s))],
+            &[],
+        ),
+    ];
+    let steps: Vec<_> = a.segments.iter().filter(|s| s.requests > 0).collect();
+    let curve: Vec<(f64, f64)> = steps.iter().map(|s| (s.throughput_rps, s.latency_ms.p95)).collect();
+    let dots: Vec<(f64, f64, String)> = steps
+        .iter()
+        .map(|s| (s.throughput_rps, s.latency_ms.p95, s.name.clone()))
+        .collect();
+    out.push(chart(
+        "latency-throughput",
+        "Latency against throughput, per step (steady state)",
+        "requests/s",
+        "p95 ms",
+        &[("p95", curve)],
+        &dots,
+    ));
+    out
+}
+
+/// The Markdown report.
+pub fn markdown(r: &Results, a: &Analysis) -> Result<String, minijinja::Error> {
+    templates()?.get_template("report.md.j2")?.render(view(r, a))
+}
+
+/// The HTML report: one self-contained file.
+pub fn html(r: &Results, a: &Analysis) -> Result<String, minijinja::Error> {
+    templates()?.get_template("report.html.j2")?.render(view(r, a))
+}
+
+/// The comparison as Markdown.
+pub fn compare_markdown(c: &Comparison) -> Result<String, minijinja::Error> {
+    templates()?.get_template("compare.md.j2")?.render(context! { c })
+}
+
+/// The comparison as HTML.
+pub fn compare_html(c: &Comparison) -> Result<String, minijinja::Error> {
+    templates()?.get_template("compare.html.j2")?.render(context! { c })
+}

@@ -1,0 +1,83 @@
+//! Golden files: the reports of a fixed synthetic run. `CREST_UPDATE_GOLDEN=1` rewrites them;
+//! review the diff before committing it.
+#![allow(clippy::unwrap_used)]
+
+use crest_testkit::results::stepping_fixture;
+use std::path::PathBuf;
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("CREST_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{name} differs from its golden file at line {}:\n  golden: {:?}\n  actual: {:?}\nrun CREST_UPDATE_GOLDEN=1 cargo test -p crest-report to accept",
+            line + 1,
+            expected.lines().nth(line).unwrap_or(""),
+            actual.lines().nth(line).unwrap_or("")
+        );
+    }
+}
+
+#[test]
+fn reports_of_the_stepping_fixture_match_their_golden_files() {
+    let dir = tempfile::tempdir().unwrap();
+    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    for name in [
+        "report.md",
+        "report.html",
+        "intervals.csv",
+        "requests.csv",
+        "failures.csv",
+    ] {
+        golden(name, &std::fs::read_to_string(dir.path().join(name)).unwrap());
+    }
+}
+
+#[test]
+fn the_markdown_report_answers_the_seeds_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    for needle in [
+        "## Key findings",
+        "## Results per step",
+        "| 40 users | 40 users | 380.0 |",
+        "**Optimal operating point: 40 users**",
+        "**Saturation: 80 users**",
+        "**Breaking point: 160 users**",
+        "server or proxy timeout near",
+        "| `p95 < 250ms` |",
+        "Test CPU, 2 cores",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 5, "five charts");
+    assert!(
+        !html.contains("http://") || !html.contains("<script src"),
+        "no external resources"
+    );
+    assert!(!html.contains("<link "), "self-contained");
+}
+
+#[test]
+fn the_interval_log_is_readable_by_hdrhistogram() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let r = stepping_fixture();
+    let mut buf = Vec::new();
+    crest_report::hlog::write(&r, &mut buf).unwrap();
+    let histograms = IntervalLogIterator::new(&buf)
+        .filter(|e| matches!(e, Ok(LogEntry::Interval(_))))
+        .count();
+    assert_eq!(histograms, r.intervals.len());
+}
