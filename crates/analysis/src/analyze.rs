@@ -149,6 +149,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         findings: Vec::new(),
         series,
     };
+    a.summary.capacity = crate::find::capacity_summary(r, &a);
     a.findings = findings(&a);
     Ok(a)
 }

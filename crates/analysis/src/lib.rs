@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod compare;
 pub mod expr;
 pub mod failures;
+pub mod find;
 pub mod findings;
 pub mod recovery;
 pub mod stop;

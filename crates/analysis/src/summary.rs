@@ -129,6 +129,9 @@ pub struct Summary {
     /// After a spike profile: how long the service took to recover.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<crate::recovery::Recovery>,
+    /// What `crest find` concluded (set by [`crate::analyze`] for capacity searches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::find::CapacitySummary>,
 }
 
 /// Figures for one segment or one request name.
@@ -249,6 +252,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
             },
         )?,
         recovery: crate::recovery::recovery(r)?,
+        capacity: None,
         names: groups(
             r,
             |s| s.name as usize,

@@ -32,7 +32,11 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two runs: throughput, latency and errors side by side, with the change.
     Compare(CompareArgs),
-    /// Start the built-in demo target and run a short test against it.
+    /// Find the maximum sustainable throughput and the optimal operating point.
+    Find(Box<FindArgs>),
+    /// Run a scenario once per value of a parameter, with a setup command before each.
+    Sweep(SweepArgs),
+    /// Start the built-in demo target, find its capacity, and write the report.
     Demo(DemoArgs),
     /// Serve the built-in demo target on loopback until interrupted.
     Target(TargetArgs),
@@ -83,6 +87,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Engine threads [default: the number of CPU cores]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What each request looks like (quick mode).
+#[derive(Debug, Args)]
+pub struct RequestArgs {
     /// HTTP method [default: GET, or POST when a body is given]
     #[arg(short = 'm', long, value_name = "METHOD")]
     pub method: Option<String>,
@@ -118,13 +136,6 @@ pub struct RunArgs {
     /// Trust the CA certificates in this PEM file as well.
     #[arg(long, value_name = "PATH")]
     pub cacert: Option<PathBuf>,
-
-    /// Engine threads [default: the number of CPU cores]
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-
-    #[command(flatten)]
-    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -143,10 +154,69 @@ pub struct OutputArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct FindArgs {
+    /// The URL to load, or a scenario file (its flows are used; its load profile is not).
+    pub url: String,
+
+    /// A service level each probe must meet, e.g. 'p99 < 200ms' or 'error_rate < 1%'.
+    /// Repeatable [default: error_rate < 1%]
+    #[arg(long = "slo", value_name = "EXPR")]
+    pub slo: Vec<String>,
+
+    /// Search over the arrival rate (open model) instead of users.
+    #[arg(long)]
+    pub open: bool,
+
+    /// Longest the whole search may take.
+    #[arg(long, value_parser = parse_duration, default_value = "3m")]
+    pub budget: Duration,
+
+    /// Length of each probe; its first seconds are trimmed as warm-up.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub probe: Duration,
+
+    /// Highest level to try: users, or arrivals per second with --open.
+    #[arg(long, value_name = "N", default_value_t = 10_000.0)]
+    pub max: f64,
+
+    /// Open model: the most requests in flight.
+    #[arg(short = 'c', long = "concurrency", value_name = "N", default_value_t = 1000)]
+    pub concurrency: u64,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Engine threads [default: the number of CPU cores]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario file; it reads the value as ${env:NAME}.
+    pub scenario: PathBuf,
+
+    /// The parameter and its values: NAME=V1,V2,... (e.g. entities=11000,22000,60000).
+    #[arg(long, value_name = "NAME=VALUES")]
+    pub param: String,
+
+    /// A command run before each point with `sh -c`; {NAME} is replaced by the value, which is
+    /// also in the environment as NAME (seed 000: load data, restart the database).
+    #[arg(long, value_name = "COMMAND")]
+    pub setup: Option<String>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// How long the demo run lasts.
-    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "10s")]
-    pub duration: Duration,
+    /// Longest the capacity search may take.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub budget: Duration,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -158,13 +228,37 @@ pub struct TargetArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Service time of each request.
+    /// Requests served at once.
+    #[arg(long, default_value_t = 8)]
+    pub workers: usize,
+
+    /// Mean time a worker spends on a request.
     #[arg(long, value_parser = parse_duration, default_value = "10ms")]
-    pub delay: Duration,
+    pub service_time: Duration,
+
+    /// How service times vary: fixed, uniform (0.5x to 1.5x) or exponential.
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "uniform", "exponential"])]
+    pub distribution: String,
+
+    /// Requests that may wait for a worker; beyond that the answer is 503.
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+
+    /// A request not answered within this time gets 500.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub server_timeout: Duration,
 
     /// Response body size in bytes.
     #[arg(long, default_value_t = 1024)]
     pub size: usize,
+
+    /// Leak one file descriptor every N requests (for leak-detection demos).
+    #[arg(long, value_name = "N")]
+    pub leak_fd_every: Option<u64>,
+
+    /// Leak this many bytes of memory per request.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub leak_bytes: usize,
 }
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.

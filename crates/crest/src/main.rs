@@ -2,17 +2,21 @@
 
 mod cli;
 mod environment;
+mod find;
 mod limits;
 mod output;
 mod plan;
 mod progress;
 mod run;
+mod sweep;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cli::{Cli, Command, DemoArgs, TargetArgs};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -51,6 +55,38 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             run::execute(scenario.plan, workload, args, &a.output)
         }
         Command::Validate(a) => validate(&a.file),
+        Command::Find(a) if a.url.contains("://") => {
+            let timeout = a.request.timeout.unwrap_or(Duration::from_secs(30));
+            let (request, name) = plan::request(&a.url, &a.request, timeout)?;
+            let workload = Arc::new(
+                crest_http::HttpWorkload::new(&request, 0)
+                    .with_context(|| format!("URL {}", crest_model::redact::url(&request.url)))?,
+            );
+            let base = crest_model::plan::Plan {
+                load: crest_model::plan::LoadModel::users(1),
+                stop: Default::default(),
+                names: vec![name],
+                segments: vec![crest_model::plan::SegmentPlan::whole_run()],
+                threads: a
+                    .threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+                grace: timeout.min(Duration::from_secs(5)),
+                target: crest_model::plan::Target::Http(request),
+                stop_when: Vec::new(),
+                thresholds: Vec::new(),
+            };
+            find::find(find::Subject { workload, base }, &a, args)
+        }
+        Command::Find(a) => {
+            let s = crest_scenario::load(Path::new(&a.url))?;
+            let mut base = s.plan;
+            if let Some(t) = a.threads {
+                base.threads = t.max(1);
+            }
+            let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
+            find::find(find::Subject { workload, base }, &a, args)
+        }
+        Command::Sweep(a) => sweep::sweep(&a, args),
         Command::Report(a) => {
             let results = output::read_results(&a.dir)?;
             let dir = if a.dir.is_dir() {
@@ -58,8 +94,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             } else {
                 a.dir.parent().map(Path::to_path_buf).unwrap_or_default()
             };
-            crest_report::write_run(&dir, &results)?;
-            let summary = crest_analysis::summarize(&results)?;
+            let summary = crest_report::write_run(&dir, &results)?.summary;
             print!("{}", crest_report::terminal::render(&results, &summary));
             for f in crest_report::RUN_FILES {
                 eprintln!("wrote {}", dir.join(f).display());
@@ -127,32 +162,81 @@ fn validate(file: &std::path::Path) -> Result<u8> {
     Ok(0)
 }
 
-/// Starts the demo target in-process and runs a short closed-model test against it.
+/// The demo target's settings from flags.
+fn target_config(a: &TargetArgs) -> Result<crest_target::Config> {
+    let distribution = match a.distribution.as_str() {
+        "uniform" => crest_target::Distribution::Uniform,
+        "exponential" => crest_target::Distribution::Exponential,
+        _ => crest_target::Distribution::Fixed,
+    };
+    let c = crest_target::Config {
+        workers: a.workers,
+        service_time: a.service_time,
+        distribution,
+        queue: a.queue,
+        timeout: a.server_timeout,
+        body_size: a.size,
+        leak_fd_every: a.leak_fd_every,
+        leak_bytes_per_request: a.leak_bytes,
+    };
+    c.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
+    Ok(c)
+}
+
+/// Starts the demo target in-process, finds its capacity, and writes the report.
 fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
     let config = crest_target::Config::default();
     let addr = crest_target::spawn("127.0.0.1:0".parse()?, config.clone()).context("cannot start the demo target")?;
+    let capacity = config.workers as f64 / config.service_time.as_secs_f64();
     if !a.output.quiet {
         eprintln!(
-            "demo target on http://{addr}/ (service time {} ms, {} byte responses); 20 users for {}",
-            config.delay.as_millis(),
-            config.body_size,
-            humantime::format_duration(a.duration)
+            "demo target on http://{addr}/: {} workers, {} ms service time, so a capacity of {capacity:.0} req/s; \
+             finding it (at most {})",
+            config.workers,
+            config.service_time.as_millis(),
+            humantime::format_duration(a.budget)
         );
     }
-    let run_args = cli::Cli::try_parse_from([
-        "crest".to_string(),
-        "run".into(),
-        format!("http://{addr}/"),
-        "-c".into(),
-        "20".into(),
-        "-d".into(),
-        humantime::format_duration(a.duration).to_string(),
-    ])?;
-    let Command::Run(run_args) = run_args.command else {
-        bail!("internal: demo arguments")
+    let (request, name) = plan::request(&format!("http://{addr}/"), &default_request(), Duration::from_secs(10))?;
+    let workload = Arc::new(crest_http::HttpWorkload::new(&request, 0)?);
+    let base = crest_model::plan::Plan {
+        load: crest_model::plan::LoadModel::users(1),
+        stop: Default::default(),
+        names: vec![name],
+        segments: vec![crest_model::plan::SegmentPlan::whole_run()],
+        threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        grace: Duration::from_secs(5),
+        target: crest_model::plan::Target::Http(request),
+        stop_when: Vec::new(),
+        thresholds: Vec::new(),
     };
-    let plan = plan::resolve(&run_args)?;
-    run::quick(plan, args, &a.output)
+    let slo = find::slo(&[])?;
+    find::search(
+        find::Subject { workload, base },
+        &slo,
+        false,
+        a.budget,
+        Duration::from_secs(4),
+        10_000.0,
+        1000,
+        &a.output,
+        args,
+        &[],
+    )
+}
+
+fn default_request() -> cli::RequestArgs {
+    cli::RequestArgs {
+        method: None,
+        headers: Vec::new(),
+        body: None,
+        body_file: None,
+        timeout: None,
+        connect_timeout: None,
+        no_keepalive: false,
+        insecure: false,
+        cacert: None,
+    }
 }
 
 /// Serves the demo target until interrupted.
@@ -163,13 +247,16 @@ fn target(a: TargetArgs) -> Result<u8> {
             a.listen
         );
     }
-    let config = crest_target::Config {
-        delay: a.delay,
-        body_size: a.size,
-    };
-    let addr =
-        crest_target::spawn(a.listen, config).with_context(|| format!("--listen {}: cannot listen", a.listen))?;
-    eprintln!("demo target on http://{addr}/ (Ctrl-C stops it)");
+    limits::raise_file_limit()?;
+    let config = target_config(&a)?;
+    let addr = crest_target::spawn(a.listen, config.clone())
+        .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    eprintln!(
+        "demo target on http://{addr}/ ({} workers, {} ms service time, queue {}; Ctrl-C stops it)",
+        config.workers,
+        config.service_time.as_millis(),
+        config.queue
+    );
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -40,13 +40,16 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<cres
 
     // The reports come second: if one fails, results.json is already safe and `crest report`
     // can try again.
-    if let Err(e) = crest_report::write_run(dir, results) {
-        eprintln!(
-            "warning: {e}; results.json is complete, and `crest report {}` retries",
-            dir.display()
-        );
-    }
-    let summary = crest_analysis::summarize(results).context("cannot summarise the results")?;
+    let summary = match crest_report::write_run(dir, results) {
+        Ok(analysis) => analysis.summary,
+        Err(e) => {
+            eprintln!(
+                "warning: {e}; results.json is complete, and `crest report {}` retries",
+                dir.display()
+            );
+            crest_analysis::summarize(results).context("cannot summarise the results")?
+        }
+    };
     let text = crest_report::terminal::render(results, &summary);
     let summary_json = serde_json::to_string_pretty(&summary).context("cannot serialise the summary")?;
     let json_to_stdout = out.summary_json.as_deref() == Some("-");

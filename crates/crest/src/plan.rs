@@ -1,6 +1,6 @@
 //! Resolves quick-mode flags into a validated [`Plan`]. Every error names the flag at fault.
 
-use crate::cli::RunArgs;
+use crate::cli::{RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
 use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
@@ -42,10 +42,31 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
             None
         }),
     };
-    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = args.request.timeout.unwrap_or(DEFAULT_TIMEOUT);
     if timeout.is_zero() {
         bail!("--timeout 0s: the timeout must be above 0");
     }
+    let (request, name) = request(&args.url, &args.request, timeout)?;
+    let threads = match args.threads {
+        Some(0) => bail!("--threads 0: at least one thread is needed"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    Ok(Plan {
+        load: model,
+        stop,
+        names: vec![name],
+        segments: vec![SegmentPlan::whole_run()],
+        threads,
+        grace: timeout.min(MAX_GRACE),
+        target: Target::Http(request),
+        stop_when: Vec::new(),
+        thresholds: Vec::new(),
+    })
+}
+
+/// The repeated request of quick mode (and of `crest find` on a URL), with its statistics name.
+pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(HttpRequest, String)> {
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => {
@@ -76,27 +97,16 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         }
         None => None,
     };
-    let url = args.url.clone();
+    let url = url.to_string();
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         bail!(
             "URL {:?}: it must start with http:// or https://",
             crest_model::redact::url(&url)
         );
     }
-    let threads = match args.threads {
-        Some(0) => bail!("--threads 0: at least one thread is needed"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    };
     let name = format!("{method} {}", path_of(&url));
-    Ok(Plan {
-        load: model,
-        stop,
-        names: vec![name],
-        segments: vec![SegmentPlan::whole_run()],
-        threads,
-        grace: timeout.min(MAX_GRACE),
-        target: Target::Http(HttpRequest {
+    Ok((
+        HttpRequest {
             method,
             url,
             headers,
@@ -108,10 +118,9 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
                 insecure: args.insecure,
                 ca_pem,
             },
-        }),
-        stop_when: Vec::new(),
-        thresholds: Vec::new(),
-    })
+        },
+        name,
+    ))
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself.
@@ -121,15 +130,15 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
         ("--rate", a.rate.is_some()),
-        ("-m", a.method.is_some()),
-        ("-H", !a.headers.is_empty()),
-        ("--body", a.body.is_some()),
-        ("--body-file", a.body_file.is_some()),
-        ("--timeout", a.timeout.is_some()),
-        ("--connect-timeout", a.connect_timeout.is_some()),
-        ("--no-keepalive", a.no_keepalive),
-        ("--insecure", a.insecure),
-        ("--cacert", a.cacert.is_some()),
+        ("-m", a.request.method.is_some()),
+        ("-H", !a.request.headers.is_empty()),
+        ("--body", a.request.body.is_some()),
+        ("--body-file", a.request.body_file.is_some()),
+        ("--timeout", a.request.timeout.is_some()),
+        ("--connect-timeout", a.request.connect_timeout.is_some()),
+        ("--no-keepalive", a.request.no_keepalive),
+        ("--insecure", a.request.insecure),
+        ("--cacert", a.request.cacert.is_some()),
     ];
     checks
         .iter()

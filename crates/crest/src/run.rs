@@ -26,7 +26,7 @@ const INTERVAL: Duration = Duration::from_secs(1);
 
 /// Which signal interrupted the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Interrupt {
+pub enum Interrupt {
     Int,
     Term,
 }
@@ -42,6 +42,33 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
 pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    let dir = output::prepare_dir(out.out.as_deref())?;
+    let measured = measure(&plan, Arc::new(workload), command_line, out.quiet)?;
+    let summary = output::write_all(&dir, &measured.results, out)?;
+    Ok(exit_code(measured.results.ended_by, &summary))
+}
+
+/// The process exit code for a finished run.
+pub fn exit_code(ended_by: EndReason, summary: &crest_analysis::Summary) -> u8 {
+    match ended_by {
+        EndReason::Sigint => 130,
+        EndReason::Sigterm => 143,
+        _ if summary.thresholds_failed() => 1,
+        _ => 0,
+    }
+}
+
+/// A measured run, not yet written anywhere.
+pub struct Measured {
+    /// Everything measured.
+    pub results: Results,
+    /// The signal that stopped it, if one did.
+    pub interrupted: Option<Interrupt>,
+}
+
+/// Runs `plan` with `workload`: sends the load, shows progress, reacts to signals, and returns
+/// the results document.
+pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[String], quiet: bool) -> Result<Measured> {
     limits::ensure_file_limit(plan.load.max_concurrency())?;
     let conditions = plan
         .stop_when
@@ -51,7 +78,6 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
     let mut watch = StopWatch::new(conditions);
     let segment_starts: Vec<Duration> = plan.segments.iter().map(|s| s.start).collect();
     let mut stopped_by: Option<Stopped> = None;
-    let dir = output::prepare_dir(out.out.as_deref())?;
 
     let shape = Shape {
         model: plan.load.clone(),
@@ -75,7 +101,6 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
     let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
-        let workload = Arc::new(workload);
         std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
             crest_engine::run(&shape, start, &stop, workload, |_| {
                 Recorder::new(INTERVAL, open_model, tx.clone())
@@ -84,7 +109,7 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
     };
 
     let mut series = Series::new(threads, INTERVAL.as_secs_f64());
-    let mut progress = Progress::new(out.quiet, INTERVAL.as_secs_f64());
+    let mut progress = Progress::new(quiet, INTERVAL.as_secs_f64());
     let mut interrupt = None;
     rt.block_on(async {
         let mut poll = tokio::time::interval(Duration::from_millis(100));
@@ -164,10 +189,10 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
             at_s: s.at_s,
             detail: s.detail,
         }),
-        config: run_config(&plan, command_line, threads),
+        config: run_config(plan, command_line, threads),
         environment: Some(crate::environment::capture()),
         names: plan.names.clone(),
-        segments: segments(&plan, duration),
+        segments: segments(plan, duration),
         stats: totals.stats(),
         status_codes: totals.status_codes(),
         errors: totals.errors(),
@@ -183,13 +208,11 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
         },
         intervals,
         interval_s: INTERVAL.as_secs_f64(),
+        find: None,
     };
-    let summary = output::write_all(&dir, &results, out)?;
-    Ok(match ended_by {
-        EndReason::Sigint => 130,
-        EndReason::Sigterm => 143,
-        _ if summary.thresholds_failed() => 1,
-        _ => 0,
+    Ok(Measured {
+        results,
+        interrupted: interrupt,
     })
 }
 

@@ -7,9 +7,10 @@ use common::crest;
 
 #[test]
 fn demo_runs_against_the_built_in_target_and_writes_results() {
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let out = crest()
-        .args(["demo", "-d", "2s", "--out"])
+        .args(["demo", "--budget", "13s", "--out"])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -21,8 +22,12 @@ fn demo_runs_against_the_built_in_target_and_writes_results() {
     let results: crest_model::Results =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
     let s = crest_analysis::summarize(&results).unwrap();
-    // 20 users against a 10 ms service time: close to 2,000 requests a second, none failing.
-    assert!(s.requests > 1000, "{}", s.requests);
+    // Three 4 s probes fit the budget: 1, 2 and 4 users against 8 workers of 10 ms.
+    let find = results.find.as_ref().unwrap();
+    assert_eq!(find.probes.len(), 3, "{:?}", find.probes);
+    assert!(find.stopped_because.contains("budget"), "{}", find.stopped_because);
     assert_eq!(s.failures, 0);
     assert!(s.latency_ms.p50 >= 10.0, "{}", s.latency_ms.p50);
+    assert!(stderr.contains("capacity of 800 req/s"), "{stderr}");
+    assert!(dir.path().join("report.html").exists());
 }

@@ -22,7 +22,21 @@ fn ten_thousand_concurrent_connections_from_one_process() {
     // The target runs in its own process so that each side has its own open-file limit.
     let mut target = Child(
         crest()
-            .args(["target", "--listen", "127.0.0.1:0", "--delay", "1s", "--size", "64"])
+            .args([
+                "target",
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "100",
+                "--service-time",
+                "10ms",
+                "--queue",
+                "20000",
+                "--server-timeout",
+                "30s",
+                "--size",
+                "64",
+            ])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),

@@ -463,3 +463,56 @@ fn a_spike_reports_how_long_the_service_took_to_recover() {
         assert!(r.stderr.contains("Recovery"), "{}", r.stderr);
     });
 }
+
+#[test]
+fn sweep_runs_each_value_after_its_setup_command() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::json(200, "{}")).await;
+        let (dir, file) = scenario_file(&format!(
+            "target: http://{}\nsteps: [{{request: {{path: \"/x?n=${{env:n}}\"}}}}]\nload: {{threads: 2, loops: 3}}\n",
+            server.addr
+        ));
+        let log = dir.path().join("setup.log");
+        let setup = format!("echo {{n}} $n >> {}", log.display());
+        let out_dir = tempfile::tempdir().unwrap();
+        let (f, o) = (file.clone(), out_dir.path().to_path_buf());
+        let out = tokio::task::spawn_blocking(move || {
+            common::crest()
+                .arg("sweep")
+                .arg(&f)
+                .args([
+                    "--param",
+                    "n=1,2,3",
+                    "--setup",
+                    &setup,
+                    "--quiet",
+                    "--summary-json",
+                    "-",
+                    "--out",
+                ])
+                .arg(&o)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "1 1\n2 2\n3 3\n",
+            "setup ran before each point, with the value"
+        );
+        let paths: Vec<String> = server.received().iter().map(|q| q.path.clone()).collect();
+        assert_eq!(paths.iter().filter(|p| *p == "/x?n=2").count(), 6, "{paths:?}");
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<&str> = s["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["n=1", "n=2", "n=3"]);
+        assert!(out_dir.path().join("report.md").exists());
+    });
+}

@@ -54,6 +54,9 @@ pub struct Results {
     pub open: Option<OpenStats>,
     /// One entry per interval of `interval_s` seconds, in order.
     pub intervals: Vec<Interval>,
+    /// The capacity search, when the run was `crest find`: each segment is one probe.
+    #[serde(default)]
+    pub find: Option<FindRecord>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
 }
@@ -111,6 +114,32 @@ pub struct RunConfig {
     pub thresholds: Vec<String>,
     /// Stop conditions evaluated during the run, as written.
     pub stop_conditions: Vec<String>,
+}
+
+/// A capacity search: the probes it made and why it stopped.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindRecord {
+    /// `closed` (levels are users) or `open` (levels are arrivals per second).
+    pub model: String,
+    /// The service level each probe had to meet, as written.
+    pub slo: Vec<String>,
+    /// The probes, in the order they ran; probe `i` is segment `i`.
+    pub probes: Vec<ProbeRecord>,
+    /// Why the search ended.
+    pub stopped_because: String,
+}
+
+/// One probe of a capacity search.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRecord {
+    /// Users or arrivals per second.
+    pub level: f64,
+    /// Whether it met the service level.
+    pub passed: bool,
+    /// What the probe showed, in words.
+    pub verdict: String,
 }
 
 /// The machine crest ran on.
@@ -267,4 +296,78 @@ pub struct Interval {
 pub fn json_schema() -> serde_json::Value {
     let schema = schemars::schema_for!(Results);
     serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+/// Joins runs made one after another (the probes of a capacity search, the points of a sweep)
+/// into one document: run `k` becomes segment `k`, its intervals follow the previous run's, and
+/// counters and histograms add. Each part is labelled with its segment's name and load.
+pub fn concat(parts: Vec<(Segment, Results)>) -> Result<Results, crate::HistError> {
+    let mut it = parts.into_iter();
+    let Some((first_seg, first)) = it.next() else {
+        return Err(crate::HistError::Decode(
+            hdrhistogram::serialization::DeserializeError::InvalidCookie,
+        ));
+    };
+    let mut out = first.clone();
+    out.segments.clear();
+    out.stats.clear();
+    out.intervals.clear();
+    out.status_codes.clear();
+    out.errors.clear();
+    out.abandoned = 0;
+    out.duration_s = 0.0;
+    let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
+    let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);
+    for (k, (label, part)) in std::iter::once((first_seg, first)).chain(it).enumerate() {
+        // Parts start on whole intervals, so intervals never overlap.
+        let offset = out.duration_s;
+        let len = (part.duration_s / part.interval_s).ceil().max(1.0) * part.interval_s;
+        out.segments.push(Segment {
+            start_s: offset,
+            end_s: offset + part.duration_s,
+            ..label
+        });
+        for mut s in part.stats {
+            s.segment = k as u32;
+            out.stats.push(s);
+        }
+        for mut i in part.intervals {
+            i.t_s += offset;
+            out.intervals.push(i);
+        }
+        for (code, n) in part.status_codes {
+            *out.status_codes.entry(code).or_default() += n;
+        }
+        for e in part.errors {
+            match out.errors.iter_mut().find(|x| x.outcome == e.outcome) {
+                Some(x) => x.count += e.count,
+                None => out.errors.push(e),
+            }
+        }
+        out.abandoned += part.abandoned;
+        if let Some(o) = part.open {
+            arrivals += o.arrivals;
+            dropped += o.dropped;
+            target = target.max(o.target_rps);
+            let h = o.send_lag.decode()?;
+            match &mut send_lag {
+                Some(acc) => {
+                    let _ = acc.add(&h);
+                }
+                None => send_lag = Some(h),
+            }
+        }
+        if part.ended_by.interrupted() {
+            out.ended_by = part.ended_by;
+        }
+        out.duration_s = offset + len;
+    }
+    out.errors.sort_by_key(|e| std::cmp::Reverse(e.count));
+    out.open = send_lag.map(|h| OpenStats {
+        target_rps: target,
+        arrivals,
+        dropped,
+        send_lag: EncodedHistogram::encode(&h),
+    });
+    Ok(out)
 }

@@ -37,6 +37,7 @@ struct RunView<'a> {
     started_at: &'a str,
     duration_s: f64,
     ended_by: &'static str,
+    find: Option<&'a crest_model::results::FindRecord>,
     load: String,
     command_line: String,
     scenario: Option<&'a ScenarioConfig>,
@@ -44,6 +45,15 @@ struct RunView<'a> {
     crest_version: &'a str,
     a: &'a Analysis,
     charts: Vec<Chart>,
+}
+
+/// How a run ended, in words; a capacity search ends when its search does.
+pub fn ended(r: &Results) -> &'static str {
+    if r.find.is_some() && r.ended_by == EndReason::Completed {
+        "the capacity search finishing"
+    } else {
+        ended_by(r.ended_by)
+    }
 }
 
 /// How a run ended, in words.
@@ -78,7 +88,8 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         title,
         started_at: &r.started_at,
         duration_s: r.duration_s,
-        ended_by: ended_by(r.ended_by),
+        ended_by: ended(r),
+        find: r.find.as_ref(),
         load,
         command_line: c.command_line.join(" "),
         scenario: c.scenario.as_ref(),

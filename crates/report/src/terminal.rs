@@ -31,7 +31,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
         (None, None) => format!("closed model, up to {} users", c.concurrency),
     };
-    writeln!(out, "  {load}, ended by {}", crate::html::ended_by(r.ended_by))?;
+    writeln!(out, "  {load}, ended by {}", crate::html::ended(r))?;
     writeln!(out)?;
     writeln!(
         out,
@@ -124,6 +124,43 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         for g in &s.names {
             group_row(out, g)?;
         }
+    }
+    if let Some(c) = &s.capacity {
+        writeln!(out)?;
+        writeln!(out, "  Capacity     max {} req/s successful", num(c.max_throughput_rps))?;
+        if let Some(o) = &c.optimal {
+            let at = match (o.concurrency, o.rate) {
+                (Some(n), _) => format!("{n:.0} users"),
+                (None, Some(r)) => format!("{}/s", num(r)),
+                _ => "-".into(),
+            };
+            writeln!(
+                out,
+                "  Optimal      {at}: {} req/s at a mean of {} ms",
+                num(o.throughput_rps),
+                ms(o.latency_ms)
+            )?;
+        }
+        if let Some(r) = &c.recommended {
+            writeln!(out, "  Recommended  {r}")?;
+        }
+        if let Some(l) = &c.limit {
+            writeln!(out, "  Limit        {l}")?;
+        }
+        if let Some(u) = &c.usl {
+            let peak = u
+                .peak_users
+                .map_or_else(|| "no peak".to_string(), |p| format!("peak at {p:.0} users"));
+            writeln!(
+                out,
+                "  USL fit      lambda {} req/s, sigma {:.4}, kappa {:.6}, {peak} (R² {:.3})",
+                num(u.lambda),
+                u.sigma,
+                u.kappa,
+                u.r2
+            )?;
+        }
+        writeln!(out, "  Stopped      {}", c.stopped_because)?;
     }
     if let Some(rec) = &s.recovery {
         writeln!(out)?;

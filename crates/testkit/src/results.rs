@@ -213,6 +213,7 @@ impl ResultsBuilder {
             open: None,
             intervals: self.intervals,
             interval_s: 1.0,
+            find: None,
         }
     }
 }

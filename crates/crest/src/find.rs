@@ -1,0 +1,213 @@
+//! `crest find`: probes the target at rising load until the service level breaks or throughput
+//! stops growing, then narrows down the knee and the limit. The decisions are
+//! `crest_analysis::find::next`; this module runs the probes and joins them into one results
+//! document, so the report shows every probe as a step.
+
+use crate::cli::{FindArgs, OutputArgs};
+use crate::output;
+use crate::run::{measure, Interrupt};
+use anyhow::{bail, Context, Result};
+use crest_analysis::expr::{Bound, Expr, Metric, Op};
+use crest_analysis::find::{judge, next, show, Next, Probe, Slo};
+use crest_engine::Workload;
+use crest_model::plan::{LoadModel, Plan, SegmentPlan, StopRule};
+use crest_model::results::{self, EndReason, FindRecord, ProbeRecord, Results, Segment};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Reads `--slo` expressions into a service level.
+pub fn slo(exprs: &[String]) -> Result<Slo> {
+    let mut slo = Slo {
+        max_error_rate: 0.01,
+        max_p99_ms: None,
+    };
+    for text in exprs {
+        let e = Expr::parse(text).map_err(|m| anyhow::anyhow!("--slo {m}"))?;
+        let Bound::Value(v) = e.bound else {
+            bail!("--slo {text:?}: compare with a value")
+        };
+        if !matches!(e.op, Op::Lt | Op::Le) || e.name.is_some() {
+            bail!("--slo {text:?}: write an upper bound for all requests, e.g. 'p99 < 200ms'");
+        }
+        match e.metric {
+            Metric::ErrorRate => slo.max_error_rate = v,
+            Metric::Latency(q) if (q - 99.0).abs() < f64::EPSILON => slo.max_p99_ms = Some(v),
+            _ => bail!("--slo {text:?}: crest find checks p99 and error_rate"),
+        }
+    }
+    Ok(slo)
+}
+
+/// What the search is run on: a workload and a plan to vary.
+pub struct Subject<W> {
+    pub workload: Arc<W>,
+    pub base: Plan,
+}
+
+/// Runs the search and writes the report. Returns the exit code.
+pub fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
+    let slo = slo(&a.slo)?;
+    if a.probe < Duration::from_secs(2) {
+        bail!(
+            "--probe {}: probes need at least 2s to reach a steady state",
+            humantime::format_duration(a.probe)
+        );
+    }
+    if a.max.is_nan() || a.max < 1.0 {
+        bail!("--max {}: give a level of at least 1", a.max);
+    }
+    search(
+        subject,
+        &slo,
+        a.open,
+        a.budget,
+        a.probe,
+        a.max,
+        a.concurrency,
+        &a.output,
+        command_line,
+        &a.slo,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn search<W: Workload>(
+    subject: Subject<W>,
+    slo: &Slo,
+    open: bool,
+    budget: Duration,
+    probe_len: Duration,
+    max: f64,
+    cap: u64,
+    out: &OutputArgs,
+    command_line: &[String],
+    slo_text: &[String],
+) -> Result<u8> {
+    let dir = output::prepare_dir(out.out.as_deref())?;
+    let started = Instant::now();
+    let start_level = if open { 10.0 } else { 1.0 };
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut records: Vec<ProbeRecord> = Vec::new();
+    let mut parts: Vec<(Segment, Results)> = Vec::new();
+    let mut interrupted = None;
+    let stopped_because = loop {
+        let level = match next(&probes, slo, open, start_level, max) {
+            Next::Probe(l) => l,
+            Next::Done(why) => break why,
+        };
+        if started.elapsed() + probe_len > budget {
+            break format!("the search budget of {} was used", humantime::format_duration(budget));
+        }
+        let plan = probe_plan(&subject.base, level, open, cap, probe_len);
+        let m = measure(&plan, Arc::clone(&subject.workload), command_line, true)?;
+        let a = crest_analysis::analyze(&m.results).context("cannot analyse a probe")?;
+        let seg = &a.segments[0];
+        let achieved = a
+            .summary
+            .achieved_rps
+            .map_or(1.0, |x| if level > 0.0 { x / level } else { 1.0 });
+        let p = Probe {
+            level,
+            success_rps: seg.success_rps,
+            p99_ms: seg.latency_ms.p99,
+            error_rate: seg.error_rate,
+            achieved_share: achieved,
+        };
+        let verdict = judge(&p, slo, open);
+        let text = format!(
+            "{:.1} req/s ok, p99 {:.1} ms, {:.2}% errors: {}",
+            p.success_rps,
+            p.p99_ms,
+            p.error_rate * 100.0,
+            verdict
+                .as_ref()
+                .map_or_else(|e| e.clone(), |()| "meets the service level".into())
+        );
+        if !out.quiet {
+            eprintln!("probe {} ({}): {text}", probes.len() + 1, show(level, open));
+        }
+        records.push(ProbeRecord {
+            level,
+            passed: verdict.is_ok(),
+            verdict: text,
+        });
+        let label = Segment {
+            name: format!("probe {}: {}", probes.len() + 1, show(level, open)),
+            start_s: 0.0,
+            end_s: 0.0,
+            users: (!open).then_some(level as u64),
+            rate: open.then_some(level),
+        };
+        let stop = m.results.stopped_by.clone();
+        parts.push((label, m.results));
+        probes.push(p);
+        if m.interrupted.is_some() {
+            interrupted = m.interrupted;
+            break "interrupted".into();
+        }
+        if let Some(s) = stop {
+            break format!(
+                "stop condition `{}` held at {}: {}",
+                s.condition,
+                show(level, open),
+                s.detail
+            );
+        }
+    };
+    if parts.is_empty() {
+        bail!("no probe ran: {stopped_because}");
+    }
+    let mut results = results::concat(parts)?;
+    results.ended_by = match interrupted {
+        Some(Interrupt::Int) => EndReason::Sigint,
+        Some(Interrupt::Term) => EndReason::Sigterm,
+        None => EndReason::Completed,
+    };
+    results.stopped_by = None;
+    results.config.model = if open { "open" } else { "closed" }.into();
+    results.config.concurrency = if open {
+        cap
+    } else {
+        records.iter().map(|r| r.level as u64).max().unwrap_or(0)
+    };
+    results.config.rate = open.then(|| records.iter().map(|r| r.level).fold(0.0, f64::max));
+    results.config.duration_s = Some(results.duration_s);
+    results.config.command_line = crest_model::redact::command_line(command_line);
+    let slo_list = if slo_text.is_empty() {
+        vec!["error_rate < 1%".to_string()]
+    } else {
+        slo_text.to_vec()
+    };
+    results.find = Some(FindRecord {
+        model: results.config.model.clone(),
+        slo: slo_list,
+        probes: records,
+        stopped_because,
+    });
+    let summary = output::write_all(&dir, &results, out)?;
+    Ok(crate::run::exit_code(results.ended_by, &summary))
+}
+
+/// The plan of one probe: the base plan at one level, for one probe's length.
+fn probe_plan(base: &Plan, level: f64, open: bool, cap: u64, len: Duration) -> Plan {
+    let load = if open {
+        LoadModel::rate(level, cap)
+    } else {
+        LoadModel::users(level.max(1.0) as u64)
+    };
+    Plan {
+        load,
+        stop: StopRule {
+            requests: None,
+            duration: Some(len),
+        },
+        segments: vec![SegmentPlan {
+            name: show(level, open),
+            start: Duration::ZERO,
+            users: (!open).then_some(level as u64),
+            rate: open.then_some(level),
+        }],
+        thresholds: Vec::new(),
+        ..base.clone()
+    }
+}

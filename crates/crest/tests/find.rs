@@ -1,0 +1,127 @@
+//! `crest find` against the built-in target with C workers of S seconds: the maximum throughput
+//! it reports lies within 5% of C/S and the knee near C users, in both models.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::crest;
+use serde_json::Value;
+use std::time::Duration;
+
+fn target(workers: usize, service_ms: u64, timeout: Duration) -> std::net::SocketAddr {
+    let config = crest_target::Config {
+        workers,
+        service_time: Duration::from_millis(service_ms),
+        queue: 256,
+        timeout,
+        body_size: 256,
+        ..Default::default()
+    };
+    crest_target::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
+}
+
+fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crest()
+        .args([
+            "find",
+            &format!("http://{addr}/"),
+            "--probe",
+            "3s",
+            "--budget",
+            "90s",
+            "--quiet",
+            "--summary-json",
+            "-",
+            "--out",
+        ])
+        .arg(dir.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (v, dir, out.status.code().unwrap_or(-1))
+}
+
+fn check_closed(workers: usize, service_ms: u64) {
+    let _serial = common::serial();
+    let capacity = workers as f64 * 1000.0 / service_ms as f64;
+    let (s, _dir, code) = find(target(workers, service_ms, Duration::from_secs(5)), &[]);
+    assert_eq!(code, 0);
+    let c = &s["capacity"];
+    let max = c["max_throughput_rps"].as_f64().unwrap();
+    assert!(
+        (max - capacity).abs() <= 0.05 * capacity,
+        "max {max} req/s for C/S = {capacity}: {c}"
+    );
+    let knee = c["optimal"]["concurrency"].as_f64().unwrap();
+    assert!(
+        knee >= workers as f64 * 0.75 && knee <= workers as f64 * 1.5,
+        "knee {knee} for C = {workers}: {c}"
+    );
+    assert!(
+        c["stopped_because"]
+            .as_str()
+            .unwrap()
+            .contains("throughput stopped growing"),
+        "{c}"
+    );
+    assert!(c["usl"]["lambda"].as_f64().is_some(), "a USL fit: {c}");
+}
+
+fn check_open(workers: usize, service_ms: u64) {
+    let _serial = common::serial();
+    let capacity = workers as f64 * 1000.0 / service_ms as f64;
+    let (s, _dir, code) = find(target(workers, service_ms, Duration::from_secs(5)), &["--open"]);
+    assert_eq!(code, 0);
+    let c = &s["capacity"];
+    let max = c["max_throughput_rps"].as_f64().unwrap();
+    assert!(
+        (max - capacity).abs() <= 0.05 * capacity,
+        "max {max} req/s for C/S = {capacity}: {c}"
+    );
+    let rate = c["optimal"]["rate"].as_f64().unwrap();
+    assert!(
+        rate <= capacity * 1.05 && rate >= capacity * 0.5,
+        "optimal rate {rate} for {capacity}: {c}"
+    );
+}
+
+#[test]
+fn closed_model_finds_4_workers_of_20ms() {
+    check_closed(4, 20);
+}
+
+#[test]
+fn closed_model_finds_8_workers_of_10ms() {
+    check_closed(8, 10);
+}
+
+#[test]
+fn open_model_finds_4_workers_of_20ms() {
+    check_open(4, 20);
+}
+
+#[test]
+fn open_model_finds_8_workers_of_10ms() {
+    check_open(8, 10);
+}
+
+#[test]
+fn a_server_timeout_is_named_in_the_report() {
+    let _serial = common::serial();
+    // 2 workers of 50 ms serve 40 req/s; 150 users wait about 3.75 s, past the 2 s timeout, so
+    // most requests get 500 after 2 s.
+    let addr = target(2, 50, Duration::from_secs(2));
+    let r = common::run(&format!("http://{addr}/"), &["-c", "150", "-d", "6s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.error_count("http_500") > 50, "{}", r.stdout);
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("server or proxy timeout near 2 s"),
+        "{}",
+        &md[..md.len().min(3000)]
+    );
+}
