@@ -192,10 +192,22 @@ impl<W: Workload> Local<W> {
         }
     }
 
-    async fn iterate(&self, user: &mut W::User, intended: Instant) {
+    /// Counts an iteration as in flight. The open model calls this when it dispatches, before
+    /// the iteration's task first runs, so that a burst of due arrivals cannot overshoot the cap.
+    fn reserve(&self) {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
         t.started.set(t.started.get() + 1);
+    }
+
+    async fn iterate(&self, user: &mut W::User, intended: Instant) {
+        self.reserve();
+        self.run_reserved(user, intended).await;
+    }
+
+    /// Runs an iteration already counted by [`Local::reserve`].
+    async fn run_reserved(&self, user: &mut W::User, intended: Instant) {
+        let t = &self.tracker;
         let segment = segment_at(&self.segments, intended.saturating_duration_since(self.start)) as u32;
         let ctx = Ctx {
             start: self.start,
@@ -448,9 +460,10 @@ async fn open<W: Workload>(
                 u
             }
         };
+        local.reserve();
         let (local, pool) = (Rc::clone(local), Rc::clone(&pool));
         tokio::task::spawn_local(async move {
-            local.iterate(&mut user, due).await;
+            local.run_reserved(&mut user, due).await;
             pool.borrow_mut().push(user);
         });
     }

@@ -314,3 +314,50 @@ fn a_ramp_down_retires_users_after_their_current_iteration() {
     assert_eq!(late, 0, "no user starts an iteration after the ramp reached 0");
     assert_eq!(r.abandoned, 0, "retired users finish what they started");
 }
+
+/// Counts users created and the most iterations in flight at once.
+struct Counting {
+    users: std::sync::atomic::AtomicU64,
+    in_flight: std::sync::atomic::AtomicU64,
+    peak: std::sync::atomic::AtomicU64,
+}
+
+impl Workload for Counting {
+    type User = ();
+
+    fn new_user(&self, _: u64) {
+        self.users.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn iterate<'a>(&'a self, _: &'a mut (), _ctx: Ctx<'a>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.in_flight.fetch_sub(1, SeqCst);
+    }
+}
+
+#[test]
+fn the_open_model_never_exceeds_its_cap_even_when_arrivals_come_in_bursts() {
+    // 5,000/s with 1 ms timer ticks: several arrivals are due at each wake-up.
+    let w = Arc::new(Counting {
+        users: Default::default(),
+        in_flight: Default::default(),
+        peak: Default::default(),
+    });
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(500)), None);
+    let r = run(
+        &shape(LoadModel::rate(5000.0, 6), 2),
+        start,
+        &stop,
+        Arc::clone(&w),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    use std::sync::atomic::Ordering::SeqCst;
+    assert!(w.peak.load(SeqCst) <= 6, "in flight at once: {}", w.peak.load(SeqCst));
+    assert!(w.users.load(SeqCst) <= 6, "users created: {}", w.users.load(SeqCst));
+    assert!(r.dropped > 1000, "most arrivals dropped: {}", r.dropped);
+}
