@@ -38,8 +38,26 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Start the built-in demo target, find its capacity, and write the report.
     Demo(DemoArgs),
+    /// PostgreSQL helpers.
+    #[command(subcommand)]
+    Pg(PgCommand),
     /// Serve the built-in demo target on loopback until interrupted.
     Target(TargetArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PgCommand {
+    /// Create and fill pgbench's TPC-B tables (as `pgbench -i -s N`), for examples/tpcb.yaml.
+    Init(PgInitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PgInitArgs {
+    /// postgres://user@host:port/dbname; the password may come from PGPASSWORD.
+    pub url: String,
+    /// Scale factor: branches; 10 tellers and 100,000 accounts per branch.
+    #[arg(short, long, default_value_t = 1)]
+    pub scale: u64,
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,8 @@ pub struct FlowPlan {
     pub keepalive: bool,
     /// The run's shared counter for `${seq}`.
     pub seq: AtomicU64,
+    /// The database SQL steps run on; each user opens its own connection.
+    pub database: Option<crest_pg::PgTarget>,
 }
 
 /// One flow.
@@ -60,6 +62,10 @@ pub enum Step {
         /// Longest wait.
         max: Duration,
     },
+    /// Run SQL: one statement, or several as one timed transaction.
+    Sql(SqlStep),
+    /// Set variables from templates (e.g. random keys used by several statements).
+    Set(Vec<(String, Template)>),
     /// Run steps several times.
     Loop {
         /// How many times.
@@ -139,4 +145,41 @@ pub struct PollStep {
     pub every: Duration,
     /// Give up (a `check_failed` outcome) when done would come later than this.
     pub max_wait: Duration,
+}
+
+/// SQL statements run on the user's database connection.
+#[derive(Debug)]
+pub struct SqlStep {
+    /// The name the step (the transaction, or the one statement) is recorded under.
+    pub name: NameId,
+    /// The statements, in order.
+    pub statements: Vec<SqlStatement>,
+    /// Run them between BEGIN and COMMIT, timed as one unit; each statement is also recorded.
+    pub transaction: bool,
+    /// Variables from the first row of the last statement, by column.
+    pub extract: Vec<(String, String)>,
+    /// Conditions on the last statement's result.
+    pub checks: Vec<SqlCheck>,
+}
+
+/// One statement with templated parameters (`$1`, `$2`, ...).
+#[derive(Debug)]
+pub struct SqlStatement {
+    /// The name this statement is recorded under inside a transaction.
+    pub name: NameId,
+    /// The SQL text, prepared once per connection.
+    pub query: String,
+    /// Parameter values.
+    pub params: Vec<Template>,
+}
+
+/// A condition on a statement's result.
+#[derive(Debug)]
+pub enum SqlCheck {
+    /// Exactly this many rows returned or affected.
+    Rows(u64),
+    /// At least this many.
+    RowsMin(u64),
+    /// The first row's column has this value (as text).
+    Value(String, String),
 }

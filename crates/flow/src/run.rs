@@ -36,6 +36,7 @@ pub struct FlowUser {
     sessions: Vec<Session>,
     rng: RefCell<fastrand::Rng>,
     started: bool,
+    pg: Option<crest_pg::PgSession>,
 }
 
 /// What rendering sees: the user's state and the plan's shared parts.
@@ -82,6 +83,7 @@ impl Workload for FlowWorkload {
             sessions: self.plan.endpoints.iter().map(|_| Session::default()).collect(),
             rng: RefCell::new(fastrand::Rng::new()),
             started: false,
+            pg: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
             if f.mode == crate::feeder::FeedMode::Unique {
@@ -168,6 +170,13 @@ impl FlowWorkload {
                     };
                     tokio::time::sleep(*min + Duration::from_nanos(extra)).await;
                 }
+                Step::Set(vars) => {
+                    for (name, t) in vars {
+                        let v = t.render(&UserScope { user, plan: &self.plan });
+                        user.vars.insert(name.clone(), v);
+                    }
+                }
+                Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await?,
                 Step::Loop { times, steps } => {
                     for _ in 0..*times {
                         Box::pin(self.run_steps(steps, user, ctx, intended)).await?;
@@ -367,6 +376,156 @@ impl FlowWorkload {
             }
         };
         build_request(&r.method, &target, authority, &headers, &body, self.plan.keepalive).map_err(|e| e.to_string())
+    }
+}
+
+impl FlowWorkload {
+    /// Runs an SQL step on the user's connection, opening it if needed.
+    async fn sql(
+        &self,
+        s: &crate::plan::SqlStep,
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: Option<Instant>,
+    ) -> Result<(), Failed> {
+        let started = Instant::now();
+        let intended = intended.unwrap_or(started).min(started);
+        let sample = |name, total: Duration, connect: Option<Duration>, outcome| crest_model::Sample {
+            name,
+            segment: 0,
+            intended: ctx.offset(intended),
+            send_lag: started - intended,
+            connect,
+            ttfb: None,
+            total,
+            bytes_sent: 0,
+            bytes_received: 0,
+            status: None,
+            outcome,
+        };
+        let mut connect = None;
+        if user.pg.as_ref().is_none_or(crest_pg::PgSession::is_closed) {
+            let Some(target) = &self.plan.database else {
+                ctx.record(
+                    sample(s.name, Duration::ZERO, None, Outcome::SqlError),
+                    Some(&"no database configured"),
+                );
+                return Err(Failed);
+            };
+            match target.connect().await {
+                Ok(session) => {
+                    connect = Some(started.elapsed());
+                    user.pg = Some(session);
+                }
+                Err(e) => {
+                    ctx.record(sample(s.name, Instant::now() - intended, None, e.outcome), Some(&e));
+                    return Err(Failed);
+                }
+            }
+        }
+        let result = self.sql_statements(s, user, ctx, intended).await;
+        let total = Instant::now() - intended;
+        match result {
+            Ok(()) => {
+                ctx.record(sample(s.name, total, connect, Outcome::Success), None);
+                Ok(())
+            }
+            Err((outcome, message)) => {
+                if matches!(outcome, Outcome::SqlConnectionLost) {
+                    user.pg = None;
+                }
+                ctx.record(sample(s.name, total, connect, outcome), Some(&message));
+                Err(Failed)
+            }
+        }
+    }
+
+    async fn sql_statements(
+        &self,
+        s: &crate::plan::SqlStep,
+        user: &mut FlowUser,
+        ctx: &Ctx<'_>,
+        intended: Instant,
+    ) -> Result<(), (Outcome, String)> {
+        let params: Vec<Vec<String>> = {
+            let scope = UserScope { user, plan: &self.plan };
+            s.statements
+                .iter()
+                .map(|st| st.params.iter().map(|p| p.render(&scope)).collect())
+                .collect()
+        };
+        let Some(pg) = user.pg.as_mut() else {
+            return Err((Outcome::SqlConnectionLost, "no connection".into()));
+        };
+        if s.transaction {
+            pg.simple("BEGIN").await.map_err(|e| (e.outcome, e.message))?;
+        }
+        let mut last = None;
+        for (st, p) in s.statements.iter().zip(&params) {
+            let t0 = Instant::now();
+            let r = pg.run(&st.query, p).await;
+            if s.transaction {
+                // Each statement of a transaction is also recorded on its own.
+                let outcome = r.as_ref().map_or_else(|e| e.outcome, |_| Outcome::Success);
+                let one = crest_model::Sample {
+                    name: st.name,
+                    segment: 0,
+                    intended: ctx.offset(t0),
+                    send_lag: Duration::ZERO,
+                    connect: None,
+                    ttfb: None,
+                    total: t0.elapsed(),
+                    bytes_sent: 0,
+                    bytes_received: 0,
+                    status: None,
+                    outcome,
+                };
+                ctx.record(one, r.as_ref().err().map(|e| e as &dyn std::fmt::Display));
+            }
+            match r {
+                Ok(v) => last = Some(v),
+                Err(e) => {
+                    if s.transaction {
+                        let _ = pg.simple("ROLLBACK").await;
+                    }
+                    return Err((e.outcome, e.message));
+                }
+            }
+        }
+        if s.transaction {
+            pg.simple("COMMIT").await.map_err(|e| (e.outcome, e.message))?;
+        }
+        let _ = intended;
+        let Some(last) = last else { return Ok(()) };
+        for c in &s.checks {
+            let ok = match c {
+                crate::plan::SqlCheck::Rows(n) => (last.rows == *n)
+                    .then_some(())
+                    .ok_or_else(|| format!("{} rows, expected {n}", last.rows)),
+                crate::plan::SqlCheck::RowsMin(n) => (last.rows >= *n)
+                    .then_some(())
+                    .ok_or_else(|| format!("{} rows, expected at least {n}", last.rows)),
+                crate::plan::SqlCheck::Value(col, want) => {
+                    match last.returned.first().map(|row| crest_pg::value(row, col)) {
+                        Some(Ok(Some(v))) if v == *want => Ok(()),
+                        Some(Ok(v)) => Err(format!("{col} is {v:?}, expected {want:?}")),
+                        Some(Err(m)) => Err(m),
+                        None => Err(format!("no row to read {col} from")),
+                    }
+                }
+            };
+            ok.map_err(|m| (Outcome::CheckFailed, format!("check: {m}")))?;
+        }
+        for (var, col) in &s.extract {
+            let v = match last.returned.first().map(|row| crest_pg::value(row, col)) {
+                Some(Ok(Some(v))) => v,
+                Some(Ok(None)) => return Err((Outcome::CheckFailed, format!("extract {var}: {col} is NULL"))),
+                Some(Err(m)) => return Err((Outcome::CheckFailed, format!("extract {var}: {m}"))),
+                None => return Err((Outcome::CheckFailed, format!("extract {var}: no row returned"))),
+            };
+            user.vars.insert(var.clone(), v);
+        }
+        Ok(())
     }
 }
 

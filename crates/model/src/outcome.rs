@@ -32,6 +32,18 @@ pub enum Outcome {
     CheckFailed,
     /// Any other I/O failure.
     Other,
+    /// SQL: the transaction could not be serialized (SQLSTATE 40001).
+    SqlSerialization,
+    /// SQL: a deadlock was detected (40P01).
+    SqlDeadlock,
+    /// SQL: the server has too many connections (53300).
+    SqlTooManyConnections,
+    /// SQL: the statement timed out or was cancelled (57014).
+    SqlStatementTimeout,
+    /// SQL: the connection was lost (class 08, or closed).
+    SqlConnectionLost,
+    /// SQL: any other database error.
+    SqlError,
 }
 
 impl Outcome {
@@ -62,6 +74,12 @@ impl Outcome {
             Outcome::LocalExhaustion => "local_exhaustion",
             Outcome::CheckFailed => "check_failed",
             Outcome::Other => "other",
+            Outcome::SqlSerialization => "sql_serialization",
+            Outcome::SqlDeadlock => "sql_deadlock",
+            Outcome::SqlTooManyConnections => "sql_too_many_connections",
+            Outcome::SqlStatementTimeout => "sql_statement_timeout",
+            Outcome::SqlConnectionLost => "sql_connection_lost",
+            Outcome::SqlError => "sql_error",
         }
     }
 
@@ -79,6 +97,12 @@ impl Outcome {
             Outcome::LocalExhaustion => "local resource exhaustion".into(),
             Outcome::CheckFailed => "check failed".into(),
             Outcome::Other => "other I/O error".into(),
+            Outcome::SqlSerialization => "serialization failure".into(),
+            Outcome::SqlDeadlock => "deadlock".into(),
+            Outcome::SqlTooManyConnections => "too many connections".into(),
+            Outcome::SqlStatementTimeout => "statement timeout".into(),
+            Outcome::SqlConnectionLost => "connection lost".into(),
+            Outcome::SqlError => "database error".into(),
         }
     }
 }
@@ -115,6 +139,12 @@ impl FromStr for Outcome {
             "local_exhaustion" => Outcome::LocalExhaustion,
             "check_failed" => Outcome::CheckFailed,
             "other" => Outcome::Other,
+            "sql_serialization" => Outcome::SqlSerialization,
+            "sql_deadlock" => Outcome::SqlDeadlock,
+            "sql_too_many_connections" => Outcome::SqlTooManyConnections,
+            "sql_statement_timeout" => Outcome::SqlStatementTimeout,
+            "sql_connection_lost" => Outcome::SqlConnectionLost,
+            "sql_error" => Outcome::SqlError,
             _ => return Err(UnknownOutcome(s.to_string())),
         })
     }
@@ -144,7 +174,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -169,6 +199,12 @@ mod tests {
             Outcome::LocalExhaustion,
             Outcome::CheckFailed,
             Outcome::Other,
+            Outcome::SqlSerialization,
+            Outcome::SqlDeadlock,
+            Outcome::SqlTooManyConnections,
+            Outcome::SqlStatementTimeout,
+            Outcome::SqlConnectionLost,
+            Outcome::SqlError,
         ];
         for o in all {
             assert_eq!(o.key().parse::<Outcome>().unwrap(), o);

@@ -37,6 +37,9 @@ pub(crate) struct Compiled {
 /// A flow as written: name, weight, steps and where its name stands.
 type RawFlow<'s> = (String, u32, &'s [raw::Step], Option<(usize, usize)>);
 
+/// A statement as written: its name, query and parameters.
+type RawStatement<'s> = (Option<&'s Sp<String>>, &'s Sp<String>, Option<&'s Vec<Sp<String>>>);
+
 /// Variables known at a point of a flow, for checking templates.
 #[derive(Clone, Default)]
 struct Known(Vec<String>);
@@ -59,6 +62,8 @@ pub(crate) struct Cx<'a> {
     tls: TlsOptions,
     target: Option<String>,
     feeders: Vec<(String, Vec<String>)>,
+    has_database: bool,
+    database: Option<crest_pg::PgTarget>,
 }
 
 impl<'a> Cx<'a> {
@@ -73,6 +78,8 @@ impl<'a> Cx<'a> {
             tls: TlsOptions::default(),
             target: None,
             feeders: Vec::new(),
+            has_database: false,
+            database: None,
         }
     }
 
@@ -419,18 +426,41 @@ impl<'a> Cx<'a> {
                 s.poll.is_some(),
                 s.think.is_some(),
                 s.repeat.is_some(),
+                s.sql.is_some(),
+                s.set.is_some(),
             ];
             if kinds.iter().filter(|k| **k).count() != 1 {
                 let at = s
                     .request
                     .as_ref()
                     .and_then(|r| r.at())
-                    .or_else(|| s.poll.as_ref().and_then(|p| p.at()));
+                    .or_else(|| s.poll.as_ref().and_then(|p| p.at()))
+                    .or_else(|| s.sql.as_ref().and_then(|q| q.at()))
+                    .or_else(|| s.set.as_ref().and_then(|q| q.at()));
                 self.err(
                     at,
-                    "a step is exactly one of `request`, `poll`, `think` or `loop`",
+                    "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql` or `set`",
                     None,
                 );
+                continue;
+            }
+            if let Some(q) = &s.sql {
+                if let Some(step) = self.sql(q, known) {
+                    out.push(Step::Sql(step));
+                }
+                continue;
+            }
+            if let Some(vars) = &s.set {
+                let mut set = Vec::new();
+                for (name, v) in vars.iter() {
+                    if let Some(t) = self.template(v, known) {
+                        set.push((name.clone(), t));
+                    }
+                }
+                for (name, _) in vars.iter() {
+                    known.add(name);
+                }
+                out.push(Step::Set(set));
                 continue;
             }
             if let Some(r) = &s.request {
@@ -454,6 +484,83 @@ impl<'a> Cx<'a> {
             }
         }
         out
+    }
+
+    fn sql(&mut self, q: &Sp<raw::Sql>, known: &mut Known) -> Option<crest_flow::plan::SqlStep> {
+        if !self.has_database {
+            self.err(
+                q.at(),
+                "an `sql` step needs `database:` at the top of the file",
+                Some("database: {url: \"postgres://user@127.0.0.1:5432/db\"}".into()),
+            );
+            return None;
+        }
+        let mut statements = Vec::new();
+        let raw: Vec<RawStatement<'_>> = match (&q.query, &q.statements) {
+            (Some(query), None) => vec![(None, query, q.params.as_ref())],
+            (None, Some(list)) if !list.is_empty() => list
+                .iter()
+                .map(|s| (s.name.as_ref(), &s.query, s.params.as_ref()))
+                .collect(),
+            _ => {
+                self.err(q.at(), "`sql` has one `query` or a list of `statements`", None);
+                return None;
+            }
+        };
+        let first_words = |sql: &str| sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        let step_name = q
+            .name
+            .as_ref()
+            .map_or_else(|| format!("SQL {}", first_words(raw[0].1)), |n| n.to_string());
+        let name = self.name_id(&step_name);
+        let transaction = q.transaction.unwrap_or(false);
+        for (i, (n, query, params)) in raw.iter().enumerate() {
+            let mut ps = Vec::new();
+            for p in params.iter().flat_map(|v| v.iter()) {
+                if let Some(t) = self.template(p, known) {
+                    ps.push(t);
+                }
+            }
+            let sname = match n {
+                Some(n) => n.to_string(),
+                None if transaction => format!("{step_name} / {}: {}", i + 1, first_words(query)),
+                None => step_name.clone(),
+            };
+            let id = if transaction { self.name_id(&sname) } else { name };
+            statements.push(crest_flow::plan::SqlStatement {
+                name: id,
+                query: query.to_string(),
+                params: ps,
+            });
+        }
+        let mut checks = Vec::new();
+        if let Some(c) = &q.check {
+            if let Some(n) = &c.rows {
+                checks.push(crest_flow::plan::SqlCheck::Rows(**n));
+            }
+            if let Some(n) = &c.rows_min {
+                checks.push(crest_flow::plan::SqlCheck::RowsMin(**n));
+            }
+            for (col, v) in c.value.iter().flatten() {
+                checks.push(crest_flow::plan::SqlCheck::Value(col.clone(), v.to_string()));
+            }
+        }
+        let extract: Vec<(String, String)> = q
+            .extract
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        for (var, _) in &extract {
+            known.add(var);
+        }
+        Some(crest_flow::plan::SqlStep {
+            name,
+            statements,
+            transaction,
+            extract,
+            checks,
+        })
     }
 
     fn poll(&mut self, p: &Sp<raw::Poll>, known: &mut Known) -> Option<PollStep> {
@@ -903,6 +1010,26 @@ impl<'a> Cx<'a> {
                 ),
             }
         }
+        if let Some(db) = &s.database {
+            self.has_database = true;
+            let none = Known::default();
+            let url = self.template(&db.url, &none).map(|t| t.render(&NoScope::default()));
+            let password = db
+                .password
+                .as_ref()
+                .and_then(|p| self.template(p, &none))
+                .map(|t| t.render(&NoScope::default()));
+            let timeout = db
+                .statement_timeout
+                .as_ref()
+                .and_then(|t| self.duration(t, "statement_timeout"));
+            if let Some(url) = url {
+                match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
+                    Ok(t) => self.database = Some(t),
+                    Err(e) => self.err(db.url.at(), format!("database: {e}"), None),
+                }
+            }
+        }
         // Data files first: their columns are known everywhere.
         let mut feeders = Vec::new();
         for (name, f) in s.data.iter().flatten() {
@@ -1031,6 +1158,7 @@ impl<'a> Cx<'a> {
             connect_timeout: connect_timeout?,
             keepalive: d.and_then(|d| d.keepalive.as_ref()).is_none_or(|k| **k),
             seq: Default::default(),
+            database: self.database.take(),
         };
         Some(Compiled {
             load,

@@ -69,6 +69,8 @@ pub struct Scenario {
     pub target: Option<Sp<String>>,
     /// Settings for every request.
     pub defaults: Option<Defaults>,
+    /// The PostgreSQL database that `sql` steps run on.
+    pub database: Option<Database>,
     /// Variables set for each user when it starts, in order; values are templates.
     pub variables: Option<IndexMap<String, Sp<String>>>,
     /// Data files (CSV with a header row), by name; use a column as `${name.column}`.
@@ -107,6 +109,18 @@ pub struct Defaults {
     pub cacert: Option<Sp<String>>,
 }
 
+/// A PostgreSQL database.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    /// `postgres://user@host:port/dbname`; may read the environment.
+    pub url: Sp<String>,
+    /// The password, usually `${env:PGPASSWORD}`; never shown.
+    pub password: Option<Sp<String>>,
+    /// The server cancels statements that run longer, e.g. `5s`.
+    pub statement_timeout: Option<Sp<String>>,
+}
+
 /// A CSV data file.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -143,6 +157,54 @@ pub struct Step {
     /// Repeat steps.
     #[serde(rename = "loop")]
     pub repeat: Option<Sp<Loop>>,
+    /// Run SQL on the `database`.
+    pub sql: Option<Sp<Sql>>,
+    /// Set variables: name → template, e.g. `aid: "${random_int(1, 100000)}"`.
+    pub set: Option<Sp<IndexMap<String, Sp<String>>>>,
+}
+
+/// SQL: one `query`, or several `statements` (as one transaction with `transaction: true`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sql {
+    /// The name it is recorded under (default: its first words).
+    pub name: Option<Sp<String>>,
+    /// One statement with `$1`, `$2` ... parameters.
+    pub query: Option<Sp<String>>,
+    /// Its parameters; templates.
+    pub params: Option<Vec<Sp<String>>>,
+    /// Several statements.
+    pub statements: Option<Vec<SqlStatement>>,
+    /// Run the statements between BEGIN and COMMIT, timed as one unit.
+    pub transaction: Option<bool>,
+    /// Variable → column of the first row of the last statement.
+    pub extract: Option<IndexMap<String, Sp<String>>>,
+    /// Conditions on the last statement's result.
+    pub check: Option<SqlCheck>,
+}
+
+/// One statement of several.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SqlStatement {
+    /// The name it is recorded under inside the transaction.
+    pub name: Option<Sp<String>>,
+    /// The statement.
+    pub query: Sp<String>,
+    /// Its parameters; templates.
+    pub params: Option<Vec<Sp<String>>>,
+}
+
+/// Conditions on an SQL result.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SqlCheck {
+    /// Exactly this many rows returned or affected.
+    pub rows: Option<Sp<u64>>,
+    /// At least this many rows.
+    pub rows_min: Option<Sp<u64>>,
+    /// Column → expected value of the first row, as text.
+    pub value: Option<IndexMap<String, Sp<String>>>,
 }
 
 /// A request.
