@@ -307,11 +307,18 @@ fn a_stop_condition_ends_the_run_early_and_says_why() {
         assert_eq!(s["ended_by"], "condition", "{}", r.stderr);
         assert_eq!(s["stopped_by"]["condition"], "error_rate > 50%");
         assert!(f(&s, &["duration_s"]) < 10.0, "stopped early: {}", s["duration_s"]);
-        assert!(
-            s["stopped_by"]["detail"].as_str().unwrap().contains("60.00%"),
-            "{}",
-            s["stopped_by"]
-        );
+        // Three failures in every five requests; the window's edges may split a group of five.
+        let detail = s["stopped_by"]["detail"].as_str().unwrap();
+        let pct: f64 = detail
+            .split("was ")
+            .nth(1)
+            .unwrap()
+            .split('%')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((59.0..=61.0).contains(&pct), "{detail}");
     });
 }
 
