@@ -62,19 +62,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                 crest_http::HttpWorkload::new(&request, 0)
                     .with_context(|| format!("URL {}", crest_model::redact::url(&request.url)))?,
             );
-            let base = crest_model::plan::Plan {
-                load: crest_model::plan::LoadModel::users(1),
-                stop: Default::default(),
-                names: vec![name],
-                segments: vec![crest_model::plan::SegmentPlan::whole_run()],
-                threads: a
-                    .threads
-                    .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
-                grace: timeout.min(Duration::from_secs(5)),
-                target: crest_model::plan::Target::Http(request),
-                stop_when: Vec::new(),
-                thresholds: Vec::new(),
-            };
+            let base = plan::url_plan(request, name, a.threads, timeout);
             find::find(find::Subject { workload, base }, &a, args)
         }
         Command::Find(a) => {
@@ -232,17 +220,7 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
     }
     let (request, name) = plan::request(&format!("http://{addr}/"), &default_request(), Duration::from_secs(10))?;
     let workload = Arc::new(crest_http::HttpWorkload::new(&request, 0)?);
-    let base = crest_model::plan::Plan {
-        load: crest_model::plan::LoadModel::users(1),
-        stop: Default::default(),
-        names: vec![name],
-        segments: vec![crest_model::plan::SegmentPlan::whole_run()],
-        threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        grace: Duration::from_secs(5),
-        target: crest_model::plan::Target::Http(request),
-        stop_when: Vec::new(),
-        thresholds: Vec::new(),
-    };
+    let base = plan::url_plan(request, name, None, Duration::from_secs(10));
     let slo = find::slo(&[])?;
     find::search(
         find::Subject { workload, base },

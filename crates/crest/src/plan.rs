@@ -123,6 +123,23 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
     ))
 }
 
+/// A plan that repeats one HTTP request, for `crest find` to vary the load of.
+pub fn url_plan(request: HttpRequest, name: String, threads: Option<usize>, timeout: Duration) -> Plan {
+    Plan {
+        load: LoadModel::users(1),
+        stop: StopRule::default(),
+        names: vec![name],
+        segments: vec![SegmentPlan::whole_run()],
+        threads: threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+            .max(1),
+        grace: timeout.min(MAX_GRACE),
+        target: Target::Http(request),
+        stop_when: Vec::new(),
+        thresholds: Vec::new(),
+    }
+}
+
 /// Quick-mode flags given with a scenario file, which sets these itself.
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
     let checks: [(&'static str, bool); 13] = [

@@ -45,17 +45,24 @@ fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir
     (v, dir, out.status.code().unwrap_or(-1))
 }
 
-fn check_closed(workers: usize, service_ms: u64) {
-    let _serial = common::serial();
-    let capacity = workers as f64 * 1000.0 / service_ms as f64;
-    let (s, _dir, code) = find(target(workers, service_ms, Duration::from_secs(5)), &[]);
+/// Runs `crest find` on a target of `workers` x `service_ms`; returns the summary's `capacity`
+/// and the true capacity C/S.
+fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> (Value, f64) {
+    let (s, _dir, code) = find(target(workers, service_ms, Duration::from_secs(5)), extra);
     assert_eq!(code, 0);
-    let c = &s["capacity"];
+    let c = s["capacity"].clone();
+    let truth = workers as f64 * 1000.0 / service_ms as f64;
     let max = c["max_throughput_rps"].as_f64().unwrap();
     assert!(
-        (max - capacity).abs() <= 0.05 * capacity,
-        "max {max} req/s for C/S = {capacity}: {c}"
+        (max - truth).abs() <= 0.05 * truth,
+        "max {max} req/s for C/S = {truth}: {c}"
     );
+    (c, truth)
+}
+
+fn check_closed(workers: usize, service_ms: u64) {
+    let _serial = common::serial();
+    let (c, _) = capacity(workers, service_ms, &[]);
     let knee = c["optimal"]["concurrency"].as_f64().unwrap();
     assert!(
         knee >= workers as f64 * 0.75 && knee <= workers as f64 * 1.5,
@@ -73,19 +80,11 @@ fn check_closed(workers: usize, service_ms: u64) {
 
 fn check_open(workers: usize, service_ms: u64) {
     let _serial = common::serial();
-    let capacity = workers as f64 * 1000.0 / service_ms as f64;
-    let (s, _dir, code) = find(target(workers, service_ms, Duration::from_secs(5)), &["--open"]);
-    assert_eq!(code, 0);
-    let c = &s["capacity"];
-    let max = c["max_throughput_rps"].as_f64().unwrap();
-    assert!(
-        (max - capacity).abs() <= 0.05 * capacity,
-        "max {max} req/s for C/S = {capacity}: {c}"
-    );
+    let (c, truth) = capacity(workers, service_ms, &["--open"]);
     let rate = c["optimal"]["rate"].as_f64().unwrap();
     assert!(
-        rate <= capacity * 1.05 && rate >= capacity * 0.5,
-        "optimal rate {rate} for {capacity}: {c}"
+        rate <= truth * 1.05 && rate >= truth * 0.5,
+        "optimal rate {rate} for {truth}: {c}"
     );
 }
 
