@@ -150,6 +150,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         series,
     };
     a.summary.capacity = crate::find::capacity_summary(r, &a);
+    a.summary.client_bound = crate::validity::client_limits(r, &a);
     a.findings = findings(&a);
     Ok(a)
 }

@@ -6,6 +6,12 @@ use crate::analyze::{load_label, load_of, Analysis};
 pub fn findings(a: &Analysis) -> Vec<String> {
     let mut out = Vec::new();
     let s = &a.summary;
+    if !s.client_bound.is_empty() {
+        out.push(format!(
+            "The result may describe crest rather than the target: {}.",
+            s.client_bound.join("; ")
+        ));
+    }
     let loaded: Vec<_> = a.segments.iter().filter(|g| g.requests > 0).collect();
     if let Some(st) = &s.stopped_by {
         out.push(format!(
@@ -92,24 +98,6 @@ pub fn findings(a: &Analysis) -> Vec<String> {
                 ));
             }
         }
-    }
-    for g in &loaded {
-        if let Some(l) = g.littles_law.as_ref().filter(|l| l.flagged) {
-            out.push(format!(
-                "At {} only {:.1} of {} users had a request in flight on average ({:.0}%): time went to a queue in the load generator or the client, so these figures understate what the target can do.",
-                load_label(g.users, g.rate),
-                l.in_flight,
-                l.users,
-                l.busy_share * 100.0
-            ));
-            break;
-        }
-    }
-    if let (Some(dropped), Some(target)) = (s.dropped.filter(|d| *d > 0), s.target_rps) {
-        out.push(format!(
-            "crest could not keep the schedule: {dropped} arrivals were dropped at the cap on requests in flight (target {target:.1} req/s, achieved {:.1}).",
-            s.achieved_rps.unwrap_or(0.0)
-        ));
     }
     if let Some(rec) = &s.recovery {
         out.push(match rec.seconds {

@@ -16,6 +16,7 @@ pub mod recovery;
 pub mod stop;
 pub mod summary;
 pub mod thresholds;
+pub mod validity;
 
 pub use analyze::{analyze, Analysis};
 pub use summary::{summarize, Summary};

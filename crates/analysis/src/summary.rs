@@ -132,6 +132,8 @@ pub struct Summary {
     /// What `crest find` concluded (set by [`crate::analyze`] for capacity searches).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::find::CapacitySummary>,
+    /// How crest itself limited the run (set by [`crate::analyze`]); empty when it did not.
+    pub client_bound: Vec<String>,
 }
 
 /// Figures for one segment or one request name.
@@ -253,6 +255,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         )?,
         recovery: crate::recovery::recovery(r)?,
         capacity: None,
+        client_bound: Vec::new(),
         names: groups(
             r,
             |s| s.name as usize,

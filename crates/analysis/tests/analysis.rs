@@ -79,7 +79,12 @@ fn littles_law_flags_users_that_wait_outside_requests() {
     let l = a.segments[0].littles_law.as_ref().unwrap();
     assert!((l.in_flight - 10.0).abs() < 0.5, "{}", l.in_flight);
     assert!(l.flagged);
-    assert!(a.findings.iter().any(|f| f.contains("queue in the load generator")));
+    assert!(
+        a.findings.iter().any(|f| f.contains("waited inside crest")),
+        "{:#?}",
+        a.findings
+    );
+    assert_eq!(a.summary.client_bound.len(), 1, "{:?}", a.summary.client_bound);
     // 10 users at the same figures are all busy: no flag.
     let r = ResultsBuilder::new(Outcome::Reset, true)
         .segment(10, 5, |_| Second::ok(100, 100.0))

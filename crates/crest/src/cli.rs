@@ -19,6 +19,7 @@ Exit codes:
   0    the run finished
   1    the run finished but failed its checks
   2    bad usage or input, or the run could not start
+  3    with --strict: crest itself limited the run
   130  interrupted by Ctrl-C (results gathered so far are written)
   143  interrupted by SIGTERM (results gathered so far are written)";
 
@@ -169,6 +170,11 @@ pub struct OutputArgs {
     /// No live progress and no text summary.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Exit with code 3 when crest itself limited the run (its CPU, the schedule, drops at the
+    /// cap, local ports or files).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

@@ -185,7 +185,7 @@ pub fn search<W: Workload>(
         stopped_because,
     });
     let summary = output::write_all(&dir, &results, out)?;
-    Ok(crate::run::exit_code(results.ended_by, &summary))
+    Ok(crate::run::exit_code(results.ended_by, &summary, out.strict))
 }
 
 /// The plan of one probe: the base plan at one level, for one probe's length.

@@ -14,7 +14,9 @@ use crest_http::HttpWorkload;
 use crest_metrics::{Recorder, Series, Totals};
 use crest_model::plan::{LoadModel, Plan, Target};
 use crest_model::redact;
-use crest_model::results::{self, EndReason, HttpConfig, OpenStats, Results, RunConfig, ScenarioConfig, StopRecord};
+use crest_model::results::{
+    self, ClientStats, EndReason, HttpConfig, OpenStats, Results, RunConfig, ScenarioConfig, StopRecord,
+};
 use crest_model::EncodedHistogram;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -45,15 +47,16 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
     let dir = output::prepare_dir(out.out.as_deref())?;
     let measured = measure(&plan, Arc::new(workload), command_line, out.quiet)?;
     let summary = output::write_all(&dir, &measured.results, out)?;
-    Ok(exit_code(measured.results.ended_by, &summary))
+    Ok(exit_code(measured.results.ended_by, &summary, out.strict))
 }
 
 /// The process exit code for a finished run.
-pub fn exit_code(ended_by: EndReason, summary: &crest_analysis::Summary) -> u8 {
+pub fn exit_code(ended_by: EndReason, summary: &crest_analysis::Summary, strict: bool) -> u8 {
     match ended_by {
         EndReason::Sigint => 130,
         EndReason::Sigterm => 143,
         _ if summary.thresholds_failed() => 1,
+        _ if strict && !summary.client_bound.is_empty() => 3,
         _ => 0,
     }
 }
@@ -96,6 +99,7 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
     };
 
+    let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
@@ -209,11 +213,38 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         intervals,
         interval_s: INTERVAL.as_secs_f64(),
         find: None,
+        client: Some(ClientStats {
+            cpu_s: (own_cpu_s() - cpu_at_start).max(0.0),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+            threads: threads as u64,
+            peak_rss_bytes: own_peak_rss(),
+        }),
     };
     Ok(Measured {
         results,
         interrupted: interrupt,
     })
+}
+
+/// CPU seconds this process has used, from /proc (Linux reports them in 1/100 s).
+fn own_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Peak resident memory of this process in bytes.
+fn own_peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// The configuration as stored: every secret redacted.

@@ -87,5 +87,5 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     };
     results.config.duration_s = Some(results.duration_s);
     let summary = output::write_all(&dir, &results, &a.output)?;
-    Ok(crate::run::exit_code(results.ended_by, &summary))
+    Ok(crate::run::exit_code(results.ended_by, &summary, a.output.strict))
 }

@@ -57,6 +57,9 @@ pub struct Results {
     /// The capacity search, when the run was `crest find`: each segment is one probe.
     #[serde(default)]
     pub find: Option<FindRecord>,
+    /// What crest itself used, to judge whether it limited the run.
+    #[serde(default)]
+    pub client: Option<ClientStats>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
 }
@@ -114,6 +117,20 @@ pub struct RunConfig {
     pub thresholds: Vec<String>,
     /// Stop conditions evaluated during the run, as written.
     pub stop_conditions: Vec<String>,
+}
+
+/// The load generator's own use of the machine during the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientStats {
+    /// CPU seconds crest used (user and system) while sending.
+    pub cpu_s: f64,
+    /// Logical CPUs crest could use.
+    pub cores: u64,
+    /// Engine threads.
+    pub threads: u64,
+    /// Peak resident memory in bytes.
+    pub peak_rss_bytes: u64,
 }
 
 /// A capacity search: the probes it made and why it stopped.
@@ -359,6 +376,12 @@ pub fn concat(parts: Vec<(Segment, Results)>) -> Result<Results, crate::HistErro
         }
         if part.ended_by.interrupted() {
             out.ended_by = part.ended_by;
+        }
+        if let (Some(acc), Some(c)) = (out.client.as_mut(), part.client.as_ref()) {
+            if k > 0 {
+                acc.cpu_s += c.cpu_s;
+                acc.peak_rss_bytes = acc.peak_rss_bytes.max(c.peak_rss_bytes);
+            }
         }
         out.duration_s = offset + len;
     }

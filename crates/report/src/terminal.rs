@@ -125,6 +125,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             group_row(out, g)?;
         }
     }
+    if !s.client_bound.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "  Validity     crest itself may have limited this run:")?;
+        for reason in &s.client_bound {
+            writeln!(out, "    - {reason}")?;
+        }
+    }
     if let Some(c) = &s.capacity {
         writeln!(out)?;
         writeln!(out, "  Capacity     max {} req/s successful", num(c.max_throughput_rps))?;

@@ -214,6 +214,7 @@ impl ResultsBuilder {
             intervals: self.intervals,
             interval_s: 1.0,
             find: None,
+            client: None,
         }
     }
 }
