@@ -235,7 +235,8 @@ fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     Ok(first)
 }
 
-fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
+/// One segment's figures over its steady state.
+pub(crate) fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
     let g = &r.segments[index];
     let idx = whole_intervals(r, g.start_s, g.end_s);
     let first = steady_from(r, &idx)?;

@@ -122,7 +122,8 @@ pub struct Summary {
     pub stopped_by: Option<crest_model::results::StopRecord>,
     /// Thresholds and whether they held.
     pub thresholds: Vec<ThresholdResult>,
-    /// Per segment (step of the profile), in order.
+    /// Per segment (step of the profile), in order: figures of its steady state (its warm-up
+    /// trimmed), with `duration_s` the length of that steady state.
     pub segments: Vec<GroupSummary>,
     /// Per request name, in order of first appearance.
     pub names: Vec<GroupSummary>,
@@ -244,15 +245,22 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         send_lag_ms,
         stopped_by: r.stopped_by.clone(),
         thresholds: evaluate(r, &r.config.thresholds)?,
-        segments: groups(
-            r,
-            |s| s.segment as usize,
-            r.segments.len(),
-            |i| {
-                let g = &r.segments[i];
-                (g.name.clone(), g.users, g.rate, Some(g.end_s - g.start_s))
-            },
-        )?,
+        // Steps use their steady state, as the report and the capacity figures do.
+        segments: (0..r.segments.len())
+            .map(|i| {
+                crate::analyze::segment(r, i).map(|g| GroupSummary {
+                    name: g.name,
+                    users: g.users,
+                    rate: g.rate,
+                    duration_s: Some(g.steady_end_s - g.steady_start_s),
+                    requests: g.requests,
+                    failures: g.failures,
+                    throughput_rps: g.throughput_rps,
+                    latency_ms: g.latency_ms,
+                    bytes_received: g.bytes_received,
+                })
+            })
+            .collect::<Result<_, _>>()?,
         recovery: crate::recovery::recovery(r)?,
         capacity: None,
         client_bound: Vec::new(),
