@@ -72,15 +72,30 @@ fn a_full_queue_answers_503_and_metrics_count_it() {
     let config = Config {
         workers: 1,
         queue: 1,
-        service_time: Duration::from_millis(300),
+        service_time: Duration::from_secs(1),
         leak_fd_every: Some(1),
         ..Default::default()
     };
     let addr = spawn("127.0.0.1:0".parse().unwrap(), config).unwrap();
-    let handles: Vec<_> = (0..4)
+    // The first request takes the only worker; only then do three more arrive: one fits the
+    // queue, two are refused.
+    let first = std::thread::spawn(move || call(addr, "GET", "/", "").0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !call(addr, "GET", "/metrics", "")
+        .1
+        .contains("crest_target_busy_workers 1")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first request never reached a worker"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rest: Vec<_> = (0..3)
         .map(|_| std::thread::spawn(move || call(addr, "GET", "/", "").0))
         .collect();
-    let mut codes: Vec<u16> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut codes: Vec<u16> = rest.into_iter().map(|h| h.join().unwrap()).collect();
+    codes.push(first.join().unwrap());
     codes.sort();
     assert_eq!(codes, vec![200, 200, 503, 503], "one busy, one queued, two refused");
     let (_, metrics) = call(addr, "GET", "/metrics", "");
