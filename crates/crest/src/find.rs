@@ -154,10 +154,11 @@ pub fn search<W: Workload>(
             );
         }
     };
-    if parts.is_empty() {
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
         bail!("no probe ran: {stopped_because}");
-    }
-    let mut results = results::concat(parts)?;
+    };
+    let mut results = results::concat(first, parts)?;
     results.ended_by = match interrupted {
         Some(Interrupt::Int) => EndReason::Sigint,
         Some(Interrupt::Term) => EndReason::Sigterm,

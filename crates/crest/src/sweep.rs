@@ -79,7 +79,11 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             break;
         }
     }
-    let mut results = results::concat(parts)?;
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        bail!("--param {name}: no point ran")
+    };
+    let mut results = results::concat(first, parts)?;
     results.ended_by = match interrupted {
         Some(Interrupt::Int) => EndReason::Sigint,
         Some(Interrupt::Term) => EndReason::Sigterm,

@@ -318,13 +318,11 @@ pub fn json_schema() -> serde_json::Value {
 /// Joins runs made one after another (the probes of a capacity search, the points of a sweep)
 /// into one document: run `k` becomes segment `k`, its intervals follow the previous run's, and
 /// counters and histograms add. Each part is labelled with its segment's name and load.
-pub fn concat(parts: Vec<(Segment, Results)>) -> Result<Results, crate::HistError> {
-    let mut it = parts.into_iter();
-    let Some((first_seg, first)) = it.next() else {
-        return Err(crate::HistError::Decode(
-            hdrhistogram::serialization::DeserializeError::InvalidCookie,
-        ));
-    };
+pub fn concat(
+    (first_seg, first): (Segment, Results),
+    rest: impl IntoIterator<Item = (Segment, Results)>,
+) -> Result<Results, crate::HistError> {
+    let it = rest.into_iter();
     let mut out = first.clone();
     out.segments.clear();
     out.stats.clear();
