@@ -151,6 +151,8 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     };
     a.summary.capacity = crate::find::capacity_summary(r, &a);
     a.summary.client_bound = crate::validity::client_limits(r, &a);
+    a.summary.resources = crate::resources::resources(r, &a.segments);
+    a.summary.leaks = crate::resources::leaks(r, &a.segments);
     a.findings = findings(&a);
     Ok(a)
 }

@@ -1,5 +1,7 @@
 //! Threshold and stop-condition expressions: `p95 < 10s`, `p99{name=replay} < 15s`,
-//! `error_rate < 1%`, `throughput > 100/s`, `p95 > 3x first`.
+//! `error_rate < 1%`, `throughput > 100/s`, `p95 > 3x first`, and on monitored series
+//! `load_average > 3`, `max(process_resident_memory_bytes{process=api}) < 512MiB`,
+//! `rate(rows_total) > 2000`.
 
 use std::fmt;
 use std::time::Duration;
@@ -21,6 +23,48 @@ pub enum Metric {
     Requests,
     /// Number of failures.
     Failures,
+    /// A monitored series (a process, the host, a Prometheus metric, PostgreSQL).
+    Monitored(Monitored),
+}
+
+/// A reference to monitored series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Monitored {
+    /// The metric, e.g. `load_average` or `rate(rows_total)`.
+    pub metric: String,
+    /// Labels a series must have, e.g. `process=api`.
+    pub labels: Vec<(String, String)>,
+    /// How samples are combined; `None` means each sample on its own (stop conditions look at
+    /// the latest, thresholds at every one).
+    pub agg: Option<Agg>,
+}
+
+/// How the samples of a monitored series are combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    /// The largest.
+    Max,
+    /// The smallest.
+    Min,
+    /// The mean.
+    Mean,
+    /// The latest.
+    Last,
+}
+
+impl Agg {
+    /// Combines `values`; `None` when there are none.
+    pub fn apply(self, values: &[f64]) -> Option<f64> {
+        if values.is_empty() {
+            return None;
+        }
+        Some(match self {
+            Agg::Max => values.iter().copied().fold(f64::MIN, f64::max),
+            Agg::Min => values.iter().copied().fold(f64::MAX, f64::min),
+            Agg::Mean => values.iter().sum::<f64>() / values.len() as f64,
+            Agg::Last => values[values.len() - 1],
+        })
+    }
 }
 
 /// A comparison.
@@ -86,6 +130,19 @@ impl Expr {
     pub fn parse(text: &str) -> Result<Expr, String> {
         let t = text.trim();
         let (lhs, op, rhs) = split_op(t).ok_or_else(|| format!("{t:?}: expected `metric < value` (or <=, >, >=)"))?;
+        if let Some(m) = monitored(lhs).map_err(|m| format!("{t:?}: {m}"))? {
+            if rhs.trim().ends_with("first") {
+                return Err(format!("{t:?}: `x first` compares request metrics; give a value"));
+            }
+            let v = parse_number(rhs).map_err(|m| format!("{t:?}: {m}"))?;
+            return Ok(Expr {
+                text: t.to_string(),
+                metric: Metric::Monitored(m),
+                name: None,
+                op,
+                bound: Bound::Value(v),
+            });
+        }
         let (metric_text, name) = match lhs.split_once('{') {
             Some((m, rest)) => {
                 let inner = rest
@@ -111,6 +168,109 @@ impl Expr {
             op,
             bound,
         })
+    }
+}
+
+/// A monitored metric, when `lhs` is not one of the request metrics: `name`, `name{k=v,...}`,
+/// `rate(name{...})`, each optionally inside `max(...)`, `min(...)`, `mean(...)` or `last(...)`.
+fn monitored(lhs: &str) -> Result<Option<Monitored>, String> {
+    let lhs = lhs.trim();
+    let (agg, inner) = match lhs.split_once('(') {
+        Some((f, rest)) if rest.ends_with(')') => match f.trim() {
+            "max" => (Some(Agg::Max), &rest[..rest.len() - 1]),
+            "min" => (Some(Agg::Min), &rest[..rest.len() - 1]),
+            "mean" | "avg" => (Some(Agg::Mean), &rest[..rest.len() - 1]),
+            "last" => (Some(Agg::Last), &rest[..rest.len() - 1]),
+            _ => (None, lhs),
+        },
+        _ => (None, lhs),
+    };
+    let inner = inner.trim();
+    let (rate, body) = match inner.strip_prefix("rate(").and_then(|r| r.strip_suffix(')')) {
+        Some(b) => (true, b.trim()),
+        None => (false, inner),
+    };
+    let (name, labels) = match body.split_once('{') {
+        Some((n, rest)) => {
+            let inner = rest.strip_suffix('}').ok_or("a `{` is not closed")?;
+            let mut labels = Vec::new();
+            for pair in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, v) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("write labels as {{label=value}}, not {pair:?}"))?;
+                labels.push((k.trim().to_string(), v.trim().trim_matches('"').to_string()));
+            }
+            (n.trim(), labels)
+        }
+        None => (body, Vec::new()),
+    };
+    if agg.is_none() && !rate && parse_metric(name).is_some() {
+        return Ok(None);
+    }
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+    if !valid {
+        return Err(format!("{name:?} is not a metric name"));
+    }
+    if parse_metric(name).is_some() {
+        return Err(format!(
+            "{name} is a request metric; max(...), rate(...) are for monitored metrics"
+        ));
+    }
+    Ok(Some(Monitored {
+        metric: if rate {
+            format!("rate({name})")
+        } else {
+            name.to_string()
+        },
+        labels,
+        agg,
+    }))
+}
+
+/// A plain number with an optional unit: `3`, `80%`, `512MiB`, `1.5GB`, `250ms` (as seconds),
+/// `100/s`.
+fn parse_number(rhs: &str) -> Result<f64, String> {
+    let r = rhs.trim();
+    let r = r.strip_suffix("/s").unwrap_or(r).trim();
+    if let Ok(v) = r.trim_end_matches('%').trim().parse::<f64>() {
+        return Ok(v);
+    }
+    const SIZES: [(&str, f64); 10] = [
+        ("KiB", 1024.0),
+        ("MiB", 1048576.0),
+        ("GiB", 1073741824.0),
+        ("TiB", 1099511627776.0),
+        ("KB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("TB", 1e12),
+        ("kB", 1e3),
+        ("B", 1.0),
+    ];
+    for (suffix, k) in SIZES {
+        if let Some(n) = r.strip_suffix(suffix) {
+            if let Ok(v) = n.trim().parse::<f64>() {
+                return Ok(v * k);
+            }
+        }
+    }
+    if let Ok(d) = humantime::parse_duration(r) {
+        return Ok(d.as_secs_f64());
+    }
+    Err(format!(
+        "{r:?} is not a value; write a number, optionally with %, a size (512MiB) or a duration (250ms)"
+    ))
+}
+
+impl Expr {
+    /// The monitored series it reads, when it reads one.
+    pub fn monitored(&self) -> Option<&Monitored> {
+        match &self.metric {
+            Metric::Monitored(m) => Some(m),
+            _ => None,
+        }
     }
 }
 
@@ -177,6 +337,7 @@ fn parse_bound(metric: &Metric, rhs: &str) -> Result<Bound, String> {
             .parse::<f64>()
             .map_err(|_| format!("{rhs:?} is not a throughput; write e.g. 100/s"))?,
         Metric::Requests | Metric::Failures => rhs.parse::<f64>().map_err(|_| format!("{rhs:?} is not a number"))?,
+        Metric::Monitored(_) => parse_number(rhs)?,
     };
     Ok(Bound::Value(v))
 }
@@ -204,11 +365,52 @@ mod tests {
     #[test]
     fn bad_expressions_say_why() {
         assert!(Expr::parse("p95 10s").unwrap_err().contains("expected"));
-        assert!(Expr::parse("latency < 1s").unwrap_err().contains("unknown metric"));
+        // Any other name is a monitored metric; whether one is recorded is checked against the
+        // monitor's plan, where it is known.
+        assert!(matches!(
+            Expr::parse("latency < 1s").unwrap().metric,
+            Metric::Monitored(_)
+        ));
         assert!(Expr::parse("p95 < fast").unwrap_err().contains("not a duration"));
         assert!(Expr::parse("error_rate < lots").unwrap_err().contains("not a"));
         assert!(Expr::parse("p95{status=200} < 1s")
             .unwrap_err()
             .contains("only {name=...}"));
+        assert!(Expr::parse("max(p95) < 1s").unwrap_err().contains("request metric"));
+        assert!(Expr::parse("load-avg > 3").unwrap_err().contains("not a metric name"));
+        assert!(Expr::parse("load_average > 3x first")
+            .unwrap_err()
+            .contains("give a value"));
+        assert!(Expr::parse("load_average > lots").unwrap_err().contains("not a value"));
+    }
+
+    #[test]
+    fn monitored_metrics_parse_with_labels_aggregations_and_units() {
+        let m = |t: &str| match Expr::parse(t).unwrap() {
+            Expr {
+                metric: Metric::Monitored(m),
+                bound: Bound::Value(v),
+                ..
+            } => (m, v),
+            other => panic!("{other:?}"),
+        };
+        let (x, v) = m("load_average > 3");
+        assert_eq!((x.metric.as_str(), x.agg, v), ("load_average", None, 3.0));
+        let (x, v) = m("max(process_resident_memory_bytes{process=api}) < 512MiB");
+        assert_eq!(x.agg, Some(Agg::Max));
+        assert_eq!(x.labels, vec![("process".to_string(), "api".to_string())]);
+        assert_eq!(v, 512.0 * 1024.0 * 1024.0);
+        let (x, v) = m("mean(rate(rows_total{table=\"a\"})) > 2000/s");
+        assert_eq!(
+            (x.metric.as_str(), x.agg, v),
+            ("rate(rows_total)", Some(Agg::Mean), 2000.0)
+        );
+        assert_eq!(x.labels[0].1, "a");
+        assert_eq!(m("host_cpu_percent > 90%").1, 90.0);
+        assert_eq!(m("stream_lag_seconds < 250ms").1, 0.25);
+        assert_eq!(m("pg_database_size_bytes < 1.5GB").1, 1.5e9);
+        assert_eq!(Agg::Mean.apply(&[1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(Agg::Last.apply(&[1.0, 2.0]), Some(2.0));
+        assert_eq!(Agg::Max.apply(&[]), None);
     }
 }

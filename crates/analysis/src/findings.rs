@@ -12,6 +12,8 @@ pub fn findings(a: &Analysis) -> Vec<String> {
             s.client_bound.join("; ")
         ));
     }
+    // A leak ends runs that last longer than the test; it is said before the capacity figures.
+    out.extend(s.leaks.iter().map(|l| l.sentence.clone()));
     let loaded: Vec<_> = a.segments.iter().filter(|g| g.requests > 0).collect();
     if let Some(st) = &s.stopped_by {
         out.push(format!(

@@ -13,6 +13,7 @@ pub mod failures;
 pub mod find;
 pub mod findings;
 pub mod recovery;
+pub mod resources;
 pub mod stop;
 pub mod summary;
 pub mod thresholds;

@@ -2,8 +2,11 @@
 //! or latency above a bound, latency above a multiple of the first step's, throughput that stops
 //! growing from one step to the next or falls.
 
-use crate::expr::{Bound, Expr, Metric};
+use crate::expr::{Agg, Bound, Expr, Metric};
+use crate::resources::show_value;
+use crest_model::monitor::{SeriesKey, Unit};
 use hdrhistogram::Histogram;
+use std::collections::VecDeque;
 
 /// Seconds of recent intervals that a condition is measured over.
 pub const WINDOW: usize = 5;
@@ -38,6 +41,14 @@ impl StopCondition {
                 }
                 Ok(StopCondition::Expr(e))
             }
+        }
+    }
+
+    /// The monitored series it reads, when it reads one.
+    pub fn monitored(&self) -> Option<&crate::expr::Monitored> {
+        match self {
+            StopCondition::Expr(e) => e.monitored(),
+            _ => None,
         }
     }
 
@@ -106,6 +117,7 @@ impl Acc {
             Metric::Latency(q) => Some(ms(self.latency.value_at_quantile(q / 100.0))),
             Metric::Mean => Some(self.latency.mean() / 1000.0),
             Metric::Max => Some(ms(self.latency.max())),
+            Metric::Monitored(_) => None,
         }
     }
 }
@@ -131,6 +143,8 @@ pub struct StopWatch {
     current: Acc,
     previous_tput: Option<f64>,
     total: Acc,
+    /// Monitored samples of the last [`WINDOW`] seconds.
+    samples: VecDeque<(f64, SeriesKey, Unit, f64)>,
 }
 
 impl std::fmt::Debug for StopWatch {
@@ -153,7 +167,54 @@ impl StopWatch {
             current: Acc::new(),
             previous_tput: None,
             total: Acc::new(),
+            samples: VecDeque::new(),
         }
+    }
+
+    /// Feeds one monitor sample; returns the condition on a monitored metric that holds, if
+    /// one does. Without an aggregation the latest value counts; `max(...)`, `mean(...)` and
+    /// the others combine the last [`WINDOW`] seconds. Any matching series may make it hold.
+    pub fn monitored(&mut self, t_s: f64, values: &[(SeriesKey, Unit, f64)]) -> Option<Stopped> {
+        for (k, u, v) in values {
+            self.samples.push_back((t_s, k.clone(), *u, *v));
+        }
+        while self.samples.front().is_some_and(|s| s.0 < t_s - WINDOW as f64) {
+            self.samples.pop_front();
+        }
+        for c in &self.conditions {
+            let StopCondition::Expr(Expr {
+                metric: Metric::Monitored(m),
+                op,
+                bound: Bound::Value(bound),
+                text,
+                ..
+            }) = c
+            else {
+                continue;
+            };
+            for (key, unit, latest) in values.iter().filter(|(k, _, _)| k.matches(&m.metric, &m.labels)) {
+                let (value, how) = match m.agg {
+                    None | Some(Agg::Last) => (*latest, String::new()),
+                    Some(agg) => {
+                        let window: Vec<f64> = self.samples.iter().filter(|s| &s.1 == key).map(|s| s.3).collect();
+                        let Some(v) = agg.apply(&window) else { continue };
+                        (v, format!(" over the last {WINDOW} s"))
+                    }
+                };
+                if op.holds(value, *bound) {
+                    return Some(Stopped {
+                        condition: text.clone(),
+                        at_s: t_s,
+                        detail: format!(
+                            "{key} was {}{how}, beyond {}",
+                            show_value(*unit, value),
+                            show_value(*unit, *bound)
+                        ),
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// Feeds the next interval; returns the condition that holds, if one does.
@@ -259,6 +320,7 @@ fn metric_name(m: &Metric) -> String {
         Metric::Throughput => "throughput".into(),
         Metric::Requests => "requests".into(),
         Metric::Failures => "failures".into(),
+        Metric::Monitored(m) => m.metric.clone(),
     }
 }
 
@@ -269,6 +331,7 @@ pub fn show(m: &Metric, v: f64) -> String {
         Metric::ErrorRate => format!("{:.2}%", v * 100.0),
         Metric::Throughput => format!("{v:.1}/s"),
         Metric::Requests | Metric::Failures => format!("{v:.0}"),
+        Metric::Monitored(_) => show_value(Unit::Number, v),
     }
 }
 
@@ -346,9 +409,39 @@ mod tests {
     }
 
     #[test]
+    fn a_monitored_metric_stops_the_run_on_its_latest_value_or_an_aggregate() {
+        let load = SeriesKey::new("load_average");
+        let fds = SeriesKey::new("process_open_fds").with("process", "api");
+        let mut w = StopWatch::new(vec![
+            StopCondition::parse("load_average > 3").unwrap(),
+            StopCondition::parse("mean(process_open_fds{process=api}) > 100").unwrap(),
+        ]);
+        assert_eq!(
+            w.monitored(
+                1.0,
+                &[(load.clone(), Unit::Number, 2.5), (fds.clone(), Unit::Count, 90.0)]
+            ),
+            None
+        );
+        // 90 then 150: the mean over the window (120) passes 100.
+        let s = w
+            .monitored(
+                2.0,
+                &[(load.clone(), Unit::Number, 2.9), (fds.clone(), Unit::Count, 150.0)],
+            )
+            .unwrap();
+        assert_eq!(s.condition, "mean(process_open_fds{process=api}) > 100");
+        assert!(s.detail.contains("120 over the last 5 s"), "{}", s.detail);
+        let mut w = StopWatch::new(vec![StopCondition::parse("load_average > 3").unwrap()]);
+        let s = w.monitored(7.0, &[(load, Unit::Number, 3.4)]).unwrap();
+        assert_eq!(s.at_s, 7.0);
+        assert_eq!(s.detail, "load_average was 3.4, beyond 3");
+    }
+
+    #[test]
     fn conditions_parse_or_explain() {
         assert!(StopCondition::parse("p99{name=x} > 1s").is_err());
-        assert!(StopCondition::parse("latency > 1s")
+        assert!(StopCondition::parse("p95 1s")
             .unwrap_err()
             .contains("throughput_stalls"));
     }

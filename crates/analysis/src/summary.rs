@@ -135,6 +135,10 @@ pub struct Summary {
     pub capacity: Option<crate::find::CapacitySummary>,
     /// How crest itself limited the run (set by [`crate::analyze`]); empty when it did not.
     pub client_bound: Vec<String>,
+    /// Monitored series with their mean and peak, over the run and per step.
+    pub resources: Vec<crate::resources::ResourceRow>,
+    /// Resources that grew under steady load.
+    pub leaks: Vec<crate::resources::Leak>,
 }
 
 /// Figures for one segment or one request name.
@@ -264,6 +268,8 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         recovery: crate::recovery::recovery(r)?,
         capacity: None,
         client_bound: Vec::new(),
+        resources: Vec::new(),
+        leaks: Vec::new(),
         names: groups(
             r,
             |s| s.name as usize,

@@ -1,7 +1,8 @@
 //! Thresholds (SLOs) checked at the end of a run: `p95 < 10s`, `p99{name=replay} < 15s`,
 //! `error_rate < 1%`, `throughput > 100/s`.
 
-use crate::expr::{Bound, Expr, Metric};
+use crate::expr::{Agg, Bound, Expr, Metric, Monitored, Op};
+use crate::resources::show_value;
 use crate::stop::show;
 use crest_model::results::Results;
 use crest_model::HistError;
@@ -34,12 +35,19 @@ pub fn evaluate(r: &Results, thresholds: &[String]) -> Result<Vec<ThresholdResul
             });
             continue;
         };
-        let value = measure(r, &e)?;
+        let (value, shown) = match &e.metric {
+            Metric::Monitored(m) => match monitored(r, m, e.op) {
+                Some((v, s)) => (Some(v), Some(s)),
+                None => (None, None),
+            },
+            _ => (measure(r, &e)?, None),
+        };
         let pass = match (value, &e.bound) {
             (Some(v), Bound::Value(b)) => e.op.holds(v, *b),
             _ => false,
         };
-        let shown = value.map_or_else(|| "nothing measured".to_string(), |v| show(&e.metric, v));
+        let shown =
+            shown.unwrap_or_else(|| value.map_or_else(|| "nothing measured".to_string(), |v| show(&e.metric, v)));
         out.push(ThresholdResult {
             threshold: e.text.clone(),
             value,
@@ -48,6 +56,30 @@ pub fn evaluate(r: &Results, thresholds: &[String]) -> Result<Vec<ThresholdResul
         });
     }
     Ok(out)
+}
+
+/// A monitored metric over the whole run: with an aggregation, that aggregate of each matching
+/// series; without one, every sample must hold, so the worst sample counts. Of several matching
+/// series the worst counts too. Returns the value and its text.
+fn monitored(r: &Results, m: &Monitored, op: Op) -> Option<(f64, String)> {
+    let lower_is_worse = matches!(op, Op::Gt | Op::Ge);
+    let worse = |a: f64, b: f64| if lower_is_worse { a < b } else { a > b };
+    let mut worst: Option<(f64, String)> = None;
+    for s in r
+        .monitor
+        .as_ref()?
+        .series
+        .iter()
+        .filter(|s| s.key.matches(&m.metric, &m.labels))
+    {
+        let values: Vec<f64> = s.points.iter().map(|p| p.1).collect();
+        let agg = m.agg.unwrap_or(if lower_is_worse { Agg::Min } else { Agg::Max });
+        let Some(v) = agg.apply(&values) else { continue };
+        if worst.as_ref().is_none_or(|(w, _)| worse(v, *w)) {
+            worst = Some((v, format!("{} ({})", show_value(s.unit, v), s.key)));
+        }
+    }
+    worst
 }
 
 fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
@@ -85,5 +117,6 @@ fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
         }
         Metric::Requests => requests as f64,
         Metric::Failures => failures as f64,
+        Metric::Monitored(_) => return Ok(None),
     }))
 }

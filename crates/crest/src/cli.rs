@@ -113,8 +113,63 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 
+    /// A threshold checked at the end, e.g. 'p95 < 250ms', 'max(process_open_fds) < 900';
+    /// crest exits with 1 when one fails. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+
+    /// A condition checked every second that ends the run, e.g. 'error_rate > 5%',
+    /// 'load_average > 3'. Repeatable.
+    #[arg(long = "stop-when", value_name = "EXPR")]
+    pub stop_when: Vec<String>,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
+
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// What to watch while the load runs (added to a scenario's `monitor:`).
+#[derive(Debug, Args, Default)]
+pub struct MonitorArgs {
+    /// Watch this process: CPU, memory, open files, threads. Repeatable.
+    #[arg(long = "monitor-pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+
+    /// Watch the process whose id is in this file (read at every sample). Repeatable.
+    #[arg(long = "monitor-pid-file", value_name = "PATH")]
+    pub pid_files: Vec<PathBuf>,
+
+    /// Watch every process with this name, counted together. Repeatable.
+    #[arg(long = "monitor-process", value_name = "NAME")]
+    pub names: Vec<String>,
+
+    /// Watch every process whose command line matches this regular expression. Repeatable.
+    #[arg(long = "monitor-pattern", value_name = "REGEX")]
+    pub patterns: Vec<String>,
+
+    /// Record metrics from this Prometheus text endpoint. Repeatable.
+    #[arg(long = "monitor-prometheus", value_name = "URL")]
+    pub prometheus: Vec<String>,
+
+    /// Only these Prometheus metrics (names or regular expressions) [default: all, up to 200
+    /// series]. Repeatable.
+    #[arg(long = "monitor-metric", value_name = "NAME")]
+    pub metrics: Vec<String>,
+
+    /// Read connections and transactions per second from this PostgreSQL server (the password
+    /// from PGPASSWORD). Repeatable.
+    #[arg(long = "monitor-postgres", value_name = "URL")]
+    pub postgres: Vec<String>,
+
+    /// Time between samples [default: 1s]
+    #[arg(long = "monitor-interval", value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+
+    /// Do not sample this machine's load average, CPU and memory.
+    #[arg(long = "no-monitor-host")]
+    pub no_host: bool,
 }
 
 /// What each request looks like (quick mode).
@@ -209,6 +264,9 @@ pub struct FindArgs {
 
     #[command(flatten)]
     pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 
     /// Engine threads [default: the number of CPU cores]
     #[arg(long, value_name = "N")]

@@ -45,6 +45,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                 );
             }
             let mut scenario = crest_scenario::load(std::path::Path::new(&a.url))?;
+            plan::add_monitors(&a.monitor, &mut scenario.plan.monitor)?;
             if let Some(t) = a.threads {
                 if t == 0 {
                     bail!("--threads 0: at least one thread is needed");
@@ -62,12 +63,14 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                 crest_http::HttpWorkload::new(&request, 0)
                     .with_context(|| format!("URL {}", crest_model::redact::url(&request.url)))?,
             );
-            let base = plan::url_plan(request, name, a.threads, timeout);
+            let mut base = plan::url_plan(request, name, a.threads, timeout);
+            plan::add_monitors(&a.monitor, &mut base.monitor)?;
             find::find(find::Subject { workload, base }, &a, args)
         }
         Command::Find(a) => {
             let s = crest_scenario::load(Path::new(&a.url))?;
             let mut base = s.plan;
+            plan::add_monitors(&a.monitor, &mut base.monitor)?;
             if let Some(t) = a.threads {
                 base.threads = t.max(1);
             }

@@ -1,7 +1,10 @@
 //! Resolves quick-mode flags into a validated [`Plan`]. Every error names the flag at fault.
 
-use crate::cli::{RequestArgs, RunArgs};
+use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
+use crest_analysis::expr::Expr;
+use crest_analysis::stop::StopCondition;
+use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
 
@@ -52,6 +55,23 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     };
+    let mut monitor = MonitorPlan::default();
+    add_monitors(&args.monitor, &mut monitor)?;
+    let mut thresholds = Vec::new();
+    for t in &args.thresholds {
+        let e = Expr::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
+        if e.text.contains("first") {
+            bail!("--threshold {t:?}: thresholds compare with fixed values; `x first` is for --stop-when");
+        }
+        check_monitored(e.monitored(), &monitor, "--threshold", t)?;
+        thresholds.push(e.text);
+    }
+    let mut stop_when = Vec::new();
+    for c in &args.stop_when {
+        let s = StopCondition::parse(c).map_err(|m| anyhow::anyhow!("--stop-when: {m}"))?;
+        check_monitored(s.monitored(), &monitor, "--stop-when", c)?;
+        stop_when.push(s.text());
+    }
     Ok(Plan {
         load: model,
         stop,
@@ -60,9 +80,91 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         threads,
         grace: timeout.min(MAX_GRACE),
         target: Target::Http(request),
-        stop_when: Vec::new(),
-        thresholds: Vec::new(),
+        stop_when,
+        thresholds,
+        monitor,
     })
+}
+
+fn check_monitored(
+    m: Option<&crest_analysis::expr::Monitored>,
+    plan: &MonitorPlan,
+    flag: &str,
+    text: &str,
+) -> Result<()> {
+    if let Some(m) = m {
+        crest_monitor::check_metric(plan, &m.metric).map_err(|e| anyhow::anyhow!("{flag} {text:?}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
+pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
+    if let Some(i) = args.interval {
+        if i < Duration::from_millis(100) {
+            bail!(
+                "--monitor-interval {}: sample at most every 100ms",
+                humantime::format_duration(i)
+            );
+        }
+        plan.interval = i;
+    }
+    if args.no_host {
+        plan.host = false;
+    }
+    let processes = args
+        .pids
+        .iter()
+        .map(|p| (p.to_string(), ProcessSelect::Pid(*p)))
+        .chain(
+            args.pid_files
+                .iter()
+                .map(|f| (f.display().to_string(), ProcessSelect::PidFile(f.clone()))),
+        )
+        .chain(args.names.iter().map(|n| (n.clone(), ProcessSelect::Name(n.clone()))))
+        .chain(
+            args.patterns
+                .iter()
+                .map(|p| (p.clone(), ProcessSelect::Pattern(p.clone()))),
+        );
+    for (label, select) in processes {
+        if let ProcessSelect::Pattern(p) = &select {
+            regex::Regex::new(p)
+                .map_err(|e| anyhow::anyhow!("--monitor-pattern {p:?}: not a valid regular expression: {e}"))?;
+        }
+        if plan.processes.iter().any(|x| x.label == label) {
+            bail!("--monitor-*: {label:?} is watched twice");
+        }
+        plan.processes.push(ProcessSpec { label, select });
+    }
+    for m in &args.metrics {
+        regex::Regex::new(&format!("^(?:{m})$"))
+            .map_err(|e| anyhow::anyhow!("--monitor-metric {m:?}: not a valid regular expression: {e}"))?;
+    }
+    if !args.metrics.is_empty() && args.prometheus.is_empty() {
+        bail!("--monitor-metric: give the endpoint with --monitor-prometheus URL");
+    }
+    for url in &args.prometheus {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!("--monitor-prometheus {url:?}: not an http:// or https:// URL");
+        }
+        plan.prometheus.push(PrometheusSpec {
+            url: url.clone(),
+            metrics: args.metrics.clone(),
+        });
+    }
+    for url in &args.postgres {
+        let password = std::env::var("PGPASSWORD").ok();
+        crest_pg::PgTarget::parse(url, password.as_deref(), None)
+            .map_err(|e| anyhow::anyhow!("--monitor-postgres {}: {e}", crest_model::redact::url(url)))?;
+        plan.postgres.push(PostgresSpec {
+            url: url.clone(),
+            password,
+        });
+    }
+    // Catches bad URLs and patterns now, before any load is sent.
+    crest_monitor::Sampler::new(plan).map_err(|e| anyhow::anyhow!("--monitor-*: {e}"))?;
+    Ok(())
 }
 
 /// The repeated request of quick mode (and of `crest find` on a URL), with its statistics name.
@@ -137,12 +239,15 @@ pub fn url_plan(request: HttpRequest, name: String, threads: Option<usize>, time
         target: Target::Http(request),
         stop_when: Vec::new(),
         thresholds: Vec::new(),
+        monitor: MonitorPlan::default(),
     }
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself.
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 13] = [
+    let checks: [(&'static str, bool); 15] = [
+        ("--threshold", !a.thresholds.is_empty()),
+        ("--stop-when", !a.stop_when.is_empty()),
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),

@@ -99,9 +99,16 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
     };
 
+    // Checked before anything is sent; sampling starts with the load.
+    let sampler = crest_monitor::Sampler::new(&plan.monitor).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
+    let monitor = if sampler.is_empty() {
+        None
+    } else {
+        Some(sampler.spawn(start).context("cannot start the monitor thread")?)
+    };
     let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
@@ -148,6 +155,14 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
                             }
                         }
                     }
+                    for snap in monitor.iter().flat_map(|m| m.snapshots()) {
+                        if stopped_by.is_none() {
+                            if let Some(s) = watch.monitored(snap.t_s, &snap.values) {
+                                stop.cancel();
+                                stopped_by = Some(s);
+                            }
+                        }
+                    }
                     if engine.is_finished() {
                         break;
                     }
@@ -160,6 +175,7 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))?
         .context("the engine failed")?;
     let duration = report.finished.saturating_duration_since(start);
+    let monitor = monitor.map(crest_monitor::Monitor::finish);
     let mut totals = Totals::default();
     for sink in report.sinks {
         totals.merge(&sink.finish());
@@ -219,6 +235,7 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
             threads: threads as u64,
             peak_rss_bytes: own_peak_rss(),
         }),
+        monitor,
     };
     Ok(Measured {
         results,

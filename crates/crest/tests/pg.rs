@@ -4,22 +4,8 @@
 
 mod common;
 
-use common::{crest, edit, example, rt, run_scenario, scenario_file};
+use common::{crest, edit, example, pg_url, rt, run_scenario, scenario_file};
 use crest_testkit::{Reply, Server};
-
-fn pg_url() -> Option<String> {
-    match std::env::var("CREST_TEST_PG_URL") {
-        Ok(u) => Some(u),
-        Err(_) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must provide PostgreSQL: CREST_TEST_PG_URL is not set"
-            );
-            eprintln!("skipped: set CREST_TEST_PG_URL (eval \"$(scripts/pg-test-cluster.sh start)\")");
-            None
-        }
-    }
-}
 
 async fn query_i64(url: &str, sql: &str) -> i64 {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();

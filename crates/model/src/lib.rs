@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod hist;
+pub mod monitor;
 pub mod outcome;
 pub mod plan;
 pub mod redact;

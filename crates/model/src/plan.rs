@@ -26,6 +26,8 @@ pub struct Plan {
     pub stop_when: Vec<String>,
     /// Conditions checked at the end (validated expressions).
     pub thresholds: Vec<String>,
+    /// What is sampled while the load runs.
+    pub monitor: crate::monitor::MonitorPlan,
 }
 
 /// How load is generated.

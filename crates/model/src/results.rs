@@ -60,6 +60,9 @@ pub struct Results {
     /// What crest itself used, to judge whether it limited the run.
     #[serde(default)]
     pub client: Option<ClientStats>,
+    /// What the monitor sampled: processes, the host, Prometheus metrics, PostgreSQL.
+    #[serde(default)]
+    pub monitor: Option<crate::monitor::MonitorRecord>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
 }
@@ -331,6 +334,7 @@ pub fn concat(
     out.errors.clear();
     out.abandoned = 0;
     out.duration_s = 0.0;
+    out.monitor = None;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);
     for (k, (label, part)) in std::iter::once((first_seg, first)).chain(it).enumerate() {
@@ -374,6 +378,19 @@ pub fn concat(
         }
         if part.ended_by.interrupted() {
             out.ended_by = part.ended_by;
+        }
+        if let Some(m) = part.monitor {
+            match &mut out.monitor {
+                Some(acc) => acc.append(m, offset),
+                None => {
+                    let mut acc = crate::monitor::MonitorRecord {
+                        interval_s: m.interval_s,
+                        ..Default::default()
+                    };
+                    acc.append(m, offset);
+                    out.monitor = Some(acc);
+                }
+            }
         }
         if let (Some(acc), Some(c)) = (out.client.as_mut(), part.client.as_ref()) {
             if k > 0 {

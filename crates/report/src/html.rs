@@ -45,6 +45,9 @@ struct RunView<'a> {
     crest_version: &'a str,
     a: &'a Analysis,
     charts: Vec<Chart>,
+    /// What the monitor watched, with its notes.
+    sources: Vec<&'a crest_model::monitor::SourceRecord>,
+    resource_charts: Vec<Chart>,
 }
 
 /// How a run ended, in words; a capacity search ends when its search does.
@@ -97,6 +100,8 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         crest_version: &r.crest_version,
         a,
         charts: charts(r, a),
+        sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
+        resource_charts: resource_charts(r),
     }
 }
 
@@ -159,6 +164,43 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         &dots,
     ));
     out
+}
+
+/// Most resource charts in one report; the built-in series come first, then Prometheus metrics.
+const MAX_RESOURCE_CHARTS: usize = 24;
+
+/// One chart per monitored series, in a unit a reader expects (MiB rather than bytes). A known
+/// limit is drawn when the values come within half of it, so that a leak's distance to its limit
+/// shows without flattening every other chart.
+pub fn resource_charts(r: &Results) -> Vec<Chart> {
+    use crest_model::monitor::Unit;
+    let Some(m) = &r.monitor else { return Vec::new() };
+    let mut series: Vec<_> = m.series.iter().filter(|s| s.points.len() >= 2).collect();
+    // Stable: keeps each group in the order it was recorded.
+    series.sort_by_key(|s| m.sources.get(s.source as usize).is_some_and(|x| x.kind == "prometheus"));
+    series
+        .into_iter()
+        .take(MAX_RESOURCE_CHARTS)
+        .enumerate()
+        .map(|(i, s)| {
+            let (k, unit) = match s.unit {
+                Unit::Bytes => (1.0 / 1048576.0, "MiB"),
+                Unit::Percent => (1.0, "%"),
+                Unit::Count => (1.0, "count"),
+                Unit::PerSecond => (1.0, "per second"),
+                Unit::Seconds => (1.0, "seconds"),
+                Unit::Number => (1.0, "value"),
+            };
+            let points: Vec<(f64, f64)> = s.points.iter().map(|(t, v)| (*t, v * k)).collect();
+            let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
+            let mut lines = vec![(s.key.metric.as_str(), points)];
+            if let Some(limit) = s.limit.map(|l| l * k).filter(|l| peak >= l / 2.0) {
+                let (t0, t1) = (s.points[0].0, s.points[s.points.len() - 1].0);
+                lines.push(("limit", vec![(t0, limit), (t1, limit)]));
+            }
+            chart(&format!("resource-{i}"), &s.title, "seconds", unit, &lines, &[])
+        })
+        .collect()
 }
 
 /// The Markdown report.

@@ -132,6 +132,32 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             writeln!(out, "    - {reason}")?;
         }
     }
+    if !s.resources.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  Resources                                                  mean        peak"
+        )?;
+        for r in &s.resources {
+            if let Some(all) = &r.all {
+                writeln!(out, "    {:<52} {:>10}  {:>10}", r.key, all.mean_shown, all.peak_shown)?;
+            }
+        }
+    }
+    for n in r
+        .monitor
+        .iter()
+        .flat_map(|m| m.sources.iter())
+        .flat_map(|s| s.notes.iter().map(move |n| (s, n)))
+    {
+        writeln!(out, "  Monitor      {} {}: {}", n.0.kind, n.0.label, n.1)?;
+    }
+    if !s.leaks.is_empty() {
+        writeln!(out)?;
+        for l in &s.leaks {
+            writeln!(out, "  Leak         {}", l.sentence)?;
+        }
+    }
     if let Some(c) = &s.capacity {
         writeln!(out)?;
         writeln!(out, "  Capacity     max {} req/s successful", num(c.max_throughput_rps))?;

@@ -4,12 +4,13 @@
 
 use crate::error::{did_you_mean, Problem};
 use crate::raw::{self, Sp};
-use crest_analysis::expr::Expr;
+use crest_analysis::expr::{Expr, Monitored};
 use crest_flow::extract::{Check, Extractor};
 use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::plan::{Body, Flow, FlowPlan, PollStep, RequestStep, Step};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
+use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
     LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
 };
@@ -32,6 +33,7 @@ pub(crate) struct Compiled {
     pub flow: FlowPlan,
     pub stop_when: Vec<String>,
     pub thresholds: Vec<String>,
+    pub monitor: MonitorPlan,
 }
 
 /// A flow as written: name, weight, steps and where its name stands.
@@ -64,6 +66,8 @@ pub(crate) struct Cx<'a> {
     feeders: Vec<(String, Vec<String>)>,
     has_database: bool,
     database: Option<crest_pg::PgTarget>,
+    /// The database as the monitor needs it, when `monitor: database: true` asks for it.
+    database_spec: Option<PostgresSpec>,
 }
 
 impl<'a> Cx<'a> {
@@ -80,6 +84,7 @@ impl<'a> Cx<'a> {
             feeders: Vec::new(),
             has_database: false,
             database: None,
+            database_spec: None,
         }
     }
 
@@ -1025,7 +1030,10 @@ impl<'a> Cx<'a> {
                 .and_then(|t| self.duration(t, "statement_timeout"));
             if let Some(url) = url {
                 match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
-                    Ok(t) => self.database = Some(t),
+                    Ok(t) => {
+                        self.database = Some(t);
+                        self.database_spec = Some(PostgresSpec { url, password });
+                    }
                     Err(e) => self.err(db.url.at(), format!("database: {e}"), None),
                 }
             }
@@ -1109,14 +1117,18 @@ impl<'a> Cx<'a> {
         }
         let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
         let load = self.load(&s.load);
+        let monitor = self.monitor(s.monitor.as_ref());
         let mut stop_when = Vec::new();
         for e in s.stop_when.as_deref().unwrap_or(&[]) {
             match crest_analysis::stop::StopCondition::parse(e) {
-                Ok(c) => stop_when.push(c.text()),
+                Ok(c) => {
+                    self.check_monitored(c.monitored(), &monitor, e, "stop_when");
+                    stop_when.push(c.text());
+                }
                 Err(m) => self.err(e.at(), format!("stop_when: {m}"), None),
             }
         }
-        let thresholds = self.exprs(s.thresholds.as_deref(), "thresholds");
+        let thresholds = self.exprs(s.thresholds.as_deref(), "thresholds", &monitor);
         if thresholds.iter().any(|t| t.contains("first")) {
             self.err(
                 None,
@@ -1168,18 +1180,146 @@ impl<'a> Cx<'a> {
             flow,
             stop_when,
             thresholds,
+            monitor,
         })
     }
 
-    fn exprs(&mut self, list: Option<&[Sp<String>]>, what: &str) -> Vec<String> {
+    fn exprs(&mut self, list: Option<&[Sp<String>]>, what: &str, monitor: &MonitorPlan) -> Vec<String> {
         let mut out = Vec::new();
         for e in list.unwrap_or(&[]) {
             match Expr::parse(e) {
-                Ok(x) => out.push(x.text),
+                Ok(x) => {
+                    self.check_monitored(x.monitored(), monitor, e, what);
+                    out.push(x.text)
+                }
                 Err(m) => self.err(e.at(), format!("{what}: {m}"), None),
             }
         }
         out
+    }
+
+    /// A monitored metric in an expression must be one the monitor records.
+    fn check_monitored(&mut self, m: Option<&Monitored>, monitor: &MonitorPlan, e: &Sp<String>, what: &str) {
+        if let Some(m) = m {
+            if let Err(msg) = crest_monitor::check_metric(monitor, &m.metric) {
+                self.err(e.at(), format!("{what}: {:?}: {msg}", e.as_str()), None);
+            }
+        }
+    }
+
+    fn monitor(&mut self, m: Option<&raw::Monitor>) -> MonitorPlan {
+        let mut plan = MonitorPlan::default();
+        let Some(m) = m else { return plan };
+        if let Some(i) = &m.interval {
+            match self.duration(i, "monitor: interval") {
+                Some(d) if d >= Duration::from_millis(100) => plan.interval = d,
+                Some(_) => self.err(i.at(), "monitor: interval must be at least 100ms", None),
+                None => {}
+            }
+        }
+        plan.host = m.host.as_ref().is_none_or(|h| **h);
+        let none = Known::default();
+        for p in m.processes.iter().flatten() {
+            let given = [
+                p.pid.is_some(),
+                p.pid_file.is_some(),
+                p.name.is_some(),
+                p.pattern.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                self.err(
+                    p.at(),
+                    "monitor: each process needs exactly one of pid, pid_file, name, pattern",
+                    None,
+                );
+                continue;
+            }
+            let (select, default_label) = if let Some(pid) = &p.pid {
+                (ProcessSelect::Pid(**pid), pid.to_string())
+            } else if let Some(f) = &p.pid_file {
+                (ProcessSelect::PidFile(self.resolve(f)), f.to_string())
+            } else if let Some(n) = &p.name {
+                (ProcessSelect::Name(n.to_string()), n.to_string())
+            } else if let Some(pat) = &p.pattern {
+                if let Err(e) = regex::Regex::new(pat) {
+                    self.err(
+                        pat.at(),
+                        format!(
+                            "monitor: pattern {:?} is not a valid regular expression: {e}",
+                            pat.as_str()
+                        ),
+                        None,
+                    );
+                    continue;
+                }
+                (ProcessSelect::Pattern(pat.to_string()), pat.to_string())
+            } else {
+                continue;
+            };
+            let label = p.label.as_ref().map_or(default_label, |l| l.to_string());
+            if plan.processes.iter().any(|x| x.label == label) {
+                self.err(
+                    p.at(),
+                    format!("monitor: two processes are labelled {label:?}; give each its own label"),
+                    None,
+                );
+                continue;
+            }
+            plan.processes.push(ProcessSpec { label, select });
+        }
+        for p in m.prometheus.iter().flatten() {
+            let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
+                continue;
+            };
+            if split_url(&url).is_none() {
+                self.err(
+                    p.url.at(),
+                    format!("monitor: {url:?} is not an http:// or https:// URL"),
+                    None,
+                );
+                continue;
+            }
+            let mut metrics = Vec::new();
+            for name in p.metrics.iter().flatten() {
+                match regex::Regex::new(&format!("^(?:{})$", name.as_str())) {
+                    Ok(_) => metrics.push(name.to_string()),
+                    Err(e) => self.err(
+                        name.at(),
+                        format!(
+                            "monitor: metric pattern {:?} is not a valid regular expression: {e}",
+                            name.as_str()
+                        ),
+                        None,
+                    ),
+                }
+            }
+            plan.prometheus.push(PrometheusSpec { url, metrics });
+        }
+        for p in m.postgres.iter().flatten() {
+            let url = self.template(&p.url, &none).map(|t| t.render(&NoScope::default()));
+            let password = p
+                .password
+                .as_ref()
+                .and_then(|x| self.template(x, &none))
+                .map(|t| t.render(&NoScope::default()));
+            if let Some(url) = url {
+                match crest_pg::PgTarget::parse(&url, password.as_deref(), None) {
+                    Ok(_) => plan.postgres.push(PostgresSpec { url, password }),
+                    Err(e) => self.err(p.url.at(), format!("monitor: postgres: {e}"), None),
+                }
+            }
+        }
+        if let Some(d) = m.database.as_ref().filter(|d| ***d) {
+            match self.database_spec.clone() {
+                Some(spec) => plan.postgres.push(spec),
+                None => self.err(
+                    d.at(),
+                    "monitor: database: true needs a `database` in the scenario",
+                    None,
+                ),
+            }
+        }
+        plan
     }
 }
 

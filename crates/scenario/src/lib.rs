@@ -88,6 +88,7 @@ pub fn load_str(
                 }),
                 stop_when: c.stop_when,
                 thresholds: c.thresholds,
+                monitor: c.monitor,
             };
             Ok(Scenario { plan, flow: c.flow })
         }

@@ -89,6 +89,63 @@ pub struct Scenario {
     pub stop_when: Option<Vec<Sp<String>>>,
     /// Conditions checked at the end; crest exits with 1 when one fails, e.g. `p95 < 10s`.
     pub thresholds: Option<Vec<Sp<String>>>,
+    /// What to watch while the load runs: processes, this machine, Prometheus metrics,
+    /// PostgreSQL. Stop conditions and thresholds can use what is watched.
+    pub monitor: Option<Monitor>,
+}
+
+/// What to watch while the load runs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Monitor {
+    /// Time between samples, e.g. `1s` (the default).
+    pub interval: Option<Sp<String>>,
+    /// Sample this machine's load average, CPU and memory (default true).
+    pub host: Option<Sp<bool>>,
+    /// Processes of the system under test; each is one of `pid`, `pid_file`, `name`, `pattern`.
+    pub processes: Option<Vec<Sp<ProcessWatch>>>,
+    /// Prometheus text endpoints and the metrics to record from them.
+    pub prometheus: Option<Vec<PrometheusWatch>>,
+    /// PostgreSQL servers to read connections and transactions per second from.
+    pub postgres: Option<Vec<PostgresWatch>>,
+    /// Also watch the scenario's own `database` this way.
+    pub database: Option<Sp<bool>>,
+}
+
+/// A process, or the group of processes that match, to watch.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessWatch {
+    /// The `process` label of its series (default: the name, pattern or pid).
+    pub label: Option<Sp<String>>,
+    /// A process id.
+    pub pid: Option<Sp<u32>>,
+    /// A file holding the process id (relative to the scenario file), read at every sample.
+    pub pid_file: Option<Sp<String>>,
+    /// The process name (as `ps -o comm` shows it) or executable file name; every match counts.
+    pub name: Option<Sp<String>>,
+    /// A regular expression on the command line; every match counts.
+    pub pattern: Option<Sp<String>>,
+}
+
+/// A Prometheus text endpoint.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrometheusWatch {
+    /// The metrics page, e.g. `http://127.0.0.1:9100/metrics`; may read the environment.
+    pub url: Sp<String>,
+    /// Metric names or regular expressions to record (default: all, up to 200 series).
+    pub metrics: Option<Vec<Sp<String>>>,
+}
+
+/// A PostgreSQL server.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresWatch {
+    /// `postgres://user@host:port/dbname`; may read the environment.
+    pub url: Sp<String>,
+    /// The password, usually `${env:PGPASSWORD}`; never shown.
+    pub password: Option<Sp<String>>,
 }
 
 /// Settings for every request.

@@ -321,3 +321,70 @@ fn the_examples_validate() {
     }
     assert!(n >= 3);
 }
+
+const MONITORED: &str = r#"
+target: http://127.0.0.1:9
+steps:
+  - request:
+      path: /
+load:
+  users: 2
+  duration: 10s
+monitor:
+  interval: 500ms
+  processes:
+    - name: api
+    - pid: 4242
+      label: worker
+    - pattern: "java .*orders"
+      label: orders
+  prometheus:
+    - url: http://127.0.0.1:9100/metrics
+      metrics: [stream_lag_seconds, "rows_.*"]
+stop_when:
+  - load_average > 3
+  - max(process_open_fds{process=api}) > 900
+thresholds:
+  - stream_lag_seconds < 1s
+  - mean(rate(rows_total)) > 100/s
+"#;
+
+#[test]
+fn the_monitor_block_compiles_and_its_metrics_can_be_used() {
+    use crest_model::monitor::ProcessSelect;
+    let s = ok(MONITORED);
+    let m = &s.plan.monitor;
+    assert_eq!(m.interval, Duration::from_millis(500));
+    assert!(m.host);
+    let labels: Vec<&str> = m.processes.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, ["api", "worker", "orders"]);
+    assert_eq!(m.processes[1].select, ProcessSelect::Pid(4242));
+    assert_eq!(m.prometheus[0].metrics, ["stream_lag_seconds", "rows_.*"]);
+    assert_eq!(s.plan.stop_when.len(), 2);
+    assert_eq!(s.plan.thresholds.len(), 2);
+}
+
+#[test]
+fn monitor_mistakes_are_located() {
+    // A metric nothing records.
+    let e = err(&MONITORED.replace("stream_lag_seconds < 1s", "queue_depth < 5"));
+    let (at, msg, _) = first(&e);
+    assert_eq!(at.map(|a| a.0), Some(24), "{e}");
+    assert!(msg.contains("unknown metric \"queue_depth\""), "{msg}");
+    // Process metrics without a process.
+    let no_procs = MONITORED.replace("  processes:\n    - name: api\n    - pid: 4242\n      label: worker\n    - pattern: \"java .*orders\"\n      label: orders\n", "");
+    let (_, msg, _) = first(&err(&no_procs));
+    assert!(msg.contains("needs a process to watch"), "{msg}");
+    // Two ways of choosing one process.
+    let (at, msg, _) = first(&err(
+        &MONITORED.replace("    - name: api", "    - name: api\n      pid: 1")
+    ));
+    assert_eq!(at.map(|a| a.0), Some(12));
+    assert!(msg.contains("exactly one of pid, pid_file, name, pattern"), "{msg}");
+    let (_, msg, _) = first(&err(&MONITORED.replace("java .*orders", "java (orders")));
+    assert!(msg.contains("not a valid regular expression"), "{msg}");
+    let (_, msg, _) = first(&err(
+        &MONITORED.replace("  interval: 500ms\n", "  interval: 500ms\n  database: true\n")
+    ));
+    assert!(msg.contains("needs a `database`"), "{msg}");
+}

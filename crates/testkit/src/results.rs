@@ -1,6 +1,7 @@
 //! Synthetic results documents with known shapes, for testing analysis and reports.
 
 use crest_model::hist::{new_histogram, record};
+use crest_model::monitor::MonitorRecord;
 use crest_model::results::{
     EndReason, Environment, ErrorClass, HttpConfig, Interval, Results, RunConfig, Segment, Stat, SCHEMA_ID,
     SCHEMA_VERSION,
@@ -52,6 +53,7 @@ pub struct ResultsBuilder {
     intervals: Vec<Interval>,
     stats: BTreeMap<(u32, Outcome), Acc>,
     t: u64,
+    monitor: Option<MonitorRecord>,
 }
 
 impl ResultsBuilder {
@@ -65,7 +67,14 @@ impl ResultsBuilder {
             intervals: Vec::new(),
             stats: BTreeMap::new(),
             t: 0,
+            monitor: None,
         }
+    }
+
+    /// Adds monitored series.
+    pub fn monitor(mut self, record: MonitorRecord) -> Self {
+        self.monitor = Some(record);
+        self
     }
 
     /// Adds a segment of `secs` seconds at `users`, each second shaped by `f(second index)`.
@@ -215,6 +224,7 @@ impl ResultsBuilder {
             interval_s: 1.0,
             find: None,
             client: None,
+            monitor: self.monitor,
         }
     }
 }

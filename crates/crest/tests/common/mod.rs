@@ -147,3 +147,19 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The test PostgreSQL server: .ci/run starts one and sets CREST_TEST_PG_URL; there PostgreSQL
+/// tests must run. Elsewhere, without the variable, they are skipped.
+pub fn pg_url() -> Option<String> {
+    match std::env::var("CREST_TEST_PG_URL") {
+        Ok(u) => Some(u),
+        Err(_) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must provide PostgreSQL: CREST_TEST_PG_URL is not set"
+            );
+            eprintln!("skipped: set CREST_TEST_PG_URL (eval \"$(scripts/pg-test-cluster.sh start)\")");
+            None
+        }
+    }
+}

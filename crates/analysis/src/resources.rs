@@ -1,0 +1,494 @@
+//! What the system under test did: monitored series summarised per step, and leaks.
+//!
+//! A leak is a resource that keeps growing while the load does not (seed 003: "all tasks
+//! started to fail with too many open files"). It is judged on each step's steady state only,
+//! so that growth that follows rising load is not mistaken for one. A trend must pass three
+//! tests: it is statistically clear (Mann-Kendall, one-sided p < 0.01), it is large enough to
+//! matter (at least 5% of the starting level and a minimum amount), and it does not level off
+//! (the second half still grows at a third of the first half's rate or more; caches and pools
+//! that fill up and stop do not count).
+
+use crate::analyze::{load_label, SegmentAnalysis};
+use crest_model::monitor::{MonitorSeries, Unit};
+use crest_model::results::Results;
+use serde::Serialize;
+
+/// Fewest samples in a steady state before a trend is judged.
+const MIN_POINTS: usize = 8;
+/// Mann-Kendall z for a one-sided p of 0.01.
+const Z_CRITICAL: f64 = 2.326;
+/// A leak must grow by at least this share of where it started...
+const MIN_GROWTH_SHARE: f64 = 0.05;
+/// ...and must not slow to less than this share of its first half's rate.
+const MIN_PERSISTENCE: f64 = 1.0 / 3.0;
+/// Most points a trend is computed on; longer runs are thinned evenly (Theil-Sen is quadratic).
+const MAX_POINTS: usize = 400;
+
+/// One monitored series, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResourceRow {
+    /// The series, `metric{label="value"}`.
+    pub key: String,
+    /// A human title.
+    pub title: String,
+    /// Its unit.
+    pub unit: Unit,
+    /// A known limit.
+    pub limit: Option<f64>,
+    /// Over the whole run.
+    pub all: Option<Stats>,
+    /// Per step, in step order (each step's steady state when it has samples, else the step).
+    pub steps: Vec<Option<Stats>>,
+}
+
+/// Mean and peak of some samples, with their text.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    /// Mean.
+    pub mean: f64,
+    /// Largest.
+    pub peak: f64,
+    /// The mean as text, with its unit.
+    pub mean_shown: String,
+    /// The peak as text, with its unit.
+    pub peak_shown: String,
+}
+
+impl Stats {
+    fn of(unit: Unit, values: impl Iterator<Item = f64>) -> Option<Self> {
+        let (mut n, mut sum, mut peak) = (0usize, 0.0, f64::MIN);
+        for v in values {
+            n += 1;
+            sum += v;
+            peak = peak.max(v);
+        }
+        (n > 0).then(|| Stats {
+            mean: sum / n as f64,
+            peak,
+            mean_shown: show_value(unit, sum / n as f64),
+            peak_shown: show_value(unit, peak),
+        })
+    }
+}
+
+/// Every monitored series with its mean and peak over the run and per step.
+pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> {
+    let Some(m) = &r.monitor else { return Vec::new() };
+    m.series
+        .iter()
+        .map(|s| ResourceRow {
+            key: s.key.to_string(),
+            title: s.title.clone(),
+            unit: s.unit,
+            limit: s.limit,
+            all: Stats::of(s.unit, s.points.iter().map(|p| p.1)),
+            steps: segments
+                .iter()
+                .map(|g| {
+                    Stats::of(s.unit, s.values_between(g.steady_start_s, g.steady_end_s))
+                        .or_else(|| Stats::of(s.unit, s.values_between(g.start_s, g.end_s)))
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A resource that grows under steady load.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Leak {
+    /// The series.
+    pub key: String,
+    /// Its title.
+    pub title: String,
+    /// The step it was seen in.
+    pub step: String,
+    /// Growth per minute, in the series' unit.
+    pub per_minute: f64,
+    /// The trend's value at the start and end of the window.
+    pub from: f64,
+    /// See `from`.
+    pub to: f64,
+    /// The window judged, seconds from the start of the run.
+    pub window_s: (f64, f64),
+    /// The limit, when known.
+    pub limit: Option<f64>,
+    /// Minutes until the limit is reached at this rate, when a limit is known.
+    pub minutes_to_limit: Option<f64>,
+    /// The finding, in words.
+    pub sentence: String,
+}
+
+/// Series whose growth is a leak: memory, open files, database connections.
+fn leak_candidate(s: &MonitorSeries) -> bool {
+    matches!(
+        s.key.metric.as_str(),
+        "process_open_fds" | "process_resident_memory_bytes" | "process_virtual_memory_bytes"
+    ) || (s.key.metric == "pg_connections" && s.key.labels.get("state").map(String::as_str) == Some("all"))
+}
+
+/// Leaks seen in any step's steady state; per series, the step with the fastest growth.
+pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
+    let Some(m) = &r.monitor else { return Vec::new() };
+    let mut out = Vec::new();
+    for s in m.series.iter().filter(|s| leak_candidate(s)) {
+        let best = segments
+            .iter()
+            .filter_map(|g| {
+                let points: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|(t, _)| *t >= g.steady_start_s && *t <= g.steady_end_s)
+                    .collect();
+                trend(&points, s.unit).map(|t| (g, t))
+            })
+            .max_by(|a, b| a.1.slope.total_cmp(&b.1.slope));
+        if let Some((g, t)) = best {
+            out.push(leak(s, g, &t, segments.len() > 1));
+        }
+    }
+    out
+}
+
+fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
+    let per_minute = t.slope * 60.0;
+    // Fast growth reads better per second, slow growth per minute.
+    let rate = if per_minute >= 600.0 && s.unit == Unit::Count {
+        format!("{} a second", show_value(s.unit, round2(t.slope)))
+    } else {
+        format!("{} a minute", show_value(s.unit, round2(per_minute)))
+    };
+    let step = if several_steps {
+        format!("{}: ", load_label(g.users, g.rate))
+    } else {
+        String::new()
+    };
+    let minutes_to_limit = s.limit.filter(|l| *l > t.to).map(|l| (l - t.to) / t.slope / 60.0);
+    let mut sentence = format!(
+        "{} {} by about {rate} under steady load ({step}from {} to {} over {})",
+        capitalise(&s.title),
+        if s.key.metric.contains("memory") {
+            "grows"
+        } else {
+            "grow"
+        },
+        show_value(s.unit, t.from),
+        show_value(s.unit, t.to),
+        span(t.window.1 - t.window.0)
+    );
+    match (s.limit, minutes_to_limit) {
+        (Some(l), Some(m)) => sentence.push_str(&format!(
+            "; the limit of {} is reached in about {}",
+            show_value(s.unit, l),
+            span(m * 60.0)
+        )),
+        (Some(l), None) => sentence.push_str(&format!("; it has reached its limit of {}", show_value(s.unit, l))),
+        _ => {}
+    }
+    sentence.push('.');
+    Leak {
+        key: s.key.to_string(),
+        title: s.title.clone(),
+        step: g.name.clone(),
+        per_minute,
+        from: t.from,
+        to: t.to,
+        window_s: t.window,
+        limit: s.limit,
+        minutes_to_limit,
+        sentence,
+    }
+}
+
+/// A significant, lasting upward trend.
+#[derive(Debug)]
+struct Trend {
+    /// Per second.
+    slope: f64,
+    from: f64,
+    to: f64,
+    window: (f64, f64),
+}
+
+/// The upward trend of `points`, if it is a leak by the tests in the module's doc.
+fn trend(points: &[(f64, f64)], unit: Unit) -> Option<Trend> {
+    if points.len() < MIN_POINTS {
+        return None;
+    }
+    let step = points.len().div_ceil(MAX_POINTS);
+    let p: Vec<(f64, f64)> = points.iter().step_by(step).copied().collect();
+    if mann_kendall_z(&p) < Z_CRITICAL {
+        return None;
+    }
+    let slope = theil_sen(&p)?;
+    if slope <= 0.0 {
+        return None;
+    }
+    let (t0, t1) = (p[0].0, p[p.len() - 1].0);
+    let mut ys: Vec<f64> = p.iter().map(|x| x.1).collect();
+    ys.sort_by(f64::total_cmp);
+    // The line through the median point, so one odd sample cannot move the ends.
+    let (tm, ym) = (p.iter().map(|x| x.0).sum::<f64>() / p.len() as f64, ys[ys.len() / 2]);
+    let from = ym + slope * (t0 - tm);
+    let to = ym + slope * (t1 - tm);
+    let growth = to - from;
+    let minimum = match unit {
+        Unit::Bytes => 4.0 * 1024.0 * 1024.0,
+        _ => 5.0,
+    };
+    if growth < minimum || growth < MIN_GROWTH_SHARE * from.abs() {
+        return None;
+    }
+    let half = p.len() / 2;
+    let (first, second) = (theil_sen(&p[..=half])?, theil_sen(&p[half..])?);
+    if first > 0.0 && second < MIN_PERSISTENCE * first {
+        return None;
+    }
+    Some(Trend {
+        slope,
+        from,
+        to,
+        window: (t0, t1),
+    })
+}
+
+/// The Mann-Kendall statistic as a z-score (ties corrected); large and positive for a rising
+/// series.
+fn mann_kendall_z(p: &[(f64, f64)]) -> f64 {
+    let n = p.len();
+    let mut s = 0i64;
+    for i in 0..n {
+        for j in i + 1..n {
+            s += match p[j].1.total_cmp(&p[i].1) {
+                std::cmp::Ordering::Greater => 1,
+                std::cmp::Ordering::Less => -1,
+                std::cmp::Ordering::Equal => 0,
+            };
+        }
+    }
+    let mut ys: Vec<f64> = p.iter().map(|x| x.1).collect();
+    ys.sort_by(f64::total_cmp);
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && ys[j + 1] == ys[i] {
+            j += 1;
+        }
+        let t = (j - i + 1) as f64;
+        ties += t * (t - 1.0) * (2.0 * t + 5.0);
+        i = j + 1;
+    }
+    let nf = n as f64;
+    let var = (nf * (nf - 1.0) * (2.0 * nf + 5.0) - ties) / 18.0;
+    if var <= 0.0 {
+        return 0.0;
+    }
+    let s = s as f64;
+    (s - s.signum()) / var.sqrt()
+}
+
+/// The Theil-Sen slope: the median of the slopes between every pair of points.
+fn theil_sen(p: &[(f64, f64)]) -> Option<f64> {
+    let mut slopes = Vec::with_capacity(p.len() * p.len() / 2);
+    for i in 0..p.len() {
+        for j in i + 1..p.len() {
+            let dt = p[j].0 - p[i].0;
+            if dt > 0.0 {
+                slopes.push((p[j].1 - p[i].1) / dt);
+            }
+        }
+    }
+    if slopes.is_empty() {
+        return None;
+    }
+    slopes.sort_by(f64::total_cmp);
+    let n = slopes.len();
+    Some(if n % 2 == 1 {
+        slopes[n / 2]
+    } else {
+        (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0
+    })
+}
+
+/// A value with its unit, for reports and messages.
+pub fn show_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Percent => format!("{v:.1}%"),
+        Unit::Bytes => {
+            let a = v.abs();
+            if a >= 1024.0 * 1024.0 * 1024.0 {
+                format!("{:.2} GiB", v / 1024.0 / 1024.0 / 1024.0)
+            } else if a >= 1024.0 * 1024.0 {
+                format!("{:.1} MiB", v / 1024.0 / 1024.0)
+            } else if a >= 1024.0 {
+                format!("{:.1} KiB", v / 1024.0)
+            } else {
+                format!("{v:.0} B")
+            }
+        }
+        Unit::Count => {
+            if (v - v.round()).abs() < 1e-9 || v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        }
+        Unit::PerSecond => format!("{v:.1}/s"),
+        Unit::Seconds => {
+            if v.abs() < 1.0 {
+                format!("{:.1} ms", v * 1000.0)
+            } else {
+                format!("{v:.2} s")
+            }
+        }
+        Unit::Number => {
+            if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                let s = format!("{v:.2}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+        }
+    }
+}
+
+/// Two significant digits, as "about" deserves.
+fn round2(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let mag = 10f64.powi(v.abs().log10().floor() as i32 - 1);
+    (v / mag).round() * mag
+}
+
+fn span(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{:.0} s", secs)
+    } else if secs < 2.0 * 3600.0 {
+        format!("{:.0} minutes", secs / 60.0)
+    } else if secs < 2.0 * 86400.0 {
+        format!("{:.0} hours", secs / 3600.0)
+    } else {
+        format!("{:.0} days", secs / 86400.0)
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_model::monitor::{MonitorRecord, SeriesKey};
+    use crest_model::Outcome;
+    use crest_testkit::results::{ResultsBuilder, Second};
+
+    fn series(metric: &str, unit: Unit, limit: Option<f64>, f: impl Fn(f64) -> f64) -> MonitorSeries {
+        MonitorSeries {
+            key: SeriesKey::new(metric).with("process", "api"),
+            source: 0,
+            title: match metric {
+                "process_open_fds" => "open files of api".into(),
+                _ => "resident memory of api".into(),
+            },
+            unit,
+            limit,
+            points: (0..600).map(|t| (t as f64, f(t as f64))).collect(),
+        }
+    }
+
+    fn run_with(s: Vec<MonitorSeries>) -> Results {
+        ResultsBuilder::new(Outcome::Status(500), true)
+            .segment(40, 600, |_| Second::ok(100, 20.0))
+            .monitor(MonitorRecord {
+                interval_s: 1.0,
+                sources: vec![],
+                series: s,
+            })
+            .build()
+    }
+
+    /// Deterministic noise in [-1, 1].
+    fn noise(t: f64) -> f64 {
+        ((t * 12.9898).sin() * 43758.5453).fract().abs() * 2.0 - 1.0
+    }
+
+    #[test]
+    fn open_files_growing_under_steady_load_are_a_leak_with_a_time_to_the_limit() {
+        // 40 a minute from 52, with noise of a few files; the limit of 1024.
+        let r = run_with(vec![series("process_open_fds", Unit::Count, Some(1024.0), |t| {
+            (52.0 + t * 40.0 / 60.0 + 3.0 * noise(t)).round()
+        })]);
+        let a = crate::analyze(&r).unwrap();
+        let leaks = &a.summary.leaks;
+        assert_eq!(leaks.len(), 1, "{leaks:?}");
+        let l = &leaks[0];
+        assert!((l.per_minute - 40.0).abs() < 2.0, "{}", l.per_minute);
+        let m = l.minutes_to_limit.unwrap();
+        // At the end of the steady window (~450 open files) 574 remain: about 14 minutes.
+        assert!((12.0..16.0).contains(&m), "{m}");
+        assert!(
+            l.sentence.starts_with("Open files of api grow by about 40 a minute"),
+            "{}",
+            l.sentence
+        );
+        assert!(
+            l.sentence.contains("the limit of 1024 is reached in about"),
+            "{}",
+            l.sentence
+        );
+        assert!(a.findings.iter().any(|f| f == &l.sentence), "{:?}", a.findings);
+    }
+
+    #[test]
+    fn flat_noisy_or_levelling_off_series_are_not_leaks() {
+        let flat = series("process_open_fds", Unit::Count, Some(1024.0), |t| {
+            (60.0 + 4.0 * noise(t)).round()
+        });
+        // Memory that warms up (a cache filling) and then stays.
+        let warming = series("process_resident_memory_bytes", Unit::Bytes, None, |t| {
+            100e6 + 60e6 * (1.0 - (-t / 60.0).exp()) + 1e6 * noise(t)
+        });
+        let r = run_with(vec![flat, warming]);
+        let a = crate::analyze(&r).unwrap();
+        assert!(a.summary.leaks.is_empty(), "{:?}", a.summary.leaks);
+        // Each still has its figures per step.
+        assert_eq!(a.summary.resources.len(), 2);
+        let fds = &a.summary.resources[0];
+        let step = fds.steps[0].as_ref().unwrap();
+        assert!((step.mean - 60.0).abs() < 1.0 && step.peak <= 64.0, "{step:?}");
+    }
+
+    #[test]
+    fn memory_that_keeps_growing_is_a_leak_without_a_known_limit() {
+        let r = run_with(vec![series("process_resident_memory_bytes", Unit::Bytes, None, |t| {
+            200e6 + t * 50_000.0 + 2e6 * noise(t)
+        })]);
+        let leaks = crate::analyze(&r).unwrap().summary.leaks;
+        assert_eq!(leaks.len(), 1, "{leaks:?}");
+        assert!(
+            leaks[0].sentence.contains("grows by about 2.9 MiB a minute"),
+            "{}",
+            leaks[0].sentence
+        );
+        assert_eq!(leaks[0].minutes_to_limit, None);
+    }
+
+    #[test]
+    fn values_read_with_their_units() {
+        assert_eq!(show_value(Unit::Bytes, 512.0 * 1024.0 * 1024.0), "512.0 MiB");
+        assert_eq!(show_value(Unit::Percent, 97.25), "97.2%");
+        assert_eq!(show_value(Unit::Count, 1024.0), "1024");
+        assert_eq!(show_value(Unit::Seconds, 0.25), "250.0 ms");
+        assert_eq!(show_value(Unit::Number, 3.0), "3");
+        assert_eq!(show_value(Unit::Number, 3.40), "3.4");
+        assert_eq!(round2(41.7), 42.0);
+        assert_eq!(round2(0.1234), 0.12);
+    }
+}

@@ -1,0 +1,305 @@
+//! The monitor against real things: a helper process that leaks file descriptors (and one that
+//! does not), a Prometheus endpoint, and PostgreSQL's statistics views.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{crest, edit, example, pg_url, run, run_scenario, scenario_file};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+/// `crest target` as a separate process; killed on drop.
+struct Helper {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn helper(args: &[&str]) -> Helper {
+    let mut child = crest()
+        .args(["target", "--listen", "127.0.0.1:0", "--service-time", "2ms"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "demo target on http://127.0.0.1:PORT/ (...)"
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    Helper { child, url }
+}
+
+fn series<'a>(results: &'a Value, metric: &str) -> Vec<&'a Value> {
+    results["monitor"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["key"]["metric"] == metric)
+        .collect()
+}
+
+fn values(s: &Value) -> Vec<f64> {
+    s["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[1].as_f64().unwrap())
+        .collect()
+}
+
+/// Runs 8 s of load on the helper while watching it by pid.
+fn watch_helper(h: &Helper) -> common::Run {
+    let pid = h.child.id().to_string();
+    run(
+        &h.url,
+        &[
+            "-c",
+            "2",
+            "-d",
+            "8s",
+            "--monitor-pid",
+            &pid,
+            "--monitor-interval",
+            "250ms",
+        ],
+    )
+}
+
+#[test]
+fn a_process_that_leaks_file_descriptors_is_found_to_leak() {
+    let _serial = common::serial();
+    let h = helper(&["--leak-fd-every", "1"]);
+    let r = watch_helper(&h);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let results = r.results();
+    let fds = series(&results, "process_open_fds");
+    assert_eq!(fds.len(), 1);
+    assert_eq!(fds[0]["key"]["labels"]["process"], h.child.id().to_string());
+    let v = values(fds[0]);
+    assert!(v.len() >= 30, "sampled every 250 ms for 8 s: {} points", v.len());
+    // One descriptor leaks per request; the target's own count confirms it.
+    let requests = r.summary()["requests"].as_f64().unwrap();
+    let grown = v[v.len() - 1] - v[0];
+    assert!(
+        grown > 0.9 * requests && grown < 1.1 * requests + 20.0,
+        "grew {grown} for {requests} requests"
+    );
+    // The limit is the process's own, from /proc/PID/limits.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", h.child.id())).unwrap();
+    let soft: f64 = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(fds[0]["limit"].as_f64(), Some(soft));
+
+    let leaks = r.summary()["leaks"].as_array().unwrap().clone();
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    let sentence = leaks[0]["sentence"].as_str().unwrap();
+    assert!(
+        sentence.starts_with(&format!("Open files of pid {} grow by about", h.child.id())),
+        "{sentence}"
+    );
+    assert!(sentence.contains("the limit of"), "{sentence}");
+    let per_s = leaks[0]["per_minute"].as_f64().unwrap() / 60.0;
+    let rps = r.summary()["throughput_rps"].as_f64().unwrap();
+    assert!((per_s - rps).abs() < 0.25 * rps, "leak {per_s}/s against {rps} req/s");
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(md.contains("## What the system did") && md.contains(sentence), "{md}");
+    assert!(r.stdout.contains("Leak") || r.stderr.contains("Leak"), "{}", r.stderr);
+}
+
+#[test]
+fn a_process_that_does_not_leak_is_not_reported() {
+    let _serial = common::serial();
+    let h = helper(&[]);
+    let r = watch_helper(&h);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let results = r.results();
+    let v = values(series(&results, "process_open_fds")[0]);
+    assert!(v.iter().all(|x| *x > 0.0));
+    assert_eq!(r.summary()["leaks"], serde_json::json!([]), "{}", r.summary()["leaks"]);
+    // Its other figures are there too, with plausible values.
+    let cpu = values(series(&results, "process_cpu_percent")[0]);
+    assert!(
+        cpu.iter().any(|c| *c > 0.0) && cpu.iter().all(|c| *c < 400.0),
+        "{cpu:?}"
+    );
+    assert!(values(series(&results, "process_resident_memory_bytes")[0])
+        .iter()
+        .all(|b| *b > 1e6));
+    let host = values(series(&results, "host_cpu_percent")[0]);
+    assert!(host.iter().all(|c| (0.0..=100.0).contains(c)));
+}
+
+#[test]
+fn a_prometheus_endpoint_is_scraped_into_the_results() {
+    let _serial = common::serial();
+    let h = helper(&["--leak-fd-every", "1"]);
+    let metrics = format!("{}metrics", h.url);
+    let r = run(
+        &h.url,
+        &[
+            "-c",
+            "2",
+            "-d",
+            "6s",
+            "--monitor-prometheus",
+            &metrics,
+            "--monitor-metric",
+            "crest_target_(requests_total|busy_workers|leaked_fds)",
+            "--threshold",
+            "max(crest_target_busy_workers) <= 8",
+            "--threshold",
+            "mean(rate(crest_target_requests_total)) > 1000000",
+        ],
+    );
+    // The second threshold cannot hold: exit code 1, and the first passes.
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let results = r.results();
+    let keys: Vec<String> = results["monitor"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] != 0)
+        .map(|s| s["key"]["metric"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "crest_target_busy_workers",
+            "crest_target_leaked_fds",
+            "rate(crest_target_requests_total)"
+        ],
+        "only the chosen metrics, the counter as a rate"
+    );
+    // The target's count of requests per second is crest's own throughput.
+    let rate = values(series(&results, "rate(crest_target_requests_total)")[0]);
+    let middle = &rate[1..rate.len() - 1];
+    let mean = middle.iter().sum::<f64>() / middle.len() as f64;
+    let rps = r.summary()["throughput_rps"].as_f64().unwrap();
+    assert!((mean - rps).abs() < 0.15 * rps, "scraped {mean}/s, measured {rps}/s");
+    let t = r.summary()["thresholds"].as_array().unwrap().clone();
+    assert_eq!(t[0]["pass"], true, "{t:?}");
+    assert_eq!(t[1]["pass"], false, "{t:?}");
+    assert!(
+        t[1]["shown"]
+            .as_str()
+            .unwrap()
+            .contains("rate(crest_target_requests_total)"),
+        "{t:?}"
+    );
+
+    // A stop condition on a scraped metric ends the run when it holds.
+    let r = run(
+        &h.url,
+        &[
+            "-c",
+            "2",
+            "-d",
+            "30s",
+            "--monitor-prometheus",
+            &metrics,
+            "--stop-when",
+            "crest_target_leaked_fds > 500",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let results = r.results();
+    assert_eq!(results["ended_by"], "condition");
+    assert_eq!(results["stopped_by"]["condition"], "crest_target_leaked_fds > 500");
+    assert!(results["duration_s"].as_f64().unwrap() < 20.0);
+    let html = std::fs::read_to_string(r.dir.path().join("report.html")).unwrap();
+    assert!(html.contains(r#"id="resources""#) && html.contains("crest_target_leaked_fds"));
+}
+
+#[test]
+fn monitored_metrics_that_nothing_records_are_refused_before_the_run() {
+    let out = crest()
+        .args(["run", "http://127.0.0.1:9/", "--stop-when", "process_open_fds > 10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--stop-when \"process_open_fds > 10\"") && err.contains("--monitor-pid"),
+        "{err}"
+    );
+    let out = crest()
+        .args(["run", "http://127.0.0.1:9/", "--threshold", "latency < 1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown metric \"latency\"") && err.contains("p95"),
+        "{err}"
+    );
+    let out = crest()
+        .args(["run", "http://127.0.0.1:9/", "--monitor-pattern", "(unclosed"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--monitor-pattern \"(unclosed\""), "{err}");
+}
+
+#[test]
+fn postgres_statistics_are_read_from_a_real_server() {
+    let _serial = common::serial();
+    let Some(url) = pg_url() else { return };
+    let out = crest().args(["pg", "init", "--scale", "1", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = edit(
+        &edit(
+            &example("tpcb.yaml"),
+            "load:\n  rate: 2500\n  duration: 1m\n  max_in_flight: 10",
+            "load:\n  users: 4\n  duration: 6s",
+        ),
+        "monitor:\n",
+        "monitor:\n  interval: 500ms\n",
+    )
+    .replace("  - p99 < 50ms", "  - max(pg_connections{state=all}) < 50");
+    let (_d, file) = scenario_file(&text);
+    let r = run_scenario(&file, &[("CREST_PG_URL", &url)], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let results = r.results();
+    let all = series(&results, "pg_connections")
+        .into_iter()
+        .find(|s| s["key"]["labels"]["state"] == "all")
+        .unwrap();
+    let conns = values(all);
+    // crest's four users are connected during the run (the monitor's own connection is not
+    // counted); other tests' connections are gone.
+    assert!(conns.iter().any(|c| *c >= 4.0), "{conns:?}");
+    assert!(all["limit"].as_f64().unwrap() >= 10.0, "max_connections is the limit");
+    // Transactions per second from pg_stat_database match what crest committed.
+    let tps = values(series(&results, "pg_tps")[0]);
+    let counted: f64 = tps.iter().sum::<f64>() * 0.5;
+    let tx = r.summary()["names"][0]["requests"].as_f64().unwrap();
+    assert!(
+        counted > 0.6 * tx && counted < 1.4 * tx,
+        "the server counted {counted}, crest {tx}"
+    );
+    // The server's processes are watched by name, summed.
+    let procs = values(series(&results, "process_count")[0]);
+    assert!(
+        procs.iter().all(|n| *n >= 5.0),
+        "postmaster, its helpers and backends: {procs:?}"
+    );
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(md.contains("pg_tps"), "{md}");
+}

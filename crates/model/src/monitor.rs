@@ -1,0 +1,258 @@
+//! What is watched while load runs, and what watching it recorded.
+//!
+//! The plan side ([`MonitorPlan`]) says which processes, hosts, Prometheus endpoints and
+//! databases to sample; the results side ([`MonitorRecord`]) holds the time series they gave,
+//! as plain points, so that analysis (per-step peaks, leak trends) and every report render from
+//! `results.json` alone. Series are named like Prometheus series, `metric{label="value"}`, so
+//! that stop conditions and thresholds can address them the same way whatever their source.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to sample during a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonitorPlan {
+    /// Time between samples.
+    pub interval: Duration,
+    /// Sample the machine crest runs on: load average, CPU, memory.
+    pub host: bool,
+    /// Processes of the system under test.
+    pub processes: Vec<ProcessSpec>,
+    /// Prometheus text endpoints.
+    pub prometheus: Vec<PrometheusSpec>,
+    /// PostgreSQL servers whose statistics views are read.
+    pub postgres: Vec<PostgresSpec>,
+}
+
+impl Default for MonitorPlan {
+    fn default() -> Self {
+        MonitorPlan {
+            interval: Duration::from_secs(1),
+            host: true,
+            processes: Vec::new(),
+            prometheus: Vec::new(),
+            postgres: Vec::new(),
+        }
+    }
+}
+
+/// One process, or a group of processes counted together, to watch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessSpec {
+    /// The `process` label of its series: the name, the pid, or what the user chose.
+    pub label: String,
+    /// How the processes are found; they are looked up again at every sample, so restarts and
+    /// new workers are followed.
+    pub select: ProcessSelect,
+}
+
+/// How processes are found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProcessSelect {
+    /// One process id.
+    Pid(u32),
+    /// The process id written in this file.
+    PidFile(PathBuf),
+    /// Every process whose name (as in `ps -o comm`) or executable file name is this.
+    Name(String),
+    /// Every process whose command line matches this regular expression.
+    Pattern(String),
+}
+
+/// A Prometheus text endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrometheusSpec {
+    /// The URL of the metrics page.
+    pub url: String,
+    /// Metric names or regular expressions (matched against the whole name); empty for all.
+    pub metrics: Vec<String>,
+}
+
+/// A PostgreSQL server whose `pg_stat_activity` and `pg_stat_database` are read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostgresSpec {
+    /// `postgres://user@host:port/db`.
+    pub url: String,
+    /// The password, when given apart from the URL; never written anywhere.
+    pub password: Option<String>,
+}
+
+/// Everything the monitor recorded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorRecord {
+    /// Seconds between samples.
+    pub interval_s: f64,
+    /// What was watched, and what happened to it.
+    pub sources: Vec<SourceRecord>,
+    /// The time series.
+    pub series: Vec<MonitorSeries>,
+}
+
+/// One watched source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceRecord {
+    /// `host`, `process`, `prometheus` or `postgres`.
+    pub kind: String,
+    /// Its label: a process label, a redacted URL.
+    pub label: String,
+    /// Events seen while watching: a process that exited or could not be found, a scrape that
+    /// failed. Each says when.
+    pub notes: Vec<String>,
+}
+
+/// One time series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorSeries {
+    /// The series' name, as stop conditions and thresholds write it.
+    pub key: SeriesKey,
+    /// Index into [`MonitorRecord::sources`].
+    pub source: u32,
+    /// A human title, e.g. `open files of target`.
+    pub title: String,
+    /// The unit of the values.
+    pub unit: Unit,
+    /// A limit the values cannot pass, when one is known (the process's open-file limit, the
+    /// server's `max_connections`, the memory limit of the process's cgroup).
+    pub limit: Option<f64>,
+    /// Samples as `[seconds from the start of the run, value]`, in time order.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl MonitorRecord {
+    /// Appends a later part of a run (a probe of `crest find`) whose time zero is `offset_s`
+    /// into this one: series with the same key continue, new ones are added.
+    pub fn append(&mut self, part: MonitorRecord, offset_s: f64) {
+        let mut source_map = Vec::with_capacity(part.sources.len());
+        for s in part.sources {
+            let i = match self.sources.iter().position(|x| x.kind == s.kind && x.label == s.label) {
+                Some(i) => i,
+                None => {
+                    self.sources.push(SourceRecord {
+                        notes: Vec::new(),
+                        ..s.clone()
+                    });
+                    self.sources.len() - 1
+                }
+            };
+            self.sources[i].notes.extend(s.notes.into_iter().map(|n| {
+                if offset_s > 0.0 {
+                    format!("{n} (in the part from {offset_s:.0} s)")
+                } else {
+                    n
+                }
+            }));
+            source_map.push(i as u32);
+        }
+        for mut s in part.series {
+            for p in &mut s.points {
+                p.0 += offset_s;
+            }
+            s.source = source_map.get(s.source as usize).copied().unwrap_or(s.source);
+            match self.series.iter_mut().find(|x| x.key == s.key) {
+                Some(x) => {
+                    x.points.extend(s.points);
+                    x.limit = s.limit.or(x.limit);
+                }
+                None => self.series.push(s),
+            }
+        }
+    }
+}
+
+impl MonitorSeries {
+    /// The values of the points between `from_s` and `to_s` (both included).
+    pub fn values_between(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = f64> + '_ {
+        self.points
+            .iter()
+            .filter(move |(t, _)| *t >= from_s && *t <= to_s)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// The unit of a monitored series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Percent; for a process, 100 is one core fully used.
+    Percent,
+    /// Bytes.
+    Bytes,
+    /// A count (open files, threads, connections).
+    Count,
+    /// Events per second.
+    PerSecond,
+    /// Seconds.
+    Seconds,
+    /// A plain number (load average, an untyped Prometheus gauge).
+    Number,
+}
+
+/// A series name: a metric and its labels, written `metric{label="value"}`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesKey {
+    /// The metric, e.g. `process_open_fds` or a Prometheus metric name.
+    pub metric: String,
+    /// Labels, e.g. `process` for process series.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl SeriesKey {
+    /// A key with no labels.
+    pub fn new(metric: impl Into<String>) -> Self {
+        SeriesKey {
+            metric: metric.into(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    /// This key with one more label.
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(name.into(), value.into());
+        self
+    }
+
+    /// True when the metric is `metric` and every label in `labels` has the given value.
+    pub fn matches(&self, metric: &str, labels: &[(String, String)]) -> bool {
+        self.metric == metric && labels.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+}
+
+impl fmt::Display for SeriesKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.metric)?;
+        if !self.labels.is_empty() {
+            f.write_str("{")?;
+            for (i, (k, v)) in self.labels.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{k}={v:?}")?;
+            }
+            f.write_str("}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_read_like_prometheus_series_and_match_by_subset() {
+        let k = SeriesKey::new("process_open_fds").with("process", "target");
+        assert_eq!(k.to_string(), r#"process_open_fds{process="target"}"#);
+        assert!(k.matches("process_open_fds", &[]));
+        assert!(k.matches("process_open_fds", &[("process".into(), "target".into())]));
+        assert!(!k.matches("process_open_fds", &[("process".into(), "db".into())]));
+        assert!(!k.matches("process_threads", &[]));
+    }
+}

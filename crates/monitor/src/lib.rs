@@ -1,0 +1,391 @@
+//! The monitor: samples the system under test while load runs.
+//!
+//! It runs on its own thread with its own event loop, so that a slow scrape or a stalled
+//! database connection can never delay the load, and the load can never delay a sample. Every
+//! interval it reads each source (processes from /proc, the host, Prometheus endpoints,
+//! PostgreSQL's statistics views), records the values as time series, and sends a snapshot to
+//! the run loop, which uses it for live stop conditions. When the run ends it takes one last
+//! sample and hands back the whole [`MonitorRecord`] for `results.json`.
+#![warn(missing_docs)]
+
+mod host;
+mod postgres;
+mod process;
+mod prometheus;
+mod store;
+
+pub use store::Reading;
+
+use crest_model::monitor::{MonitorPlan, MonitorRecord, SeriesKey, Unit};
+use std::collections::HashSet;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use store::Store;
+use tokio::sync::Notify;
+
+/// The values of one sample, for stop conditions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    /// Seconds from the start of the run.
+    pub t_s: f64,
+    /// Every series that has a value at this sample, with its unit.
+    pub values: Vec<(SeriesKey, Unit, f64)>,
+}
+
+/// Metrics read from /proc for the machine.
+pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
+/// Metrics read from /proc for each watched process.
+pub const PROCESS_METRICS: [&str; 5] = [
+    "process_cpu_percent",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+    "process_threads",
+    "process_count",
+];
+/// Metrics read from PostgreSQL's statistics views.
+pub const POSTGRES_METRICS: [&str; 4] = [
+    "pg_connections",
+    "pg_tps",
+    "pg_rollbacks_per_second",
+    "pg_database_size_bytes",
+];
+
+/// Checks that `metric` (as written in a stop condition or threshold) is one this plan records.
+pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
+    let builtin = |names: &[&str]| names.contains(&metric);
+    if builtin(&HOST_METRICS) {
+        return if plan.host {
+            Ok(())
+        } else {
+            Err(format!("{metric} is a host metric, but host monitoring is off"))
+        };
+    }
+    if builtin(&PROCESS_METRICS) {
+        return if plan.processes.is_empty() {
+            Err(format!(
+                "{metric} needs a process to watch (monitor: processes, or --monitor-pid / --monitor-process)"
+            ))
+        } else {
+            Ok(())
+        };
+    }
+    if builtin(&POSTGRES_METRICS) {
+        return if plan.postgres.is_empty() {
+            Err(format!(
+                "{metric} needs a database to watch (monitor: postgres, or --monitor-postgres)"
+            ))
+        } else {
+            Ok(())
+        };
+    }
+    let name = metric
+        .strip_prefix("rate(")
+        .and_then(|m| m.strip_suffix(')'))
+        .unwrap_or(metric);
+    let chosen = plan
+        .prometheus
+        .iter()
+        .any(|p| prometheus::Filter::new(&p.metrics).is_ok_and(|f| f.keeps(name)) || p.metrics.is_empty());
+    if chosen {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = Vec::new();
+    if plan.host {
+        known.extend(HOST_METRICS);
+    }
+    if !plan.processes.is_empty() {
+        known.extend(PROCESS_METRICS);
+    }
+    if !plan.postgres.is_empty() {
+        known.extend(POSTGRES_METRICS);
+    }
+    let requests = "p50, p95, p99, p99.9 (any pNN), mean, max, error_rate, throughput, requests, failures";
+    Err(if plan.prometheus.is_empty() {
+        format!(
+            "unknown metric {metric:?}: request metrics are {requests}; monitored ones here are {}",
+            known.join(", ")
+        )
+    } else {
+        format!(
+            "unknown metric {metric:?}: no Prometheus endpoint is asked for it; request metrics are {requests}; built-in monitored ones here are {}",
+            known.join(", ")
+        )
+    })
+}
+
+/// The configured sources, checked and ready to sample.
+#[derive(Debug)]
+pub struct Sampler {
+    interval: Duration,
+    host: Option<(u32, host::Host)>,
+    processes: Vec<(u32, process::Watched)>,
+    scrapers: Vec<(u32, prometheus::Scraper)>,
+    databases: Vec<(u32, postgres::Watched)>,
+    store: Store,
+    failing: HashSet<u32>,
+    capped: HashSet<u32>,
+}
+
+impl Sampler {
+    /// Checks the plan: patterns compile, URLs parse. Nothing is contacted yet.
+    pub fn new(plan: &MonitorPlan) -> Result<Self, String> {
+        if plan.interval.is_zero() {
+            return Err("the monitor interval must be longer than zero".into());
+        }
+        let mut store = Store::new(plan.interval.as_secs_f64());
+        let host = plan
+            .host
+            .then(|| (store.source("host", "this machine"), host::Host::default()));
+        let mut processes = Vec::new();
+        for p in &plan.processes {
+            let w = process::Watched::new(p.clone())?;
+            processes.push((store.source("process", &p.label), w));
+        }
+        let several = |n: usize| n > 1;
+        let mut scrapers = Vec::new();
+        for p in &plan.prometheus {
+            let shown = crest_model::redact::url(&p.url);
+            let extra = if several(plan.prometheus.len()) {
+                vec![("endpoint".to_string(), authority(&p.url))]
+            } else {
+                Vec::new()
+            };
+            let s = prometheus::Scraper::new(p, extra).map_err(|e| format!("Prometheus endpoint {shown}: {e}"))?;
+            scrapers.push((store.source("prometheus", &shown), s));
+        }
+        let mut databases = Vec::new();
+        for p in &plan.postgres {
+            let extra = if several(plan.postgres.len()) {
+                vec![("server".to_string(), authority(&p.url))]
+            } else {
+                Vec::new()
+            };
+            let w = postgres::Watched::new(p, extra)
+                .map_err(|e| format!("database {}: {e}", crest_model::redact::url(&p.url)))?;
+            databases.push((store.source("postgres", w.shown()), w));
+        }
+        Ok(Sampler {
+            interval: plan.interval,
+            host,
+            processes,
+            scrapers,
+            databases,
+            store,
+            failing: HashSet::new(),
+            capped: HashSet::new(),
+        })
+    }
+
+    /// True when there is nothing to sample.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_none() && self.processes.is_empty() && self.scrapers.is_empty() && self.databases.is_empty()
+    }
+
+    /// Starts sampling on a thread of its own; `start` is time zero of the run.
+    pub fn spawn(self, start: Instant) -> std::io::Result<Monitor> {
+        let stop = Arc::new(Notify::new());
+        let (tx, rx) = mpsc::channel();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("crest-monitor".into())
+                .spawn(move || self.run(start, &stop, &tx))?
+        };
+        Ok(Monitor { stop, thread, rx })
+    }
+
+    fn run(mut self, start: Instant, stop: &Notify, tx: &mpsc::Sender<Snapshot>) -> MonitorRecord {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                for i in 0..self.store_sources() {
+                    self.store.note(i, format!("the monitor could not start: {e}"));
+                }
+                return self.store.finish();
+            }
+        };
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let mut next = start;
+            loop {
+                let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
+                let values = self.sample(t_s).await;
+                let _ = tx.send(Snapshot { t_s, values });
+                // Samples stay on the grid of the run's intervals; a late one skips ahead.
+                let now = Instant::now();
+                while next <= now {
+                    next += self.interval;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep_until(next.into()) => {}
+                    () = stop.notified() => {
+                        let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
+                        let values = self.sample(t_s).await;
+                        let _ = tx.send(Snapshot { t_s, values });
+                        break;
+                    }
+                }
+            }
+        });
+        self.store.finish()
+    }
+
+    fn store_sources(&self) -> u32 {
+        (self.host.is_some() as usize + self.processes.len() + self.scrapers.len() + self.databases.len()) as u32
+    }
+
+    /// Reads every source once.
+    async fn sample(&mut self, t_s: f64) -> Vec<(SeriesKey, Unit, f64)> {
+        // A source may take at most the interval (and never more than 5 s), so one slow
+        // source delays the next sample by at most that.
+        let limit = self.interval.min(Duration::from_secs(5));
+        let mut got: Vec<(u32, Result<Vec<Reading>, String>)> = Vec::new();
+        if let Some((i, h)) = self.host.as_mut() {
+            got.push((*i, h.sample()));
+        }
+        for (i, w) in &mut self.processes {
+            let s = w.sample(t_s);
+            for n in s.notes {
+                self.store.note(*i, n);
+            }
+            got.push((*i, Ok(s.readings)));
+        }
+        for (i, s) in &mut self.scrapers {
+            got.push((*i, s.sample(limit).await));
+        }
+        for (i, d) in &mut self.databases {
+            let r = match tokio::time::timeout(limit, d.sample()).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+            };
+            got.push((*i, r));
+        }
+        let scrapers: HashSet<u32> = self.scrapers.iter().map(|(i, _)| *i).collect();
+        let mut values = Vec::new();
+        for (source, result) in got {
+            match result {
+                Ok(readings) => {
+                    if self.failing.remove(&source) {
+                        self.store.note(source, format!("read again from {t_s:.1} s"));
+                    }
+                    for r in readings {
+                        if scrapers.contains(&source)
+                            && !self.store.has(&r.key)
+                            && self.store.series_count() >= prometheus::MAX_SERIES
+                        {
+                            if self.capped.insert(source) {
+                                self.store.note(
+                                    source,
+                                    format!(
+                                        "more than {} series: the rest are left out; choose metrics by name",
+                                        prometheus::MAX_SERIES
+                                    ),
+                                );
+                            }
+                            continue;
+                        }
+                        self.store.push(source, t_s, &r);
+                        values.push((r.key, r.unit, r.value));
+                    }
+                }
+                Err(e) => {
+                    if self.failing.insert(source) {
+                        self.store.note(source, format!("could not be read at {t_s:.1} s: {e}"));
+                    }
+                }
+            }
+        }
+        values
+    }
+}
+
+fn authority(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or(rest);
+    host.rsplit_once('@').map_or(host, |(_, h)| h).to_string()
+}
+
+/// A running monitor.
+#[derive(Debug)]
+pub struct Monitor {
+    stop: Arc<Notify>,
+    thread: std::thread::JoinHandle<MonitorRecord>,
+    rx: mpsc::Receiver<Snapshot>,
+}
+
+impl Monitor {
+    /// Samples taken since the last call.
+    pub fn snapshots(&self) -> mpsc::TryIter<'_, Snapshot> {
+        self.rx.try_iter()
+    }
+
+    /// Takes a last sample, stops, and returns everything recorded.
+    pub fn finish(self) -> MonitorRecord {
+        self.stop.notify_one();
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_model::monitor::{ProcessSelect, ProcessSpec, PrometheusSpec};
+
+    #[test]
+    fn metrics_are_checked_against_what_is_watched() {
+        let mut plan = MonitorPlan::default();
+        assert!(check_metric(&plan, "load_average").is_ok());
+        assert!(check_metric(&plan, "process_open_fds")
+            .unwrap_err()
+            .contains("--monitor-pid"));
+        assert!(check_metric(&plan, "pg_tps")
+            .unwrap_err()
+            .contains("--monitor-postgres"));
+        let e = check_metric(&plan, "latency").unwrap_err();
+        assert!(
+            e.contains("unknown metric \"latency\"") && e.contains("error_rate") && e.contains("load_average"),
+            "{e}"
+        );
+        plan.processes.push(ProcessSpec {
+            label: "x".into(),
+            select: ProcessSelect::Pid(1),
+        });
+        assert!(check_metric(&plan, "process_open_fds").is_ok());
+        plan.prometheus.push(PrometheusSpec {
+            url: "http://127.0.0.1:1/metrics".into(),
+            metrics: vec!["stream_.*".into()],
+        });
+        assert!(check_metric(&plan, "stream_lag_seconds").is_ok());
+        assert!(check_metric(&plan, "rate(stream_rows_total)").is_ok());
+        assert!(check_metric(&plan, "other")
+            .unwrap_err()
+            .contains("no Prometheus endpoint"));
+        plan.host = false;
+        assert!(check_metric(&plan, "load_average")
+            .unwrap_err()
+            .contains("host monitoring is off"));
+    }
+
+    #[test]
+    fn the_monitor_samples_on_the_interval_and_once_more_at_the_end() {
+        let plan = MonitorPlan {
+            interval: Duration::from_millis(100),
+            ..MonitorPlan::default()
+        };
+        let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(450));
+        let live: Vec<Snapshot> = m.snapshots().collect();
+        let record = m.finish();
+        assert!((4..=6).contains(&live.len()), "{} snapshots", live.len());
+        let load = record.series.iter().find(|s| s.key.metric == "load_average").unwrap();
+        assert_eq!(load.points.len(), live.len() + 1, "one last sample at the end");
+        assert!(load.points.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(record.sources[0].kind, "host");
+    }
+
+    #[test]
+    fn authority_drops_user_and_path() {
+        assert_eq!(authority("postgres://u:secret@db:5432/app"), "db:5432");
+        assert_eq!(authority("http://127.0.0.1:9100/metrics"), "127.0.0.1:9100");
+    }
+}

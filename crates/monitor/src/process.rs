@@ -1,0 +1,322 @@
+//! Processes of the system under test, from /proc: CPU, resident memory, open files, threads.
+//!
+//! A spec is resolved to process ids again at every sample, so a restarted service or a new
+//! worker (a PostgreSQL backend, a forked server) is followed rather than lost. A spec that
+//! matches several processes is recorded as their sum, the way `ps` users add up a server's
+//! workers; crest's own process is never counted.
+
+use crate::store::Reading;
+use crest_model::monitor::{ProcessSelect, ProcessSpec, SeriesKey, Unit};
+use procfs::process::{LimitValue, Process};
+use procfs::WithCurrentSystemInfo;
+use regex::Regex;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::time::Instant;
+
+/// One spec being watched.
+#[derive(Debug)]
+pub(crate) struct Watched {
+    spec: ProcessSpec,
+    pattern: Option<Regex>,
+    /// CPU ticks of each process at the last sample.
+    last: HashMap<i32, (u64, Instant)>,
+    /// The processes matched at the last sample; `None` before the first.
+    pids: Option<BTreeSet<i32>>,
+    ticks_per_s: f64,
+}
+
+/// One sample of a spec.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessSample {
+    pub(crate) readings: Vec<Reading>,
+    pub(crate) notes: Vec<String>,
+}
+
+impl Watched {
+    /// Checks the spec (a pattern must compile).
+    pub(crate) fn new(spec: ProcessSpec) -> Result<Self, String> {
+        let pattern = match &spec.select {
+            ProcessSelect::Pattern(p) => Some(
+                Regex::new(p).map_err(|e| format!("process pattern {p:?} is not a valid regular expression: {e}"))?,
+            ),
+            _ => None,
+        };
+        Ok(Watched {
+            spec,
+            pattern,
+            last: HashMap::new(),
+            pids: None,
+            ticks_per_s: procfs::ticks_per_second().max(1) as f64,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.spec.select {
+            ProcessSelect::Pid(p) => format!("pid {p}"),
+            ProcessSelect::PidFile(f) => format!("the pid in {}", f.display()),
+            ProcessSelect::Name(n) => format!("processes named {n:?}"),
+            ProcessSelect::Pattern(p) => format!("processes matching {p:?}"),
+        }
+    }
+
+    /// The processes the spec names now, or why none can be named.
+    fn resolve(&self) -> Result<BTreeSet<i32>, String> {
+        let own = std::process::id() as i32;
+        let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+        Ok(match &self.spec.select {
+            ProcessSelect::Pid(p) => [*p as i32].into_iter().filter(|p| alive(*p)).collect(),
+            ProcessSelect::PidFile(f) => {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+                let pid: i32 = text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{} does not hold a process id", f.display()))?;
+                [pid].into_iter().filter(|p| alive(*p)).collect()
+            }
+            ProcessSelect::Name(name) => all()?
+                .filter(|p| p.pid != own && name_matches(p, name))
+                .map(|p| p.pid)
+                .collect(),
+            ProcessSelect::Pattern(_) => {
+                let re = self.pattern.as_ref().ok_or("internal: pattern not compiled")?;
+                all()?
+                    .filter(|p| p.pid != own && p.cmdline().is_ok_and(|c| !c.is_empty() && re.is_match(&c.join(" "))))
+                    .map(|p| p.pid)
+                    .collect()
+            }
+        })
+    }
+
+    /// Reads every matched process; `t_s` is the time of the sample in the run.
+    pub(crate) fn sample(&mut self, t_s: f64) -> ProcessSample {
+        let mut out = ProcessSample::default();
+        let what = self.describe();
+        let pids = match self.resolve() {
+            Ok(p) => p,
+            Err(e) => {
+                if self.pids.as_ref().is_none_or(|p| !p.is_empty()) {
+                    out.notes.push(format!("{e} (at {t_s:.1} s)"));
+                }
+                self.pids = Some(BTreeSet::new());
+                return out;
+            }
+        };
+        match (&self.pids, pids.is_empty()) {
+            (None, true) => out.notes.push(format!("no process found for {what} at {t_s:.1} s")),
+            (Some(before), true) if !before.is_empty() => {
+                out.notes.push(format!("{what}: no longer running at {t_s:.1} s"))
+            }
+            (Some(before), false) if before.is_empty() => out
+                .notes
+                .push(format!("{what}: running again at {t_s:.1} s (pid {})", join(&pids))),
+            (Some(before), false) if self.single() && *before != pids => {
+                out.notes.push(format!("{what}: now pid {} at {t_s:.1} s", join(&pids)))
+            }
+            _ => {}
+        }
+        let grouped = matches!(self.spec.select, ProcessSelect::Name(_) | ProcessSelect::Pattern(_));
+        let key = |m: &str| SeriesKey::new(m).with("process", &self.spec.label);
+        let label = &match &self.spec.select {
+            ProcessSelect::Pid(p) if self.spec.label == p.to_string() => format!("pid {p}"),
+            _ => self.spec.label.clone(),
+        };
+        if grouped {
+            out.readings.push(Reading {
+                key: key("process_count"),
+                title: format!("processes of {label}"),
+                unit: Unit::Count,
+                limit: None,
+                value: pids.len() as f64,
+            });
+        }
+        let now = Instant::now();
+        let (mut rss, mut fds, mut threads) = (0u64, 0u64, 0u64);
+        let (mut cpu_ticks, mut cpu_secs, mut timed) = (0u64, 0.0f64, false);
+        let mut read_any = false;
+        let mut last = HashMap::new();
+        for &pid in &pids {
+            let Ok(p) = Process::new(pid) else { continue };
+            let Ok(stat) = p.stat() else { continue };
+            read_any = true;
+            let ticks = stat.utime + stat.stime;
+            if let Some((t0, at)) = self.last.get(&pid) {
+                cpu_ticks += ticks.saturating_sub(*t0);
+                cpu_secs = cpu_secs.max(now.duration_since(*at).as_secs_f64());
+                timed = true;
+            }
+            last.insert(pid, (ticks, now));
+            rss += stat.rss_bytes().get();
+            threads += stat.num_threads.max(0) as u64;
+            fds += p.fd_count().unwrap_or(0) as u64;
+        }
+        self.last = last;
+        self.pids = Some(pids.clone());
+        if !read_any {
+            return out;
+        }
+        // Limits are per process, so they only bound a series that is one process.
+        let one = (pids.len() == 1).then(|| pids.first().copied()).flatten();
+        let fd_limit = one.and_then(open_files_limit);
+        let mem_limit = one.and_then(cgroup_memory_limit);
+        if timed && cpu_secs > 0.0 {
+            out.readings.push(Reading {
+                key: key("process_cpu_percent"),
+                title: format!("CPU of {label} (100% = one core)"),
+                unit: Unit::Percent,
+                limit: None,
+                value: cpu_ticks as f64 / self.ticks_per_s / cpu_secs * 100.0,
+            });
+        }
+        out.readings.push(Reading {
+            key: key("process_resident_memory_bytes"),
+            title: format!("resident memory of {label}"),
+            unit: Unit::Bytes,
+            limit: mem_limit,
+            value: rss as f64,
+        });
+        out.readings.push(Reading {
+            key: key("process_open_fds"),
+            title: format!("open files of {label}"),
+            unit: Unit::Count,
+            limit: fd_limit,
+            value: fds as f64,
+        });
+        out.readings.push(Reading {
+            key: key("process_threads"),
+            title: format!("threads of {label}"),
+            unit: Unit::Count,
+            limit: None,
+            value: threads as f64,
+        });
+        out
+    }
+
+    fn single(&self) -> bool {
+        matches!(self.spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_))
+    }
+}
+
+fn join(pids: &BTreeSet<i32>) -> String {
+    pids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn all() -> Result<impl Iterator<Item = Process>, String> {
+    Ok(procfs::process::all_processes()
+        .map_err(|e| format!("cannot list processes: {e}"))?
+        .filter_map(Result::ok))
+}
+
+/// True when `name` is the process's name (which the kernel cuts to 15 bytes), its executable's
+/// file name, or the file name of its first argument (scripts run by an interpreter).
+fn name_matches(p: &Process, name: &str) -> bool {
+    let short = &name.as_bytes()[..name.len().min(15)];
+    if p.stat().is_ok_and(|s| s.comm.as_bytes() == short) {
+        return true;
+    }
+    if p.exe().is_ok_and(|e| e.file_name().is_some_and(|f| f == name)) {
+        return true;
+    }
+    p.cmdline().is_ok_and(|c| {
+        c.first()
+            .is_some_and(|a| Path::new(a).file_name().is_some_and(|f| f == name))
+    })
+}
+
+/// The soft limit on open files of a process, as in /proc/PID/limits.
+pub(crate) fn open_files_limit(pid: i32) -> Option<f64> {
+    match Process::new(pid).ok()?.limits().ok()?.max_open_files.soft_limit {
+        LimitValue::Value(v) => Some(v as f64),
+        LimitValue::Unlimited => None,
+    }
+}
+
+/// The tightest `memory.max` of the process's cgroup (v2) and its parents, when one is set.
+fn cgroup_memory_limit(pid: i32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let mut dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    let mut limit: Option<u64> = None;
+    loop {
+        if let Ok(v) = std::fs::read_to_string(dir.join("memory.max")) {
+            if let Ok(n) = v.trim().parse::<u64>() {
+                limit = Some(limit.map_or(n, |l| l.min(n)));
+            }
+        }
+        if dir == Path::new("/sys/fs/cgroup") || !dir.pop() {
+            break;
+        }
+    }
+    limit.map(|l| l as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Child, Command};
+
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn spec(label: &str, select: ProcessSelect) -> ProcessSpec {
+        ProcessSpec {
+            label: label.into(),
+            select,
+        }
+    }
+
+    fn value(s: &ProcessSample, metric: &str) -> Option<f64> {
+        s.readings.iter().find(|r| r.key.metric == metric).map(|r| r.value)
+    }
+
+    #[test]
+    fn a_process_is_found_by_pid_name_and_pattern_and_its_exit_noted() {
+        let child = Kill(Command::new("sleep").arg("4242.5").spawn().unwrap());
+        let pid = child.0.id();
+        // Just after exec the new image has no pages yet.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut by_pid = Watched::new(spec("sleeper", ProcessSelect::Pid(pid))).unwrap();
+        let first = by_pid.sample(0.0);
+        assert!(first.notes.is_empty(), "{:?}", first.notes);
+        assert!(value(&first, "process_cpu_percent").is_none(), "CPU needs two readings");
+        assert!(value(&first, "process_resident_memory_bytes").unwrap() > 0.0);
+        assert!(value(&first, "process_open_fds").unwrap() >= 1.0);
+        assert_eq!(value(&first, "process_threads"), Some(1.0));
+        let fds = first
+            .readings
+            .iter()
+            .find(|r| r.key.metric == "process_open_fds")
+            .unwrap();
+        assert_eq!(fds.limit, open_files_limit(pid as i32));
+        assert!(fds.limit.is_some());
+        let second = by_pid.sample(1.0);
+        let cpu = value(&second, "process_cpu_percent").unwrap();
+        assert!((0.0..5.0).contains(&cpu), "a sleeping process uses no CPU: {cpu}");
+
+        let mut by_pattern = Watched::new(spec("s", ProcessSelect::Pattern("^sleep 4242\\.5$".into()))).unwrap();
+        assert_eq!(value(&by_pattern.sample(0.0), "process_count"), Some(1.0));
+        let mut by_name = Watched::new(spec("s", ProcessSelect::Name("sleep".into()))).unwrap();
+        assert!(value(&by_name.sample(0.0), "process_count").unwrap() >= 1.0);
+
+        drop(child);
+        let gone = by_pid.sample(2.0);
+        assert!(gone.readings.is_empty());
+        assert_eq!(gone.notes, vec![format!("pid {pid}: no longer running at 2.0 s")]);
+        assert_eq!(value(&by_pattern.sample(2.0), "process_count"), Some(0.0));
+    }
+
+    #[test]
+    fn a_missing_pid_file_or_bad_pattern_says_so() {
+        let mut w = Watched::new(spec("x", ProcessSelect::PidFile("/nonexistent/app.pid".into()))).unwrap();
+        let s = w.sample(0.0);
+        assert!(s.notes[0].contains("cannot read /nonexistent/app.pid"), "{:?}", s.notes);
+        assert!(w.sample(1.0).notes.is_empty(), "the same problem is noted once");
+        let e = Watched::new(spec("x", ProcessSelect::Pattern("(".into()))).unwrap_err();
+        assert!(e.contains("not a valid regular expression"), "{e}");
+    }
+}
