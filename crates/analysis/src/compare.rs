@@ -2,6 +2,7 @@
 //! latency difference is beyond run-to-run noise.
 
 use crate::analyze::Analysis;
+use crest_model::monitor::Unit;
 use serde::Serialize;
 
 /// One row of the comparison.
@@ -130,6 +131,41 @@ pub fn compare(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Comp
             "req/s",
             None,
             true,
+        );
+    }
+    // What the system did in each (seed 001: "Fletcher Memory 275MB -> 160MB, CPU 13% -> 20%"):
+    // every monitored series both runs recorded, by its mean and its peak.
+    for ra in &sa.resources {
+        let Some(rb) = sb.resources.iter().find(|r| r.key == ra.key) else {
+            continue;
+        };
+        let (Some(x), Some(y)) = (&ra.all, &rb.all) else {
+            continue;
+        };
+        let (k, unit) = match ra.unit {
+            Unit::Bytes => (1.0 / 1048576.0, "MiB"),
+            Unit::Percent => (1.0, "%"),
+            Unit::PerSecond => (1.0, "/s"),
+            Unit::Seconds => (1000.0, "ms"),
+            Unit::Count | Unit::Number => (1.0, ""),
+        };
+        // Less use of a resource is better; more of a rate (transactions, rows) is.
+        let more_is_better = ra.unit == Unit::PerSecond;
+        row(
+            &format!("{} (mean)", ra.key),
+            x.mean * k,
+            y.mean * k,
+            unit,
+            None,
+            more_is_better,
+        );
+        row(
+            &format!("{} (peak)", ra.key),
+            x.peak * k,
+            y.peak * k,
+            unit,
+            None,
+            more_is_better,
         );
     }
     Comparison {

@@ -137,3 +137,46 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
         p50.verdict
     );
 }
+
+#[test]
+fn comparison_shows_what_the_server_used_in_each_run() {
+    use crest_analysis::compare::compare;
+    use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
+    // Seed 001: memory 275 MB with 10 connections, 160 MB with 30; CPU 13% and 20%.
+    let run = |mib: f64, cpu: f64| {
+        let s = |metric: &str, unit, v: f64| MonitorSeries {
+            key: SeriesKey::new(metric).with("process", "fletcher"),
+            source: 0,
+            title: metric.into(),
+            unit,
+            limit: None,
+            points: (0..20).map(|t| (t as f64, v)).collect(),
+        };
+        let r = ResultsBuilder::new(Outcome::Reset, true)
+            .segment(10, 20, |_| Second::ok(100, 100.0))
+            .monitor(MonitorRecord {
+                interval_s: 1.0,
+                sources: vec![],
+                series: vec![
+                    s("process_resident_memory_bytes", Unit::Bytes, mib * 1048576.0),
+                    s("process_cpu_percent", Unit::Percent, cpu),
+                ],
+            })
+            .build();
+        analyze(&r).unwrap()
+    };
+    let c = compare(&run(275.0, 13.0), "10 connections", &run(160.0, 20.0), "30 connections");
+    let mem = c
+        .rows
+        .iter()
+        .find(|r| r.metric == r#"process_resident_memory_bytes{process="fletcher"} (mean)"#)
+        .unwrap();
+    assert_eq!((mem.a, mem.b, mem.unit.as_str()), (275.0, 160.0, "MiB"));
+    assert!((mem.change_pct.unwrap() + 41.8).abs() < 0.1, "{:?}", mem.change_pct);
+    assert!(!mem.higher_is_better);
+    let cpu = c
+        .rows
+        .iter()
+        .find(|r| r.metric.starts_with("process_cpu_percent") && r.metric.ends_with("(peak)"));
+    assert_eq!(cpu.map(|r| (r.a, r.b)), Some((13.0, 20.0)));
+}

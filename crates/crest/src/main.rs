@@ -151,6 +151,27 @@ fn validate(file: &std::path::Path) -> Result<u8> {
     for c in &s.plan.stop_when {
         println!("  stop when: {c}");
     }
+    let m = &s.plan.monitor;
+    let mut watched: Vec<String> = Vec::new();
+    if m.host {
+        watched.push("this machine".into());
+    }
+    watched.extend(m.processes.iter().map(|p| format!("process {}", p.label)));
+    watched.extend(
+        m.prometheus
+            .iter()
+            .map(|p| format!("Prometheus {}", crest_model::redact::url(&p.url))),
+    );
+    watched.extend(
+        m.postgres
+            .iter()
+            .map(|p| format!("PostgreSQL {}", crest_model::redact::url(&p.url))),
+    );
+    println!(
+        "  monitor: {} every {}",
+        watched.join(", "),
+        humantime::format_duration(m.interval)
+    );
     Ok(0)
 }
 

@@ -1234,25 +1234,27 @@ impl<'a> Cx<'a> {
                 );
                 continue;
             }
+            // Names, files and patterns may come from the environment, like URLs.
+            let env_text = |cx: &mut Self, s: &Sp<String>| cx.template(s, &none).map(|t| t.render(&NoScope::default()));
             let (select, default_label) = if let Some(pid) = &p.pid {
                 (ProcessSelect::Pid(**pid), pid.to_string())
             } else if let Some(f) = &p.pid_file {
-                (ProcessSelect::PidFile(self.resolve(f)), f.to_string())
+                let Some(f) = env_text(self, f) else { continue };
+                (ProcessSelect::PidFile(self.resolve(&f)), f)
             } else if let Some(n) = &p.name {
-                (ProcessSelect::Name(n.to_string()), n.to_string())
+                let Some(n) = env_text(self, n) else { continue };
+                (ProcessSelect::Name(n.clone()), n)
             } else if let Some(pat) = &p.pattern {
-                if let Err(e) = regex::Regex::new(pat) {
+                let Some(text) = env_text(self, pat) else { continue };
+                if let Err(e) = regex::Regex::new(&text) {
                     self.err(
                         pat.at(),
-                        format!(
-                            "monitor: pattern {:?} is not a valid regular expression: {e}",
-                            pat.as_str()
-                        ),
+                        format!("monitor: pattern {text:?} is not a valid regular expression: {e}"),
                         None,
                     );
                     continue;
                 }
-                (ProcessSelect::Pattern(pat.to_string()), pat.to_string())
+                (ProcessSelect::Pattern(text.clone()), text)
             } else {
                 continue;
             };
