@@ -35,6 +35,8 @@ pub struct ResourceRow {
     pub unit: Unit,
     /// A known limit.
     pub limit: Option<f64>,
+    /// The limit as text, with its unit.
+    pub limit_shown: Option<String>,
     /// Over the whole run.
     pub all: Option<Stats>,
     /// Per step, in step order (each step's steady state when it has samples, else the step).
@@ -81,6 +83,7 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
             title: s.title.clone(),
             unit: s.unit,
             limit: s.limit,
+            limit_shown: s.limit.map(|l| show_value(s.unit, l)),
             all: Stats::of(s.unit, s.points.iter().map(|p| p.1)),
             steps: segments
                 .iter()
@@ -152,6 +155,8 @@ pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
 
 fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
     let per_minute = t.slope * 60.0;
+    // Counts are whole; the trend line's ends need not be.
+    let level = |v: f64| if s.unit == Unit::Count { v.round() } else { v };
     // Fast growth reads better per second, slow growth per minute.
     let rate = if per_minute >= 600.0 && s.unit == Unit::Count {
         format!("{} a second", show_value(s.unit, round2(t.slope)))
@@ -172,8 +177,8 @@ fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) 
         } else {
             "grow"
         },
-        show_value(s.unit, t.from),
-        show_value(s.unit, t.to),
+        show_value(s.unit, level(t.from)),
+        show_value(s.unit, level(t.to)),
         span(t.window.1 - t.window.0)
     );
     match (s.limit, minutes_to_limit) {

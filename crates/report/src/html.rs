@@ -193,7 +193,7 @@ pub fn resource_charts(r: &Results) -> Vec<Chart> {
             };
             let points: Vec<(f64, f64)> = s.points.iter().map(|(t, v)| (*t, v * k)).collect();
             let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
-            let mut lines = vec![(s.key.metric.as_str(), points)];
+            let mut lines = vec![(unit, points)];
             if let Some(limit) = s.limit.map(|l| l * k).filter(|l| peak >= l / 2.0) {
                 let (t0, t1) = (s.points[0].0, s.points[s.points.len() - 1].0);
                 lines.push(("limit", vec![(t0, limit), (t1, limit)]));
