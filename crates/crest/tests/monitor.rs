@@ -4,42 +4,13 @@
 
 mod common;
 
-use common::{crest, edit, example, pg_url, run, run_scenario, scenario_file};
+use common::{crest, edit, example, pg_url, run, run_scenario, scenario_file, target_process, TargetProcess};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 
-/// `crest target` as a separate process; killed on drop.
-struct Helper {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Helper {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn helper(args: &[&str]) -> Helper {
-    let mut child = crest()
-        .args(["target", "--listen", "127.0.0.1:0", "--service-time", "2ms"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    // "demo target on http://127.0.0.1:PORT/ (...)"
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_string();
-    Helper { child, url }
+fn helper(args: &[&str]) -> TargetProcess {
+    let mut all = vec!["--service-time", "2ms"];
+    all.extend_from_slice(args);
+    target_process(&all)
 }
 
 fn series<'a>(results: &'a Value, metric: &str) -> Vec<&'a Value> {
@@ -61,7 +32,7 @@ fn values(s: &Value) -> Vec<f64> {
 }
 
 /// Runs 8 s of load on the helper while watching it by pid.
-fn watch_helper(h: &Helper) -> common::Run {
+fn watch_helper(h: &TargetProcess) -> common::Run {
     let pid = h.child.id().to_string();
     run(
         &h.url,

@@ -163,3 +163,40 @@ pub fn pg_url() -> Option<String> {
         }
     }
 }
+
+/// `crest target ARGS...` in a process of its own (so each side has its own open-file limit,
+/// and its /proc entries are its own); killed when dropped, however the test ends.
+pub struct TargetProcess {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT/`.
+    pub url: String,
+}
+
+impl Drop for TargetProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `crest target --listen 127.0.0.1:0 ARGS...` and reads its URL from its first line.
+pub fn target_process(args: &[&str]) -> TargetProcess {
+    use std::io::{BufRead, BufReader};
+    let mut child = crest()
+        .args(["target", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "demo target on http://127.0.0.1:PORT/ (...)"
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    TargetProcess { child, url }
+}
