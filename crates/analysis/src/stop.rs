@@ -143,8 +143,10 @@ pub struct StopWatch {
     current: Acc,
     previous_tput: Option<f64>,
     total: Acc,
-    /// Monitored samples of the last [`WINDOW`] seconds.
+    /// Monitored samples of the last [`WINDOW`] seconds, kept only when `windowed`.
     samples: VecDeque<(f64, SeriesKey, Unit, f64)>,
+    /// Whether a condition aggregates a monitored series over the window.
+    windowed: bool,
 }
 
 impl std::fmt::Debug for StopWatch {
@@ -158,7 +160,11 @@ impl std::fmt::Debug for StopWatch {
 impl StopWatch {
     /// A watch over these conditions.
     pub fn new(conditions: Vec<StopCondition>) -> Self {
+        let windowed = conditions
+            .iter()
+            .any(|c| c.monitored().is_some_and(|m| m.agg.is_some_and(|a| a != Agg::Last)));
         StopWatch {
+            windowed,
             conditions,
             window: Vec::new(),
             first: Acc::new(),
@@ -175,8 +181,11 @@ impl StopWatch {
     /// one does. Without an aggregation the latest value counts; `max(...)`, `mean(...)` and
     /// the others combine the last [`WINDOW`] seconds. Any matching series may make it hold.
     pub fn monitored(&mut self, t_s: f64, values: &[(SeriesKey, Unit, f64)]) -> Option<Stopped> {
-        for (k, u, v) in values {
-            self.samples.push_back((t_s, k.clone(), *u, *v));
+        // Only an aggregation reads the window; otherwise the latest values are all that matter.
+        if self.windowed {
+            for (k, u, v) in values {
+                self.samples.push_back((t_s, k.clone(), *u, *v));
+            }
         }
         while self.samples.front().is_some_and(|s| s.0 < t_s - WINDOW as f64) {
             self.samples.pop_front();

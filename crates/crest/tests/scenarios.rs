@@ -444,6 +444,22 @@ fn validate_reports_problems_with_locations_and_exit_2() {
 }
 
 #[test]
+fn validate_says_what_the_monitor_will_watch_without_secrets() {
+    let (_dir, file) = scenario_file(
+        "target: http://127.0.0.1:9\nsteps:\n  - request: {path: /}\nload: {users: 1, duration: 1s}\n\
+         monitor:\n  interval: 2s\n  processes:\n    - name: api\n  postgres:\n    - url: postgres://mon:s3cret@127.0.0.1:5/app\n",
+    );
+    let out = common::crest().arg("validate").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("monitor: this machine, process api, PostgreSQL postgres://mon:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("every 2s") && !stdout.contains("s3cret"), "{stdout}");
+}
+
+#[test]
 fn a_spike_reports_how_long_the_service_took_to_recover() {
     let _serial = common::serial();
     rt().block_on(async {

@@ -85,7 +85,7 @@ pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
     let chosen = plan
         .prometheus
         .iter()
-        .any(|p| prometheus::Filter::new(&p.metrics).is_ok_and(|f| f.keeps(name)) || p.metrics.is_empty());
+        .any(|p| prometheus::Filter::new(&p.metrics).is_ok_and(|f| f.keeps(name)));
     if chosen {
         return Ok(());
     }
@@ -271,7 +271,7 @@ impl Sampler {
                     for r in readings {
                         if scrapers.contains(&source)
                             && !self.store.has(&r.key)
-                            && self.store.series_count() >= prometheus::MAX_SERIES
+                            && self.store.series_of(source) >= prometheus::MAX_SERIES
                         {
                             if self.capped.insert(source) {
                                 self.store.note(
@@ -381,6 +381,35 @@ mod tests {
         assert_eq!(load.points.len(), live.len() + 1, "one last sample at the end");
         assert!(load.points.windows(2).all(|w| w[0].0 < w[1].0));
         assert_eq!(record.sources[0].kind, "host");
+    }
+
+    #[test]
+    fn an_endpoint_with_too_many_series_is_capped_at_its_own_count_with_a_note() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let page: String = (0..250).map(|i| format!("gauge_{i} {i}\n")).collect();
+        let server = rt.block_on(crest_testkit::Server::start(move |_, _| {
+            crest_testkit::Reply::json(200, page.clone())
+        }));
+        let plan = MonitorPlan {
+            interval: Duration::from_millis(100),
+            prometheus: vec![PrometheusSpec {
+                url: server.url("/metrics"),
+                metrics: vec![],
+            }],
+            ..MonitorPlan::default()
+        };
+        let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        let record = m.finish();
+        let scraped = record.series.iter().filter(|s| s.source == 1).count();
+        // The host's own series do not count against the endpoint's cap.
+        assert_eq!(scraped, prometheus::MAX_SERIES);
+        assert!(record.series.iter().any(|s| s.source == 0));
+        assert_eq!(record.sources[1].notes.len(), 1, "{:?}", record.sources[1].notes);
+        assert!(record.sources[1].notes[0].contains("more than 200 series"));
     }
 
     #[test]

@@ -52,8 +52,9 @@ impl Store {
         }
     }
 
-    pub(crate) fn series_count(&self) -> usize {
-        self.record.series.len()
+    /// Series recorded from one source.
+    pub(crate) fn series_of(&self, source: u32) -> usize {
+        self.record.series.iter().filter(|s| s.source == source).count()
     }
 
     pub(crate) fn has(&self, key: &SeriesKey) -> bool {
