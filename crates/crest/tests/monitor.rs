@@ -258,8 +258,15 @@ fn postgres_statistics_are_read_from_a_real_server() {
     assert!(conns.iter().any(|c| *c >= 4.0), "{conns:?}");
     assert!(all["limit"].as_f64().unwrap() >= 10.0, "max_connections is the limit");
     // Transactions per second from pg_stat_database match what crest committed.
-    let tps = values(series(&results, "pg_tps")[0]);
-    let counted: f64 = tps.iter().sum::<f64>() * 0.5;
+    // Each rate covers the time since the sample before it (the first sample is at 0 s).
+    let tps = series(&results, "pg_tps")[0]["points"].as_array().unwrap().clone();
+    let mut before = 0.0;
+    let mut counted = 0.0;
+    for p in &tps {
+        let (t, v) = (p[0].as_f64().unwrap(), p[1].as_f64().unwrap());
+        counted += v * (t - before);
+        before = t;
+    }
     let tx = r.summary()["names"][0]["requests"].as_f64().unwrap();
     assert!(
         counted > 0.6 * tx && counted < 1.4 * tx,

@@ -208,7 +208,8 @@ impl Sampler {
         local.block_on(&rt, async {
             let mut next = start;
             loop {
-                let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
+                let sampled = Instant::now();
+                let t_s = sampled.saturating_duration_since(start).as_secs_f64();
                 let values = self.sample(t_s).await;
                 let _ = tx.send(Snapshot { t_s, values });
                 // Samples stay on the grid of the run's intervals; a late one skips ahead.
@@ -219,9 +220,14 @@ impl Sampler {
                 tokio::select! {
                     () = tokio::time::sleep_until(next.into()) => {}
                     () = stop.notified() => {
-                        let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
-                        let values = self.sample(t_s).await;
-                        let _ = tx.send(Snapshot { t_s, values });
+                        // A last sample catches the end of the run, unless the previous one just
+                        // did: rates over a few milliseconds say nothing (a database flushing its
+                        // statistics as connections close showed as 25 times its real rate).
+                        if sampled.elapsed() >= self.interval / 2 {
+                            let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
+                            let values = self.sample(t_s).await;
+                            let _ = tx.send(Snapshot { t_s, values });
+                        }
                         break;
                     }
                 }
@@ -373,7 +379,7 @@ mod tests {
             ..MonitorPlan::default()
         };
         let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
-        std::thread::sleep(Duration::from_millis(450));
+        std::thread::sleep(Duration::from_millis(470));
         let live: Vec<Snapshot> = m.snapshots().collect();
         let record = m.finish();
         assert!((4..=6).contains(&live.len()), "{} snapshots", live.len());
@@ -381,6 +387,14 @@ mod tests {
         assert_eq!(load.points.len(), live.len() + 1, "one last sample at the end");
         assert!(load.points.windows(2).all(|w| w[0].0 < w[1].0));
         assert_eq!(record.sources[0].kind, "host");
+
+        // A run that ends just after a sample gets no second one milliseconds later.
+        let plan = MonitorPlan::default();
+        let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let record = m.finish();
+        let load = record.series.iter().find(|s| s.key.metric == "load_average").unwrap();
+        assert_eq!(load.points.len(), 1);
     }
 
     #[test]
