@@ -40,7 +40,7 @@ pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
     for e in &r.errors {
         let key = e.outcome.key();
         let mut h = crest_model::hist::new_histogram();
-        for s in r.stats.iter().filter(|s| s.outcome == e.outcome) {
+        for s in r.stats.iter().filter(|s| s.outcome == e.outcome && r.counts(s)) {
             let _ = h.add(&s.latency.decode()?);
         }
         let first = r.intervals.iter().find(|i| i.outcomes.contains_key(&key));
@@ -82,9 +82,20 @@ fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<String>
         _ => "a timeout",
     };
     Some(format!(
-        "most of these took {:.0} to {:.0} s: it looks like {whose} near {:.0} s",
-        p10 / 1000.0,
-        p90 / 1000.0,
-        p50 / 1000.0
+        "most of these took {} to {} s: it looks like {whose} near {} s",
+        seconds(p10),
+        seconds(p90),
+        seconds(p50)
     ))
+}
+
+/// Milliseconds as seconds: whole from 10 s on, else to a tenth with no trailing `.0`, so a
+/// 1.5 s timeout is not rounded into another one.
+fn seconds(ms: f64) -> String {
+    let s = ms / 1000.0;
+    if s >= 10.0 || (s * 10.0).round() % 10.0 == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.1}")
+    }
 }

@@ -92,7 +92,9 @@ fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
     };
     let mut latency = crest_model::hist::new_histogram();
     let (mut requests, mut failures) = (0u64, 0u64);
-    for s in r.stats.iter().filter(|s| name.is_none_or(|n| s.name == n)) {
+    // Without a name, a threshold is on the units of work (requests, transactions); a
+    // statement inside a transaction is judged only when named.
+    for s in r.stats.iter().filter(|s| name.map_or(r.counts(s), |n| s.name == n)) {
         requests += s.count;
         if !s.outcome.is_success() {
             failures += s.count;

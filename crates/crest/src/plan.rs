@@ -76,6 +76,7 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
         load: model,
         stop,
         names: vec![name],
+        part_of: Vec::new(),
         segments: vec![SegmentPlan::whole_run()],
         threads,
         grace: timeout.min(MAX_GRACE),
@@ -231,6 +232,7 @@ pub fn url_plan(request: HttpRequest, name: String, threads: Option<usize>, time
         load: LoadModel::users(1),
         stop: StopRule::default(),
         names: vec![name],
+        part_of: Vec::new(),
         segments: vec![SegmentPlan::whole_run()],
         threads: threads
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))

@@ -55,6 +55,8 @@ pub fn exit_code(ended_by: EndReason, summary: &crest_analysis::Summary, strict:
     match ended_by {
         EndReason::Sigint => 130,
         EndReason::Sigterm => 143,
+        // Nothing succeeded: whatever the thresholds say, the run measured no service.
+        _ if summary.successes == 0 => 1,
         _ if summary.thresholds_failed() => 1,
         _ if strict && !summary.client_bound.is_empty() => 3,
         _ => 0,
@@ -112,9 +114,10 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
     let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
+        let part_of = plan.part_of.clone();
         std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
             crest_engine::run(&shape, start, &stop, workload, |_| {
-                Recorder::new(INTERVAL, open_model, tx.clone())
+                Recorder::new(INTERVAL, open_model, tx.clone()).with_parts(&part_of)
             })
         })?
     };
@@ -212,6 +215,11 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         config: run_config(plan, command_line, threads),
         environment: Some(crate::environment::capture()),
         names: plan.names.clone(),
+        part_of: if plan.part_of.iter().any(Option::is_some) {
+            plan.part_of.clone()
+        } else {
+            Vec::new()
+        },
         segments: segments(plan, duration),
         stats: totals.stats(),
         status_codes: totals.status_codes(),
@@ -308,13 +316,16 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
     }
 }
 
-/// The plan's segments with their end times; the last ends with the run.
+/// The plan's segments with their end times; the last ends with the run. Steps the run never
+/// reached (it stopped early) are left out: they hold no request, and a row of zeros would read
+/// as a measured step. Starts only grow, so the steps kept keep their indices.
 fn segments(plan: &Plan, duration: Duration) -> Vec<results::Segment> {
     let end = duration.as_secs_f64();
     let starts: Vec<f64> = plan.segments.iter().map(|s| s.start.as_secs_f64()).collect();
     plan.segments
         .iter()
         .enumerate()
+        .take_while(|(i, _)| *i == 0 || starts[*i] < end)
         .map(|(i, s)| results::Segment {
             name: s.name.clone(),
             start_s: starts[i].min(end),

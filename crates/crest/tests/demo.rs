@@ -18,6 +18,7 @@ fn demo_runs_against_the_built_in_target_and_writes_results() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("Latency ms"), "{stdout}");
+    common::check_counts(&dir.path().join("results.json"));
     assert!(stderr.contains("results:"), "{stderr}");
     let results: crest_model::Results =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();

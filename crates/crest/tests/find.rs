@@ -39,6 +39,7 @@ fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir
         .args(extra)
         .output()
         .unwrap();
+    common::check_counts(&dir.path().join("results.json"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));

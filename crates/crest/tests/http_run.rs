@@ -115,7 +115,8 @@ fn refused_connections_are_counted_not_fatal() {
     let _serial = common::serial();
     let addr = refused_addr();
     let r = run(&format!("http://{addr}/"), &["-n", "20", "-c", "2"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Measured and written, but no request succeeded: exit 1.
+    assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.error_count("connect_refused"), 20);
     let s = r.summary();
     assert_eq!(s["failures"], 20);
@@ -134,7 +135,8 @@ fn a_reset_in_the_middle_of_a_body_is_a_reset() {
         })
         .await;
         let r = run_async(&server.url("/"), &["-n", "6", "-c", "2"]).await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
+        // Measured and written, but no request succeeded: exit 1.
+        assert_eq!(r.code, 1, "{}", r.stderr);
         assert_eq!(r.error_count("reset"), 6, "{}", r.stdout);
         let s = r.summary();
         assert!(
@@ -153,7 +155,8 @@ fn a_silent_server_times_out() {
         let server = Server::start(|_, _| Reply::Hang).await;
         let started = Instant::now();
         let r = run_async(&server.url("/"), &["-n", "4", "-c", "2", "--timeout", "300ms"]).await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
+        // Measured and written, but no request succeeded: exit 1.
+        assert_eq!(r.code, 1, "{}", r.stderr);
         assert_eq!(r.error_count("timeout"), 4);
         let s = r.summary();
         let p50 = f(&s, &["latency_ms", "p50"]);

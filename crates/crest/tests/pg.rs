@@ -45,6 +45,12 @@ fn tpcb_transactions_run_and_leave_the_database_consistent() {
     assert_eq!(names.len(), 6, "the transaction and its five statements: {names:?}");
     let tx = s["names"][0]["requests"].as_i64().unwrap();
     assert!(tx > 100, "{tx} transactions");
+    // The unit of work is the transaction: its statements are sub-measures under it.
+    assert_eq!(s["requests"].as_i64().unwrap(), tx, "{s:#}");
+    for n in &s["names"].as_array().unwrap()[1..] {
+        assert_eq!(n["part_of"].as_str(), Some(names[0]), "{n:#}");
+        assert_eq!(n["requests"].as_i64().unwrap(), tx, "{n:#}");
+    }
     rt().block_on(async {
         // Every transaction committed once: one history row each, and the balances moved by
         // exactly the deltas recorded.
@@ -73,6 +79,9 @@ fn a_fixed_rate_of_transactions_is_held_within_one_percent() {
     let achieved = s["achieved_rps"].as_f64().unwrap();
     assert!((198.0..=202.0).contains(&achieved), "achieved {achieved} tx/s for 200");
     assert_eq!(s["dropped"], 0);
+    // Throughput counts transactions, not their five statements each.
+    let tput = s["throughput_rps"].as_f64().unwrap();
+    assert!((180.0..=205.0).contains(&tput), "{tput} tx/s for 200");
 }
 
 #[test]

@@ -133,6 +133,7 @@ fn interrupted_run(signal: &str, expected: i32) {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        common::check_counts(&dir.path().join("results.json"));
         let results: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
         let typed: crest_model::Results = serde_json::from_value(results).unwrap();

@@ -521,6 +521,7 @@ fn sweep_runs_each_value_after_its_setup_command() {
         .await
         .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        common::check_counts(&out_dir.path().join("results.json"));
         assert_eq!(
             std::fs::read_to_string(&log).unwrap(),
             "1 1\n2 2\n3 3\n",

@@ -166,6 +166,9 @@ pub struct Recorder {
     totals: Totals,
     current: IntervalAcc,
     out: Sender<IntervalAcc>,
+    /// Indexed by name: true for a sub-measure (a statement inside a transaction), which is kept
+    /// under its own name only, so every total counts each unit of work once.
+    parts: Vec<bool>,
 }
 
 impl Recorder {
@@ -177,7 +180,14 @@ impl Recorder {
             totals: Totals::default(),
             current: IntervalAcc::new(0),
             out,
+            parts: Vec::new(),
         }
+    }
+
+    /// Marks the names that are parts of another (see [`crest_model::plan::Plan::part_of`]).
+    pub fn with_parts(mut self, part_of: &[Option<u32>]) -> Self {
+        self.parts = part_of.iter().map(Option::is_some).collect();
+        self
     }
 
     /// Closes the interval in progress and returns the totals. Call once, when the thread ends.
@@ -209,8 +219,14 @@ impl Sink for Recorder {
         // Samples that end a hair before a tick already closed their interval count in the
         // current one; the alternative (reopening a sent interval) would break merging.
         self.advance(s.end());
-        self.current.record(s);
         let t = &mut self.totals;
+        if self.parts.get(s.name as usize).copied().unwrap_or(false) {
+            let stat = t.stat(s.segment, s.name, s.outcome);
+            stat.count += 1;
+            record(&mut stat.latency, s.total);
+            return;
+        }
+        self.current.record(s);
         if let Some(code) = s.status {
             *t.status_codes.entry(code).or_default() += 1;
         }

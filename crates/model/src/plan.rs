@@ -14,6 +14,10 @@ pub struct Plan {
     pub stop: StopRule,
     /// Names that statistics are grouped under; samples refer to them by index.
     pub names: Vec<String>,
+    /// For each name, the name it is a part of: a statement of an SQL transaction is measured
+    /// on its own, but the unit of work is the transaction. Empty when every name is a request
+    /// of its own.
+    pub part_of: Vec<Option<u32>>,
     /// The run's steps, in time order; statistics are kept per segment. At least one.
     pub segments: Vec<SegmentPlan>,
     /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.

@@ -40,6 +40,12 @@ pub struct Results {
     pub environment: Option<Environment>,
     /// Request names; [`Stat::name`] refers to these.
     pub names: Vec<String>,
+    /// For each name, the name it is a part of (a statement inside an SQL transaction). Parts
+    /// are sub-measures: they are in `stats` under their own name but in no total, interval,
+    /// step, status count or error class, which count each unit of work once. Empty when no
+    /// name is a part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_of: Vec<Option<u32>>,
     /// The run's steps, in time order; [`Stat::segment`] refers to these.
     pub segments: Vec<Segment>,
     /// Totals per request name and outcome.
@@ -65,6 +71,19 @@ pub struct Results {
     pub monitor: Option<crate::monitor::MonitorRecord>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
+}
+
+impl Results {
+    /// The name that `name` is a part of, if it is a sub-measure.
+    pub fn parent(&self, name: u32) -> Option<u32> {
+        self.part_of.get(name as usize).copied().flatten()
+    }
+
+    /// True when the stat counts as units of work (requests or transactions), false for a
+    /// sub-measure such as a statement inside a transaction.
+    pub fn counts(&self, s: &Stat) -> bool {
+        self.parent(s.name).is_none()
+    }
 }
 
 /// Why a run ended.

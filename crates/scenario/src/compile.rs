@@ -30,6 +30,7 @@ pub(crate) struct Compiled {
     pub stop: StopRule,
     pub segments: Vec<SegmentPlan>,
     pub names: Vec<String>,
+    pub part_of: Vec<Option<u32>>,
     pub flow: FlowPlan,
     pub stop_when: Vec<String>,
     pub thresholds: Vec<String>,
@@ -60,6 +61,8 @@ pub(crate) struct Cx<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     pub problems: Vec<Problem>,
     names: Vec<String>,
+    /// Parallel to `names`: the transaction a statement's name is part of.
+    part_of: Vec<Option<u32>>,
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
     target: Option<String>,
@@ -78,6 +81,7 @@ impl<'a> Cx<'a> {
             env,
             problems: Vec::new(),
             names: Vec::new(),
+            part_of: Vec::new(),
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
             target: None,
@@ -182,6 +186,7 @@ impl<'a> Cx<'a> {
             Some(i) => i as u32,
             None => {
                 self.names.push(name.to_string());
+                self.part_of.push(None);
                 (self.names.len() - 1) as u32
             }
         }
@@ -531,7 +536,18 @@ impl<'a> Cx<'a> {
                 None if transaction => format!("{step_name} / {}: {}", i + 1, first_words(query)),
                 None => step_name.clone(),
             };
-            let id = if transaction { self.name_id(&sname) } else { name };
+            let id = if transaction {
+                // A statement counts inside its transaction, once; its own figures are a
+                // sub-measure. A name already in use keeps the role it has.
+                let new = !self.names.contains(&sname);
+                let id = self.name_id(&sname);
+                if new && id != name {
+                    self.part_of[id as usize] = Some(name);
+                }
+                id
+            } else {
+                name
+            };
             statements.push(crest_flow::plan::SqlStatement {
                 name: id,
                 query: query.to_string(),
@@ -1177,6 +1193,7 @@ impl<'a> Cx<'a> {
             stop,
             segments,
             names: std::mem::take(&mut self.names),
+            part_of: std::mem::take(&mut self.part_of),
             flow,
             stop_when,
             thresholds,

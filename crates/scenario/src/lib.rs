@@ -78,6 +78,7 @@ pub fn load_str(
                 load: c.load,
                 stop: c.stop,
                 names: c.names,
+                part_of: c.part_of,
                 segments: c.segments,
                 threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
                 grace,

@@ -214,6 +214,7 @@ impl ResultsBuilder {
                 memory_bytes: 8 << 30,
             }),
             names: vec!["GET /".into()],
+            part_of: Vec::new(),
             segments: self.segments,
             stats,
             status_codes,
@@ -257,4 +258,78 @@ pub fn stepping_fixture() -> Results {
             failure_ms: 35_500.0,
         })
         .build()
+}
+
+/// Checks that a results document adds up: every unit of work is counted once, in its step, in
+/// the interval it ended in, and in its error class. Every results document the test suite
+/// produces goes through this, so a change that loses or double-counts requests fails
+/// everywhere at once. Returns what does not add up.
+pub fn check_counts(r: &Results) -> Result<(), String> {
+    let counted = || r.stats.iter().filter(|s| r.counts(s));
+    let requests: u64 = counted().map(|s| s.count).sum();
+    let failures: u64 = counted().filter(|s| !s.outcome.is_success()).map(|s| s.count).sum();
+    let mut problems = Vec::new();
+    if let Some(s) = r.stats.iter().find(|s| s.segment as usize >= r.segments.len()) {
+        problems.push(format!("a stat is in step {} of {}", s.segment, r.segments.len()));
+    }
+    let mut per_step = vec![0u64; r.segments.len()];
+    for s in counted() {
+        if let Some(n) = per_step.get_mut(s.segment as usize) {
+            *n += s.count;
+        }
+    }
+    if per_step.iter().sum::<u64>() != requests {
+        problems.push(format!("steps hold {per_step:?}, the run {requests} requests"));
+    }
+    let in_intervals: u64 = r.intervals.iter().map(|i| i.requests).sum();
+    if in_intervals != requests {
+        problems.push(format!("intervals hold {in_intervals} requests, the steps {requests}"));
+    }
+    let failed_in_intervals: u64 = r.intervals.iter().map(|i| i.failures).sum();
+    if failed_in_intervals != failures {
+        problems.push(format!(
+            "intervals hold {failed_in_intervals} failures, the steps {failures}"
+        ));
+    }
+    for i in &r.intervals {
+        let by_outcome: u64 = i.outcomes.values().sum();
+        if by_outcome != i.failures {
+            problems.push(format!(
+                "the interval at {} s has {} failures but {by_outcome} by outcome",
+                i.t_s, i.failures
+            ));
+        }
+    }
+    let in_classes: u64 = r.errors.iter().map(|e| e.count).sum();
+    if in_classes != failures {
+        problems.push(format!(
+            "error classes hold {in_classes} failures, the steps {failures}"
+        ));
+    }
+    for e in &r.errors {
+        let n: u64 = counted().filter(|s| s.outcome == e.outcome).map(|s| s.count).sum();
+        if n != e.count {
+            problems.push(format!(
+                "{} counts {} in its class, {n} in the steps",
+                e.outcome, e.count
+            ));
+        }
+    }
+    for e in &r.errors {
+        if let Outcome::Status(code) = e.outcome {
+            let seen = r.status_codes.get(&code.to_string()).copied().unwrap_or(0);
+            if seen < e.count {
+                problems.push(format!("{} failures of HTTP {code} but {seen} such responses", e.count));
+            }
+        }
+    }
+    let answered: u64 = r.status_codes.values().sum();
+    if answered > requests {
+        problems.push(format!("{answered} status codes for {requests} requests"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
 }

@@ -43,6 +43,28 @@ impl Run {
     }
 }
 
+/// Every results document a test produces must add up: the steps' requests, failures and error
+/// classes to the run's, the intervals to the steps', and the analysis's steps to its totals.
+pub fn check_counts(path: &std::path::Path) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let r: crest_model::results::Results =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not a results document: {e}", path.display()));
+    if let Err(why) = crest_testkit::results::check_counts(&r) {
+        panic!("{} does not add up: {why}", path.display());
+    }
+    let a = crest_analysis::analyze(&r).unwrap();
+    let steps: u64 = a.segments.iter().map(|s| s.requests).sum();
+    let failed: u64 = a.segments.iter().map(|s| s.failures).sum();
+    assert_eq!(
+        (steps, failed),
+        (a.summary.requests, a.summary.failures),
+        "{}: the steps' requests and failures must add up to the run's",
+        path.display()
+    );
+}
+
 pub fn crest() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_crest"));
     c.stdin(Stdio::null());
@@ -50,6 +72,7 @@ pub fn crest() -> Command {
 }
 
 fn finish(out: Output, dir: tempfile::TempDir) -> Run {
+    check_counts(&dir.path().join("results.json"));
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -196,7 +219,7 @@ pub fn target_process(args: &[&str]) -> TargetProcess {
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
-        .unwrap()
+        .unwrap_or_else(|| panic!("crest target did not start: {line}"))
         .to_string();
     TargetProcess { child, url }
 }
