@@ -53,18 +53,23 @@ pub struct SegmentAnalysis {
     pub start_s: f64,
     /// End.
     pub end_s: f64,
-    /// Start of the steady state used for the figures.
+    /// Start of the steady state used for throughput and latency.
     pub steady_start_s: f64,
     /// End of the steady state.
     pub steady_end_s: f64,
     /// Seconds of warm-up trimmed at the start.
     pub trimmed_s: f64,
-    /// Requests that ended in the steady state.
+    /// Every request of the step: each request belongs to exactly one step (the one its
+    /// iteration was due in), so the steps' requests add up to the run's.
     pub requests: u64,
-    /// Of those, failures.
+    /// Of those, failures; never trimmed.
     pub failures: u64,
-    /// failures / requests in the steady state.
+    /// failures / requests over the whole step.
     pub error_rate: f64,
+    /// Requests that ended in the steady state (throughput and latency are computed over these).
+    pub steady_requests: u64,
+    /// Of those, failures.
+    pub steady_failures: u64,
     /// Requests per second in the steady state.
     pub throughput_rps: f64,
     /// Successful requests per second in the steady state.
@@ -73,11 +78,13 @@ pub struct SegmentAnalysis {
     pub latency_ms: Percentiles,
     /// Time to first byte in ms, steady state.
     pub ttfb_ms: Percentiles,
+    /// The whole step's figures, shown beside the steady state's when they differ.
+    pub whole: WholeStep,
     /// Connect time in ms, whole segment.
     pub connect_ms: Percentiles,
     /// Bytes received in the whole segment.
     pub bytes_received: u64,
-    /// Failures by outcome in the whole segment.
+    /// Failures by outcome in the whole segment, most frequent first.
     pub errors: Vec<(String, u64)>,
     /// Mean latency divided by the lowest-load segment's (seed 000's "performance ratio").
     pub ratio_to_lowest: Option<f64>,
@@ -98,6 +105,19 @@ pub struct LittlesLaw {
     /// True when users spent much time outside requests without think time to explain it: a
     /// queue in the load generator or the client.
     pub flagged: bool,
+}
+
+/// A step's figures over all of it, warm-up and partial intervals included.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WholeStep {
+    /// Seconds the step lasted.
+    pub duration_s: f64,
+    /// Requests per second over the whole step.
+    pub throughput_rps: f64,
+    /// Total time in ms of every request of the step.
+    pub latency_ms: Percentiles,
+    /// True when the steady state left out requests (a warm-up trimmed, a partial interval).
+    pub differs: bool,
 }
 
 /// One interval, for charts.
@@ -126,14 +146,19 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     for i in 0..r.segments.len() {
         segments.push(segment(r, i)?);
     }
-    let lowest = segments
-        .iter()
-        .filter(|s| s.requests > 0)
-        .min_by(|a, b| load_of(a).total_cmp(&load_of(b)))
-        .map(|s| s.latency_ms.mean);
+    // The baseline is the lowest load level; the points of a sweep, which are not load levels,
+    // are compared with the first point.
+    let measured = || segments.iter().filter(|s| s.steady_requests > 0);
+    let lowest = match measured().any(|s| load_of(s) > 0.0) {
+        true => measured()
+            .filter(|s| load_of(s) > 0.0)
+            .min_by(|a, b| load_of(a).total_cmp(&load_of(b))),
+        false => measured().next(),
+    }
+    .map(|s| s.latency_ms.mean);
     for s in &mut segments {
         if let Some(low) = lowest.filter(|l| *l > 0.0) {
-            if s.requests > 0 {
+            if s.steady_requests > 0 {
                 s.ratio_to_lowest = Some(s.latency_ms.mean / low);
             }
         }
@@ -162,12 +187,13 @@ pub fn load_of(s: &SegmentAnalysis) -> f64 {
     s.users.map(|u| u as f64).or(s.rate).unwrap_or(0.0)
 }
 
-/// A segment's load as text.
-pub fn load_label(users: Option<u64>, rate: Option<f64>) -> String {
-    match (users, rate) {
+/// A step as text: its load (`40 users`, `250/s`) or, for a step without one (a sweep's
+/// point), its name, so no sentence ever carries a placeholder.
+pub fn step_label(s: &SegmentAnalysis) -> String {
+    match (s.users, s.rate) {
         (Some(u), _) => format!("{u} users"),
         (None, Some(r)) => format!("{r}/s"),
-        _ => "-".into(),
+        _ => s.name.clone(),
     }
 }
 
@@ -210,7 +236,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The first steady interval among `idx`: warm-up intervals are trimmed from the start while
 /// throughput is below 90% of the second half's median or median latency above 1.5x its median;
-/// never more than half the segment.
+/// never more than half the segment, and never an interval with a failure in it: failures at
+/// the start of a step are the service's answer to the new load, not a warm-up.
 fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     if idx.len() < 3 {
         return Ok(0);
@@ -231,25 +258,29 @@ fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     let ref_rps = median(rps[half..].to_vec());
     let ref_p50 = median(p50[half..].to_vec());
     let mut first = 0;
-    while first < half && (rps[first] < WARMUP_THROUGHPUT * ref_rps || p50[first] > WARMUP_LATENCY * ref_p50) {
+    while first < half
+        && r.intervals[idx[first]].failures == 0
+        && (rps[first] < WARMUP_THROUGHPUT * ref_rps || p50[first] > WARMUP_LATENCY * ref_p50)
+    {
         first += 1;
     }
     Ok(first)
 }
 
-/// One segment's figures over its steady state.
+/// One segment's figures: counts over the whole step (from the per-step totals, so no request
+/// is lost to trimming or to a partial interval), throughput and latency over its steady state.
 pub(crate) fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
     let g = &r.segments[index];
     let idx = whole_intervals(r, g.start_s, g.end_s);
     let first = steady_from(r, &idx)?;
     let steady = &idx[first.min(idx.len())..];
-    let (mut requests, mut failures) = (0u64, 0u64);
+    let (mut steady_requests, mut steady_failures) = (0u64, 0u64);
     let mut latency = crest_model::hist::new_histogram();
     let mut ttfb = crest_model::hist::new_histogram();
     for &k in steady {
         let i = &r.intervals[k];
-        requests += i.requests;
-        failures += i.failures;
+        steady_requests += i.requests;
+        steady_failures += i.failures;
         decode(&i.latency, &mut latency)?;
         decode(&i.ttfb, &mut ttfb)?;
     }
@@ -257,24 +288,40 @@ pub(crate) fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, Hist
     let steady_end_s = steady.last().map_or(g.end_s, |&k| r.intervals[k].t_s + r.interval_s);
     let secs = (steady_end_s - steady_start_s).max(0.0);
     let mut connect = crest_model::hist::new_histogram();
-    let mut bytes_received = 0;
+    let mut whole_latency = crest_model::hist::new_histogram();
+    let (mut requests, mut failures, mut bytes_received) = (0u64, 0u64, 0u64);
     let mut errors: Vec<(String, u64)> = Vec::new();
-    for s in r.stats.iter().filter(|s| s.segment as usize == index) {
+    for s in r.stats.iter().filter(|s| s.segment as usize == index && r.counts(s)) {
+        requests += s.count;
         bytes_received += s.bytes_received;
+        decode(&s.latency, &mut whole_latency)?;
         if let Some(c) = &s.connect {
             decode(c, &mut connect)?;
         }
         if !s.outcome.is_success() {
+            failures += s.count;
             match errors.iter_mut().find(|(k, _)| *k == s.outcome.key()) {
                 Some((_, n)) => *n += s.count,
                 None => errors.push((s.outcome.key(), s.count)),
             }
         }
     }
+    errors.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let throughput_rps = per_s(requests);
+    let throughput_rps = per_s(steady_requests);
     let latency_ms = Percentiles::from_micros(&latency);
-    let littles_law = g.users.filter(|u| *u > 0 && requests > 0).map(|users| {
+    let whole_secs = (g.end_s - g.start_s).max(0.0);
+    let whole = WholeStep {
+        duration_s: whole_secs,
+        throughput_rps: if whole_secs > 0.0 {
+            requests as f64 / whole_secs
+        } else {
+            0.0
+        },
+        latency_ms: Percentiles::from_micros(&whole_latency),
+        differs: steady_requests != requests,
+    };
+    let littles_law = g.users.filter(|u| *u > 0 && steady_requests > 0).map(|users| {
         let in_flight = throughput_rps * latency_ms.mean / 1000.0;
         let busy_share = in_flight / users as f64;
         LittlesLaw {
@@ -301,10 +348,13 @@ pub(crate) fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, Hist
         } else {
             0.0
         },
+        steady_requests,
+        steady_failures,
         throughput_rps,
-        success_rps: per_s(requests - failures),
+        success_rps: per_s(steady_requests.saturating_sub(steady_failures)),
         latency_ms,
         ttfb_ms: Percentiles::from_micros(&ttfb),
+        whole,
         connect_ms: Percentiles::from_micros(&connect),
         bytes_received,
         errors,

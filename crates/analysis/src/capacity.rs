@@ -1,6 +1,6 @@
 //! Across segments: the optimal operating point, where the service saturates, where it breaks.
 
-use crate::analyze::{load_label, load_of, SegmentAnalysis};
+use crate::analyze::{load_of, step_label, SegmentAnalysis};
 use serde::Serialize;
 
 /// Error rate above which a segment counts as broken.
@@ -31,9 +31,14 @@ pub struct CapacityPoint {
     pub why: String,
 }
 
-/// What the segments say about capacity. Empty with fewer than two loaded segments.
+/// What the segments say about capacity. Empty with fewer than two load levels.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Capacity {
+    /// Distinct load levels that completed requests: the points are judged only across two or
+    /// more.
+    pub levels: usize,
+    /// Why no optimal point is named although there are levels to compare, in words.
+    pub no_optimal: Option<String>,
     /// Where successful throughput divided by mean latency peaks (Kleinrock's power), among
     /// segments without failures beyond 1%.
     pub optimal: Option<CapacityPoint>,
@@ -46,7 +51,7 @@ pub struct Capacity {
 fn point(s: &SegmentAnalysis, why: String) -> CapacityPoint {
     CapacityPoint {
         segment: s.index,
-        load: load_label(s.users, s.rate),
+        load: step_label(s),
         load_value: load_of(s),
         throughput_rps: s.throughput_rps,
         p95_ms: s.latency_ms.p95,
@@ -61,7 +66,10 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     loaded.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
     loaded.dedup_by(|a, b| load_of(a) == load_of(b) && a.throughput_rps <= b.throughput_rps);
     if loaded.len() < 2 {
-        return Capacity::default();
+        return Capacity {
+            levels: loaded.len(),
+            ..Capacity::default()
+        };
     }
     let power = |s: &SegmentAnalysis| {
         if s.latency_ms.mean > 0.0 {
@@ -70,19 +78,62 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
             0.0
         }
     };
-    let optimal = loaded
+    // The optimum is claimed only where a level ran beyond it and showed latency growing
+    // faster than throughput: at the highest level tried, the optimum may lie further on.
+    let best = loaded
         .iter()
-        .filter(|s| s.error_rate <= BREAKING_ERROR_RATE)
-        .max_by(|a, b| power(a).total_cmp(&power(b)))
-        .map(|s| {
-            point(
-                s,
-                format!(
-                    "the most throughput per unit of latency, {:.1} req/s at a mean of {:.1} ms; beyond it latency grows faster than throughput",
-                    s.success_rps, s.latency_ms.mean
-                ),
-            )
-        });
+        .enumerate()
+        .filter(|(_, s)| s.error_rate <= BREAKING_ERROR_RATE)
+        .max_by(|(_, a), (_, b)| power(a).total_cmp(&power(b)));
+    let mut no_optimal = None;
+    let optimal = match best {
+        None => {
+            no_optimal = Some(format!(
+                "every level failed more than {:.0}% of its requests",
+                BREAKING_ERROR_RATE * 100.0
+            ));
+            None
+        }
+        Some((i, s)) => match loaded.get(i + 1) {
+            None => {
+                no_optimal = Some(format!(
+                    "throughput per unit of latency was still best at the highest level tried, {} ({:.1} req/s at a mean of {:.1} ms): the optimal point may lie beyond it",
+                    step_label(s),
+                    s.success_rps,
+                    s.latency_ms.mean
+                ));
+                None
+            }
+            Some(next) => {
+                // Beyond it, either the service failed, or latency grew faster than throughput.
+                let beyond = if next.error_rate > BREAKING_ERROR_RATE {
+                    format!(
+                        "at {} {} of {} requests failed ({:.1}%)",
+                        step_label(next),
+                        next.failures,
+                        next.requests,
+                        next.error_rate * 100.0
+                    )
+                } else {
+                    format!(
+                        "at {} successful throughput changed {:+.1}% ({:.1} req/s) while mean latency changed {:+.1}% ({:.1} ms)",
+                        step_label(next),
+                        change(s.success_rps, next.success_rps),
+                        next.success_rps,
+                        change(s.latency_ms.mean, next.latency_ms.mean),
+                        next.latency_ms.mean
+                    )
+                };
+                Some(point(
+                    s,
+                    format!(
+                        "the most throughput per unit of latency, {:.1} req/s at a mean of {:.1} ms; {beyond}",
+                        s.success_rps, s.latency_ms.mean
+                    ),
+                ))
+            }
+        },
+    };
     let mut saturation = None;
     for w in loaded.windows(2) {
         let (a, b) = (w[0], w[1]);
@@ -98,8 +149,8 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
                 format!(
                     "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({:.1} to {:.1} req/s) while p95 rose from {:.1} to {:.1} ms",
                     load_growth * 100.0,
-                    load_label(a.users, a.rate),
-                    load_label(b.users, b.rate),
+                    step_label(a),
+                    step_label(b),
                     tput_growth * 100.0,
                     a.throughput_rps,
                     b.throughput_rps,
@@ -114,7 +165,15 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     let mut best = 0.0f64;
     for s in &loaded {
         if s.error_rate > BREAKING_ERROR_RATE {
-            breaking = Some(point(s, format!("{:.1}% of requests failed", s.error_rate * 100.0)));
+            breaking = Some(point(
+                s,
+                format!(
+                    "{} of {} requests failed ({:.1}%)",
+                    s.failures,
+                    s.requests,
+                    s.error_rate * 100.0
+                ),
+            ));
             break;
         }
         if best > 0.0 && s.throughput_rps < FALL * best {
@@ -130,8 +189,19 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
         best = best.max(s.throughput_rps);
     }
     Capacity {
+        levels: loaded.len(),
+        no_optimal,
         optimal,
         saturation,
         breaking,
+    }
+}
+
+/// Percent change from `a` to `b` (0 when `a` is 0).
+fn change(a: f64, b: f64) -> f64 {
+    if a > 0.0 {
+        (b / a - 1.0) * 100.0
+    } else {
+        0.0
     }
 }

@@ -294,27 +294,30 @@ pub struct OptimalPoint {
 pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Option<CapacitySummary> {
     let f = r.find.as_ref()?;
     let open = f.model == "open";
-    let max_throughput_rps = a.segments.iter().map(|s| s.success_rps).fold(0.0, f64::max);
-    let level_of = |i: usize| f.probes.get(i).map(|p| p.level);
-    let optimal = a.capacity.optimal.as_ref().and_then(|o| {
-        let s = a.segments.get(o.segment)?;
-        let level = level_of(o.segment)?;
-        Some(OptimalPoint {
-            concurrency: (!open).then_some(level),
-            rate: open.then_some(level),
-            throughput_rps: s.success_rps,
-            latency_ms: s.latency_ms.mean,
-        })
-    });
-    // Recommended: from the lowest passing level that already gives 80% of the maximum, up to
-    // the optimal point: below it capacity is wasted, above it only latency grows.
-    let passing: Vec<(f64, f64)> = f
+    // Only probes that met the service level speak for the service's capacity: a probe that
+    // failed it (errors, latency, a rate not kept) shows what the service cannot do.
+    let passed: Vec<(f64, &crate::analyze::SegmentAnalysis)> = f
         .probes
         .iter()
         .zip(&a.segments)
         .filter(|(p, _)| p.passed)
-        .map(|(p, s)| (p.level, s.success_rps))
+        .map(|(p, s)| (p.level, s))
         .collect();
+    let max_throughput_rps = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
+    let optimal = a
+        .capacity
+        .optimal
+        .as_ref()
+        .and_then(|o| passed.iter().find(|(_, s)| s.index == o.segment))
+        .map(|(level, s)| OptimalPoint {
+            concurrency: (!open).then_some(*level),
+            rate: open.then_some(*level),
+            throughput_rps: s.success_rps,
+            latency_ms: s.latency_ms.mean,
+        });
+    // Recommended: from the lowest passing level that already gives 80% of the maximum, up to
+    // the optimal point: below it capacity is wasted, above it only latency grows.
+    let passing: Vec<(f64, f64)> = passed.iter().map(|(l, s)| (*l, s.success_rps)).collect();
     let knee = optimal.as_ref().and_then(|o| o.concurrency.or(o.rate));
     let recommended = knee.map(|k| {
         let lo = passing
@@ -343,15 +346,24 @@ pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Opti
                 )
             })
         });
+    // The fit describes the service where it worked: probes that failed the service level
+    // would bend it towards their failures. A peak beyond the levels probed (or past the
+    // lowest failing level) is an extrapolation, not a finding, and is left out.
     let usl = if open {
         None
     } else {
-        usl(&a
-            .segments
+        let ceiling = f
+            .probes
             .iter()
-            .zip(&f.probes)
-            .map(|(s, p)| (p.level, s.success_rps))
-            .collect::<Vec<_>>())
+            .filter(|p| !p.passed)
+            .map(|p| p.level)
+            .fold(passing.iter().map(|(l, _)| *l).fold(0.0, f64::max), f64::min);
+        usl(&passing).map(|mut u| {
+            if u.peak_users.is_some_and(|p| p > ceiling) {
+                u.peak_users = None;
+            }
+            u
+        })
     };
     Some(CapacitySummary {
         max_throughput_rps,

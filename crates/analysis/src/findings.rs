@@ -1,11 +1,22 @@
 //! Findings: a few plain sentences, each backed by figures shown in the report.
 
-use crate::analyze::{load_label, load_of, Analysis};
+use crate::analyze::{load_of, step_label, Analysis, SegmentAnalysis};
 
 /// The findings for a run, most important first.
 pub fn findings(a: &Analysis) -> Vec<String> {
     let mut out = Vec::new();
     let s = &a.summary;
+    // A run with nothing to measure is said before anything else: every other figure then
+    // describes failures.
+    if s.successes == 0 {
+        out.push(match s.errors.first() {
+            Some(top) if s.requests > 0 => format!(
+                "No request succeeded: all {} failed, most as {} ({}), e.g. \"{}\".",
+                s.requests, top.description, top.count, top.example
+            ),
+            _ => "No request completed.".to_string(),
+        });
+    }
     if !s.client_bound.is_empty() {
         out.push(format!(
             "The result may describe crest rather than the target: {}.",
@@ -21,26 +32,17 @@ pub fn findings(a: &Analysis) -> Vec<String> {
             st.at_s, st.condition, st.detail
         ));
     }
-    if loaded.len() >= 2 {
-        let lo = loaded.iter().min_by(|x, y| load_of(x).total_cmp(&load_of(y)));
-        let hi = loaded.iter().max_by(|x, y| load_of(x).total_cmp(&load_of(y)));
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            if let Some(ratio) = hi.ratio_to_lowest.filter(|r| *r >= 1.5) {
-                out.push(format!(
-                    "Latency grew {ratio:.1}x from {} to {} (mean {:.1} ms to {:.1} ms): response time does not scale with load.",
-                    load_label(lo.users, lo.rate),
-                    load_label(hi.users, hi.rate),
-                    lo.latency_ms.mean,
-                    hi.latency_ms.mean
-                ));
-            }
-        }
+    if let Some(sentence) = latency_growth(&loaded) {
+        out.push(sentence);
     }
     if let Some(o) = &a.capacity.optimal {
         out.push(format!(
             "The optimal operating point is {} (p95 {:.1} ms): {}.",
             o.load, o.p95_ms, o.why
         ));
+    }
+    if let Some(why) = a.capacity.no_optimal.as_ref().filter(|_| a.capacity.levels >= 2) {
+        out.push(format!("No optimal operating point is named: {why}."));
     }
     if let Some(p) = &a.capacity.saturation {
         out.push(format!("The service saturates at {}: {}.", p.load, p.why));
@@ -50,13 +52,7 @@ pub fn findings(a: &Analysis) -> Vec<String> {
             .iter()
             .filter(|g| load_of(g) < p.load_value)
             .max_by(|x, y| load_of(x).total_cmp(&load_of(y)));
-        let between = before.map(|g| {
-            format!(
-                " The breaking point lies between {} and {}.",
-                load_label(g.users, g.rate),
-                p.load
-            )
-        });
+        let between = before.map(|g| format!(" The breaking point lies between {} and {}.", step_label(g), p.load));
         out.push(format!(
             "The service breaks at {}: {}.{}",
             p.load,
@@ -102,9 +98,24 @@ pub fn findings(a: &Analysis) -> Vec<String> {
         }
     }
     if let Some(rec) = &s.recovery {
+        let figures = match (rec.p95_ms, rec.error_rate) {
+            (Some(p), Some(e)) => format!(
+                "p95 {p:.1} ms and {:.2}% errors over 3 s, against the baseline's {:.1} ms and {:.2}%",
+                e * 100.0,
+                rec.baseline_p95_ms,
+                rec.baseline_error_rate * 100.0
+            ),
+            _ => format!(
+                "no 3 s after it to measure, against the baseline's p95 {:.1} ms and {:.2}% errors",
+                rec.baseline_p95_ms,
+                rec.baseline_error_rate * 100.0
+            ),
+        };
         out.push(match rec.seconds {
-            Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s."),
-            None => "After the spike the service did not return to its baseline before the run ended.".to_string(),
+            Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s ({figures})."),
+            None => {
+                format!("After the spike the service did not return to its baseline before the run ended ({figures}).")
+            }
         });
     }
     let failed: Vec<String> = s
@@ -119,4 +130,41 @@ pub fn findings(a: &Analysis) -> Vec<String> {
         out.push(format!("All {} thresholds held.", s.thresholds.len()));
     }
     out
+}
+
+/// How mean latency grew from the baseline to the slowest step: across load levels (from the
+/// lowest load), or across the points of a sweep (from the first point), which are not load
+/// levels. `None` with fewer than two levels or points, or growth under 1.5x.
+fn latency_growth(loaded: &[&SegmentAnalysis]) -> Option<String> {
+    let levels: Vec<&SegmentAnalysis> = loaded.iter().copied().filter(|g| load_of(g) > 0.0).collect();
+    let mut distinct: Vec<f64> = levels.iter().map(|g| load_of(g)).collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if levels.len() >= 2 && distinct.len() >= 2 {
+        let lo = levels.iter().min_by(|x, y| load_of(x).total_cmp(&load_of(y)))?;
+        let hi = levels.iter().max_by(|x, y| load_of(x).total_cmp(&load_of(y)))?;
+        let ratio = hi.ratio_to_lowest.filter(|r| *r >= 1.5)?;
+        return Some(format!(
+            "Latency grew {ratio:.1}x from {} to {} (mean {:.1} ms to {:.1} ms): response time does not scale with load.",
+            step_label(lo),
+            step_label(hi),
+            lo.latency_ms.mean,
+            hi.latency_ms.mean
+        ));
+    }
+    if levels.is_empty() && loaded.len() >= 2 {
+        let first = loaded[0];
+        let worst = loaded[1..]
+            .iter()
+            .filter_map(|g| g.ratio_to_lowest.map(|r| (g, r)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let (g, ratio) = worst;
+        if ratio >= 1.5 {
+            return Some(format!(
+                "Mean latency grew {ratio:.1}x from {} to {} ({:.1} ms to {:.1} ms).",
+                first.name, g.name, first.latency_ms.mean, g.latency_ms.mean
+            ));
+        }
+    }
+    None
 }

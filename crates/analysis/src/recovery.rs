@@ -23,6 +23,11 @@ pub struct Recovery {
     /// Seconds from the end of the spike until a 3-second window was back within 1.25x the
     /// baseline's p95 and 1 point of its error rate; `None` if that never happened.
     pub seconds: Option<f64>,
+    /// p95 latency and error rate of the window that was back (or, when none was, of the last
+    /// window of the run), so the finding can state them.
+    pub p95_ms: Option<f64>,
+    /// Error rate of that window.
+    pub error_rate: Option<f64>,
 }
 
 /// The recovery, for runs whose segments are a spike profile (baseline, spike, recovery).
@@ -42,9 +47,11 @@ pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
     };
     let start = at(after.start_s);
     let mut seconds = None;
+    let mut last = (None, None);
     for i in start..r.intervals.len().saturating_sub(WINDOW - 1) {
         let w = window(r, i, i + WINDOW)?;
         if let (Some(p), Some(e)) = (w.p95(), w.error_rate()) {
+            last = (Some(p), Some(e));
             if p <= p95 * LATENCY_FACTOR && e <= err + ERROR_MARGIN {
                 seconds = Some((i - start) as f64 * r.interval_s);
                 break;
@@ -55,6 +62,8 @@ pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
         baseline_p95_ms: p95,
         baseline_error_rate: err,
         seconds,
+        p95_ms: last.0,
+        error_rate: last.1,
     }))
 }
 

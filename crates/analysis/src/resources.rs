@@ -8,7 +8,7 @@
 //! (the second half still grows at a third of the first half's rate or more; caches and pools
 //! that fill up and stop do not count).
 
-use crate::analyze::{load_label, SegmentAnalysis};
+use crate::analyze::{step_label, SegmentAnalysis};
 use crest_model::monitor::{MonitorSeries, Unit};
 use crest_model::results::Results;
 use serde::Serialize;
@@ -88,12 +88,24 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
             steps: segments
                 .iter()
                 .map(|g| {
-                    Stats::of(s.unit, s.values_between(g.steady_start_s, g.steady_end_s))
-                        .or_else(|| Stats::of(s.unit, s.values_between(g.start_s, g.end_s)))
+                    let (from, to) = steady_window(g, segments);
+                    Stats::of(s.unit, s.values_between(from, to))
+                        .or_else(|| Stats::of(s.unit, s.values_between(g.start_s, to.max(g.start_s))))
                 })
                 .collect(),
         })
         .collect()
+}
+
+/// The span of a step's monitor samples that describe its steady state: never past the step's
+/// end nor into the next step, so that a sweep's setup between points (a restart, a reload) is
+/// never read as growth within a point.
+fn steady_window(g: &SegmentAnalysis, segments: &[SegmentAnalysis]) -> (f64, f64) {
+    let next = segments.get(g.index + 1).map_or(f64::INFINITY, |n| n.start_s - 1e-6);
+    (
+        g.steady_start_s,
+        g.steady_end_s.min(g.end_s.max(g.steady_start_s)).min(next),
+    )
 }
 
 /// A resource that grows under steady load.
@@ -141,7 +153,10 @@ pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
                     .points
                     .iter()
                     .copied()
-                    .filter(|(t, _)| *t >= g.steady_start_s && *t <= g.steady_end_s)
+                    .filter(|(t, _)| {
+                        let (from, to) = steady_window(g, segments);
+                        *t >= from && *t <= to
+                    })
                     .collect();
                 trend(&points, s.unit).map(|t| (g, t))
             })
@@ -164,7 +179,7 @@ fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) 
         format!("{} a minute", show_value(s.unit, round2(per_minute)))
     };
     let step = if several_steps {
-        format!("{}: ", load_label(g.users, g.rate))
+        format!("{}: ", step_label(g))
     } else {
         String::new()
     };

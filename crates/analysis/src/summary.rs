@@ -122,8 +122,10 @@ pub struct Summary {
     pub stopped_by: Option<crest_model::results::StopRecord>,
     /// Thresholds and whether they held.
     pub thresholds: Vec<ThresholdResult>,
-    /// Per segment (step of the profile), in order: figures of its steady state (its warm-up
-    /// trimmed), with `duration_s` the length of that steady state.
+    /// Per segment (step of the profile), in order: `requests` and `failures` count every
+    /// request of the step (they add up to the run's), `throughput_rps` and `latency_ms` are of
+    /// its steady state (its warm-up trimmed), which lasted `steady_s` of the step's
+    /// `duration_s`.
     pub segments: Vec<GroupSummary>,
     /// Per request name, in order of first appearance.
     pub names: Vec<GroupSummary>,
@@ -155,6 +157,14 @@ pub struct GroupSummary {
     /// Seconds the segment lasted (segments only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// Seconds of the segment's steady state, which its throughput and latency describe
+    /// (segments only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_s: Option<f64>,
+    /// The transaction this name is a statement of (names only): its figures are a sub-measure,
+    /// not in the run's totals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_of: Option<String>,
     /// Requests.
     pub requests: u64,
     /// Failures.
@@ -180,7 +190,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
     let mut ttfb = crest_model::hist::new_histogram();
     let mut connect = crest_model::hist::new_histogram();
     let (mut requests, mut successes, mut bytes_sent, mut bytes_received) = (0, 0, 0, 0);
-    for s in &r.stats {
+    for s in r.stats.iter().filter(|s| r.counts(s)) {
         requests += s.count;
         if s.outcome.is_success() {
             successes += s.count;
@@ -256,7 +266,9 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
                     name: g.name,
                     users: g.users,
                     rate: g.rate,
-                    duration_s: Some(g.steady_end_s - g.steady_start_s),
+                    duration_s: Some(g.whole.duration_s),
+                    steady_s: Some(g.steady_end_s - g.steady_start_s),
+                    part_of: None,
                     requests: g.requests,
                     failures: g.failures,
                     throughput_rps: g.throughput_rps,
@@ -275,7 +287,14 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
             |s| s.name as usize,
             r.names.len(),
             |i| (r.names[i].clone(), None, None, None),
-        )?,
+        )?
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut g)| {
+            g.part_of = r.parent(i as u32).and_then(|p| r.names.get(p as usize).cloned());
+            g
+        })
+        .collect(),
     })
 }
 
@@ -307,6 +326,8 @@ fn groups(
             users,
             rate,
             duration_s,
+            steady_s: None,
+            part_of: None,
             requests,
             failures,
             throughput_rps: if secs > 0.0 { requests as f64 / secs } else { 0.0 },

@@ -29,7 +29,7 @@ fn the_knee_saturation_and_breaking_point_are_found() {
     assert!(sat.why.contains("380.0 to 385.0 req/s"), "{}", sat.why);
     let brk = c.breaking.as_ref().unwrap();
     assert_eq!(brk.load, "160 users");
-    assert!(brk.why.contains("28.6% of requests failed"), "{}", brk.why);
+    assert!(brk.why.contains("40 of 140 requests failed (28.6%)"), "{}", brk.why);
     assert!(
         a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
         "{:#?}",
@@ -179,4 +179,174 @@ fn comparison_shows_what_the_server_used_in_each_run() {
         .iter()
         .find(|r| r.metric.starts_with("process_cpu_percent") && r.metric.ends_with("(peak)"));
     assert_eq!(cpu.map(|r| (r.a, r.b)), Some((13.0, 20.0)));
+}
+
+/// Failures at the start of a step are the service's answer to the load, not a warm-up: the
+/// seconds holding them stay in the step's figures, and every request stays in its step.
+#[test]
+fn seconds_with_failures_are_never_trimmed_and_steps_count_every_request() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 10, |k| {
+            if k < 2 {
+                Second {
+                    ok: 20,
+                    latency_ms: 200.0,
+                    failed: 20,
+                    failure_ms: 1.0,
+                }
+            } else {
+                Second::ok(100, 100.0)
+            }
+        })
+        .build();
+    let a = analyze(&r).unwrap();
+    let s = &a.segments[0];
+    assert_eq!(s.trimmed_s, 0.0, "a second with failures is not warm-up");
+    assert_eq!((s.requests, s.failures), (880, 40));
+    assert!((s.error_rate - 40.0 / 880.0).abs() < 1e-9);
+    assert_eq!(s.steady_requests, 880);
+}
+
+/// A step that ends inside an interval: the partial interval is left out of the steady state's
+/// throughput, but its requests and failures are in the step's counts.
+#[test]
+fn the_partial_last_second_of_a_step_keeps_its_failures() {
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 4, |k| {
+            if k < 3 {
+                Second::ok(100, 10.0)
+            } else {
+                Second {
+                    ok: 10,
+                    latency_ms: 10.0,
+                    failed: 90,
+                    failure_ms: 1.0,
+                }
+            }
+        })
+        .build();
+    r.segments[0].end_s = 3.5;
+    let a = analyze(&r).unwrap();
+    let s = &a.segments[0];
+    assert_eq!((s.requests, s.failures), (400, 90));
+    assert_eq!(s.steady_requests, 300, "whole seconds only");
+    assert_eq!(s.throughput_rps, 100.0);
+    assert!(s.whole.differs);
+    assert_eq!(a.summary.segments[0].failures, 90);
+}
+
+/// The best level is the highest one tried: nothing ran beyond it, so it is not called optimal.
+#[test]
+fn no_optimal_point_is_claimed_without_a_level_beyond_it() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 6, |_| Second::ok(100, 100.0))
+        .segment(20, 6, |_| Second::ok(200, 100.0))
+        .build();
+    let a = analyze(&r).unwrap();
+    assert!(a.capacity.optimal.is_none(), "{:?}", a.capacity.optimal);
+    let why = a.capacity.no_optimal.as_deref().unwrap();
+    assert!(why.contains("20 users") && why.contains("200.0 req/s"), "{why}");
+    assert!(
+        a.findings
+            .iter()
+            .any(|f| f.starts_with("No optimal operating point is named")),
+        "{:#?}",
+        a.findings
+    );
+}
+
+/// The points of a sweep are not load levels: they are compared by name, from the first, and
+/// no sentence carries a placeholder.
+#[test]
+fn sweep_points_are_compared_by_name() {
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(1, 5, |_| Second::ok(100, 10.0))
+        .segment(1, 5, |_| Second::ok(100, 20.0))
+        .segment(1, 5, |_| Second::ok(100, 50.0))
+        .build();
+    for (i, g) in r.segments.iter_mut().enumerate() {
+        g.users = None;
+        g.name = format!("entities={}", [11_000, 60_000, 200_000][i]);
+    }
+    let a = analyze(&r).unwrap();
+    assert_eq!(a.capacity.levels, 0);
+    assert!(
+        a.findings
+            .iter()
+            .any(|f| f.contains("grew 5.0x from entities=11000 to entities=200000")),
+        "{:#?}",
+        a.findings
+    );
+    for f in &a.findings {
+        assert!(!f.contains(" - ") && !f.contains(" -)") && !f.contains("from -"), "{f}");
+    }
+}
+
+/// A run where nothing succeeded says so first.
+#[test]
+fn a_run_without_success_says_so_first() {
+    let r = ResultsBuilder::new(Outcome::ConnectRefused, true)
+        .segment(2, 3, |_| Second {
+            ok: 0,
+            latency_ms: 0.0,
+            failed: 50,
+            failure_ms: 0.2,
+        })
+        .build();
+    let a = analyze(&r).unwrap();
+    assert!(
+        a.findings[0].starts_with("No request succeeded: all 150 failed, most as connection refused"),
+        "{:#?}",
+        a.findings
+    );
+}
+
+/// `crest find` speaks only from probes that met the service level: a probe that failed it,
+/// however much it pushed through, gives neither the maximum throughput nor the optimal point,
+/// and a USL peak beyond the passing levels is left out.
+#[test]
+fn find_figures_come_only_from_probes_that_met_the_service_level() {
+    use crest_model::results::{FindRecord, ProbeRecord};
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(1, 4, |_| Second::ok(100, 10.0))
+        .segment(2, 4, |_| Second::ok(190, 10.5))
+        .segment(4, 4, |_| Second::ok(350, 11.4))
+        .segment(8, 4, |_| Second {
+            ok: 400,
+            latency_ms: 20.0,
+            failed: 300,
+            failure_ms: 1.0,
+        })
+        .build();
+    r.find = Some(FindRecord {
+        model: "closed".into(),
+        slo: vec!["error_rate < 1%".into()],
+        probes: [1.0, 2.0, 4.0, 8.0]
+            .iter()
+            .map(|&level| ProbeRecord {
+                level,
+                passed: level < 8.0,
+                verdict: String::new(),
+            })
+            .collect(),
+        stopped_because: "test".into(),
+    });
+    let a = analyze(&r).unwrap();
+    let c = a.summary.capacity.as_ref().unwrap();
+    assert_eq!(
+        c.max_throughput_rps, 350.0,
+        "the failing probe's 400 req/s does not count"
+    );
+    assert_eq!(c.limit.as_deref(), Some("8 users"));
+    if let Some(u) = &c.usl {
+        assert!(u.peak_users.is_none_or(|p| p <= 4.0), "{u:?}");
+    }
+}
+
+#[test]
+fn the_fixtures_add_up() {
+    crest_testkit::results::check_counts(&stepping_fixture()).unwrap();
+    let mut broken = stepping_fixture();
+    broken.intervals[3].failures += 1;
+    assert!(crest_testkit::results::check_counts(&broken).is_err());
 }

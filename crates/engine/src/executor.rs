@@ -360,10 +360,14 @@ async fn closed<W: Workload>(
             }
         }
         let waiting = changed.notified();
-        let wake = match stop.deadline() {
-            Some(d) => d.min(now + CONTROL_EVERY),
-            None => now + CONTROL_EVERY,
-        };
+        // Wake at the next step's start too: users of a step that ended must stop starting
+        // iterations then, not up to a control period later (after a spike, a period of 40
+        // users failing fast would otherwise land in the recovery step).
+        let next_step = local.segments.iter().find(|s| **s > elapsed).map(|s| local.start + *s);
+        let mut wake = now + CONTROL_EVERY;
+        for t in [stop.deadline(), next_step].into_iter().flatten() {
+            wake = wake.min(t);
+        }
         tokio::select! {
             _ = tokio::time::sleep_until(wake.into()) => {}
             _ = waiting => {}

@@ -15,6 +15,19 @@ pub fn render(results: &Results, s: &Summary) -> String {
 
 fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
     let c = &r.config;
+    if s.successes == 0 {
+        // Every figure below describes failures; say so before any of them.
+        match s.errors.first() {
+            Some(top) if s.requests > 0 => writeln!(
+                out,
+                "NO REQUEST SUCCEEDED: all {} failed, most as {} ({})",
+                int(s.requests),
+                top.description,
+                int(top.count)
+            )?,
+            _ => writeln!(out, "NO REQUEST COMPLETED")?,
+        }
+    }
     if let Some(h) = &c.http {
         writeln!(out, "{} {}", h.method, h.url)?;
     }
@@ -235,7 +248,10 @@ fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std
     } else {
         0.0
     };
-    let mut name = g.name.clone();
+    let mut name = match &g.part_of {
+        Some(_) => format!("↳ {}", g.name),
+        None => g.name.clone(),
+    };
     if name.chars().count() > 34 {
         name = name.chars().take(33).collect::<String>() + "…";
     }

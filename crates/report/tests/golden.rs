@@ -51,7 +51,7 @@ fn the_markdown_report_answers_the_seeds_questions() {
     for needle in [
         "## Key findings",
         "## Results per step",
-        "| 40 users | 40 users | 380.0 |",
+        "| 40 users | 40 users | 3,420 | 0 (0.00%) | 380.0 |",
         "**Optimal operating point: 40 users**",
         "**Saturation: 80 users**",
         "**Breaking point: 160 users**",

@@ -99,6 +99,7 @@ struct State {
     pool: Pool,
     body: Bytes,
     requests: AtomicU64,
+    served: AtomicU64,
     rejected: AtomicU64,
     timed_out: AtomicU64,
     next_task: AtomicU64,
@@ -146,7 +147,10 @@ impl State {
             return Err(full(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "queue full\n"));
         }
         match tokio::time::timeout(self.config.timeout, wait).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(_)) => {
+                self.served.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
             _ => {
                 abandoned.store(true, Ordering::Relaxed);
                 self.timed_out.fetch_add(1, Ordering::Relaxed);
@@ -190,6 +194,7 @@ impl State {
             .unwrap_or(0);
         format!(
             "# HELP crest_target_requests_total Requests received.\n# TYPE crest_target_requests_total counter\ncrest_target_requests_total {}\n\
+             # HELP crest_target_served_total Requests whose work finished within the server timeout.\n# TYPE crest_target_served_total counter\ncrest_target_served_total {}\n\
              # HELP crest_target_rejected_total Requests refused with 503 because the queue was full.\n# TYPE crest_target_rejected_total counter\ncrest_target_rejected_total {}\n\
              # HELP crest_target_timeouts_total Requests answered 500 after the server timeout.\n# TYPE crest_target_timeouts_total counter\ncrest_target_timeouts_total {}\n\
              # HELP crest_target_completed_total Jobs the workers finished.\n# TYPE crest_target_completed_total counter\ncrest_target_completed_total {}\n\
@@ -200,6 +205,7 @@ impl State {
              # HELP crest_target_leaked_fds File descriptors leaked on purpose.\n# TYPE crest_target_leaked_fds gauge\ncrest_target_leaked_fds {fds}\n\
              # HELP crest_target_leaked_bytes Memory leaked on purpose.\n# TYPE crest_target_leaked_bytes gauge\ncrest_target_leaked_bytes {mem}\n",
             self.requests.load(Ordering::Relaxed),
+            self.served.load(Ordering::Relaxed),
             self.rejected.load(Ordering::Relaxed),
             self.timed_out.load(Ordering::Relaxed),
             self.pool.completed.load(Ordering::Relaxed),
@@ -455,6 +461,7 @@ pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<()>
         config,
         pool,
         requests: AtomicU64::new(0),
+        served: AtomicU64::new(0),
         rejected: AtomicU64::new(0),
         timed_out: AtomicU64::new(0),
         next_task: AtomicU64::new(0),
