@@ -254,3 +254,33 @@ fn a_run_with_no_success_exits_1_and_says_so_first() {
         "no CPU verdict from a run of refusals:\n{md}"
     );
 }
+
+/// The open model past capacity: arrivals keep coming whatever the service does, so the queue
+/// overflows into 503s. Every arrival crest sent is an answer the target counted.
+#[test]
+fn an_open_model_past_capacity_reconciles_with_the_target() {
+    let _serial = common::serial();
+    // 2 workers of 10 ms: 200 req/s; 500 arrivals a second overflow a queue of 4.
+    let t = target_process(&["--workers", "2", "--service-time", "10ms", "--queue", "4"]);
+    let r = common::run(&t.url, &["--rate", "500", "-d", "3s", "-c", "100", "--quiet"]);
+    let c = counted(&t);
+    let s = reconcile(&r, &c);
+    assert!(c.rejected > 300, "{c:?}");
+    let served_rps = c.served as f64 / 3.0;
+    assert!(
+        (150.0..=215.0).contains(&served_rps),
+        "the target served {served_rps}/s of its 200/s capacity"
+    );
+    let ok_rps = s["success_rps"].as_f64().unwrap();
+    assert!(
+        (ok_rps - c.served as f64 / s["duration_s"].as_f64().unwrap()).abs() < 1.0,
+        "{ok_rps}"
+    );
+    let a: crest_model::Results = serde_json::from_str(&r.results_text()).unwrap();
+    let open = a.open.as_ref().unwrap();
+    assert_eq!(
+        open.arrivals - open.dropped,
+        c.requests,
+        "each arrival sent reached the target"
+    );
+}
