@@ -117,6 +117,10 @@ pub struct Summary {
     /// Open model: how late requests started compared with the schedule, in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<Percentiles>,
+    /// Open model: service time in ms, from each request's actual send (its latency less its
+    /// send lag); latency itself counts from the intended send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_ms: Option<Percentiles>,
     /// The stop condition that ended the run, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<crest_model::results::StopRecord>,
@@ -222,6 +226,10 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         ),
         None => (None, None, None, None),
     };
+    let service_ms = match r.open.as_ref().and_then(|o| o.service.as_ref()) {
+        Some(h) => Some(Percentiles::from_micros(&h.decode()?)),
+        None => None,
+    };
     Ok(Summary {
         requests,
         successes,
@@ -257,6 +265,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         achieved_rps,
         dropped,
         send_lag_ms,
+        service_ms,
         stopped_by: r.stopped_by.clone(),
         thresholds: evaluate(r, &r.config.thresholds)?,
         // Steps use their steady state, as the report and the capacity figures do.

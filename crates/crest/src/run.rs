@@ -231,6 +231,7 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
                 arrivals: report.arrivals,
                 dropped: report.dropped,
                 send_lag: EncodedHistogram::encode(totals.send_lag()),
+                service: Some(EncodedHistogram::encode(totals.service())),
             }),
             LoadModel::Closed { .. } => None,
         },

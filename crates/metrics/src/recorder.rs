@@ -34,6 +34,7 @@ pub struct Totals {
     status_codes: BTreeMap<u16, u64>,
     errors: Vec<(Outcome, u64, String)>,
     send_lag: Histogram<u64>,
+    service: Histogram<u64>,
     dropped: u64,
 }
 
@@ -44,6 +45,7 @@ impl Default for Totals {
             status_codes: BTreeMap::new(),
             errors: Vec::new(),
             send_lag: new_histogram(),
+            service: new_histogram(),
             dropped: 0,
         }
     }
@@ -71,6 +73,7 @@ impl Totals {
             }
         }
         let _ = self.send_lag.add(&other.send_lag);
+        let _ = self.service.add(&other.service);
         self.dropped += other.dropped;
     }
 
@@ -155,6 +158,11 @@ impl Totals {
     /// How late open-model requests started, in µs.
     pub fn send_lag(&self) -> &Histogram<u64> {
         &self.send_lag
+    }
+
+    /// Open-model service times (total less send lag), in µs.
+    pub fn service(&self) -> &Histogram<u64> {
+        &self.service
     }
 }
 
@@ -245,6 +253,7 @@ impl Sink for Recorder {
         }
         if self.open_model {
             record(&mut t.send_lag, s.send_lag);
+            record(&mut t.service, s.total.saturating_sub(s.send_lag));
         }
         let stat = t.stat(s.segment, s.name, s.outcome);
         stat.count += 1;

@@ -305,6 +305,10 @@ pub struct OpenStats {
     pub dropped: u64,
     /// How late requests started compared with the schedule, in µs.
     pub send_lag: EncodedHistogram,
+    /// Service time in µs: each request's total time less its send lag, i.e. from the moment
+    /// it was actually sent. Absent in documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<EncodedHistogram>,
 }
 
 /// One interval of the time series. Requests count in the interval in which they ended.
@@ -355,6 +359,7 @@ pub fn concat(
     out.duration_s = 0.0;
     out.monitor = None;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut service: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);
     for (k, (label, part)) in std::iter::once((first_seg, first)).chain(it).enumerate() {
         // Parts start on whole intervals, so intervals never overlap.
@@ -387,12 +392,16 @@ pub fn concat(
             arrivals += o.arrivals;
             dropped += o.dropped;
             target = target.max(o.target_rps);
-            let h = o.send_lag.decode()?;
-            match &mut send_lag {
-                Some(acc) => {
-                    let _ = acc.add(&h);
+            for (acc, h) in [(&mut send_lag, Some(&o.send_lag)), (&mut service, o.service.as_ref())] {
+                if let Some(h) = h {
+                    let h = h.decode()?;
+                    match acc {
+                        Some(acc) => {
+                            let _ = acc.add(&h);
+                        }
+                        None => *acc = Some(h),
+                    }
                 }
-                None => send_lag = Some(h),
             }
         }
         if part.ended_by.interrupted() {
@@ -425,6 +434,7 @@ pub fn concat(
         arrivals,
         dropped,
         send_lag: EncodedHistogram::encode(&h),
+        service: service.as_ref().map(EncodedHistogram::encode),
     });
     Ok(out)
 }

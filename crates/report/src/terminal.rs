@@ -90,6 +90,15 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 ms(lag.max)
             )?;
         }
+        if let Some(service) = &s.service_ms {
+            writeln!(
+                out,
+                "  Service time p50 {} ms, p99 {} ms, max {} ms (from the actual send; latency counts from the schedule)",
+                ms(service.p50),
+                ms(service.p99),
+                ms(service.max)
+            )?;
+        }
     }
     writeln!(out)?;
     if !s.status_codes.is_empty() {
