@@ -1,0 +1,151 @@
+//! What a scenario's users do when a step fails (issue 11, items 2 and 3): against real servers
+//! that answer errors, checked on both sides of the wire.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{rt, run_scenario, scenario_file};
+use crest_testkit::{Received, Reply, Server};
+
+/// Runs scenario text whose `target` is `server`; `{target}` in the text is replaced by its URL.
+async fn run_against(server: &Server, text: &str) -> common::Run {
+    let (dir, file) = scenario_file(&text.replace("{target}", &format!("http://{}", server.addr)));
+    let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[]))
+        .await
+        .unwrap();
+    drop(dir);
+    r
+}
+
+fn count(got: &[Received], path: &str) -> usize {
+    got.iter().filter(|q| q.path == path).count()
+}
+
+/// Issue 11, item 2: a spike against a service answering 503 sent 1.4 million requests, because
+/// each failed iteration skipped its think time and started the next one at once.
+#[test]
+fn issue_11_a_failing_user_still_waits_its_think_time() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_: &Received, _| Reply::json(503, "busy")).await;
+        let r = run_against(
+            &server,
+            "target: {target}\nsteps:\n  - request: {path: /}\n  - think: 200ms\nload: {users: 2, duration: 2s}\n",
+        )
+        .await;
+        let sent = server.received().len();
+        // 2 users, each at most one request per 200 ms over 2 s: 20, with room for a slow machine.
+        assert!((8..=26).contains(&sent), "{sent} requests\n{}", r.stderr);
+        assert_eq!(r.error_count("http_503") as usize, sent, "{}", r.stdout);
+    });
+}
+
+/// The skipped think time is exact: what is left of the failed loop repetition, the
+/// repetitions not run, and the steps after the loop.
+#[test]
+fn a_failure_inside_a_loop_waits_the_think_time_of_the_repetitions_left() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|q: &Received, _| {
+            if q.path == "/fail" {
+                Reply::json(503, "busy")
+            } else {
+                Reply::json(200, "{}")
+            }
+        })
+        .await;
+        // Each iteration fails on its first /fail and skips 150 ms (the rest of that
+        // repetition) + 2 x 150 ms (the repetitions left) + 50 ms = 500 ms of think time.
+        let r = run_against(
+            &server,
+            r#"target: {target}
+steps:
+  - request: {path: /start}
+  - loop:
+      times: 3
+      steps:
+        - request: {path: /fail}
+        - think: 100ms
+        - think: 50ms..50ms
+  - think: 50ms
+  - request: {path: /never}
+load: {users: 1, duration: 2s}
+"#,
+        )
+        .await;
+        let got = server.received();
+        let iterations = count(&got, "/start");
+        // 2 s / 500 ms = 4 iterations; without the loop's remaining repetitions it would be
+        // 10 (200 ms each), and without any wait thousands.
+        assert!((3..=5).contains(&iterations), "{iterations} iterations\n{}", r.stderr);
+        assert_eq!(count(&got, "/fail"), iterations, "one /fail per iteration");
+        assert_eq!(count(&got, "/never"), 0);
+    });
+}
+
+#[test]
+fn on_failure_continue_goes_on_with_the_next_step() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|q: &Received, _| {
+            if q.path == "/fail" {
+                Reply::json(500, "oops")
+            } else {
+                Reply::json(200, "{}")
+            }
+        })
+        .await;
+        let r = run_against(
+            &server,
+            r#"target: {target}
+flows:
+  - name: main
+    on_failure: continue
+    steps:
+      - request: {path: /fail}
+      - loop: {times: 2, steps: [{request: {path: /fail}}, {request: {path: /next}}]}
+      - request: {path: /last}
+load: {threads: 2, loops: 3}
+"#,
+        )
+        .await;
+        let got = server.received();
+        assert_eq!(count(&got, "/fail"), 18, "{}", r.stderr);
+        assert_eq!(count(&got, "/next"), 12);
+        assert_eq!(count(&got, "/last"), 6);
+        assert_eq!(r.error_count("http_500"), 18, "{}", r.stdout);
+    });
+}
+
+#[test]
+fn on_failure_stop_user_stops_the_user_for_good() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|q: &Received, _| {
+            if q.path == "/fail" {
+                Reply::json(503, "busy")
+            } else {
+                Reply::json(200, "{}")
+            }
+        })
+        .await;
+        let r = run_against(
+            &server,
+            r#"target: {target}
+on_failure: stop_user
+on_stop: [{request: {path: /bye}}]
+steps:
+  - request: {path: /fail}
+  - request: {path: /never}
+load: {users: 3, duration: 1s}
+"#,
+        )
+        .await;
+        let got = server.received();
+        // Each user fails once and is never replaced, however long the run lasts.
+        assert_eq!(count(&got, "/fail"), 3, "{}", r.stderr);
+        assert_eq!(count(&got, "/bye"), 3, "each stopped user runs on_stop");
+        assert_eq!(count(&got, "/never"), 0);
+        assert_eq!(r.error_count("http_503"), 3, "{}", r.stdout);
+    });
+}
