@@ -149,3 +149,67 @@ load: {users: 3, duration: 1s}
         assert_eq!(r.error_count("http_503"), 3, "{}", r.stdout);
     });
 }
+
+/// The summary's error class `outcome`: its count and example.
+fn class(r: &common::Run, outcome: &str) -> (u64, String) {
+    let s = r.summary();
+    let e = s["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["outcome"] == outcome)
+        .unwrap_or_else(|| panic!("no {outcome} in {}", s["errors"]));
+    (e["count"].as_u64().unwrap(), e["example"].as_str().unwrap().to_string())
+}
+
+/// Issue 11, item 3: a 503 whose extraction then failed was reported as `check_failed`, and a
+/// 500 under `check: {status: 200}` too, so the error classes disagreed with the status table.
+#[test]
+fn issue_11_a_failing_status_stays_the_class_and_the_check_is_its_reason() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|q: &Received, _| match q.path.as_str() {
+            "/submit" => Reply::json(503, r#"{"error": "busy"}"#),
+            "/broken" => Reply::json(500, r#"{"error": "oops"}"#),
+            _ => Reply::json(200, r#"{"status": "FAILED"}"#),
+        })
+        .await;
+        let r = run_against(
+            &server,
+            r#"target: {target}
+on_failure: continue
+steps:
+  - request: {path: /submit, check: {status: [200, 201, 202]}, extract: {id: $.id}}
+  - request: {path: /broken, check: {status: 200}}
+  - request: {path: /fine, check: {json: {"$.status": SUCCEEDED}}}
+load: {threads: 2, loops: 3}
+"#,
+        )
+        .await;
+        let (n, example) = class(&r, "http_503");
+        assert_eq!(n, 6);
+        assert_eq!(example, "HTTP 503; extract id: $.id matched nothing");
+        let (n, example) = class(&r, "http_500");
+        assert_eq!(n, 6);
+        assert_eq!(example, "HTTP 500; check: status 500 is not one of [200]");
+        // A 200 whose check fails is still a failed check.
+        let (n, example) = class(&r, "check_failed");
+        assert_eq!(n, 6);
+        assert!(example.starts_with("check: $.status is \"FAILED\""), "{example}");
+        // The status table and the error classes agree.
+        let codes = &r.results()["status_codes"];
+        assert_eq!(
+            (codes["503"].as_u64(), codes["500"].as_u64()),
+            (Some(6), Some(6)),
+            "{codes}"
+        );
+        // The reason shows beside the class in the report and failures.csv.
+        let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+        assert!(md.contains("HTTP 503; extract id: $.id matched nothing"), "{md}");
+        let csv = std::fs::read_to_string(r.dir.path().join("failures.csv")).unwrap();
+        assert!(
+            csv.contains("http_500") && csv.contains("HTTP 500; check: status 500"),
+            "{csv}"
+        );
+    });
+}

@@ -125,7 +125,8 @@ pub struct RequestStep {
     pub body: Body,
     /// Values to keep, by variable name.
     pub extract: Vec<(String, Extractor)>,
-    /// Conditions on the response; a failed one is a `check_failed` outcome.
+    /// Conditions on the response; a failed one is a `check_failed` outcome (on a 4xx/5xx
+    /// response, the `http_NNN` outcome with the check as its reason).
     pub checks: Vec<Check>,
     /// This step's timeout, when it has its own.
     pub timeout: Option<Duration>,

@@ -403,6 +403,13 @@ impl FlowWorkload {
                 .find_map(|c| c.check(&response, took, &mut json).err().map(|m| format!("check: {m}")));
         }
         match problem {
+            // A failing status stays the primary class even when a check lets it through:
+            // the failed check or extraction is usually only its consequence (an error page
+            // has no `$.id`), so it is the secondary reason in the example.
+            Some(msg) if matches!(ex.outcome, Outcome::Status(_)) => {
+                ctx.record(sample, Some(&format_args!("{}; {msg}", ex.outcome.describe())));
+                Err(Failed::default())
+            }
             Some(msg) => {
                 sample.outcome = Outcome::CheckFailed;
                 ctx.record(sample, Some(&msg));

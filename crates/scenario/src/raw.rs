@@ -296,7 +296,8 @@ pub struct Request {
     pub body_file: Option<Sp<String>>,
     /// Values to keep from the response, by variable name.
     pub extract: Option<IndexMap<String, Sp<Extract>>>,
-    /// Conditions on the response; a failed one counts as `check_failed`.
+    /// Conditions on the response; a failed one counts as `check_failed` (as `http_NNN` on a
+    /// 4xx/5xx response, with the check as its reason).
     pub check: Option<Check>,
     /// This request's timeout.
     pub timeout: Option<Sp<String>>,
