@@ -427,3 +427,32 @@ fn monitor_mistakes_are_located() {
     ));
     assert!(msg.contains("needs a `database`"), "{msg}");
 }
+
+/// Issue 11, item 7: the task-queue example watched processes named `crest`, which matched the
+/// load generator; its default must match the `crest target` service only.
+#[test]
+fn issue_11_the_task_queue_example_watches_the_target_not_the_load_generator() {
+    use crest_model::monitor::ProcessSelect;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(dir.join("task-queue.yaml")).unwrap();
+    let s = load_str("task-queue.yaml", &text, &dir, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let ProcessSelect::Pattern(p) = &s.plan.monitor.processes[0].select else {
+        panic!("{:?}", s.plan.monitor.processes)
+    };
+    let re = regex::Regex::new(p).unwrap();
+    for target in [
+        "crest target",
+        "/usr/local/bin/crest target --listen 127.0.0.1:8080 --workers 4",
+        "./target/release/crest target --queue 100",
+    ] {
+        assert!(re.is_match(target), "{p} misses {target:?}");
+    }
+    for other in [
+        "crest run examples/task-queue.yaml",
+        "/usr/local/bin/crest find examples/task-queue.yaml",
+        "sh -c crest target & crest run examples/task-queue.yaml",
+        "crest targets",
+    ] {
+        assert!(!re.is_match(other), "{p} matches {other:?}");
+    }
+}
