@@ -208,9 +208,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The first steady interval among `idx`: warm-up intervals are trimmed from the start while
-/// throughput is below 90% of the second half's median or median latency above 1.5x its median;
-/// never more than half the segment.
+/// The first steady interval among `idx`, by [`warmup`].
 fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     if idx.len() < 3 {
         return Ok(0);
@@ -227,14 +225,25 @@ fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
             h.value_at_quantile(0.5) as f64
         });
     }
-    let half = idx.len() / 2;
+    Ok(warmup(&rps, &p50))
+}
+
+/// How many of a step's intervals, given their throughput and median latency, are warm-up:
+/// they are trimmed from the start while throughput is below 90% of the second half's median or
+/// median latency above 1.5x its median; never more than half the step. Shared with the live
+/// stop rules, so that they compare the figures the step rows show.
+pub(crate) fn warmup(rps: &[f64], p50: &[f64]) -> usize {
+    if rps.len() < 3 {
+        return 0;
+    }
+    let half = rps.len() / 2;
     let ref_rps = median(rps[half..].to_vec());
     let ref_p50 = median(p50[half..].to_vec());
     let mut first = 0;
     while first < half && (rps[first] < WARMUP_THROUGHPUT * ref_rps || p50[first] > WARMUP_LATENCY * ref_p50) {
         first += 1;
     }
-    Ok(first)
+    first
 }
 
 /// One segment's figures over its steady state.
