@@ -17,6 +17,18 @@ async fn run_against(server: &Server, text: &str) -> common::Run {
     r
 }
 
+/// A server that answers `status` on `path` and 200 with `{}` elsewhere.
+async fn failing_at(path: &'static str, status: u16) -> Server {
+    Server::start(move |q: &Received, _| {
+        if q.path == path {
+            Reply::json(status, "{}")
+        } else {
+            Reply::json(200, "{}")
+        }
+    })
+    .await
+}
+
 fn count(got: &[Received], path: &str) -> usize {
     got.iter().filter(|q| q.path == path).count()
 }
@@ -46,14 +58,7 @@ fn issue_11_a_failing_user_still_waits_its_think_time() {
 fn a_failure_inside_a_loop_waits_the_think_time_of_the_repetitions_left() {
     let _serial = common::serial();
     rt().block_on(async {
-        let server = Server::start(|q: &Received, _| {
-            if q.path == "/fail" {
-                Reply::json(503, "busy")
-            } else {
-                Reply::json(200, "{}")
-            }
-        })
-        .await;
+        let server = failing_at("/fail", 503).await;
         // Each iteration fails on its first /fail and skips 150 ms (the rest of that
         // repetition) + 2 x 150 ms (the repetitions left) + 50 ms = 500 ms of think time.
         let r = run_against(
@@ -87,14 +92,7 @@ load: {users: 1, duration: 2s}
 fn on_failure_continue_goes_on_with_the_next_step() {
     let _serial = common::serial();
     rt().block_on(async {
-        let server = Server::start(|q: &Received, _| {
-            if q.path == "/fail" {
-                Reply::json(500, "oops")
-            } else {
-                Reply::json(200, "{}")
-            }
-        })
-        .await;
+        let server = failing_at("/fail", 500).await;
         let r = run_against(
             &server,
             r#"target: {target}
@@ -121,14 +119,7 @@ load: {threads: 2, loops: 3}
 fn on_failure_stop_user_stops_the_user_for_good() {
     let _serial = common::serial();
     rt().block_on(async {
-        let server = Server::start(|q: &Received, _| {
-            if q.path == "/fail" {
-                Reply::json(503, "busy")
-            } else {
-                Reply::json(200, "{}")
-            }
-        })
-        .await;
+        let server = failing_at("/fail", 503).await;
         let r = run_against(
             &server,
             r#"target: {target}
