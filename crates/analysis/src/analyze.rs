@@ -234,19 +234,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The first steady interval among `idx`: warm-up intervals are trimmed from the start while
-/// throughput is below 90% of the second half's median or median latency above 1.5x its median;
-/// never more than half the segment, and never an interval with a failure in it: failures at
-/// the start of a step are the service's answer to the new load, not a warm-up.
+/// The first steady interval among `idx`, by [`warmup`].
 fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     if idx.len() < 3 {
         return Ok(0);
     }
     let mut rps = Vec::with_capacity(idx.len());
     let mut p50 = Vec::with_capacity(idx.len());
+    let mut failed = Vec::with_capacity(idx.len());
     for &k in idx {
         let i = &r.intervals[k];
         rps.push(i.requests as f64 / r.interval_s);
+        failed.push(i.failures > 0);
         let h = i.latency.decode()?;
         p50.push(if h.is_empty() {
             0.0
@@ -254,17 +253,30 @@ fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
             h.value_at_quantile(0.5) as f64
         });
     }
-    let half = idx.len() / 2;
+    Ok(warmup(&rps, &p50, &failed))
+}
+
+/// How many of a step's intervals, given their throughput, median latency and whether any
+/// request failed in them, are warm-up: they are trimmed from the start while throughput is
+/// below 90% of the second half's median or median latency above 1.5x its median; never more
+/// than half the step, and never an interval with a failure in it: failures at the start of a
+/// step are the service's answer to the new load, not a warm-up. Shared with the live stop
+/// rules, so that they compare the figures the step rows show.
+pub(crate) fn warmup(rps: &[f64], p50: &[f64], failed: &[bool]) -> usize {
+    if rps.len() < 3 {
+        return 0;
+    }
+    let half = rps.len() / 2;
     let ref_rps = median(rps[half..].to_vec());
     let ref_p50 = median(p50[half..].to_vec());
     let mut first = 0;
     while first < half
-        && r.intervals[idx[first]].failures == 0
+        && !failed.get(first).copied().unwrap_or(false)
         && (rps[first] < WARMUP_THROUGHPUT * ref_rps || p50[first] > WARMUP_LATENCY * ref_p50)
     {
         first += 1;
     }
-    Ok(first)
+    first
 }
 
 /// One segment's figures: counts over the whole step (from the per-step totals, so no request

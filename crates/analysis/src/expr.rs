@@ -98,7 +98,8 @@ pub enum Bound {
     /// An absolute value in the metric's unit: ms for latency, a fraction for error rate,
     /// requests per second for throughput, a count otherwise.
     Value(f64),
-    /// A multiple of the same metric in the first segment (stop conditions).
+    /// A multiple of the same metric in the first step (stop conditions: judged when each later
+    /// step ends, on steady states, above an absolute floor; see [`crate::stop`]).
     TimesFirst(f64),
 }
 

@@ -1,10 +1,16 @@
 //! Stop conditions, evaluated live on each completed interval (seed 003's rules): an error rate
 //! or latency above a bound, latency above a multiple of the first step's, throughput that stops
 //! growing from one step to the next or falls.
+//!
+//! Rules that compare steps (`p95 > 3x first`, `throughput_stalls`, `throughput_falls`) are
+//! judged when a step ends, on each step's steady state (its warm-up trimmed as the step rows
+//! trim it): a window that straddles two steps, or a first step's figure mixed with its
+//! warm-up, made `p95 > 3x first` fire against a "first step's 5.0 ms" whose row said 0.68 ms.
 
-use crate::expr::{Agg, Bound, Expr, Metric};
+use crate::expr::{Agg, Bound, Expr, Metric, Op};
 use crate::resources::show_value;
 use crest_model::monitor::{SeriesKey, Unit};
+use crest_model::EncodedHistogram;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 
@@ -14,15 +20,25 @@ pub const WINDOW: usize = 5;
 const MIN_REQUESTS: u64 = 20;
 /// Throughput must grow by this fraction per step, or it has stopped growing.
 const GROWTH: f64 = 0.05;
+/// A relative rule on latency (`p95 > 3x first`) never holds while the step's figure is below
+/// this (ms). Under a millisecond, ratios measure noise (scheduling, loopback, a runtime's
+/// millisecond timer), not a service slowing down: 0.2 ms becoming 0.7 ms is "3.5x" but no
+/// one's problem.
+pub const RELATIVE_LATENCY_FLOOR_MS: f64 = 1.0;
+/// A relative rule on the error rate never holds while the step's rate is below this: against a
+/// first step with no failures, any single failure would be "more than 3x first".
+pub const RELATIVE_ERROR_RATE_FLOOR: f64 = 0.01;
 
 /// A condition that ends the run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StopCondition {
-    /// A metric over the last [`WINDOW`] seconds against a bound.
+    /// A metric over the last [`WINDOW`] seconds against a bound; or, for `Nx first`, the
+    /// steady state of a step that ended against the first step's, never below
+    /// [`RELATIVE_LATENCY_FLOOR_MS`] or [`RELATIVE_ERROR_RATE_FLOOR`] when it fires on growth.
     Expr(Expr),
-    /// A step's throughput is less than 5% above the previous step's.
+    /// A step's steady throughput is less than 5% above the previous step's.
     ThroughputStalls,
-    /// A step's throughput is more than 5% below the previous step's.
+    /// A step's steady throughput is more than 5% below the previous step's.
     ThroughputFalls,
 }
 
@@ -122,6 +138,26 @@ impl Acc {
     }
 }
 
+/// One interval of the step in progress, kept until the step ends to find its steady state.
+struct StepInterval {
+    requests: u64,
+    failures: u64,
+    secs: f64,
+    /// Median latency in µs (0 when there were no requests).
+    p50_us: f64,
+    /// Latencies, encoded to keep a long step small; only when a rule compares latencies.
+    latency: Option<EncodedHistogram>,
+}
+
+/// The floor below which a relative rule on `m` never holds, for a rule that fires on growth.
+fn relative_floor(m: &Metric) -> Option<f64> {
+    match m {
+        Metric::Latency(_) | Metric::Mean | Metric::Max => Some(RELATIVE_LATENCY_FLOOR_MS),
+        Metric::ErrorRate => Some(RELATIVE_ERROR_RATE_FLOOR),
+        _ => None,
+    }
+}
+
 /// Why the run stopped.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stopped {
@@ -137,10 +173,13 @@ pub struct Stopped {
 pub struct StopWatch {
     conditions: Vec<StopCondition>,
     window: Vec<Acc>,
-    first: Acc,
-    first_done: bool,
+    /// The first step's steady state, once it has ended.
+    first: Option<Acc>,
     segment: usize,
-    current: Acc,
+    /// The intervals of the step in progress.
+    step: Vec<StepInterval>,
+    /// Whether a rule compares steps' latencies, so each interval's latencies are kept.
+    keep_latency: bool,
     previous_tput: Option<f64>,
     total: Acc,
     /// Monitored samples of the last [`WINDOW`] seconds, kept only when `windowed`.
@@ -163,14 +202,18 @@ impl StopWatch {
         let windowed = conditions
             .iter()
             .any(|c| c.monitored().is_some_and(|m| m.agg.is_some_and(|a| a != Agg::Last)));
+        let keep_latency = conditions.iter().any(|c| {
+            matches!(c, StopCondition::Expr(Expr { bound: Bound::TimesFirst(_), metric, .. })
+                if matches!(metric, Metric::Latency(_) | Metric::Mean | Metric::Max))
+        });
         StopWatch {
             windowed,
+            keep_latency,
             conditions,
             window: Vec::new(),
-            first: Acc::new(),
-            first_done: false,
+            first: None,
             segment: 0,
-            current: Acc::new(),
+            step: Vec::new(),
             previous_tput: None,
             total: Acc::new(),
             samples: VecDeque::new(),
@@ -230,11 +273,10 @@ impl StopWatch {
     pub fn interval(&mut self, f: &IntervalFigures<'_>) -> Option<Stopped> {
         let mut stopped = None;
         if f.segment != self.segment {
-            // A step just ended: compare its throughput with the step before.
+            // A step just ended: compare its steady state with the first step's and the last.
             stopped = self.step_ended(f.t_s);
-            self.first_done = true;
             self.segment = f.segment;
-            self.current = Acc::new();
+            self.step.clear();
         }
         let mut one = Acc::new();
         one.add(f);
@@ -242,11 +284,17 @@ impl StopWatch {
         if self.window.len() > WINDOW {
             self.window.remove(0);
         }
-        self.current.add(f);
+        self.step.push(StepInterval {
+            requests: f.requests,
+            failures: f.failures,
+            secs: f.len_s,
+            p50_us: f
+                .latency
+                .filter(|h| !h.is_empty())
+                .map_or(0.0, |h| h.value_at_quantile(0.5) as f64),
+            latency: f.latency.filter(|_| self.keep_latency).map(EncodedHistogram::encode),
+        });
         self.total.add(f);
-        if !self.first_done {
-            self.first.add(f);
-        }
         if stopped.is_some() {
             return stopped;
         }
@@ -265,28 +313,15 @@ impl StopWatch {
             } else {
                 &w
             };
+            // Relative rules are judged when a step ends.
+            let Bound::Value(bound) = e.bound else { continue };
             let Some(value) = source.value(&e.metric) else { continue };
-            let (bound, against) = match e.bound {
-                Bound::Value(v) => (v, String::new()),
-                Bound::TimesFirst(k) => {
-                    if !self.first_done {
-                        continue;
-                    }
-                    let Some(first) = self.first.value(&e.metric) else {
-                        continue;
-                    };
-                    (
-                        first * k,
-                        format!(" ({k}x the first step's {})", show(&e.metric, first)),
-                    )
-                }
-            };
             if e.op.holds(value, bound) {
                 return Some(Stopped {
                     condition: e.text.clone(),
                     at_s: f.t_s + f.len_s,
                     detail: format!(
-                        "{} was {} over the last {:.0} s, beyond {}{against}",
+                        "{} was {} over the last {:.0} s, beyond {}",
                         metric_name(&e.metric),
                         show(&e.metric, value),
                         w.secs,
@@ -298,10 +333,62 @@ impl StopWatch {
         None
     }
 
+    /// The steady state of the step that just ended: its intervals after the warm-up.
+    fn steady_step(&self) -> Acc {
+        let rps: Vec<f64> = self
+            .step
+            .iter()
+            .map(|i| if i.secs > 0.0 { i.requests as f64 / i.secs } else { 0.0 })
+            .collect();
+        let p50: Vec<f64> = self.step.iter().map(|i| i.p50_us).collect();
+        let failed: Vec<bool> = self.step.iter().map(|i| i.failures > 0).collect();
+        let mut acc = Acc::new();
+        for i in &self.step[crate::analyze::warmup(&rps, &p50, &failed)..] {
+            acc.requests += i.requests;
+            acc.failures += i.failures;
+            acc.secs += i.secs;
+            if let Some(Ok(h)) = i.latency.as_ref().map(EncodedHistogram::decode) {
+                let _ = acc.latency.add(&h);
+            }
+        }
+        acc
+    }
+
+    /// Judges the rules that compare steps, on the steady state of the step that just ended.
     fn step_ended(&mut self, t_s: f64) -> Option<Stopped> {
-        let tput = self.current.value(&Metric::Throughput)?;
-        let previous = self.previous_tput.replace(tput);
-        let previous = previous?;
+        let steady = self.steady_step();
+        let Some(first) = &self.first else {
+            self.previous_tput = steady.value(&Metric::Throughput);
+            self.first = Some(steady);
+            return None;
+        };
+        for c in &self.conditions {
+            let StopCondition::Expr(e) = c else { continue };
+            let Bound::TimesFirst(k) = e.bound else { continue };
+            let (Some(value), Some(reference)) = (steady.value(&e.metric), first.value(&e.metric)) else {
+                continue;
+            };
+            let bound = reference * k;
+            let grows = matches!(e.op, Op::Gt | Op::Ge);
+            if grows && relative_floor(&e.metric).is_some_and(|floor| value < floor) {
+                continue;
+            }
+            if e.op.holds(value, bound) {
+                return Some(Stopped {
+                    condition: e.text.clone(),
+                    at_s: t_s,
+                    detail: format!(
+                        "{} was {} in the steady state of the step that ended, beyond {} ({k}x the first step's steady {})",
+                        metric_name(&e.metric),
+                        show(&e.metric, value),
+                        show(&e.metric, bound),
+                        show(&e.metric, reference)
+                    ),
+                });
+            }
+        }
+        let tput = steady.value(&Metric::Throughput)?;
+        let previous = self.previous_tput.replace(tput)?;
         for c in &self.conditions {
             let (holds, what) = match c {
                 StopCondition::ThroughputStalls => (tput < previous * (1.0 + GROWTH), "stopped growing"),
@@ -312,7 +399,7 @@ impl StopWatch {
                 return Some(Stopped {
                     condition: c.text(),
                     at_s: t_s,
-                    detail: format!("throughput {what}: {tput:.1} req/s in the step that ended, {previous:.1} req/s in the one before"),
+                    detail: format!("throughput {what}: {tput:.1} req/s in the steady state of the step that ended, {previous:.1} req/s in the one before"),
                 });
             }
         }
@@ -348,14 +435,13 @@ pub fn show(m: &Metric, v: f64) -> String {
 mod tests {
     use super::*;
 
-    fn hist(ms: u64, n: u64) -> Histogram<u64> {
-        let mut h = crest_model::hist::new_histogram();
-        h.record_n(ms * 1000, n).unwrap();
-        h
+    fn feed(w: &mut StopWatch, t: usize, segment: usize, requests: u64, failures: u64, ms: u64) -> Option<Stopped> {
+        feed_us(w, t, segment, requests, failures, ms * 1000)
     }
 
-    fn feed(w: &mut StopWatch, t: usize, segment: usize, requests: u64, failures: u64, ms: u64) -> Option<Stopped> {
-        let h = hist(ms, requests.max(1));
+    fn feed_us(w: &mut StopWatch, t: usize, segment: usize, requests: u64, failures: u64, us: u64) -> Option<Stopped> {
+        let mut h = crest_model::hist::new_histogram();
+        h.record_n(us, requests.max(1)).unwrap();
         w.interval(&IntervalFigures {
             t_s: t as f64,
             len_s: 1.0,
@@ -391,12 +477,76 @@ mod tests {
         for t in 5..10 {
             assert_eq!(feed(&mut w, t, 1, 100, 0, 25), None, "2.5x is within 3x");
         }
-        let mut stopped = None;
         for t in 10..20 {
-            stopped = stopped.or(feed(&mut w, t, 2, 100, 0, 40));
+            assert_eq!(feed(&mut w, t, 2, 100, 0, 40), None, "judged when the step ends");
         }
-        let s = stopped.unwrap();
-        assert!(s.detail.contains("3x the first step's 10.0 ms"), "{}", s.detail);
+        let s = feed(&mut w, 20, 3, 100, 0, 40).unwrap();
+        assert_eq!(s.at_s, 20.0);
+        assert!(s.detail.contains("3x the first step's steady 10.0 ms"), "{}", s.detail);
+    }
+
+    /// Issue 11, item 6: `p95 > 3x first` fired at 29.6 ms against "the first step's 5.0 ms"
+    /// whose row said 0.68 ms: the first step's figure mixed in its warm-up, and the window
+    /// straddled steps.
+    #[test]
+    fn issue_11_relative_rules_compare_steady_states_of_completed_steps() {
+        let mut w = StopWatch::new(vec![StopCondition::parse("p95 > 3x first").unwrap()]);
+        // The first step warms up for 2 s at 20 ms, then settles at 2 ms: its row says 2 ms.
+        for t in 0..10 {
+            let ms = if t < 2 { 20 } else { 2 };
+            assert_eq!(feed(&mut w, t, 0, 100, 0, ms), None);
+        }
+        // The next step's own warm-up (30 ms) is not its steady state (3 ms, 1.5x).
+        for t in 10..20 {
+            let ms = if t < 12 { 30 } else { 3 };
+            assert_eq!(feed(&mut w, t, 1, 100, 0, ms), None, "at {t} s");
+        }
+        // 8 ms is 4x the first step's steady 2 ms (not the 20 ms its warm-up would make p95).
+        for t in 20..30 {
+            assert_eq!(feed(&mut w, t, 2, 100, 0, 8), None);
+        }
+        let s = feed(&mut w, 30, 3, 100, 0, 8).unwrap();
+        assert_eq!(
+            s.detail,
+            "p95 was 8.0 ms in the steady state of the step that ended, beyond 6.0 ms (3x the first step's steady 2.0 ms)"
+        );
+    }
+
+    #[test]
+    fn relative_rules_have_an_absolute_floor() {
+        let mut w = StopWatch::new(vec![StopCondition::parse("p95 > 3x first").unwrap()]);
+        let mut t = 0;
+        let mut step = |w: &mut StopWatch, segment: usize, us: u64| {
+            let mut stopped = None;
+            for _ in 0..5 {
+                stopped = stopped.or(feed_us(w, t, segment, 100, 0, us));
+                t += 1;
+            }
+            stopped
+        };
+        assert_eq!(step(&mut w, 0, 200), None);
+        assert_eq!(step(&mut w, 1, 800), None);
+        // 4x the first step's 0.2 ms, but under the 1 ms floor: no one's problem.
+        assert_eq!(step(&mut w, 2, 1500), None);
+        let s = step(&mut w, 3, 1500).unwrap();
+        assert!(s.detail.starts_with("p95 was 1.5 ms"), "{}", s.detail);
+
+        let mut w = StopWatch::new(vec![StopCondition::parse("error_rate > 3x first").unwrap()]);
+        let mut t = 0;
+        let mut step = |w: &mut StopWatch, segment: usize, failures: u64| {
+            let mut stopped = None;
+            for _ in 0..5 {
+                stopped = stopped.or(feed(w, t, segment, 1000, failures, 1));
+                t += 1;
+            }
+            stopped
+        };
+        assert_eq!(step(&mut w, 0, 0), None);
+        assert_eq!(step(&mut w, 1, 5), None);
+        // 0.5% is "more than 3x" a first step without failures, but under the 1% floor.
+        assert_eq!(step(&mut w, 2, 20), None);
+        let s = step(&mut w, 3, 20).unwrap();
+        assert!(s.detail.starts_with("the error rate was 2.00%"), "{}", s.detail);
     }
 
     #[test]

@@ -281,3 +281,40 @@ fn postgres_statistics_are_read_from_a_real_server() {
     let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
     assert!(md.contains("pg_tps"), "{md}");
 }
+
+/// Issue 11, item 7: the task-queue example's monitor counted the load generator as the
+/// service. Its default now finds `crest target`, and no spec ever counts crest itself: here a
+/// pattern that matches only this run's own command line (its scenario file) finds nothing.
+#[test]
+fn issue_11_the_task_queue_monitor_counts_the_target_and_never_crest_itself() {
+    let _serial = common::serial();
+    let target = target_process(&[]);
+    let example = example("task-queue.yaml");
+    let monitor = &example[example.find("\nmonitor:").unwrap()..example.find("\nthresholds:").unwrap()];
+    let (_dir, file) = scenario_file(&format!(
+        "target: {}\nsteps: [{{request: {{path: /health}}}}, {{think: 50ms}}]\nload: {{users: 1, duration: 2s}}\n{monitor}",
+        target.url.trim_end_matches('/')
+    ));
+    let own = regex::escape(file.to_str().unwrap());
+    let r = run_scenario(&file, &[], &["--monitor-interval", "250ms", "--monitor-pattern", &own]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let results = r.results();
+    let count = |label: &str| {
+        let s = series(&results, "process_count");
+        let one = s
+            .iter()
+            .find(|s| s["key"]["labels"]["process"] == label)
+            .unwrap_or_else(|| panic!("no process_count for {label}: {s:?}"));
+        values(one)
+    };
+    let tasks = count("tasks");
+    assert!(
+        !tasks.is_empty() && tasks.iter().all(|n| *n >= 1.0),
+        "the target: {tasks:?}"
+    );
+    let itself = count(&own);
+    assert!(
+        !itself.is_empty() && itself.iter().all(|n| *n == 0.0),
+        "crest itself: {itself:?}"
+    );
+}

@@ -31,6 +31,14 @@ pub trait Workload: Send + Sync + 'static {
     fn finish<'a>(&'a self, _user: &'a mut Self::User, _ctx: Ctx<'a>) -> impl Future<Output = ()> + 'a {
         async {}
     }
+
+    /// True once `user` has given up for good (a scenario flow with `on_failure: stop_user`),
+    /// asked after each iteration. The closed model then runs its `finish` and does not
+    /// replace it: its slot in the profile stays empty. The open model, whose arrivals do not
+    /// belong to users, drops its state, so a later arrival starts a fresh user.
+    fn stopped(&self, _user: &Self::User) -> bool {
+        false
+    }
 }
 
 /// How the engine runs, apart from the workload.
@@ -404,6 +412,9 @@ fn spawn_user<W: Workload>(
             }
             local.iterate(&mut user, now).await;
             done += 1;
+            if local.workload.stopped(&user) {
+                break;
+            }
         }
         local.finish(&mut user).await;
         live.set(live.get() - 1);
@@ -468,7 +479,9 @@ async fn open<W: Workload>(
         let (local, pool) = (Rc::clone(local), Rc::clone(&pool));
         tokio::task::spawn_local(async move {
             local.run_reserved(&mut user, due).await;
-            pool.borrow_mut().push(user);
+            if !local.workload.stopped(&user) {
+                pool.borrow_mut().push(user);
+            }
         });
     }
     (arrivals, dropped)

@@ -361,3 +361,62 @@ fn the_open_model_never_exceeds_its_cap_even_when_arrivals_come_in_bursts() {
     assert!(w.users.load(SeqCst) <= 6, "users created: {}", w.users.load(SeqCst));
     assert!(r.dropped > 1000, "most arrivals dropped: {}", r.dropped);
 }
+
+/// Each user gives up after its third iteration.
+#[derive(Default)]
+struct Quitter {
+    users: std::sync::atomic::AtomicU64,
+    finished: std::sync::atomic::AtomicU64,
+}
+
+impl Workload for Quitter {
+    type User = u64;
+
+    fn new_user(&self, _: u64) -> u64 {
+        self.users.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        0
+    }
+
+    async fn iterate<'a>(&'a self, done: &'a mut u64, _ctx: Ctx<'a>) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        *done += 1;
+    }
+
+    async fn finish<'a>(&'a self, _: &'a mut u64, _ctx: Ctx<'a>) {
+        self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn stopped(&self, done: &u64) -> bool {
+        *done >= 3
+    }
+}
+
+#[test]
+fn a_stopped_user_runs_no_more_iterations_and_is_not_replaced() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let w = Arc::new(Quitter::default());
+    let start = Instant::now();
+    let stop = Stop::new(Some(start + Duration::from_millis(400)), None);
+    let r = run(&shape(LoadModel::users(4), 2), start, &stop, Arc::clone(&w), |_| {
+        Collect::default()
+    })
+    .unwrap();
+    assert_eq!(r.iterations, 12, "4 users x 3 iterations");
+    assert_eq!(w.users.load(SeqCst), 4, "no replacement users");
+    assert_eq!(w.finished.load(SeqCst), 4, "each stopped user ran finish");
+
+    // In the open model a stopped user's state is dropped: later arrivals get fresh users.
+    let w = Arc::new(Quitter::default());
+    let start = Instant::now();
+    let stop = Stop::new(None, Some(30));
+    let r = run(
+        &shape(LoadModel::rate(200.0, 1), 1),
+        start,
+        &stop,
+        Arc::clone(&w),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.iterations, 30);
+    assert_eq!(w.users.load(SeqCst), 10, "one user per 3 arrivals");
+}

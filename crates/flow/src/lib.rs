@@ -2,8 +2,9 @@
 //!
 //! A [`FlowPlan`] is validated data (templates parsed, JSONPaths and regexes compiled, data
 //! files loaded); [`FlowWorkload`] runs it as an engine workload. Each request is recorded as a
-//! sample under its step's name; a failed extraction or check is a `check_failed` outcome, and
-//! a failed step ends the iteration, since later steps usually depend on its values.
+//! sample under its step's name; a failed extraction or check is a `check_failed` outcome. What
+//! a failed step does next is the flow's [`plan::OnFailure`]: by default it ends the iteration,
+//! since later steps usually depend on its values, after the think time it skipped.
 #![warn(missing_docs)]
 
 pub mod extract;

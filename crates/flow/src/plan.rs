@@ -46,6 +46,37 @@ pub struct Flow {
     pub weight: u32,
     /// What it does.
     pub steps: Vec<Step>,
+    /// What a user does when one of its steps fails.
+    pub on_failure: OnFailure,
+}
+
+/// What a user does when a step of its flow fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// End the iteration there (later steps usually need the failed step's values), but first
+    /// wait the think time of the steps skipped, so that a failing user never sends faster than
+    /// a succeeding one: a service answering errors must not be hammered because it does.
+    #[default]
+    NextIteration,
+    /// Go on with the next step, as if the failed one had succeeded.
+    Continue,
+    /// The user stops for good: the closed model does not replace it, and it runs `on_stop`.
+    StopUser,
+}
+
+impl OnFailure {
+    /// The choices as a scenario names them, in order.
+    pub const NAMES: [&'static str; 3] = ["next_iteration", "continue", "stop_user"];
+
+    /// The choice a scenario names.
+    pub fn parse(name: &str) -> Option<OnFailure> {
+        match name {
+            "next_iteration" => Some(OnFailure::NextIteration),
+            "continue" => Some(OnFailure::Continue),
+            "stop_user" => Some(OnFailure::StopUser),
+            _ => None,
+        }
+    }
 }
 
 /// One step.
@@ -94,7 +125,8 @@ pub struct RequestStep {
     pub body: Body,
     /// Values to keep, by variable name.
     pub extract: Vec<(String, Extractor)>,
-    /// Conditions on the response; a failed one is a `check_failed` outcome.
+    /// Conditions on the response; a failed one is a `check_failed` outcome (on a 4xx/5xx
+    /// response, the `http_NNN` outcome with the check as its reason).
     pub checks: Vec<Check>,
     /// This step's timeout, when it has its own.
     pub timeout: Option<Duration>,

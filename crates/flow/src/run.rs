@@ -1,7 +1,7 @@
 //! Running a flow plan: the engine workload for scenarios.
 
 use crate::extract::LazyJson;
-use crate::plan::{Body, FlowPlan, JsonTemplate, PollStep, RequestStep, Step};
+use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, PollStep, RequestStep, Step};
 use crate::template::{Scope, Template};
 use crest_engine::{Ctx, Workload};
 use crest_http::{build_request, Call, Response, Session};
@@ -36,7 +36,43 @@ pub struct FlowUser {
     sessions: Vec<Session>,
     rng: RefCell<fastrand::Rng>,
     started: bool,
+    /// Set by `on_failure: stop_user`; the engine runs no more iterations for this user.
+    stopped: bool,
     pg: Option<crest_pg::PgSession>,
+}
+
+impl FlowUser {
+    /// A think time: uniformly between `min` and `max`.
+    fn think(&self, min: Duration, max: Duration) -> Duration {
+        let span = max.saturating_sub(min).as_nanos() as u64;
+        let extra = if span == 0 {
+            0
+        } else {
+            self.rng.borrow_mut().u64(..=span)
+        };
+        min + Duration::from_nanos(extra)
+    }
+
+    /// The think time of `steps`, had they run: each think step drawn as it would have been,
+    /// loops counted as many times as they repeat.
+    fn think_time(&self, steps: &[Step]) -> Duration {
+        steps
+            .iter()
+            .map(|s| match s {
+                Step::Think { min, max } => self.think(*min, *max),
+                Step::Loop { times, steps } if has_think(steps) => (0..*times).map(|_| self.think_time(steps)).sum(),
+                _ => Duration::ZERO,
+            })
+            .sum()
+    }
+}
+
+fn has_think(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::Think { .. } => true,
+        Step::Loop { steps, .. } => has_think(steps),
+        _ => false,
+    })
 }
 
 /// What rendering sees: the user's state and the plan's shared parts.
@@ -69,7 +105,12 @@ impl Scope for UserScope<'_> {
 }
 
 /// A step failed; the iteration ends there.
-struct Failed;
+#[derive(Debug, Default)]
+struct Failed {
+    /// The think time of the steps the failure skipped; with `on_failure: next_iteration` the
+    /// user still waits it before its next iteration.
+    skipped: Duration,
+}
 
 impl Workload for FlowWorkload {
     type User = FlowUser;
@@ -83,6 +124,7 @@ impl Workload for FlowWorkload {
             sessions: self.plan.endpoints.iter().map(|_| Session::default()).collect(),
             rng: RefCell::new(fastrand::Rng::new()),
             started: false,
+            stopped: false,
             pg: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
@@ -104,11 +146,11 @@ impl Workload for FlowWorkload {
         let mut intended = Some(ctx.intended());
         if !user.started {
             user.started = true;
-            if self
-                .run_steps(&self.plan.on_start, user, &ctx, &mut intended)
-                .await
-                .is_err()
-            {
+            let on_start = self
+                .run_steps(&self.plan.on_start, user, &ctx, &mut intended, OnFailure::NextIteration)
+                .await;
+            if let Err(failed) = on_start {
+                tokio::time::sleep(failed.skipped).await;
                 user.iteration += 1;
                 return;
             }
@@ -119,14 +161,32 @@ impl Workload for FlowWorkload {
             }
         }
         if let Some(flow) = self.pick(user) {
-            let _ = self.run_steps(&flow.steps, user, &ctx, &mut intended).await;
+            let run = self
+                .run_steps(&flow.steps, user, &ctx, &mut intended, flow.on_failure)
+                .await;
+            if let Err(failed) = run {
+                match flow.on_failure {
+                    OnFailure::StopUser => user.stopped = true,
+                    OnFailure::NextIteration | OnFailure::Continue => {
+                        if !failed.skipped.is_zero() {
+                            tokio::time::sleep(failed.skipped).await;
+                        }
+                    }
+                }
+            }
         }
         user.iteration += 1;
     }
 
+    fn stopped(&self, user: &FlowUser) -> bool {
+        user.stopped
+    }
+
     async fn finish<'a>(&'a self, user: &'a mut FlowUser, ctx: Ctx<'a>) {
         if user.started && !self.plan.on_stop.is_empty() {
-            let _ = self.run_steps(&self.plan.on_stop, user, &ctx, &mut None).await;
+            let _ = self
+                .run_steps(&self.plan.on_stop, user, &ctx, &mut None, OnFailure::NextIteration)
+                .await;
         }
     }
 }
@@ -146,41 +206,53 @@ impl FlowWorkload {
         None
     }
 
-    /// Runs steps in order until one fails. `intended` is the iteration's scheduled start, used
-    /// (once) by the first request so that open-model latency counts from the schedule.
+    /// Runs steps in order; a failed one ends them unless `on_failure` says to continue, and
+    /// the error carries the think time of the steps skipped. `intended` is the iteration's
+    /// scheduled start, used (once) by the first request so that open-model latency counts
+    /// from the schedule.
     async fn run_steps(
         &self,
         steps: &[Step],
         user: &mut FlowUser,
         ctx: &Ctx<'_>,
         intended: &mut Option<Instant>,
+        on_failure: OnFailure,
     ) -> Result<(), Failed> {
-        for step in steps {
-            match step {
-                Step::Request(r) => {
-                    self.request(r, user, ctx, intended.take()).await?;
-                }
-                Step::Poll(p) => self.poll(p, user, ctx, intended).await?,
+        for (i, step) in steps.iter().enumerate() {
+            let done = match step {
+                Step::Request(r) => self.request(r, user, ctx, intended.take()).await,
+                Step::Poll(p) => self.poll(p, user, ctx, intended).await,
                 Step::Think { min, max } => {
-                    let span = max.saturating_sub(*min).as_nanos() as u64;
-                    let extra = if span == 0 {
-                        0
-                    } else {
-                        user.rng.borrow_mut().u64(..=span)
-                    };
-                    tokio::time::sleep(*min + Duration::from_nanos(extra)).await;
+                    tokio::time::sleep(user.think(*min, *max)).await;
+                    Ok(())
                 }
                 Step::Set(vars) => {
                     for (name, t) in vars {
                         let v = t.render(&UserScope { user, plan: &self.plan });
                         user.vars.insert(name.clone(), v);
                     }
+                    Ok(())
                 }
-                Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await?,
+                Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await,
                 Step::Loop { times, steps } => {
-                    for _ in 0..*times {
-                        Box::pin(self.run_steps(steps, user, ctx, intended)).await?;
+                    let mut done = Ok(());
+                    for rep in 0..*times {
+                        if let Err(mut failed) = Box::pin(self.run_steps(steps, user, ctx, intended, on_failure)).await
+                        {
+                            for _ in rep + 1..*times {
+                                failed.skipped += user.think_time(steps);
+                            }
+                            done = Err(failed);
+                            break;
+                        }
                     }
+                    done
+                }
+            };
+            if let Err(mut failed) = done {
+                if on_failure != OnFailure::Continue {
+                    failed.skipped += user.think_time(&steps[i + 1..]);
+                    return Err(failed);
                 }
             }
         }
@@ -225,7 +297,7 @@ impl FlowWorkload {
                 .await?
             {
                 PollVerdict::Done => return Ok(()),
-                PollVerdict::GiveUp(_) => return Err(Failed),
+                PollVerdict::GiveUp(_) => return Err(Failed::default()),
                 PollVerdict::Again => tokio::time::sleep(p.every).await,
             }
         }
@@ -275,7 +347,7 @@ impl FlowWorkload {
                     outcome: Outcome::CheckFailed,
                 };
                 ctx.record(sample, Some(&format!("the request could not be built: {msg}")));
-                return Err(Failed);
+                return Err(Failed::default());
             }
         };
         let call = Call {
@@ -299,7 +371,7 @@ impl FlowWorkload {
         let transport_ok = matches!(ex.outcome, Outcome::Success | Outcome::Status(_));
         if !transport_ok || (matches!(ex.outcome, Outcome::Status(_)) && !r.checks_status()) {
             ctx.record(sample, ex.error());
-            return Err(Failed);
+            return Err(Failed::default());
         }
         let mut json = LazyJson::default();
         let mut problem: Option<String> = None;
@@ -331,10 +403,17 @@ impl FlowWorkload {
                 .find_map(|c| c.check(&response, took, &mut json).err().map(|m| format!("check: {m}")));
         }
         match problem {
+            // A failing status stays the primary class even when a check lets it through:
+            // the failed check or extraction is usually only its consequence (an error page
+            // has no `$.id`), so it is the secondary reason in the example.
+            Some(msg) if matches!(ex.outcome, Outcome::Status(_)) => {
+                ctx.record(sample, Some(&format_args!("{}; {msg}", ex.outcome.describe())));
+                Err(Failed::default())
+            }
             Some(msg) => {
                 sample.outcome = Outcome::CheckFailed;
                 ctx.record(sample, Some(&msg));
-                Err(Failed)
+                Err(Failed::default())
             }
             None => {
                 sample.outcome = Outcome::Success;
@@ -410,7 +489,7 @@ impl FlowWorkload {
                     sample(s.name, Duration::ZERO, None, Outcome::SqlError),
                     Some(&"no database configured"),
                 );
-                return Err(Failed);
+                return Err(Failed::default());
             };
             match target.connect().await {
                 Ok(session) => {
@@ -419,7 +498,7 @@ impl FlowWorkload {
                 }
                 Err(e) => {
                     ctx.record(sample(s.name, Instant::now() - intended, None, e.outcome), Some(&e));
-                    return Err(Failed);
+                    return Err(Failed::default());
                 }
             }
         }
@@ -435,7 +514,7 @@ impl FlowWorkload {
                     user.pg = None;
                 }
                 ctx.record(sample(s.name, total, connect, outcome), Some(&message));
-                Err(Failed)
+                Err(Failed::default())
             }
         }
     }

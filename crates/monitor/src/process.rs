@@ -60,19 +60,28 @@ impl Watched {
         }
     }
 
-    /// The processes the spec names now, or why none can be named.
+    /// The processes the spec names now, or why none can be named. crest itself is never one
+    /// of them: its own load would be read as the target's (a `name: crest` for a `crest
+    /// target` service matched the load generator too). Its threads are not processes, so
+    /// excluding its pid excludes them all.
     fn resolve(&self) -> Result<BTreeSet<i32>, String> {
         let own = std::process::id() as i32;
         let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+        let one = |pid: i32| {
+            if pid == own {
+                return Err(format!("pid {pid} is crest itself, which is never watched"));
+            }
+            Ok([pid].into_iter().filter(|p| alive(*p)).collect())
+        };
         Ok(match &self.spec.select {
-            ProcessSelect::Pid(p) => [*p as i32].into_iter().filter(|p| alive(*p)).collect(),
+            ProcessSelect::Pid(p) => one(*p as i32)?,
             ProcessSelect::PidFile(f) => {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
                 let pid: i32 = text
                     .trim()
                     .parse()
                     .map_err(|_| format!("{} does not hold a process id", f.display()))?;
-                [pid].into_iter().filter(|p| alive(*p)).collect()
+                one(pid)?
             }
             ProcessSelect::Name(name) => all()?
                 .filter(|p| p.pid != own && name_matches(p, name))
@@ -308,6 +317,26 @@ mod tests {
         assert!(gone.readings.is_empty());
         assert_eq!(gone.notes, vec![format!("pid {pid}: no longer running at 2.0 s")]);
         assert_eq!(value(&by_pattern.sample(2.0), "process_count"), Some(0.0));
+    }
+
+    /// Issue 11, item 7: a monitor on processes named `crest` counted the load generator.
+    #[test]
+    fn issue_11_crest_never_watches_itself() {
+        let own = std::process::id();
+        let exe = std::env::current_exe().unwrap();
+        let name = exe.file_name().unwrap().to_str().unwrap().to_string();
+        let mut by_name = Watched::new(spec("me", ProcessSelect::Name(name.clone()))).unwrap();
+        assert_eq!(value(&by_name.sample(0.0), "process_count"), Some(0.0), "{name}");
+        let mut by_pattern =
+            Watched::new(spec("me", ProcessSelect::Pattern(regex::escape(exe.to_str().unwrap())))).unwrap();
+        assert_eq!(value(&by_pattern.sample(0.0), "process_count"), Some(0.0));
+        let mut by_pid = Watched::new(spec("me", ProcessSelect::Pid(own))).unwrap();
+        let s = by_pid.sample(0.0);
+        assert!(s.readings.is_empty());
+        assert_eq!(
+            s.notes,
+            vec![format!("pid {own} is crest itself, which is never watched (at 0.0 s)")]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::raw::{self, Sp};
 use crest_analysis::expr::{Expr, Monitored};
 use crest_flow::extract::{Check, Extractor};
 use crest_flow::feeder::{FeedMode, Feeder};
-use crest_flow::plan::{Body, Flow, FlowPlan, PollStep, RequestStep, Step};
+use crest_flow::plan::{Body, Flow, FlowPlan, OnFailure, PollStep, RequestStep, Step};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
@@ -37,8 +37,14 @@ pub(crate) struct Compiled {
     pub monitor: MonitorPlan,
 }
 
-/// A flow as written: name, weight, steps and where its name stands.
-type RawFlow<'s> = (String, u32, &'s [raw::Step], Option<(usize, usize)>);
+/// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
+type RawFlow<'s> = (
+    String,
+    u32,
+    &'s [raw::Step],
+    Option<(usize, usize)>,
+    Option<&'s Sp<String>>,
+);
 
 /// A statement as written: its name, query and parameters.
 type RawStatement<'s> = (Option<&'s Sp<String>>, &'s Sp<String>, Option<&'s Vec<Sp<String>>>);
@@ -617,6 +623,15 @@ impl<'a> Cx<'a> {
         })
     }
 
+    fn on_failure(&mut self, f: &Sp<String>) -> OnFailure {
+        OnFailure::parse(f).unwrap_or_else(|| {
+            let hint = did_you_mean(f, OnFailure::NAMES)
+                .or_else(|| Some(format!("write one of {}", OnFailure::NAMES.join(", "))));
+            self.err(f.at(), format!("on_failure: unknown choice {:?}", f.as_str()), hint);
+            OnFailure::default()
+        })
+    }
+
     fn think(&mut self, t: &Sp<String>) -> Option<(Duration, Duration)> {
         let text = t.trim();
         let (a, b) = text.split_once("..").unwrap_or((text, text));
@@ -1102,10 +1117,11 @@ impl<'a> Cx<'a> {
                         f.weight.as_ref().map_or(1, |w| **w),
                         f.steps.as_slice(),
                         f.name.at(),
+                        f.on_failure.as_ref(),
                     )
                 })
                 .collect(),
-            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), None)],
+            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), None, None)],
             (Some(_), Some(_)) => {
                 self.err(None, "give `flows` or `steps`, not both", None);
                 Vec::new()
@@ -1115,9 +1131,14 @@ impl<'a> Cx<'a> {
                 Vec::new()
             }
         };
+        let default_on_failure = s
+            .on_failure
+            .as_ref()
+            .map_or(OnFailure::default(), |f| self.on_failure(f));
         let mut flows = Vec::new();
         let mut after_flows = known.clone();
-        for (name, weight, steps, at) in flows_raw {
+        for (name, weight, steps, at, on_failure) in flows_raw {
+            let on_failure = on_failure.map_or(default_on_failure, |f| self.on_failure(f));
             let mut k = known.clone();
             if steps.is_empty() {
                 self.err(at, format!("flow {name:?} has no steps"), None);
@@ -1126,7 +1147,12 @@ impl<'a> Cx<'a> {
             for v in k.0 {
                 after_flows.add(&v);
             }
-            flows.push(Flow { name, weight, steps });
+            flows.push(Flow {
+                name,
+                weight,
+                steps,
+                on_failure,
+            });
         }
         if !flows.is_empty() && flows.iter().all(|f| f.weight == 0) {
             self.err(None, "every flow has weight 0", None);

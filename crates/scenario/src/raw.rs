@@ -83,6 +83,10 @@ pub struct Scenario {
     pub flows: Option<Vec<Flow>>,
     /// The steps of a scenario with a single flow.
     pub steps: Option<Vec<Step>>,
+    /// What a user does when a step fails, for every flow that does not say:
+    /// `next_iteration` (the default: skip the rest of the flow, but wait its think time),
+    /// `continue` (go on with the next step) or `stop_user` (the user stops for good).
+    pub on_failure: Option<Sp<String>>,
     /// How many users (or arrivals) over time.
     pub load: Sp<Load>,
     /// Conditions checked every second that end the run early, e.g. `error_rate > 5%`.
@@ -199,6 +203,9 @@ pub struct Flow {
     pub weight: Option<Sp<u32>>,
     /// What it does.
     pub steps: Vec<Step>,
+    /// What a user does when a step fails: `next_iteration`, `continue` or `stop_user`
+    /// (default: the top-level `on_failure`, else `next_iteration`).
+    pub on_failure: Option<Sp<String>>,
 }
 
 /// One step: exactly one of `request`, `poll`, `think`, `loop`.
@@ -289,7 +296,8 @@ pub struct Request {
     pub body_file: Option<Sp<String>>,
     /// Values to keep from the response, by variable name.
     pub extract: Option<IndexMap<String, Sp<Extract>>>,
-    /// Conditions on the response; a failed one counts as `check_failed`.
+    /// Conditions on the response; a failed one counts as `check_failed` (as `http_NNN` on a
+    /// 4xx/5xx response, with the check as its reason).
     pub check: Option<Check>,
     /// This request's timeout.
     pub timeout: Option<Sp<String>>,

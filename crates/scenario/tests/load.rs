@@ -233,6 +233,45 @@ load: {users: 1, duration: 1s}
 }
 
 #[test]
+fn on_failure_is_per_flow_with_a_top_level_default_and_bad_choices_are_located() {
+    use crest_flow::plan::OnFailure;
+    let s = ok(r#"target: http://127.0.0.1:9
+on_failure: continue
+flows:
+  - name: a
+    steps: [{request: {path: /a}}]
+  - name: b
+    on_failure: stop_user
+    steps: [{request: {path: /b}}]
+load: {users: 1, duration: 1s}
+"#);
+    let choices: Vec<OnFailure> = s.flow.flows.iter().map(|f| f.on_failure).collect();
+    assert_eq!(choices, [OnFailure::Continue, OnFailure::StopUser]);
+    let s = ok("target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload: {users: 1, duration: 1s}\n");
+    assert_eq!(s.flow.flows[0].on_failure, OnFailure::NextIteration);
+
+    let e = err(r#"target: http://127.0.0.1:9
+flows:
+  - name: a
+    on_failure: stop-user
+    steps: [{request: {path: /a}}]
+load: {users: 1, duration: 1s}
+"#);
+    let (at, msg, hint) = first(&e);
+    assert_eq!(at, Some((4, 17)), "{e}");
+    assert!(msg.contains("on_failure: unknown choice \"stop-user\""), "{msg}");
+    assert_eq!(hint.as_deref(), Some("did you mean `stop_user`?"));
+    assert!(e.to_string().starts_with("s.yaml:4:17: "), "{e}");
+    let e = err("target: http://127.0.0.1:9\non_failure: retry\nsteps: [{request: {path: /}}]\nload: {users: 1, duration: 1s}\n");
+    let (at, _, hint) = first(&e);
+    assert_eq!(at, Some((2, 13)), "{e}");
+    assert_eq!(
+        hint.as_deref(),
+        Some("write one of next_iteration, continue, stop_user")
+    );
+}
+
+#[test]
 fn impossible_profiles_are_refused() {
     let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
     for (load, needle) in [
@@ -387,4 +426,33 @@ fn monitor_mistakes_are_located() {
         &MONITORED.replace("  interval: 500ms\n", "  interval: 500ms\n  database: true\n")
     ));
     assert!(msg.contains("needs a `database`"), "{msg}");
+}
+
+/// Issue 11, item 7: the task-queue example watched processes named `crest`, which matched the
+/// load generator; its default must match the `crest target` service only.
+#[test]
+fn issue_11_the_task_queue_example_watches_the_target_not_the_load_generator() {
+    use crest_model::monitor::ProcessSelect;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(dir.join("task-queue.yaml")).unwrap();
+    let s = load_str("task-queue.yaml", &text, &dir, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let ProcessSelect::Pattern(p) = &s.plan.monitor.processes[0].select else {
+        panic!("{:?}", s.plan.monitor.processes)
+    };
+    let re = regex::Regex::new(p).unwrap();
+    for target in [
+        "crest target",
+        "/usr/local/bin/crest target --listen 127.0.0.1:8080 --workers 4",
+        "./target/release/crest target --queue 100",
+    ] {
+        assert!(re.is_match(target), "{p} misses {target:?}");
+    }
+    for other in [
+        "crest run examples/task-queue.yaml",
+        "/usr/local/bin/crest find examples/task-queue.yaml",
+        "sh -c crest target & crest run examples/task-queue.yaml",
+        "crest targets",
+    ] {
+        assert!(!re.is_match(other), "{p} matches {other:?}");
+    }
 }
