@@ -348,13 +348,5 @@ fn groups(
 }
 
 fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    // Histograms from crest share bounds; a foreign one with wider bounds is clamped.
-    if into.add(from).is_err() {
-        for v in from.iter_recorded() {
-            into.saturating_record_n(
-                v.value_iterated_to().min(crest_model::hist::MAX_MICROS),
-                v.count_at_value(),
-            );
-        }
-    }
+    crest_model::hist::add(into, from);
 }

@@ -230,6 +230,10 @@ pub struct OutputArgs {
     /// cap, local ports or files).
     #[arg(long)]
     pub strict: bool,
+
+    /// Replace the run already in --out (its results, journal and reports) instead of refusing.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

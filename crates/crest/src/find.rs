@@ -83,7 +83,7 @@ pub fn search<W: Workload>(
     command_line: &[String],
     slo_text: &[String],
 ) -> Result<u8> {
-    let dir = output::prepare_dir(out.out.as_deref())?;
+    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
     let started = Instant::now();
     let start_level = if open { 10.0 } else { 1.0 };
     let mut probes: Vec<Probe> = Vec::new();
@@ -99,7 +99,21 @@ pub fn search<W: Workload>(
             break format!("the search budget of {} was used", humantime::format_duration(budget));
         }
         let plan = probe_plan(&subject.base, level, open, cap, probe_len);
-        let m = measure(&plan, Arc::clone(&subject.workload), command_line, true)?;
+        let label = Segment {
+            name: format!("probe {}: {}", probes.len() + 1, show(level, open)),
+            start_s: 0.0,
+            end_s: 0.0,
+            users: (!open).then_some(level as u64),
+            rate: open.then_some(level),
+        };
+        let journal = dir.join(crate::journal::part_file(parts.len()));
+        let m = measure(
+            &plan,
+            Arc::clone(&subject.workload),
+            command_line,
+            true,
+            Some((&journal, Some(label.clone()))),
+        )?;
         let a = crest_analysis::analyze(&m.results).context("cannot analyse a probe")?;
         let seg = &a.segments[0];
         let achieved = a
@@ -131,13 +145,6 @@ pub fn search<W: Workload>(
             passed: verdict.is_ok(),
             verdict: text,
         });
-        let label = Segment {
-            name: format!("probe {}: {}", probes.len() + 1, show(level, open)),
-            start_s: 0.0,
-            end_s: 0.0,
-            users: (!open).then_some(level as u64),
-            rate: open.then_some(level),
-        };
         let stop = m.results.stopped_by.clone();
         parts.push((label, m.results));
         probes.push(p);
@@ -185,8 +192,8 @@ pub fn search<W: Workload>(
         probes: records,
         stopped_because,
     });
-    let summary = output::write_all(&dir, &results, out)?;
-    Ok(crate::run::exit_code(results.ended_by, &summary, out.strict))
+    let written = output::write_all(&dir, &results, out)?;
+    Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
 }
 
 /// The plan of one probe: the base plan at one level, for one probe's length.

@@ -3,6 +3,7 @@
 mod cli;
 mod environment;
 mod find;
+mod journal;
 mod limits;
 mod output;
 mod plan;
@@ -80,7 +81,31 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Sweep(a) => sweep::sweep(&a, args),
         Command::Pg(cli::PgCommand::Init(a)) => pg_init(&a),
         Command::Report(a) => {
-            let results = output::read_results(&a.dir)?;
+            let results = match (a.dir.is_dir() && !a.dir.join("results.json").exists())
+                .then(|| journal::rebuild(&a.dir))
+                .transpose()?
+                .flatten()
+            {
+                Some(r) => {
+                    // A run that was killed, or could not write its results: they are what its
+                    // journal adds up to.
+                    let path = a.dir.join("results.json");
+                    output::write_atomic(&path, &serde_json::to_vec_pretty(&r)?)?;
+                    eprintln!(
+                        "rebuilt {} from {} ({} intervals, ended by {})",
+                        path.display(),
+                        journal::in_dir(&a.dir)
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        r.intervals.len(),
+                        crest_report::html::ended_by(r.ended_by)
+                    );
+                    r
+                }
+                None => output::read_results(&a.dir)?,
+            };
             let dir = if a.dir.is_dir() {
                 a.dir.clone()
             } else {
@@ -101,7 +126,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                     .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
             };
             let c = crest_analysis::compare::compare(&xa, &label(&a.a), &xb, &label(&a.b));
-            let dir = output::prepare_named(a.out.as_deref(), "compare-")?;
+            let dir = output::prepare_named(a.out.as_deref(), "compare-", false)?;
             let md = crest_report::write_compare(&dir, &c)?;
             print!("{md}");
             eprintln!("\ncomparison: {}", dir.join("compare.html").display());

@@ -47,7 +47,7 @@ impl Progress {
         if self.window_len < every {
             return;
         }
-        let Some(w) = self.window.take() else { return };
+        let Some(mut w) = self.window.take() else { return };
         let secs = self.window_len as f64 * self.interval_s;
         self.window_len = 0;
         let elapsed = (acc.index + 1) as f64 * self.interval_s;

@@ -1,8 +1,9 @@
 //! `crest run`: executes a plan, watches for signals, shows progress, and writes the results.
 //!
 //! The engine runs on its own threads; this thread only receives closed intervals, reacts to
-//! signals and, at the end, assembles the results document. Everything written comes from that
-//! document, so `results.json` and the summary can never disagree.
+//! signals, journals each closed interval and sums it into the results document. Everything
+//! written comes from that document, so `results.json` and the summary can never disagree, and
+//! the document is what the journal adds up to.
 
 use crate::cli::OutputArgs;
 use crate::progress::Progress;
@@ -11,13 +12,12 @@ use anyhow::{Context, Result};
 use crest_analysis::stop::{IntervalFigures, StopCondition, StopWatch, Stopped};
 use crest_engine::{Shape, Stop, StopCause, Workload};
 use crest_http::HttpWorkload;
-use crest_metrics::{Recorder, Series, Totals};
+use crest_metrics::{IntervalAcc, Recorder, Series};
+use crest_model::journal::{End as JournalEnd, Entry, Fold, Start as JournalStart};
 use crest_model::plan::{LoadModel, Plan, Target};
 use crest_model::redact;
-use crest_model::results::{
-    self, ClientStats, EndReason, HttpConfig, OpenStats, Results, RunConfig, ScenarioConfig, StopRecord,
-};
-use crest_model::EncodedHistogram;
+use crest_model::results::{self, ClientStats, EndReason, HttpConfig, Results, RunConfig, ScenarioConfig, StopRecord};
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,17 +44,36 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
 pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
-    let dir = output::prepare_dir(out.out.as_deref())?;
-    let measured = measure(&plan, Arc::new(workload), command_line, out.quiet)?;
-    let summary = output::write_all(&dir, &measured.results, out)?;
-    Ok(exit_code(measured.results.ended_by, &summary, out.strict))
+    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
+    let journal = dir.join(crate::journal::FILE);
+    let measured = match measure(
+        &plan,
+        Arc::new(workload),
+        command_line,
+        out.quiet,
+        Some((&journal, None)),
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            output::discard_if_unused(&dir);
+            return Err(e);
+        }
+    };
+    let written = output::write_all(&dir, &measured.results, out)?;
+    Ok(exit_code(measured.results.ended_by, &written, out.strict))
 }
 
+/// Exit code of a run whose results could not be written in full (the summary was shown, and
+/// says what was kept).
+pub const EXIT_NOT_WRITTEN: u8 = 4;
+
 /// The process exit code for a finished run.
-pub fn exit_code(ended_by: EndReason, summary: &crest_analysis::Summary, strict: bool) -> u8 {
+pub fn exit_code(ended_by: EndReason, written: &output::Written, strict: bool) -> u8 {
+    let summary = &written.summary;
     match ended_by {
         EndReason::Sigint => 130,
         EndReason::Sigterm => 143,
+        _ if !written.complete => EXIT_NOT_WRITTEN,
         // Nothing succeeded: whatever the thresholds say, the run measured no service.
         _ if summary.successes == 0 => 1,
         _ if summary.thresholds_failed() => 1,
@@ -73,7 +92,17 @@ pub struct Measured {
 
 /// Runs `plan` with `workload`: sends the load, shows progress, reacts to signals, and returns
 /// the results document.
-pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[String], quiet: bool) -> Result<Measured> {
+///
+/// With `journal`, every closed interval is also appended to that file as it closes (see
+/// [`crate::journal`]); the results are what those intervals add up to, whether the journal is
+/// written or not.
+pub fn measure<W: Workload>(
+    plan: &Plan,
+    workload: Arc<W>,
+    command_line: &[String],
+    quiet: bool,
+    journal: Option<(&Path, Option<results::Segment>)>,
+) -> Result<Measured> {
     limits::ensure_file_limit(plan.load.max_concurrency())?;
     let conditions = plan
         .stop_when
@@ -91,7 +120,6 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         tick: INTERVAL,
         segments: plan.segments.iter().map(|s| s.start).collect(),
     };
-    let threads = shape.threads_used();
     let open_model = matches!(plan.load, LoadModel::Open { .. });
     let (tx, rx) = mpsc::channel();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -103,9 +131,43 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
 
     // Checked before anything is sent; sampling starts with the load.
     let sampler = crest_monitor::Sampler::new(&plan.monitor).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
+    let threads = shape.threads_used();
+    let config = run_config(plan, command_line, threads);
+    let environment = Some(crate::environment::capture());
+    let (journal, part) = journal.unzip();
+    let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
+    let opening = JournalStart {
+        schema: crest_model::journal::JOURNAL_SCHEMA.into(),
+        version: crest_model::journal::JOURNAL_VERSION,
+        crest_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        config,
+        environment,
+        names: plan.names.clone(),
+        part_of: plan.part_of.clone(),
+        segments: planned_segments(plan),
+        interval_s: INTERVAL.as_secs_f64(),
+        target_rps: match &plan.load {
+            LoadModel::Open { rate, .. } => Some(rate.max()),
+            LoadModel::Closed { .. } => None,
+        },
+        part: part.flatten(),
+    };
+    if let Some(j) = journal.as_mut() {
+        j.write(&Entry::Start(opening.clone()));
+    }
+    let mut fold = Fold::default();
+    // Each closed interval, once, in order: journaled, then summed into the results.
+    let mut keep = |done: &IntervalAcc| -> Result<()> {
+        let record = done.to_record(INTERVAL.as_secs_f64());
+        if let Some(j) = journal.as_mut() {
+            j.write(&Entry::Interval(record.clone()));
+        }
+        fold.add(&record).context("cannot add up an interval")
+    };
     let monitor = if sampler.is_empty() {
         None
     } else {
@@ -122,9 +184,10 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         })?
     };
 
-    let mut series = Series::new(threads, INTERVAL.as_secs_f64());
+    let mut series = Series::new(threads);
     let mut progress = Progress::new(quiet, INTERVAL.as_secs_f64());
     let mut interrupt = None;
+    let mut kept: Result<()> = Ok(());
     rt.block_on(async {
         let mut poll = tokio::time::interval(Duration::from_millis(100));
         loop {
@@ -139,8 +202,11 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
                 }
                 _ = poll.tick() => {
                     for acc in rx.try_iter() {
-                        for done in series.add(acc) {
+                        for mut done in series.add(acc) {
                             progress.interval(&done);
+                            if kept.is_ok() {
+                                kept = keep(&done);
+                            }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
                             let figures = IntervalFigures {
                                 t_s: t,
@@ -179,18 +245,20 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         .context("the engine failed")?;
     let duration = report.finished.saturating_duration_since(start);
     let monitor = monitor.map(crest_monitor::Monitor::finish);
-    let mut totals = Totals::default();
     for sink in report.sinks {
-        totals.merge(&sink.finish());
+        sink.finish();
     }
-    for acc in rx.try_iter() {
-        for done in series.add(acc) {
-            progress.interval(&done);
+    let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
+    let mut rest: Vec<IntervalAcc> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
+    rest.extend(series.finish(end_index));
+    for done in &rest {
+        progress.interval(done);
+        if kept.is_ok() {
+            kept = keep(done);
         }
     }
+    kept?;
     progress.finish();
-    let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
-    let intervals = series.finish(end_index);
 
     let ended_by = match (interrupt, report.cause) {
         (Some(Interrupt::Int), _) => EndReason::Sigint,
@@ -200,11 +268,7 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         (None, StopCause::Completed) => EndReason::Completed,
         _ => EndReason::Duration,
     };
-    let results = Results {
-        schema: results::SCHEMA_ID.into(),
-        version: results::SCHEMA_VERSION,
-        crest_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    let closing = JournalEnd {
         duration_s: duration.as_secs_f64(),
         ended_by,
         stopped_by: stopped_by.map(|s| StopRecord {
@@ -212,32 +276,8 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
             at_s: s.at_s,
             detail: s.detail,
         }),
-        config: run_config(plan, command_line, threads),
-        environment: Some(crate::environment::capture()),
-        names: plan.names.clone(),
-        part_of: if plan.part_of.iter().any(Option::is_some) {
-            plan.part_of.clone()
-        } else {
-            Vec::new()
-        },
-        segments: segments(plan, duration),
-        stats: totals.stats(),
-        status_codes: totals.status_codes(),
-        errors: totals.errors(),
         abandoned: report.abandoned,
-        open: match plan.load {
-            LoadModel::Open { ref rate, .. } => Some(OpenStats {
-                target_rps: rate.max(),
-                arrivals: report.arrivals,
-                dropped: report.dropped,
-                send_lag: EncodedHistogram::encode(totals.send_lag()),
-                service: Some(EncodedHistogram::encode(totals.service())),
-            }),
-            LoadModel::Closed { .. } => None,
-        },
-        intervals,
-        interval_s: INTERVAL.as_secs_f64(),
-        find: None,
+        arrivals: opening.target_rps.map(|_| report.arrivals),
         client: Some(ClientStats {
             cpu_s: (own_cpu_s() - cpu_at_start).max(0.0),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
@@ -246,6 +286,14 @@ pub fn measure<W: Workload>(plan: &Plan, workload: Arc<W>, command_line: &[Strin
         }),
         monitor,
     };
+    if let Some(mut j) = journal {
+        j.write(&Entry::End(closing.clone()));
+        if let Err(e) = j.finish() {
+            // The run and its figures are whole; only the copy on disk is not.
+            eprintln!("warning: {e:#}");
+        }
+    }
+    let results = fold.finish(&opening, Some(&closing));
     Ok(Measured {
         results,
         interrupted: interrupt,
@@ -317,20 +365,19 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
     }
 }
 
-/// The plan's segments with their end times; the last ends with the run. Steps the run never
-/// reached (it stopped early) are left out: they hold no request, and a row of zeros would read
-/// as a measured step. Starts only grow, so the steps kept keep their indices.
-fn segments(plan: &Plan, duration: Duration) -> Vec<results::Segment> {
-    let end = duration.as_secs_f64();
+/// The plan's steps as planned: each ends where the next starts (the last where the plan ends,
+/// or, when no duration bounds it, where it starts); the run clips them to what it reached.
+fn planned_segments(plan: &Plan) -> Vec<results::Segment> {
     let starts: Vec<f64> = plan.segments.iter().map(|s| s.start.as_secs_f64()).collect();
+    let last = starts.last().copied().unwrap_or(0.0);
+    let end = plan.stop.duration.map_or(last, |d| d.as_secs_f64().max(last));
     plan.segments
         .iter()
         .enumerate()
-        .take_while(|(i, _)| *i == 0 || starts[*i] < end)
         .map(|(i, s)| results::Segment {
             name: s.name.clone(),
-            start_s: starts[i].min(end),
-            end_s: starts.get(i + 1).copied().unwrap_or(end).min(end),
+            start_s: starts[i],
+            end_s: starts.get(i + 1).copied().unwrap_or(end),
             users: s.users,
             rate: s.rate,
         })

@@ -38,7 +38,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         };
         scenarios.push(crest_scenario::load_str(&file, &text, dir_of, &env)?);
     }
-    let dir = output::prepare_dir(a.output.out.as_deref())?;
+    let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;
     let mut parts: Vec<(Segment, Results)> = Vec::new();
     let mut interrupted = None;
     for (v, s) in values.iter().zip(scenarios) {
@@ -58,14 +58,6 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             }
         }
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
-        let m = measure(&s.plan, workload, command_line, a.output.quiet)?;
-        if !a.output.quiet {
-            eprintln!(
-                "{name}={v}: {} requests in {:.1} s",
-                m.results.stats.iter().map(|s| s.count).sum::<u64>(),
-                m.results.duration_s
-            );
-        }
         let label = Segment {
             name: format!("{name}={v}"),
             start_s: 0.0,
@@ -73,6 +65,21 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             users: None,
             rate: None,
         };
+        let journal = dir.join(crate::journal::part_file(parts.len()));
+        let m = measure(
+            &s.plan,
+            workload,
+            command_line,
+            a.output.quiet,
+            Some((&journal, Some(label.clone()))),
+        )?;
+        if !a.output.quiet {
+            eprintln!(
+                "{name}={v}: {} requests in {:.1} s",
+                m.results.stats.iter().map(|s| s.count).sum::<u64>(),
+                m.results.duration_s
+            );
+        }
         parts.push((label, m.results));
         if m.interrupted.is_some() {
             interrupted = m.interrupted;
@@ -90,6 +97,6 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         None => EndReason::Completed,
     };
     results.config.duration_s = Some(results.duration_s);
-    let summary = output::write_all(&dir, &results, &a.output)?;
-    Ok(crate::run::exit_code(results.ended_by, &summary, a.output.strict))
+    let written = output::write_all(&dir, &results, &a.output)?;
+    Ok(crate::run::exit_code(results.ended_by, &written, a.output.strict))
 }

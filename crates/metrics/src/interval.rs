@@ -1,18 +1,40 @@
-//! One interval's worth of measurements from one thread.
+//! One interval's worth of measurements from one thread, or from all of them once merged.
 
 use crest_model::hist::{new_histogram, record};
-use crest_model::results::Interval;
-use crest_model::{EncodedHistogram, Outcome, Sample};
+use crest_model::journal::IntervalRecord;
+use crest_model::results::{ErrorClass, Interval, Stat};
+use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// What one thread measured in one interval. Histograms are allocated on first use, so idle
-/// intervals cost nothing.
+/// Longest example error message kept; error texts can embed whole response bodies.
+const MAX_EXAMPLE: usize = 300;
+
+/// Totals for one step, name and outcome within the interval.
+#[derive(Clone, Debug)]
+struct StatAcc {
+    segment: u32,
+    name: NameId,
+    outcome: Outcome,
+    /// A sub-measure (a statement inside a transaction): in no interval figure.
+    part: bool,
+    count: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    latency: Histogram<u64>,
+    ttfb: Option<Histogram<u64>>,
+    connect: Option<Histogram<u64>>,
+}
+
+/// What was measured in one interval. Each request is recorded once, into the totals of its
+/// step, name and outcome; the interval's own latency figures are merged from those when it
+/// closes, so the hot path records each latency into one histogram only, and idle intervals
+/// cost nothing.
 #[derive(Clone, Debug, Default)]
 pub struct IntervalAcc {
     /// Interval number: it covers `[index·interval, (index+1)·interval)` from the run start.
     pub index: u64,
-    /// Requests that ended in the interval.
+    /// Requests that ended in the interval (units of work; parts are not counted).
     pub requests: u64,
     /// Of those, the failures.
     pub failures: u64,
@@ -24,8 +46,13 @@ pub struct IntervalAcc {
     pub dropped: u64,
     /// Failures by outcome.
     pub outcomes: Vec<(Outcome, u64)>,
+    stats: Vec<StatAcc>,
+    status_codes: BTreeMap<u16, u64>,
+    errors: Vec<(Outcome, u64, String)>,
+    send_lag: Option<Histogram<u64>>,
+    service: Option<Histogram<u64>>,
+    /// The interval's latencies, merged from its stats on first use.
     latency: Option<Histogram<u64>>,
-    ttfb: Option<Histogram<u64>>,
 }
 
 impl IntervalAcc {
@@ -37,17 +64,78 @@ impl IntervalAcc {
         }
     }
 
-    pub(crate) fn record(&mut self, s: &Sample) {
+    fn stat(&mut self, segment: u32, name: NameId, outcome: Outcome, part: bool) -> &mut StatAcc {
+        // A linear scan: an interval has a handful of (step, name, outcome) triples, and a Vec
+        // keeps the hot path free of hashing.
+        let i = match self
+            .stats
+            .iter()
+            .position(|s| s.name == name && s.outcome == outcome && s.segment == segment)
+        {
+            Some(i) => i,
+            None => {
+                self.stats.push(StatAcc {
+                    segment,
+                    name,
+                    outcome,
+                    part,
+                    count: 0,
+                    bytes_sent: 0,
+                    bytes_received: 0,
+                    latency: new_histogram(),
+                    ttfb: None,
+                    connect: None,
+                });
+                self.stats.len() - 1
+            }
+        };
+        &mut self.stats[i]
+    }
+
+    /// Records one request. A part (a statement inside a transaction) goes to its own totals
+    /// only; its transaction is the unit of work counted everywhere else.
+    pub(crate) fn record(&mut self, s: &Sample, part: bool, open_model: bool, detail: Option<&dyn std::fmt::Display>) {
+        let stat = self.stat(s.segment, s.name, s.outcome, part);
+        stat.count += 1;
+        record(&mut stat.latency, s.total);
+        if part {
+            return;
+        }
+        stat.bytes_sent += s.bytes_sent;
+        stat.bytes_received += s.bytes_received;
+        if let Some(v) = s.ttfb {
+            record(stat.ttfb.get_or_insert_with(new_histogram), v);
+        }
+        if let Some(v) = s.connect {
+            record(stat.connect.get_or_insert_with(new_histogram), v);
+        }
         self.requests += 1;
         self.bytes_sent += s.bytes_sent;
         self.bytes_received += s.bytes_received;
+        if let Some(code) = s.status {
+            *self.status_codes.entry(code).or_default() += 1;
+        }
         if !s.outcome.is_success() {
             self.failures += 1;
             bump(&mut self.outcomes, s.outcome, 1);
+            match self.errors.iter_mut().find(|(k, _, _)| *k == s.outcome) {
+                Some((_, c, _)) => *c += 1,
+                None => {
+                    let mut example = match detail {
+                        Some(d) => d.to_string(),
+                        None => s.outcome.describe(),
+                    };
+                    truncate(&mut example, MAX_EXAMPLE);
+                    self.errors.push((s.outcome, 1, example));
+                }
+            }
         }
-        record(self.latency.get_or_insert_with(new_histogram), s.total);
-        if let Some(t) = s.ttfb {
-            record(self.ttfb.get_or_insert_with(new_histogram), t);
+        if open_model {
+            record(self.send_lag.get_or_insert_with(new_histogram), s.send_lag);
+            record(
+                self.service.get_or_insert_with(new_histogram),
+                s.total.saturating_sub(s.send_lag),
+            );
         }
     }
 
@@ -61,37 +149,100 @@ impl IntervalAcc {
         for &(o, n) in &other.outcomes {
             bump(&mut self.outcomes, o, n);
         }
-        merge_opt(&mut self.latency, &other.latency);
-        merge_opt(&mut self.ttfb, &other.ttfb);
+        for o in &other.stats {
+            let s = self.stat(o.segment, o.name, o.outcome, o.part);
+            s.count += o.count;
+            s.bytes_sent += o.bytes_sent;
+            s.bytes_received += o.bytes_received;
+            let _ = s.latency.add(&o.latency);
+            merge_opt(&mut s.ttfb, &o.ttfb);
+            merge_opt(&mut s.connect, &o.connect);
+        }
+        for (code, n) in &other.status_codes {
+            *self.status_codes.entry(*code).or_default() += n;
+        }
+        for (o, n, example) in &other.errors {
+            match self.errors.iter_mut().find(|(k, _, _)| k == o) {
+                Some((_, c, _)) => *c += n,
+                None => self.errors.push((*o, *n, example.clone())),
+            }
+        }
+        merge_opt(&mut self.send_lag, &other.send_lag);
+        merge_opt(&mut self.service, &other.service);
+        self.latency = None;
     }
 
-    /// The latencies recorded, in µs.
-    pub fn latency(&self) -> Option<&Histogram<u64>> {
+    /// The latencies of the units of work that ended in the interval, in µs.
+    pub fn latency(&mut self) -> Option<&Histogram<u64>> {
+        if self.latency.is_none() && self.requests > 0 {
+            self.latency = self.merged(|s| Some(&s.latency));
+        }
         self.latency.as_ref()
     }
 
     /// The latency quantile `q` in µs, or 0 when nothing was recorded.
-    pub fn latency_quantile(&self, q: f64) -> u64 {
-        self.latency.as_ref().map_or(0, |h| h.value_at_quantile(q))
+    pub fn latency_quantile(&mut self, q: f64) -> u64 {
+        self.latency().map_or(0, |h| h.value_at_quantile(q))
     }
 
-    /// The interval as stored in the results document.
-    pub fn to_interval(&self, interval_s: f64) -> Interval {
+    fn merged(&self, pick: impl Fn(&StatAcc) -> Option<&Histogram<u64>>) -> Option<Histogram<u64>> {
+        let mut out: Option<Histogram<u64>> = None;
+        for h in self.stats.iter().filter(|s| !s.part).filter_map(pick) {
+            let _ = out.get_or_insert_with(new_histogram).add(h);
+        }
+        out
+    }
+
+    /// The interval as a journal record, with the figures the results document keeps of it.
+    pub fn to_record(&self, interval_s: f64) -> IntervalRecord {
         let empty = new_histogram();
-        Interval {
-            t_s: self.index as f64 * interval_s,
-            requests: self.requests,
-            failures: self.failures,
-            bytes_sent: self.bytes_sent,
-            bytes_received: self.bytes_received,
-            dropped: self.dropped,
-            outcomes: self
-                .outcomes
+        let latency = self.merged(|s| Some(&s.latency));
+        let ttfb = self.merged(|s| s.ttfb.as_ref());
+        let mut stats: Vec<Stat> = self
+            .stats
+            .iter()
+            .map(|s| Stat {
+                segment: s.segment,
+                name: s.name,
+                outcome: s.outcome,
+                count: s.count,
+                bytes_sent: s.bytes_sent,
+                bytes_received: s.bytes_received,
+                latency: EncodedHistogram::encode(&s.latency),
+                ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
+                connect: s.connect.as_ref().map(EncodedHistogram::encode),
+            })
+            .collect();
+        stats.sort_by_key(|s| (s.segment, s.name, s.outcome));
+        IntervalRecord {
+            interval: Interval {
+                t_s: self.index as f64 * interval_s,
+                requests: self.requests,
+                failures: self.failures,
+                bytes_sent: self.bytes_sent,
+                bytes_received: self.bytes_received,
+                dropped: self.dropped,
+                outcomes: self
+                    .outcomes
+                    .iter()
+                    .map(|(o, n)| (o.key(), *n))
+                    .collect::<BTreeMap<_, _>>(),
+                latency: EncodedHistogram::encode(latency.as_ref().unwrap_or(&empty)),
+                ttfb: EncodedHistogram::encode(ttfb.as_ref().unwrap_or(&empty)),
+            },
+            stats,
+            status_codes: self.status_codes.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            errors: self
+                .errors
                 .iter()
-                .map(|(o, n)| (o.key(), *n))
-                .collect::<BTreeMap<_, _>>(),
-            latency: EncodedHistogram::encode(self.latency.as_ref().unwrap_or(&empty)),
-            ttfb: EncodedHistogram::encode(self.ttfb.as_ref().unwrap_or(&empty)),
+                .map(|(o, n, e)| ErrorClass {
+                    outcome: *o,
+                    count: *n,
+                    example: e.clone(),
+                })
+                .collect(),
+            send_lag: self.send_lag.as_ref().map(EncodedHistogram::encode),
+            service: self.service.as_ref().map(EncodedHistogram::encode),
         }
     }
 }
@@ -103,9 +254,20 @@ pub(crate) fn bump(v: &mut Vec<(Outcome, u64)>, o: Outcome, n: u64) {
     }
 }
 
-pub(crate) fn merge_opt(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
+fn merge_opt(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
     if let Some(f) = from {
         // Both sides share crest's bounds, and values beyond them were clamped on record.
         let _ = into.get_or_insert_with(new_histogram).add(f);
+    }
+}
+
+fn truncate(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
     }
 }

@@ -25,6 +25,16 @@ pub fn record(h: &mut Histogram<u64>, d: Duration) {
     h.saturating_record(us);
 }
 
+/// Adds `from` into `into`. Histograms from crest share bounds; a foreign one with wider bounds
+/// is clamped into them rather than refused.
+pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    if into.add(from).is_err() {
+        for v in from.iter_recorded() {
+            into.saturating_record_n(v.value_iterated_to().min(MAX_MICROS), v.count_at_value());
+        }
+    }
+}
+
 /// A histogram could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum HistError {

@@ -2,11 +2,13 @@
 //!
 //! Everything that crosses a boundary between crest's stages lives here: the validated [`plan`]
 //! the engine executes, the [`Outcome`] of each request, the [`Sample`] the engine emits through a
-//! [`Sink`], and the [`results`] document that every analysis and report is rendered from. The
-//! crate does no I/O and knows no runtime, so analysis, reports and tests can use it freely.
+//! [`Sink`], the [`journal`] of closed intervals a run writes as it goes, and the [`results`]
+//! document that every analysis and report is rendered from. The crate opens no file and knows
+//! no runtime, so analysis, reports and tests can use it freely.
 #![warn(missing_docs)]
 
 pub mod hist;
+pub mod journal;
 pub mod monitor;
 pub mod outcome;
 pub mod plan;

@@ -102,6 +102,9 @@ pub enum EndReason {
     Completed,
     /// A stop condition held; see [`Results::stopped_by`].
     Condition,
+    /// The run stopped without finishing (killed, out of memory, a power cut): the document was
+    /// rebuilt from its journal, and its last seconds are missing.
+    Unfinished,
 }
 
 impl EndReason {
@@ -333,6 +336,52 @@ pub struct Interval {
     pub latency: EncodedHistogram,
     /// Time to first byte of the requests that ended in this interval, in µs.
     pub ttfb: EncodedHistogram,
+}
+
+/// A document could not be read as a results document of this version.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// It is not JSON, or not of the document's shape.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// It is some other JSON document.
+    #[error("its schema is {0:?}, not {SCHEMA_ID:?}")]
+    Schema(String),
+    /// It was written in another version of the format.
+    #[error("it is version {0} of the results format; this crest reads version {SCHEMA_VERSION}")]
+    Version(u64),
+}
+
+/// Reads a results document, refusing another schema or version before reading its fields, so
+/// a document of a later crest is refused by name rather than misread.
+pub fn parse(text: &str) -> Result<Results, ParseError> {
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA_ID) => {}
+        other => return Err(ParseError::Schema(other.unwrap_or("missing").to_string())),
+    }
+    match v.get("version").and_then(serde_json::Value::as_u64) {
+        Some(n) if n == u64::from(SCHEMA_VERSION) => {}
+        other => return Err(ParseError::Version(other.unwrap_or(0))),
+    }
+    Ok(serde_json::from_value(v)?)
+}
+
+/// The steps a run of `duration_s` seconds reached, with their end times: each ends where the
+/// next starts, the last with the run. Steps the run never reached (it stopped early) are left
+/// out: they hold no request, and a row of zeros would read as a measured step. Starts only
+/// grow, so the steps kept keep their indices.
+pub fn reached_segments(planned: &[Segment], duration_s: f64) -> Vec<Segment> {
+    planned
+        .iter()
+        .enumerate()
+        .take_while(|(i, s)| *i == 0 || s.start_s < duration_s)
+        .map(|(i, s)| Segment {
+            start_s: s.start_s.min(duration_s),
+            end_s: planned.get(i + 1).map_or(duration_s, |n| n.start_s).min(duration_s),
+            ..s.clone()
+        })
+        .collect()
 }
 
 /// The JSON Schema of the results document, as generated from these types.

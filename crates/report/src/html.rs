@@ -68,6 +68,9 @@ pub fn ended_by(e: EndReason) -> &'static str {
         EndReason::Sigterm => "SIGTERM (interrupted)",
         EndReason::Completed => "every user finishing its iterations",
         EndReason::Condition => "a stop condition",
+        EndReason::Unfinished => {
+            "nothing: crest was stopped (killed or crashed); rebuilt from its journal, its last seconds are missing"
+        }
     }
 }
 

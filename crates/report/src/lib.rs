@@ -35,9 +35,21 @@ pub enum ReportError {
     Hlog(String),
 }
 
+/// Writes a report file afresh: an old one is removed first (a link is removed, never
+/// followed) and the new one created exclusively, so a link planted in a run directory cannot
+/// redirect a write elsewhere.
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ReportError> {
+    use std::io::Write;
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| ReportError::Io(path, e))
+    let result = match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes)),
+    };
+    result.map_err(|e| ReportError::Io(path, e))
 }
 
 /// The files a run directory holds besides results.json.

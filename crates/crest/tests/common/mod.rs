@@ -54,6 +54,24 @@ pub fn check_counts(path: &std::path::Path) {
     if let Err(why) = crest_testkit::results::check_counts(&r) {
         panic!("{} does not add up: {why}", path.display());
     }
+    // results.json is what the journal adds up to, to the last byte of every histogram.
+    let journal = path.with_file_name("journal.jsonl");
+    if journal.exists() {
+        let file = std::io::BufReader::new(std::fs::File::open(&journal).unwrap());
+        let j = crest_model::journal::read(file).unwrap_or_else(|e| panic!("{}: {e}", journal.display()));
+        assert!(
+            j.end.is_some() || r.ended_by == crest_model::results::EndReason::Unfinished,
+            "{}: a finished run's journal has its end",
+            journal.display()
+        );
+        let rebuilt = serde_json::to_value(j.results().unwrap()).unwrap();
+        let written: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            rebuilt == written,
+            "{}: results.json is not what its journal adds up to",
+            path.display()
+        );
+    }
     let a = crest_analysis::analyze(&r).unwrap();
     let steps: u64 = a.segments.iter().map(|s| s.requests).sum();
     let failed: u64 = a.segments.iter().map(|s| s.failures).sum();

@@ -1,0 +1,137 @@
+//! Writes the journal (`journal.jsonl`) while a run goes: its start, each closed interval, its
+//! end. A killed run keeps everything up to the last sync, a few seconds at most, and
+//! `crest report` rebuilds results.json and every report from it.
+
+use anyhow::{Context, Result};
+use crest_model::journal::{self, Entry};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The journal's file name in a run directory; a run of several parts (the probes of a search,
+/// the points of a sweep) writes one per part, numbered.
+pub const FILE: &str = "journal.jsonl";
+
+/// Longest a closed interval may wait in the kernel's cache before it is on disk. A sync costs
+/// a disk flush, so it is not done for every line.
+const SYNC_EVERY: Duration = Duration::from_secs(2);
+
+/// The journal of part `k` of a run of several parts.
+pub fn part_file(k: usize) -> String {
+    format!("journal-{:03}.jsonl", k + 1)
+}
+
+/// An open journal. A write that fails is kept and reported when the run ends; the run itself
+/// goes on, since the load is already on its way and the figures still reach results.json.
+#[derive(Debug)]
+pub struct Writer {
+    path: PathBuf,
+    out: BufWriter<File>,
+    synced: Instant,
+    failed: Option<std::io::Error>,
+}
+
+impl Writer {
+    /// Creates the journal; it must not exist yet (a run never writes over another's files).
+    pub fn create(path: &Path) -> Result<Writer> {
+        let file = crate::output::create_new(path)?;
+        Ok(Writer {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+            synced: Instant::now(),
+            failed: None,
+        })
+    }
+
+    /// Appends one entry as a line, flushed to the kernel at once, synced to disk every
+    /// [`SYNC_EVERY`].
+    pub fn write(&mut self, entry: &Entry) {
+        if self.failed.is_some() {
+            return;
+        }
+        let result = (|| -> std::io::Result<()> {
+            serde_json::to_writer(&mut self.out, entry)?;
+            self.out.write_all(b"\n")?;
+            self.out.flush()?;
+            if self.synced.elapsed() >= SYNC_EVERY || matches!(entry, Entry::End(_)) {
+                self.out.get_ref().sync_data()?;
+                self.synced = Instant::now();
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Ends writing; the error of the first write that failed, if one did.
+    pub fn finish(mut self) -> Result<PathBuf> {
+        if let Some(e) = self.failed.take() {
+            return Err(e).with_context(|| format!("cannot write {}", self.path.display()));
+        }
+        self.out
+            .flush()
+            .and_then(|()| self.out.get_ref().sync_data())
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(self.path)
+    }
+}
+
+/// Reads a journal back; errors name the file.
+pub fn read(path: &Path) -> Result<journal::Journal> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open it", path.display()))?;
+    journal::read(BufReader::new(file)).with_context(|| format!("{}", path.display()))
+}
+
+/// The results document the journals of `dir` add up to, when it has any: for a run killed
+/// before it could write results.json. A run of several parts joins its parts' results in
+/// order, each as one step.
+pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
+    let mut parts = Vec::new();
+    for path in in_dir(dir) {
+        let j = read(&path)?;
+        if j.truncated {
+            eprintln!("{}: its last line was cut off and is left out", path.display());
+        }
+        let label = j.start.part.clone();
+        let results = j.results().with_context(|| format!("{}", path.display()))?;
+        parts.push((label, results));
+    }
+    let mut it = parts.into_iter().map(|(label, r)| {
+        let label = label.unwrap_or_else(|| crest_model::results::Segment {
+            name: "run".into(),
+            start_s: 0.0,
+            end_s: 0.0,
+            users: None,
+            rate: None,
+        });
+        (label, r)
+    });
+    let Some(first) = it.next() else { return Ok(None) };
+    let rest: Vec<_> = it.collect();
+    if rest.is_empty() && in_dir(dir).first().is_some_and(|p| p.ends_with(FILE)) {
+        return Ok(Some(first.1));
+    }
+    let unfinished = first.1.ended_by == crest_model::results::EndReason::Unfinished
+        || rest
+            .iter()
+            .any(|(_, r)| r.ended_by == crest_model::results::EndReason::Unfinished);
+    let mut joined = crest_model::results::concat(first, rest)?;
+    if unfinished {
+        joined.ended_by = crest_model::results::EndReason::Unfinished;
+    }
+    Ok(Some(joined))
+}
+
+/// The journals of a run directory, in order: `journal.jsonl`, or the numbered parts.
+pub fn in_dir(dir: &Path) -> Vec<PathBuf> {
+    let single = dir.join(FILE);
+    if single.is_file() {
+        return vec![single];
+    }
+    (0..)
+        .map(|k| dir.join(part_file(k)))
+        .take_while(|p| p.is_file())
+        .collect()
+}

@@ -1,0 +1,250 @@
+//! The run directory under hostile conditions: a crest killed mid-run, a disk that fills, a
+//! directory that already holds a run, links planted in it, a run that fails before it starts.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{crest, target_process};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn read_metric(url: &str, name: &str) -> u64 {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .unwrap()
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+/// SIGKILL leaves no chance to write anything at the end: the journal written as the run went
+/// keeps all but its last seconds, and `crest report` rebuilds results.json and the reports.
+#[test]
+fn a_killed_run_is_rebuilt_from_its_journal() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "5ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = crest()
+        .args(["run", &t.url, "-c", "4", "-d", "30s", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5_500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let served = read_metric(&t.url, "crest_target_requests_total");
+    assert!(!out.join("results.json").exists());
+
+    let r = crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("rebuilt") && err.contains("journal.jsonl"), "{err}");
+    let v = results(&out);
+    assert_eq!(v["ended_by"], "unfinished");
+    let intervals = v["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 3, "{} intervals kept", intervals.len());
+    let kept: u64 = intervals.iter().map(|i| i["requests"].as_u64().unwrap()).sum();
+    // At most the last few seconds are lost: the target served about 800 a second.
+    let per_s = served as f64 / 5.5;
+    assert!(kept <= served, "{kept} kept, {served} served");
+    assert!(
+        (served - kept) as f64 <= 3.5 * per_s,
+        "{kept} kept of {served} served ({per_s:.0}/s): more than the last seconds were lost"
+    );
+    for f in ["report.md", "report.html", "requests.csv", "latency.hlog"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("rebuilt from its journal"), "{md}");
+    common::check_counts(&out.join("results.json"));
+}
+
+/// A disk that fills during the run: the summary still reaches stdout, the error says what was
+/// kept, the exit code says the results are incomplete, and `crest report` rebuilds them once
+/// there is room.
+#[test]
+fn a_full_disk_keeps_the_summary_and_the_journal() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "2ms"]);
+    let base = tempfile::tempdir().unwrap();
+    let mnt = base.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and must mount a tmpfs"
+        );
+        eprintln!("skipped: cannot mount a tmpfs here (not root)");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let out = mnt.join("run");
+    let r = crest()
+        .args(["run", &t.url, "-c", "4", "-d", "8s", "--summary-json", "-", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("kept:") && stderr.contains("journal.jsonl"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(summary["requests"].as_u64().unwrap() > 0);
+    assert!(!out.join("results.json").exists() && !out.join("results.tmp").exists());
+
+    // Room again: the report is rebuilt from what the journal kept.
+    let grown = std::process::Command::new("mount")
+        .args(["-o", "remount,size=64m"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(grown.success());
+    let rep = crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    let v = results(&out);
+    assert!(!v["intervals"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_earlier_run_is_not_overwritten_unless_forced() {
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_path_buf();
+    let run = |extra: &[&str]| {
+        crest()
+            .args(["run", &t.url, "-n", "20", "-c", "2", "--quiet", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let first = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("--out") && err.contains("not empty") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(out.join("results.json")).unwrap(), first);
+    let forced = run(&["--force"]);
+    assert_eq!(
+        forced.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert_ne!(std::fs::read_to_string(out.join("results.json")).unwrap(), first);
+}
+
+/// A link planted in a run directory is never followed: what it points to is left alone.
+#[test]
+fn links_in_the_run_directory_are_never_followed() {
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let r = crest()
+        .args(["run", &t.url, "-n", "10", "-c", "1", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0));
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("report.html")).unwrap();
+    let rep = crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!out
+        .join("report.html")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // --out itself a link: refused.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+    let r = crest()
+        .args(["run", &t.url, "-n", "1", "--quiet", "--out"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("symbolic link"));
+    assert!(!dir.path().join("elsewhere").exists());
+}
+
+/// A run that fails its checks before sending (here: more connections than the open-file
+/// limit allows) leaves no directory behind.
+#[test]
+fn a_run_that_never_starts_leaves_no_directory() {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let hard: u64 = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(
+        hard < 1_000_000,
+        "this test needs a hard open-file limit below 1,000,000"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let r = crest()
+        .args(["run", "http://127.0.0.1:9/", "-n", "1", "-c", "999999", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(!out.exists(), "{:?}", std::fs::read_dir(&out).map(|d| d.count()));
+}
+
+/// A results document of another version or schema is refused by name, not misread.
+#[test]
+fn a_results_document_of_another_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crest_testkit::results::stepping_fixture();
+    let mut v = serde_json::to_value(&fixture).unwrap();
+    v["version"] = serde_json::json!(99);
+    std::fs::write(dir.path().join("results.json"), v.to_string()).unwrap();
+    let r = crest().arg("report").arg(dir.path()).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("version 99") && err.contains("reads version 1"), "{err}");
+    v["version"] = serde_json::json!(1);
+    v["schema"] = serde_json::json!("something.else");
+    std::fs::write(dir.path().join("results.json"), v.to_string()).unwrap();
+    let r = crest().arg("report").arg(dir.path()).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("something.else"));
+}

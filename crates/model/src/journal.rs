@@ -1,0 +1,355 @@
+//! The journal: the run as a stream of closed intervals, written while it runs.
+//!
+//! A run's measurements leave the engine once per interval, when every thread has closed it.
+//! Each closed interval becomes one [`IntervalRecord`]: its time-series figures and the
+//! per-step, per-name, per-outcome totals of the requests that ended in it, with encoded
+//! histograms. The journal is those records between a [`Start`] and an [`End`], one JSON
+//! object per line, appended and synced as the run goes, so a run killed at any moment keeps
+//! everything but its last seconds.
+//!
+//! The results document is what the journal adds up to: the run builds `results.json` by
+//! folding its own records with [`Fold`], and `crest report` folds a journal the same way when
+//! `results.json` is missing, so there is one way of summing a run. Live readers (progress, a
+//! dashboard, a collector merging several generators) read the same records.
+
+use crate::hist::{new_histogram, HistError};
+use crate::results::{
+    ClientStats, EndReason, Environment, ErrorClass, Interval, OpenStats, Results, RunConfig, Segment, Stat,
+    StopRecord, SCHEMA_ID, SCHEMA_VERSION,
+};
+use crate::{EncodedHistogram, Outcome};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// The value of [`Start::schema`].
+pub const JOURNAL_SCHEMA: &str = "crest.journal";
+/// The journal format's version; readers refuse another.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// One line of a journal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)]
+pub enum Entry {
+    /// The first line: what the run is.
+    Start(Start),
+    /// One closed interval.
+    Interval(IntervalRecord),
+    /// The last line, written when the run ended normally (a signal included).
+    End(End),
+}
+
+/// What is known when sending starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Start {
+    /// Always [`JOURNAL_SCHEMA`].
+    pub schema: String,
+    /// Format version; see [`JOURNAL_VERSION`].
+    pub version: u32,
+    /// The crest version writing it.
+    pub crest_version: String,
+    /// When sending started, RFC 3339 in UTC.
+    pub started_at: String,
+    /// How the run was configured (secrets redacted).
+    pub config: RunConfig,
+    /// The machine crest ran on.
+    pub environment: Option<Environment>,
+    /// Request names.
+    pub names: Vec<String>,
+    /// For each name, the name it is a part of.
+    #[serde(default)]
+    pub part_of: Vec<Option<u32>>,
+    /// The planned steps; the run may end before some of them start.
+    pub segments: Vec<Segment>,
+    /// Length of each interval in seconds.
+    pub interval_s: f64,
+    /// Open model: arrivals per second asked for.
+    pub target_rps: Option<f64>,
+    /// In a run of several parts (the probes of a capacity search, the points of a sweep), this
+    /// part's step in the joined run; the parts' journals join in file order.
+    #[serde(default)]
+    pub part: Option<Segment>,
+}
+
+/// One closed interval: its time-series figures and the totals of the requests that ended in it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalRecord {
+    /// The interval as it appears in the results document.
+    pub interval: Interval,
+    /// Requests that ended in it, per step, name and outcome.
+    pub stats: Vec<Stat>,
+    /// Responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Failures by outcome, each with the first message seen in this interval.
+    pub errors: Vec<ErrorClass>,
+    /// Open model: how late requests started, in µs.
+    pub send_lag: Option<EncodedHistogram>,
+    /// Open model: service times, in µs.
+    pub service: Option<EncodedHistogram>,
+}
+
+/// What is known only when the run ends.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct End {
+    /// Seconds from the start of sending to the end of the last measured request.
+    pub duration_s: f64,
+    /// Why the run ended.
+    pub ended_by: EndReason,
+    /// The stop condition that ended it, if one did.
+    pub stopped_by: Option<StopRecord>,
+    /// Requests cut off in flight.
+    pub abandoned: u64,
+    /// Open model: arrivals due while sending.
+    pub arrivals: Option<u64>,
+    /// What crest itself used.
+    pub client: Option<ClientStats>,
+    /// What the monitor sampled.
+    pub monitor: Option<crate::monitor::MonitorRecord>,
+}
+
+/// A journal could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Reading failed.
+    #[error("cannot read it: {0}")]
+    Io(#[from] std::io::Error),
+    /// A line other than the last is not a journal entry.
+    #[error("line {line}: {message}")]
+    Entry {
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// It does not start with a [`Start`] of a known version.
+    #[error("not a crest journal of version {JOURNAL_VERSION}: {0}")]
+    NotAJournal(String),
+    /// A histogram in it could not be decoded.
+    #[error(transparent)]
+    Histogram(#[from] HistError),
+}
+
+/// A journal as read back.
+#[derive(Clone, Debug)]
+pub struct Journal {
+    /// Its first line.
+    pub start: Start,
+    /// The closed intervals, in order.
+    pub intervals: Vec<IntervalRecord>,
+    /// Its last line, absent when the run was killed.
+    pub end: Option<End>,
+    /// True when the last line was cut off mid-write (and left out).
+    pub truncated: bool,
+}
+
+/// Reads a journal. A last line cut off by a crash is left out and noted; a bad line elsewhere
+/// is an error naming it.
+pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
+    let mut lines: Vec<String> = Vec::new();
+    for line in r.lines() {
+        lines.push(line?);
+    }
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    let mut start = None;
+    let mut intervals = Vec::new();
+    let mut end = None;
+    let mut truncated = false;
+    let n = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        let entry: Entry = match serde_json::from_str(line) {
+            Ok(e) => e,
+            // The process died while writing its last line.
+            Err(_) if i + 1 == n && i > 0 => {
+                truncated = true;
+                break;
+            }
+            Err(e) => {
+                return Err(JournalError::Entry {
+                    line: i + 1,
+                    message: e.to_string(),
+                })
+            }
+        };
+        match (entry, &start) {
+            (Entry::Start(s), None) if i == 0 => {
+                if s.schema != JOURNAL_SCHEMA || s.version != JOURNAL_VERSION {
+                    return Err(JournalError::NotAJournal(format!("{} version {}", s.schema, s.version)));
+                }
+                start = Some(s);
+            }
+            (_, None) => return Err(JournalError::NotAJournal("the first line is not its start".into())),
+            (Entry::Interval(r), Some(_)) if end.is_none() => intervals.push(r),
+            (Entry::End(e), Some(_)) if end.is_none() => end = Some(e),
+            _ => {
+                return Err(JournalError::Entry {
+                    line: i + 1,
+                    message: "out of order: a second start, or an entry after the end".into(),
+                })
+            }
+        }
+    }
+    let start = start.ok_or_else(|| JournalError::NotAJournal("it is empty".into()))?;
+    Ok(Journal {
+        start,
+        intervals,
+        end,
+        truncated,
+    })
+}
+
+/// Totals for one step, name and outcome while folding.
+#[derive(Debug)]
+struct StatSum {
+    stat: Stat,
+    latency: Histogram<u64>,
+    ttfb: Option<Histogram<u64>>,
+    connect: Option<Histogram<u64>>,
+}
+
+/// Sums interval records into a results document: the run does this live with its own
+/// records, `crest report` with a journal read back.
+#[derive(Debug, Default)]
+pub struct Fold {
+    stats: BTreeMap<(u32, u32, Outcome), StatSum>,
+    status_codes: BTreeMap<String, u64>,
+    errors: Vec<ErrorClass>,
+    send_lag: Option<Histogram<u64>>,
+    service: Option<Histogram<u64>>,
+    intervals: Vec<Interval>,
+    dropped: u64,
+}
+
+fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
+    if let Some(h) = h {
+        let h = h.decode()?;
+        crate::hist::add(into.get_or_insert_with(new_histogram), &h);
+    }
+    Ok(())
+}
+
+impl Fold {
+    /// Adds one closed interval.
+    pub fn add(&mut self, r: &IntervalRecord) -> Result<(), HistError> {
+        for s in &r.stats {
+            let sum = match self.stats.entry((s.segment, s.name, s.outcome)) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => v.insert(StatSum {
+                    stat: Stat {
+                        count: 0,
+                        bytes_sent: 0,
+                        bytes_received: 0,
+                        ..s.clone()
+                    },
+                    latency: new_histogram(),
+                    ttfb: None,
+                    connect: None,
+                }),
+            };
+            sum.stat.count += s.count;
+            sum.stat.bytes_sent += s.bytes_sent;
+            sum.stat.bytes_received += s.bytes_received;
+            crate::hist::add(&mut sum.latency, &s.latency.decode()?);
+            add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
+            add_opt(&mut sum.connect, s.connect.as_ref())?;
+        }
+        for (code, n) in &r.status_codes {
+            *self.status_codes.entry(code.clone()).or_default() += n;
+        }
+        // The run's example of a class is the first one seen: records come in time order.
+        for e in &r.errors {
+            match self.errors.iter_mut().find(|x| x.outcome == e.outcome) {
+                Some(x) => x.count += e.count,
+                None => self.errors.push(e.clone()),
+            }
+        }
+        add_opt(&mut self.send_lag, r.send_lag.as_ref())?;
+        add_opt(&mut self.service, r.service.as_ref())?;
+        self.dropped += r.interval.dropped;
+        self.intervals.push(r.interval.clone());
+        Ok(())
+    }
+
+    /// Requests folded so far (units of work and parts alike).
+    pub fn intervals(&self) -> &[Interval] {
+        &self.intervals
+    }
+
+    /// The results document. Without an [`End`] (the run was killed), the run ends with its
+    /// last interval and is marked [`EndReason::Unfinished`].
+    pub fn finish(self, start: &Start, end: Option<&End>) -> Results {
+        let duration_s = match end {
+            Some(e) => e.duration_s,
+            None => self.intervals.last().map_or(0.0, |i| i.t_s + start.interval_s),
+        };
+        let mut errors = self.errors;
+        errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.outcome.cmp(&b.outcome)));
+        let stats = self
+            .stats
+            .into_values()
+            .map(|s| Stat {
+                latency: EncodedHistogram::encode(&s.latency),
+                ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
+                connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                ..s.stat
+            })
+            .collect();
+        let open = start.target_rps.map(|target_rps| {
+            let sent: u64 = self.intervals.iter().map(|i| i.requests).sum();
+            OpenStats {
+                target_rps,
+                // Without an end, arrivals are those measured and those dropped: requests
+                // in flight at the crash are not known.
+                arrivals: end.and_then(|e| e.arrivals).unwrap_or(sent + self.dropped),
+                dropped: self.dropped,
+                send_lag: EncodedHistogram::encode(self.send_lag.as_ref().unwrap_or(&new_histogram())),
+                service: self.service.as_ref().map(EncodedHistogram::encode),
+            }
+        });
+        Results {
+            schema: SCHEMA_ID.into(),
+            version: SCHEMA_VERSION,
+            crest_version: start.crest_version.clone(),
+            started_at: start.started_at.clone(),
+            duration_s,
+            ended_by: end.map_or(EndReason::Unfinished, |e| e.ended_by),
+            stopped_by: end.and_then(|e| e.stopped_by.clone()),
+            config: start.config.clone(),
+            environment: start.environment.clone(),
+            names: start.names.clone(),
+            part_of: if start.part_of.iter().any(Option::is_some) {
+                start.part_of.clone()
+            } else {
+                Vec::new()
+            },
+            segments: crate::results::reached_segments(&start.segments, duration_s),
+            stats,
+            status_codes: self.status_codes,
+            errors,
+            abandoned: end.map_or(0, |e| e.abandoned),
+            open,
+            intervals: self.intervals,
+            find: None,
+            client: end.and_then(|e| e.client.clone()),
+            monitor: end.and_then(|e| e.monitor.clone()),
+            interval_s: start.interval_s,
+        }
+    }
+}
+
+impl Journal {
+    /// The results document this journal adds up to.
+    pub fn results(&self) -> Result<Results, HistError> {
+        let mut fold = Fold::default();
+        for r in &self.intervals {
+            fold.add(r)?;
+        }
+        Ok(fold.finish(&self.start, self.end.as_ref()))
+    }
+}
