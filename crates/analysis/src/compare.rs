@@ -31,8 +31,43 @@ pub struct Comparison {
     pub a_label: String,
     /// Label of B.
     pub b_label: String,
+    /// Why the rows may not compare like with like (runs of different shapes, a run that
+    /// completed nothing), said before the table.
+    pub notes: Vec<String>,
     /// The rows.
     pub rows: Vec<Row>,
+}
+
+/// A run's shape in words: its model and its steps' loads.
+fn shape(a: &Analysis) -> String {
+    let model = if a.summary.target_rps.is_some() {
+        "open model"
+    } else {
+        "closed model"
+    };
+    let steps: Vec<String> = a.segments.iter().map(crate::analyze::step_label).collect();
+    format!("{model}, {} step(s): {}", steps.len(), steps.join(", "))
+}
+
+/// What makes two runs' figures not comparable as they stand.
+fn notes(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (x, label) in [(a, a_label), (b, b_label)] {
+        if x.summary.requests == 0 {
+            out.push(format!("{label} completed no request: its figures are not compared."));
+        } else if x.summary.successes == 0 {
+            out.push(format!(
+                "No request of {label} succeeded: its latencies are those of its failures."
+            ));
+        }
+    }
+    let (sa, sb) = (shape(a), shape(b));
+    if sa != sb {
+        out.push(format!(
+            "The runs differ in shape ({a_label}: {sa}; {b_label}: {sb}): whole-run figures compare different loads."
+        ));
+    }
+    out
 }
 
 /// Per-second values of one latency quantile over the run's steady state, for noise estimates.
@@ -78,15 +113,19 @@ fn verdict(a: &[f64], b: &[f64]) -> String {
 /// Compares run A with run B.
 pub fn compare(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Comparison {
     let (sa, sb) = (&a.summary, &b.summary);
+    let notes = notes(a, a_label, b, b_label);
+    // A run that completed nothing has no figure to compare: its zeros are no measurement.
+    let comparable = sa.requests > 0 && sb.requests > 0;
     let mut rows = Vec::new();
     let mut row = |metric: &str, x: f64, y: f64, unit: &str, verdict: Option<String>, higher_is_better: bool| {
+        let counted = matches!(metric, "requests" | "failures");
         rows.push(Row {
             metric: metric.into(),
             a: x,
             b: y,
             unit: unit.into(),
-            change_pct: (x != 0.0).then(|| (y - x) / x * 100.0),
-            verdict,
+            change_pct: (x != 0.0 && (comparable || counted)).then(|| (y - x) / x * 100.0),
+            verdict: verdict.filter(|_| comparable),
             higher_is_better,
         });
     };
@@ -171,6 +210,7 @@ pub fn compare(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Comp
     Comparison {
         a_label: a_label.into(),
         b_label: b_label.into(),
+        notes,
         rows,
     }
 }

@@ -350,3 +350,29 @@ fn the_fixtures_add_up() {
     broken.intervals[3].failures += 1;
     assert!(crest_testkit::results::check_counts(&broken).is_err());
 }
+
+/// Runs of different shapes, or one that completed nothing, are said to differ; an empty run's
+/// zeros are not compared as a -100% change "within noise".
+#[test]
+fn a_comparison_says_when_runs_do_not_compare() {
+    let a = analyze(&stepping_fixture()).unwrap();
+    let one = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(10, 5, |_| Second::ok(100, 10.0))
+        .build();
+    let b = analyze(&one).unwrap();
+    let c = crest_analysis::compare::compare(&a, "steps", &b, "one");
+    assert!(c.notes.iter().any(|n| n.contains("differ in shape")), "{:?}", c.notes);
+    let empty = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(10, 5, |_| Second::ok(0, 0.0))
+        .build();
+    let e = analyze(&empty).unwrap();
+    let c = crest_analysis::compare::compare(&b, "one", &e, "empty");
+    assert!(
+        c.notes.iter().any(|n| n.contains("empty completed no request")),
+        "{:?}",
+        c.notes
+    );
+    let tput = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
+    assert_eq!(tput.change_pct, None);
+    assert!(c.rows.iter().all(|r| r.verdict.is_none()));
+}

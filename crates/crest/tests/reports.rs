@@ -75,3 +75,29 @@ fn report_and_compare_name_a_bad_path() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a crest results document"));
 }
+
+/// Text a server sends (here quoted by a failed check's message) never becomes markup in
+/// report.md, nor a formula or markup in failures.csv.
+#[test]
+fn server_text_is_inert_in_every_report() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server =
+            Server::start(|_, _| Reply::json(200, r#"{"state": "<script>alert(1)</script>`=cmd"}"#)).await;
+        let (_d, file) = common::scenario_file(&format!(
+            "target: http://{}\nsteps:\n  - request: {{path: /, check: {{json: {{\"$.state\": ready}}}}}}\nload: {{threads: 2, loops: 3}}\n",
+            server.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || common::run_scenario(&file, &[], &["--quiet"]))
+            .await
+            .unwrap();
+        let example = r.summary()["errors"][0]["example"].as_str().unwrap().to_string();
+        assert!(example.contains("<script>"), "the example quotes the server: {example}");
+        for f in ["report.md", "failures.csv", "report.html"] {
+            let text = std::fs::read_to_string(r.dir.path().join(f)).unwrap();
+            assert!(!text.contains("<script>alert"), "{f} carries the server's markup:\n{text}");
+        }
+        let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+        assert!(md.contains("&lt;script&gt;alert(1)"), "{md}");
+    });
+}

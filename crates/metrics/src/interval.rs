@@ -121,8 +121,10 @@ impl IntervalAcc {
             match self.errors.iter_mut().find(|(k, _, _)| *k == s.outcome) {
                 Some((_, c, _)) => *c += 1,
                 None => {
+                    // Examples quote what servers sent; a backtick in one could open a code span
+                    // in a Markdown report around text of crest's own.
                     let mut example = match detail {
-                        Some(d) => d.to_string(),
+                        Some(d) => d.to_string().replace('`', "'"),
                         None => s.outcome.describe(),
                     };
                     truncate(&mut example, MAX_EXAMPLE);

@@ -74,6 +74,132 @@ pub struct Results {
 }
 
 impl Results {
+    /// Checks what the types cannot: times are finite and not negative, intervals in order,
+    /// indices within their lists. Analysis and reports rely on it, so a document edited by
+    /// hand or by a fault is refused with the field at fault rather than misread.
+    pub fn check(&self) -> Result<(), String> {
+        let time = |v: f64, what: &str| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{what} is {v}: give a time of 0 or more seconds"))
+            }
+        };
+        time(self.duration_s, "duration_s")?;
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 3600.0) {
+            return Err(format!("interval_s is {}: give 0 to 3600 seconds", self.interval_s));
+        }
+        let mut last = -1.0;
+        for (k, i) in self.intervals.iter().enumerate() {
+            time(i.t_s, &format!("intervals[{k}].t_s"))?;
+            if i.t_s <= last {
+                return Err(format!(
+                    "intervals[{k}].t_s is {}: intervals must be in time order",
+                    i.t_s
+                ));
+            }
+            last = i.t_s;
+        }
+        for (k, g) in self.segments.iter().enumerate() {
+            time(g.start_s, &format!("segments[{k}].start_s"))?;
+            time(g.end_s, &format!("segments[{k}].end_s"))?;
+            if g.end_s < g.start_s {
+                return Err(format!("segments[{k}] ends before it starts"));
+            }
+            if let Some(rate) = g.rate {
+                time(rate, &format!("segments[{k}].rate"))?;
+            }
+        }
+        for (k, s) in self.stats.iter().enumerate() {
+            if s.segment as usize >= self.segments.len().max(1) {
+                return Err(format!(
+                    "stats[{k}].segment is {}: there are {} segments",
+                    s.segment,
+                    self.segments.len()
+                ));
+            }
+            if s.name as usize >= self.names.len() {
+                return Err(format!(
+                    "stats[{k}].name is {}: there are {} names",
+                    s.name,
+                    self.names.len()
+                ));
+            }
+        }
+        if self.part_of.len() > self.names.len()
+            || self.part_of.iter().flatten().any(|p| *p as usize >= self.names.len())
+        {
+            return Err("part_of names a name that is not in names".into());
+        }
+        // Every total crest adds up must fit in its counter.
+        let fits = |what: &str, mut v: Box<dyn Iterator<Item = u64> + '_>| {
+            v.try_fold(0u64, |a, b| a.checked_add(b))
+                .map(|_| ())
+                .ok_or_else(|| format!("{what} add up to more than a counter holds"))
+        };
+        fits("stats' counts", Box::new(self.stats.iter().map(|s| s.count)))?;
+        fits("stats' bytes sent", Box::new(self.stats.iter().map(|s| s.bytes_sent)))?;
+        fits(
+            "stats' bytes received",
+            Box::new(self.stats.iter().map(|s| s.bytes_received)),
+        )?;
+        fits(
+            "intervals' requests",
+            Box::new(self.intervals.iter().map(|i| i.requests)),
+        )?;
+        fits(
+            "intervals' failures",
+            Box::new(self.intervals.iter().map(|i| i.failures)),
+        )?;
+        fits(
+            "intervals' bytes sent",
+            Box::new(self.intervals.iter().map(|i| i.bytes_sent)),
+        )?;
+        fits(
+            "intervals' bytes received",
+            Box::new(self.intervals.iter().map(|i| i.bytes_received)),
+        )?;
+        fits("intervals' drops", Box::new(self.intervals.iter().map(|i| i.dropped)))?;
+        fits(
+            "intervals' outcomes",
+            Box::new(self.intervals.iter().flat_map(|i| i.outcomes.values().copied())),
+        )?;
+        fits("status codes", Box::new(self.status_codes.values().copied()))?;
+        fits("error classes", Box::new(self.errors.iter().map(|e| e.count)))?;
+        if let Some(o) = &self.open {
+            if o.dropped > o.arrivals {
+                return Err(format!("open: {} drops of {} arrivals", o.dropped, o.arrivals));
+            }
+        }
+        if let Some(st) = &self.stopped_by {
+            time(st.at_s, "stopped_by.at_s")?;
+        }
+        if let Some(o) = &self.open {
+            time(o.target_rps, "open.target_rps")?;
+        }
+        if let Some(f) = &self.find {
+            if f.probes.len() > self.segments.len() {
+                return Err(format!(
+                    "find has {} probes for {} segments",
+                    f.probes.len(),
+                    self.segments.len()
+                ));
+            }
+            for (k, p) in f.probes.iter().enumerate() {
+                time(p.level, &format!("find.probes[{k}].level"))?;
+            }
+        }
+        if let Some(m) = &self.monitor {
+            time(m.interval_s, "monitor.interval_s")?;
+            for s in &m.series {
+                if s.points.iter().any(|(t, v)| !t.is_finite() || !v.is_finite()) {
+                    return Err(format!("monitor series {} has a value that is not a number", s.key));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The name that `name` is a part of, if it is a sub-measure.
     pub fn parent(&self, name: u32) -> Option<u32> {
         self.part_of.get(name as usize).copied().flatten()
@@ -350,6 +476,9 @@ pub enum ParseError {
     /// It was written in another version of the format.
     #[error("it is version {0} of the results format; this crest reads version {SCHEMA_VERSION}")]
     Version(u64),
+    /// Its fields do not hold together (a time that is negative, an index past its list).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Reads a results document, refusing another schema or version before reading its fields, so
@@ -364,7 +493,9 @@ pub fn parse(text: &str) -> Result<Results, ParseError> {
         Some(n) if n == u64::from(SCHEMA_VERSION) => {}
         other => return Err(ParseError::Version(other.unwrap_or(0))),
     }
-    Ok(serde_json::from_value(v)?)
+    let r: Results = serde_json::from_value(v)?;
+    r.check().map_err(ParseError::Invalid)?;
+    Ok(r)
 }
 
 /// The steps a run of `duration_s` seconds reached, with their end times: each ends where the

@@ -143,7 +143,7 @@ pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
             f(x.duration_ms.p90),
             f(x.duration_ms.max),
             x.cluster.clone().unwrap_or_default(),
-            x.example.clone(),
+            crate::fmt::csv_text(&x.example),
         ])?;
     }
     out.flush().map_err(csv::Error::from)?;

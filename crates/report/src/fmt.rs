@@ -74,3 +74,68 @@ mod tests {
         assert_eq!(pct(0.0123), "1.23%");
     }
 }
+
+/// Text for a Markdown file, which viewers render as HTML: outside code spans, `&`, `<` and `>`
+/// become entities, so text a server sent (an error message quoting its body, say) cannot add
+/// markup or script; inside code spans it shows as written. Line breaks become spaces, so the
+/// text stays in its line or table cell.
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let parts: Vec<&str> = s.split('`').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        // A backtick with no partner opens no code span: what follows it is plain text.
+        let plain = i % 2 == 0 || i + 1 == parts.len();
+        for ch in part.chars() {
+            match ch {
+                '&' if plain => out.push_str("&amp;"),
+                '<' if plain => out.push_str("&lt;"),
+                '>' if plain => out.push_str("&gt;"),
+                c if c.is_control() => out.push(' '),
+                c => out.push(c),
+            }
+        }
+    }
+    out
+}
+
+/// Text for a CSV cell that people open in a spreadsheet: control characters become spaces,
+/// markup is escaped as in the reports, and a cell that a spreadsheet would run as a formula
+/// (`=`, `+`, `-`, `@` first) is prefixed with `'`, so text a server sent stays text.
+pub fn csv_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 1);
+    if s.starts_with(['=', '+', '-', '@']) {
+        out.push('\'');
+    }
+    for ch in s.chars() {
+        match ch {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn server_text_cannot_add_markup() {
+        assert_eq!(
+            md_text("HTTP 500: <script>alert(1)</script> & `p95 < 2ms`\r\nx"),
+            "HTTP 500: &lt;script&gt;alert(1)&lt;/script&gt; &amp; `p95 < 2ms`  x"
+        );
+        assert_eq!(
+            md_text("`x <b>"),
+            "`x &lt;b&gt;",
+            "an unpaired backtick is no code span"
+        );
+        assert_eq!(csv_text("=HYPERLINK(\"x\")<b>"), "'=HYPERLINK(\"x\")&lt;b&gt;");
+        assert_eq!(csv_text("plain"), "plain");
+    }
+}

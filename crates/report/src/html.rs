@@ -22,6 +22,7 @@ fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_filter("pct", |v: f64| fmt::pct(v));
     env.add_filter("int", |v: f64| fmt::int(v.max(0.0) as u64));
     env.add_filter("bytes", |v: f64| fmt::bytes(v.max(0.0) as u64));
+    env.add_filter("md", |v: String| fmt::md_text(&v));
     env.add_template("report.md.j2", include_str!("../templates/report.md.j2"))?;
     env.add_template("report.html.j2", include_str!("../templates/report.html.j2"))?;
     env.add_template("chart.svg.j2", include_str!("../templates/chart.svg.j2"))?;
