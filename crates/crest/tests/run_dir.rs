@@ -9,21 +9,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-fn read_metric(url: &str, name: &str) -> u64 {
-    use std::io::{Read, Write};
-    let addr = url.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
-        .unwrap()
-        .trim()
-        .parse::<f64>()
-        .unwrap() as u64
-}
-
 fn results(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
 }
@@ -46,7 +31,7 @@ fn a_killed_run_is_rebuilt_from_its_journal() {
     std::thread::sleep(Duration::from_millis(5_500));
     child.kill().unwrap();
     child.wait().unwrap();
-    let served = read_metric(&t.url, "crest_target_requests_total");
+    let served = common::target_metric(&t.url, "crest_target_requests_total");
     assert!(!out.join("results.json").exists());
 
     let r = crest().arg("report").arg(&out).output().unwrap();

@@ -11,7 +11,6 @@ mod common;
 
 use common::{run_scenario, scenario_file, target_process, Run, TargetProcess};
 use serde_json::Value;
-use std::io::{Read, Write};
 
 /// What the target counted on its own.
 #[derive(Debug, Default, PartialEq)]
@@ -26,22 +25,9 @@ struct Counted {
     timed_out: u64,
 }
 
-/// Reads the target's counters from its Prometheus endpoint with a plain HTTP/1.0 request, so
-/// the reading shares nothing with the client under test.
+/// The target's own counters.
 fn counted(t: &TargetProcess) -> Counted {
-    let addr = t.url.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: t\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
-            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
-            .trim()
-            .parse::<f64>()
-            .unwrap() as u64
-    };
+    let value = |name: &str| common::target_metric(&t.url, name);
     Counted {
         requests: value("crest_target_requests_total"),
         served: value("crest_target_served_total"),

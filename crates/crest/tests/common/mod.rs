@@ -220,6 +220,24 @@ impl Drop for TargetProcess {
     }
 }
 
+/// One counter of a `crest target` (e.g. `crest_target_requests_total`), read from its
+/// Prometheus endpoint with a plain HTTP/1.0 request, so the reading shares nothing with the
+/// client under test.
+pub fn target_metric(url: &str, name: &str) -> u64 {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: t\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
 /// Starts `crest target --listen 127.0.0.1:0 ARGS...` and reads its URL from its first line.
 pub fn target_process(args: &[&str]) -> TargetProcess {
     use std::io::{BufRead, BufReader};
