@@ -17,11 +17,16 @@ fn arrivals_leave_on_their_slot_and_service_time_is_reported() {
         assert_eq!(r.code, 0, "{}", r.stderr);
         let s = r.summary();
         assert_eq!(s["dropped"], 0);
-        // Before, arrivals waited for the timer's next millisecond tick: p50 0.7-1 ms. The bounds
-        // are loose because the machine is shared; the bench measures precisely.
-        let (lag50, lag99) = (f(&s, &["send_lag_ms", "p50"]), f(&s, &["send_lag_ms", "p99"]));
-        assert!(lag50 < 0.5, "send lag p50 {lag50} ms");
-        assert!(lag99 < 2.0, "send lag p99 {lag99} ms");
+        // Before, arrivals waited for the timer's next millisecond tick: p50 0.7-1 ms, p90 about
+        // 1.2 ms. Now both are microseconds; the p99 is not asserted, as on a shared machine it
+        // is the kernel preempting crest (bench/pacing.sh measures it).
+        let (lag50, lag90) = (f(&s, &["send_lag_ms", "p50"]), f(&s, &["send_lag_ms", "p90"]));
+        eprintln!(
+            "send lag p50 {lag50} ms, p90 {lag90} ms, p99 {} ms",
+            f(&s, &["send_lag_ms", "p99"])
+        );
+        assert!(lag50 < 0.2, "send lag p50 {lag50} ms");
+        assert!(lag90 < 0.6, "send lag p90 {lag90} ms");
         // Latency counts from the slot, service time from the actual send.
         let service = &s["service_ms"];
         assert_eq!(service["count"], s["requests"], "{service}");
@@ -36,12 +41,21 @@ fn arrivals_leave_on_their_slot_and_service_time_is_reported() {
 }
 
 #[test]
-fn a_run_that_drops_arrivals_is_flagged() {
+fn a_run_that_drops_even_a_few_arrivals_is_flagged() {
     let _serial = common::serial();
     rt().block_on(async {
-        // Two requests in flight at most, each 50 ms: 40 req/s where 100 are asked for.
-        let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(50))).await;
-        let r = run_async(&server.url("/"), &["--rate", "100", "-c", "2", "-d", "2s"]).await;
+        // At most 8 requests in flight, 1 ms apart; eight answers in a row take 10 ms, so the
+        // two or three arrivals due while all eight are out are dropped: about 0.1% of the run,
+        // which the old rule (more than 1%) let through.
+        let server = Server::start(|_, i| {
+            if (1000..1008).contains(&i) {
+                Reply::delayed(Duration::from_millis(10))
+            } else {
+                Reply::ok()
+            }
+        })
+        .await;
+        let r = run_async(&server.url("/"), &["--rate", "1000", "-c", "8", "-d", "3s"]).await;
         let s = r.summary();
         let dropped = s["dropped"].as_u64().unwrap();
         assert!(dropped > 0, "{s}");
@@ -49,7 +63,7 @@ fn a_run_that_drops_arrivals_is_flagged() {
         assert!(
             reasons
                 .iter()
-                .any(|x| x.as_str().unwrap().starts_with(&format!("{dropped} of "))),
+                .any(|x| x.as_str().unwrap().starts_with(&format!("{dropped} of 3000 arrivals"))),
             "{reasons:?}"
         );
     });
