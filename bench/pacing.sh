@@ -32,7 +32,8 @@ print(f"{'rate/s':>8} {'achieved':>9} {'dropped':>8} {'lag p50':>8} {'lag p99':>
 try:
     for rate in rates:
         out = tempfile.mkdtemp(prefix="crest-pacing-")
-        timing = os.path.join(out, "time")
+        # Beside the run directory, not in it: crest writes only into an empty one.
+        timing = out + ".time"
         p = subprocess.run(
             ["/usr/bin/time", "-f", "%U %S", "-o", timing, "taskset", "-c", GEN_CORE, crest, "run",
              f"http://127.0.0.1:{PORT}/", "--rate", str(rate), "-d", f"{secs}s", "--threads", "1",
