@@ -145,7 +145,10 @@ mod tests {
         r.open = Some(open(1000, 0, 2000));
         let l = limits(&r);
         assert_eq!(l.len(), 1, "{l:?}");
-        assert!(l[0].contains("median was 2.000 ms, 20% of the median latency (9.99"), "{l:?}");
+        assert!(
+            l[0].contains("median was 2.000 ms, 20% of the median latency (9.99"),
+            "{l:?}"
+        );
 
         r.open = Some(open(1000, 0, 900));
         assert!(limits(&r).is_empty(), "0.9 ms on 10 ms is kept: {:?}", limits(&r));
@@ -166,7 +169,10 @@ mod tests {
         r.client = Some(client(9.5));
         let l = limits(&r);
         assert_eq!(l.len(), 1, "{l:?}");
-        assert!(l[0].contains("95% of the CPU") && l[0].contains("9.50 CPU-seconds in 10.00 s"), "{l:?}");
+        assert!(
+            l[0].contains("95% of the CPU") && l[0].contains("9.50 CPU-seconds in 10.00 s"),
+            "{l:?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
 use crest_analysis::expr::Expr;
 use crest_analysis::stop::StopCondition;
+use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
@@ -146,9 +147,7 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
         bail!("--monitor-metric: give the endpoint with --monitor-prometheus URL");
     }
     for url in &args.prometheus {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            bail!("--monitor-prometheus {url:?}: not an http:// or https:// URL");
-        }
+        address::parse(url, address::HTTP).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
         plan.prometheus.push(PrometheusSpec {
             url: url.clone(),
             metrics: args.metrics.clone(),
@@ -200,14 +199,10 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
         }
         None => None,
     };
+    let parsed = address::parse(url, address::HTTP)?;
+    let path = address::path_and_query(&parsed);
+    let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
     let url = url.to_string();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        bail!(
-            "URL {:?}: it must start with http:// or https://",
-            crest_model::redact::url(&url)
-        );
-    }
-    let name = format!("{method} {}", path_of(&url));
     Ok((
         HttpRequest {
             method,
@@ -279,13 +274,6 @@ fn check_concurrency(n: u64) -> Result<()> {
         bail!("-c {n}: more than 1,000,000 connections from one process is not supported");
     }
     Ok(())
-}
-
-/// The path of a URL, without its query, for naming statistics.
-fn path_of(url: &str) -> String {
-    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
-    let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-    path.split(['?', '#']).next().unwrap_or("/").to_string()
 }
 
 #[cfg(test)]

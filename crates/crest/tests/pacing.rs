@@ -26,7 +26,10 @@ fn arrivals_leave_on_their_slot_and_service_time_is_reported() {
         let service = &s["service_ms"];
         assert_eq!(service["count"], s["requests"], "{service}");
         let (service50, latency50) = (f(&s, &["service_ms", "p50"]), f(&s, &["latency_ms", "p50"]));
-        assert!(service50 > 0.0 && service50 <= latency50, "service {service50} ms, latency {latency50} ms");
+        assert!(
+            service50 > 0.0 && service50 <= latency50,
+            "service {service50} ms, latency {latency50} ms"
+        );
         let text = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
         assert!(text.contains("Service time (from the actual send"), "{text}");
     });

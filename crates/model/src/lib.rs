@@ -6,6 +6,7 @@
 //! crate does no I/O and knows no runtime, so analysis, reports and tests can use it freely.
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod hist;
 pub mod monitor;
 pub mod outcome;

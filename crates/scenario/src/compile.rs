@@ -10,6 +10,7 @@ use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::plan::{Body, Flow, FlowPlan, OnFailure, PollStep, RequestStep, Step};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
+use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
     LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
@@ -72,6 +73,8 @@ pub(crate) struct Cx<'a> {
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
     target: Option<String>,
+    /// A `target:` was given but is not usable; paths then need no second error.
+    target_invalid: bool,
     feeders: Vec<(String, Vec<String>)>,
     has_database: bool,
     database: Option<crest_pg::PgTarget>,
@@ -91,6 +94,7 @@ impl<'a> Cx<'a> {
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
             target: None,
+            target_invalid: false,
             feeders: Vec::new(),
             has_database: false,
             database: None,
@@ -213,6 +217,9 @@ impl<'a> Cx<'a> {
             }
             (Some(p), None) => {
                 let Some(base) = self.target.clone() else {
+                    if self.target_invalid {
+                        return None;
+                    }
                     self.err(
                         p.at(),
                         "`path` needs `target:` at the top of the file",
@@ -228,15 +235,8 @@ impl<'a> Cx<'a> {
                 (self.endpoint(&base, p.at()), self.template_at(&text, p.at(), known))
             }
             (None, Some(u)) => {
-                let Some((base, rest)) = split_url(u) else {
-                    self.err(
-                        u.at(),
-                        format!("{:?} is not an absolute http:// or https:// URL", u.as_str()),
-                        None,
-                    );
-                    return None;
-                };
-                if base.contains("${") {
+                let after_scheme = u.find("://").map_or(0, |i| i + 3);
+                if u[..u[after_scheme..].find('/').map_or(u.len(), |i| after_scheme + i)].contains("${") {
                     self.err(
                         u.at(),
                         "the scheme and host of a `url` cannot be templated",
@@ -244,6 +244,13 @@ impl<'a> Cx<'a> {
                     );
                     return None;
                 }
+                let (base, rest) = match address::split_base(u) {
+                    Ok((base, rest)) => (base.to_string(), rest),
+                    Err(e) => {
+                        self.err(u.at(), e.to_string(), None);
+                        return None;
+                    }
+                };
                 (self.endpoint(&base, u.at()), self.template_at(&rest, u.at(), known))
             }
         };
@@ -1032,19 +1039,16 @@ impl<'a> Cx<'a> {
                 Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
                 _ => t.to_string(),
             };
-            match split_url(&text) {
-                Some((base, rest)) if rest == "/" || rest.is_empty() => self.target = Some(base),
-                Some(_) => self.err(
+            match address::split_base(&text) {
+                Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
+                Ok(_) => self.err(
                     t.at(),
                     "target is a base URL without a path, e.g. http://127.0.0.1:8080",
                     None,
                 ),
-                None => self.err(
-                    t.at(),
-                    format!("target {text:?} is not an http:// or https:// URL"),
-                    None,
-                ),
+                Err(e) => self.err(t.at(), format!("target: {e}"), None),
             }
+            self.target_invalid = self.target.is_none();
         }
         if let Some(db) = &s.database {
             self.has_database = true;
@@ -1316,12 +1320,8 @@ impl<'a> Cx<'a> {
             let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
                 continue;
             };
-            if split_url(&url).is_none() {
-                self.err(
-                    p.url.at(),
-                    format!("monitor: {url:?} is not an http:// or https:// URL"),
-                    None,
-                );
+            if let Err(e) = address::parse(&url, address::HTTP) {
+                self.err(p.url.at(), format!("monitor: {e}"), None);
                 continue;
             }
             let mut metrics = Vec::new();
@@ -1451,27 +1451,4 @@ fn parse_duration_str(s: &str) -> Option<Duration> {
 
 fn serde_json_path_parse(p: &str) -> Result<crest_flow::extract::JsonPath, String> {
     crest_flow::extract::JsonPath::parse(p).map_err(|e| format!("{p:?} is not a valid JSONPath: {e}"))
-}
-
-/// Splits `https://host:port/path?q` into `https://host:port` and `/path?q`.
-fn split_url(u: &str) -> Option<(String, String)> {
-    let (scheme, rest) = u.split_once("://")?;
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if host.is_empty() {
-        return None;
-    }
-    Some((
-        format!("{scheme}://{host}"),
-        if path.is_empty() {
-            "/".to_string()
-        } else {
-            path.to_string()
-        },
-    ))
 }
