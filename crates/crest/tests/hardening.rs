@@ -84,3 +84,63 @@ fn ports_out_of_range_are_refused_naming_the_url() {
         "out of range",
     );
 }
+
+/// `n` loops, one inside the other, around a request, in block style.
+fn nested_loops(n: usize) -> String {
+    let mut text = String::from("target: http://127.0.0.1:1\nload: {users: 1, duration: 1s}\nsteps:\n");
+    let mut indent = String::from("  ");
+    for _ in 0..n {
+        text += &format!("{indent}- loop:\n{indent}    times: 1\n{indent}    steps:\n");
+        indent += "      ";
+    }
+    text += &format!("{indent}- request: {{path: /}}\n");
+    text
+}
+
+#[test]
+fn deep_nesting_is_refused_with_a_location_instead_of_overflowing_the_stack() {
+    let (code, stderr) = validate(&nested_loops(32));
+    assert_eq!(code, 0, "32 nested loops are allowed: {stderr}");
+    invalid_at(&nested_loops(33), "100:197", "loops nest deeper than 32 levels");
+    // Deeper still, the YAML itself is refused before it is built.
+    let (_dir, file) = scenario_file(&nested_loops(270));
+    for cmd in ["validate", "run"] {
+        let (code, _, stderr) = crest_out(&[cmd, file.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("scenario.yaml:") && stderr.contains("nest deeper than 128 levels"),
+            "{stderr}"
+        );
+    }
+    let head = "target: http://127.0.0.1:1\nload: {users: 1, duration: 1s}\nsteps:\n  ";
+    for deep in [
+        format!("{head}{}x{}", "[".repeat(10_000), "]".repeat(10_000)),
+        format!("{head}{}x", "- ".repeat(10_000)),
+        format!("{head}- {}x", "a: ".repeat(10_000)),
+    ] {
+        let (code, stderr) = validate(&deep);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("scenario.yaml:4:"), "located: {stderr}");
+    }
+}
+
+#[test]
+fn empty_steps_and_empty_step_errors_are_located() {
+    let head = "target: http://127.0.0.1:1\nload: {users: 1, duration: 1s}\n";
+    invalid_at(&format!("{head}steps: []\n"), "3:8", "has no steps");
+    invalid_at(&format!("{head}steps: [{{}}]\n"), "3:9", "a step is exactly one of");
+    invalid_at(&format!("{head}steps:\n  - {{}}\n"), "4:5", "a step is exactly one of");
+    invalid_at(
+        &format!("{head}steps:\n  - loop: {{times: 2, steps: []}}\n"),
+        "4:5",
+        "`steps` is empty",
+    );
+}
+
+#[test]
+fn a_byte_order_mark_at_the_start_is_accepted() {
+    let (code, stderr) = validate(
+        "\u{feff}target: http://127.0.0.1:1\nload: {users: 1, duration: 1s}\nsteps:\n  - request: {path: /}\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+}

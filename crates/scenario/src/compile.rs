@@ -24,6 +24,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_IN_FLIGHT: u64 = 1000;
 const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 const DEFAULT_POLL_MAX_WAIT: Duration = Duration::from_secs(60);
+/// Deepest nesting of `loop` steps.
+pub const MAX_LOOP_DEPTH: usize = 32;
 
 /// The pieces of a compiled scenario.
 pub(crate) struct Compiled {
@@ -42,7 +44,7 @@ pub(crate) struct Compiled {
 type RawFlow<'s> = (
     String,
     u32,
-    &'s [raw::Step],
+    &'s [Sp<raw::Step>],
     Option<(usize, usize)>,
     Option<&'s Sp<String>>,
 );
@@ -75,6 +77,8 @@ pub(crate) struct Cx<'a> {
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
     target_invalid: bool,
+    /// Loops around the steps being compiled.
+    loop_depth: usize,
     feeders: Vec<(String, Vec<String>)>,
     has_database: bool,
     database: Option<crest_pg::PgTarget>,
@@ -95,6 +99,7 @@ impl<'a> Cx<'a> {
             tls: TlsOptions::default(),
             target: None,
             target_invalid: false,
+            loop_depth: 0,
             feeders: Vec::new(),
             has_database: false,
             database: None,
@@ -119,6 +124,20 @@ impl<'a> Cx<'a> {
             );
             None
         })
+    }
+
+    /// Where a mapping was written: its first key. The span of a block mapping starts after
+    /// that key, so the node tree is searched (on errors only: the search is linear).
+    fn mapping_at<T>(&self, sp: &Sp<T>) -> Option<(usize, usize)> {
+        let first_key =
+            sp.0.span()
+                .start()
+                .and_then(|m| find_node(self.root, m))
+                .and_then(|n| n.as_mapping())
+                .and_then(|m| m.keys().next())
+                .and_then(|k| k.span().start())
+                .map(|m| (m.line(), m.column()));
+        first_key.or_else(|| sp.at())
     }
 
     fn resolve(&self, file: &str) -> PathBuf {
@@ -441,7 +460,7 @@ impl<'a> Cx<'a> {
         out
     }
 
-    fn steps(&mut self, steps: &[raw::Step], known: &mut Known) -> Vec<Step> {
+    fn steps(&mut self, steps: &[Sp<raw::Step>], known: &mut Known) -> Vec<Step> {
         let mut out = Vec::new();
         for s in steps {
             let kinds = [
@@ -453,13 +472,7 @@ impl<'a> Cx<'a> {
                 s.set.is_some(),
             ];
             if kinds.iter().filter(|k| **k).count() != 1 {
-                let at = s
-                    .request
-                    .as_ref()
-                    .and_then(|r| r.at())
-                    .or_else(|| s.poll.as_ref().and_then(|p| p.at()))
-                    .or_else(|| s.sql.as_ref().and_then(|q| q.at()))
-                    .or_else(|| s.set.as_ref().and_then(|q| q.at()));
+                let at = self.mapping_at(s);
                 self.err(
                     at,
                     "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql` or `set`",
@@ -502,7 +515,23 @@ impl<'a> Cx<'a> {
                 if *l.times == 0 {
                     self.err(l.times.at(), "loop: `times` must be at least 1", None);
                 }
+                if l.steps.is_empty() {
+                    let at = self.mapping_at(s);
+                    self.err(at, "loop: `steps` is empty", None);
+                }
+                // Users run loops by recursion: the depth is bounded here, where it is located.
+                if self.loop_depth >= MAX_LOOP_DEPTH {
+                    let at = self.mapping_at(s);
+                    self.err(
+                        at,
+                        format!("loops nest deeper than {MAX_LOOP_DEPTH} levels"),
+                        Some("flatten the inner loops: `times` multiplies".into()),
+                    );
+                    continue;
+                }
+                self.loop_depth += 1;
                 let steps = self.steps(&l.steps, known);
+                self.loop_depth -= 1;
                 out.push(Step::Loop { times: *l.times, steps });
             }
         }
@@ -1125,7 +1154,7 @@ impl<'a> Cx<'a> {
                     )
                 })
                 .collect(),
-            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), None, None)],
+            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), steps.at(), None)],
             (Some(_), Some(_)) => {
                 self.err(None, "give `flows` or `steps`, not both", None);
                 Vec::new()
