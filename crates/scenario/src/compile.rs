@@ -15,6 +15,7 @@ use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec
 use crest_model::plan::{
     LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
 };
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,23 +54,32 @@ type RawFlow<'s> = (
 type RawStatement<'s> = (Option<&'s Sp<String>>, &'s Sp<String>, Option<&'s Vec<Sp<String>>>);
 
 /// Variables known at a point of a flow, for checking templates.
+/// A set, so that checking a reference costs the same with 100,000 variables as with ten.
 #[derive(Clone, Default)]
-struct Known(Vec<String>);
+struct Known(HashSet<String>);
 
 impl Known {
     fn add(&mut self, name: &str) {
-        if !self.0.iter().any(|n| n == name) {
-            self.0.push(name.to_string());
+        if !self.0.contains(name) {
+            self.0.insert(name.to_string());
         }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.0.contains(name)
     }
 }
 
 pub(crate) struct Cx<'a> {
     root: &'a marked_yaml::Node,
+    /// Nodes by where they start, built when first needed.
+    nodes: std::cell::OnceCell<HashMap<(usize, usize), &'a marked_yaml::Node>>,
     dir: PathBuf,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub problems: Vec<Problem>,
     names: Vec<String>,
+    /// Where each name is in `names`.
+    name_ids: HashMap<String, u32>,
     /// Parallel to `names`: the transaction a statement's name is part of.
     part_of: Vec<Option<u32>>,
     endpoints: Vec<(String, Endpoint)>,
@@ -90,10 +100,12 @@ impl<'a> Cx<'a> {
     pub fn new(root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Cx {
             root,
+            nodes: std::cell::OnceCell::new(),
             dir: dir.to_path_buf(),
             env,
             problems: Vec::new(),
             names: Vec::new(),
+            name_ids: HashMap::new(),
             part_of: Vec::new(),
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
@@ -126,13 +138,33 @@ impl<'a> Cx<'a> {
         })
     }
 
+    /// The value node that starts at `mark` (the first, in document order, when several do).
+    fn node_at(&self, mark: &marked_yaml::Marker) -> Option<&'a marked_yaml::Node> {
+        let index = self.nodes.get_or_init(|| {
+            let mut index = HashMap::new();
+            let mut stack = vec![self.root];
+            while let Some(node) = stack.pop() {
+                if let Some(m) = node.span().start() {
+                    index.entry((m.line(), m.column())).or_insert(node);
+                }
+                match node {
+                    marked_yaml::Node::Mapping(m) => stack.extend(m.values().rev()),
+                    marked_yaml::Node::Sequence(s) => stack.extend(s.iter().rev()),
+                    marked_yaml::Node::Scalar(_) => {}
+                }
+            }
+            index
+        });
+        index.get(&(mark.line(), mark.column())).copied()
+    }
+
     /// Where a mapping was written: its first key. The span of a block mapping starts after
-    /// that key, so the node tree is searched (on errors only: the search is linear).
+    /// that key.
     fn mapping_at<T>(&self, sp: &Sp<T>) -> Option<(usize, usize)> {
         let first_key =
             sp.0.span()
                 .start()
-                .and_then(|m| find_node(self.root, m))
+                .and_then(|m| self.node_at(m))
                 .and_then(|n| n.as_mapping())
                 .and_then(|m| m.keys().next())
                 .and_then(|k| k.span().start())
@@ -184,7 +216,7 @@ impl<'a> Cx<'a> {
                     }
                     _ => {}
                 }
-            } else if !known.0.contains(&v) {
+            } else if !known.has(&v) {
                 let hint = did_you_mean(&v, known.0.iter().map(String::as_str))
                     .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
                 self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
@@ -211,14 +243,14 @@ impl<'a> Cx<'a> {
     }
 
     fn name_id(&mut self, name: &str) -> u32 {
-        match self.names.iter().position(|n| n == name) {
-            Some(i) => i as u32,
-            None => {
-                self.names.push(name.to_string());
-                self.part_of.push(None);
-                (self.names.len() - 1) as u32
-            }
+        if let Some(&i) = self.name_ids.get(name) {
+            return i;
         }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.part_of.push(None);
+        self.name_ids.insert(name.to_string(), id);
+        id
     }
 
     fn request(&mut self, sp: &Sp<raw::Request>, known: &mut Known) -> Option<RequestStep> {
@@ -303,17 +335,13 @@ impl<'a> Cx<'a> {
         let body = if let Some(j) = &r.json {
             let at = j.at();
             // serde sees every YAML scalar as a string; the node tree knows which were quoted.
-            let typed =
-                j.0.span()
-                    .start()
-                    .and_then(|m| find_node(self.root, m))
-                    .map(yaml_to_json);
+            let typed = j.0.span().start().and_then(|m| self.node_at(m)).map(yaml_to_json);
             let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
             let mut parse = |s: &str| {
                 Template::parse(s, self.env)
                     .map_err(|e| format!("in {s:?}: {}", e.message))
                     .and_then(
-                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.0.contains(v)) {
+                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.has(v)) {
                             Some(v) => Err(format!("in {s:?}: undefined variable `{v}`")),
                             None => Ok(t),
                         },
@@ -581,7 +609,7 @@ impl<'a> Cx<'a> {
             let id = if transaction {
                 // A statement counts inside its transaction, once; its own figures are a
                 // sub-measure. A name already in use keeps the role it has.
-                let new = !self.names.contains(&sname);
+                let new = !self.name_ids.contains_key(&sname);
                 let id = self.name_id(&sname);
                 if new && id != name {
                     self.part_of[id as usize] = Some(name);
@@ -630,7 +658,7 @@ impl<'a> Cx<'a> {
         let request = self.request(&p.request, known);
         let mut until = Vec::new();
         for (var, values) in &p.until {
-            if !known.0.iter().any(|k| k == var) {
+            if !known.has(var) {
                 let hint = Some(format!("extract `{var}` in the poll's request"));
                 self.err(
                     values.at(),
@@ -1419,18 +1447,6 @@ impl crest_flow::template::Scope for NoScope {
     }
     fn rng(&self) -> &std::cell::RefCell<fastrand::Rng> {
         &self.0
-    }
-}
-
-/// The node that starts at `mark`.
-fn find_node<'n>(node: &'n marked_yaml::Node, mark: &marked_yaml::Marker) -> Option<&'n marked_yaml::Node> {
-    if node.span().start() == Some(mark) {
-        return Some(node);
-    }
-    match node {
-        marked_yaml::Node::Mapping(m) => m.values().find_map(|v| find_node(v, mark)),
-        marked_yaml::Node::Sequence(s) => s.iter().find_map(|v| find_node(v, mark)),
-        marked_yaml::Node::Scalar(_) => None,
     }
 }
 

@@ -456,3 +456,23 @@ fn issue_11_the_task_queue_example_watches_the_target_not_the_load_generator() {
         assert!(!re.is_match(other), "{p} matches {other:?}");
     }
 }
+
+#[test]
+fn issue_12_many_variables_are_checked_in_order_and_misspellings_still_get_a_hint() {
+    // Variables are kept in a set (checking was quadratic in their number): the rules stay the
+    // same, a variable is known from its definition on, and a misspelling gets the closest name.
+    let n = 3000;
+    let mut text = String::from("target: http://127.0.0.1:9\nload: {users: 1, duration: 1s}\nvariables:\n  v0: x\n");
+    for i in 1..n {
+        text += &format!("  v{i}: \"${{v{}}}-\"\n", i - 1);
+    }
+    let steps = format!("steps:\n  - request: {{path: \"/${{v{}}}\"}}\n", n - 1);
+    let s = ok(&(text.clone() + &steps));
+    assert_eq!(s.flow.variables.len(), n);
+    let e = err(&(text.clone() + "  late: \"${v3000}\"\n" + &steps));
+    let (_, msg, hint) = first(&e);
+    assert!(msg.contains("undefined variable `v3000`"), "{e}");
+    assert!(hint.is_some_and(|h| h.starts_with("did you mean `v")), "{e}");
+    let e = err(&(text + "  early: \"${later}\"\n  later: x\n" + &steps));
+    assert!(first(&e).1.contains("undefined variable `later`"), "{e}");
+}
