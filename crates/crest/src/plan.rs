@@ -6,7 +6,7 @@ use crest_analysis::expr::Expr;
 use crest_analysis::stop::StopCondition;
 use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
-use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
+use crest_model::plan::{self, HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
 
 /// Default run length when neither -n nor -d is given.
@@ -19,8 +19,8 @@ const MAX_GRACE: Duration = Duration::from_secs(5);
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let model = match args.rate {
         Some(rate) => {
-            if !(rate.is_finite() && rate > 0.0) {
-                bail!("--rate {rate}: the rate must be a number of requests per second above 0");
+            if let Some(problem) = plan::rate_problem(rate) {
+                bail!("--rate {rate}: {problem}");
             }
             let cap = args.concurrency.unwrap_or(1000);
             check_concurrency(cap)?;
@@ -191,6 +191,7 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             bail!("-H: {name:?} is not a valid header name");
         }
+        crest_http::check_header(name, value.trim()).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
         headers.push((name.to_string(), value.trim().to_string()));
     }
     let ca_pem = match &args.cacert {
@@ -199,6 +200,9 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
         }
         None => None,
     };
+    if args.connect_timeout == Some(Duration::ZERO) {
+        bail!("--connect-timeout 0s: the connect timeout must be above 0");
+    }
     let parsed = address::parse(url, address::HTTP)?;
     let path = address::path_and_query(&parsed);
     let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
@@ -270,8 +274,8 @@ fn check_concurrency(n: u64) -> Result<()> {
     if n == 0 {
         bail!("-c 0: at least one concurrent user is needed");
     }
-    if n > 1_000_000 {
-        bail!("-c {n}: more than 1,000,000 connections from one process is not supported");
+    if let Some(problem) = plan::users_problem(n) {
+        bail!("-c {n}: {problem}");
     }
     Ok(())
 }

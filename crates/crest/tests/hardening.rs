@@ -144,3 +144,105 @@ fn a_byte_order_mark_at_the_start_is_accepted() {
     );
     assert_eq!(code, 0, "{stderr}");
 }
+
+#[test]
+fn unbounded_sizes_are_refused_at_validation_with_locations() {
+    let text = r#"target: http://127.0.0.1:1
+defaults:
+  timeout: 0s
+  connect_timeout: 0s
+  headers:
+    X-A: "a\r\nInjected: 1"
+load: {rate: 1e300, duration: 0s}
+steps:
+  - request: {path: "/${random_string(99999999999)}", timeout: 100000000000d}
+  - think: 1s..100000000000d
+"#;
+    for (at, needle) in [
+        ("3:12", "timeout: \"0s\" must be above 0"),
+        ("4:20", "connect_timeout: \"0s\" must be above 0"),
+        ("6:10", "contains a line break"),
+        ("7:14", "the rate is at most 10000000/s"),
+        ("7:31", "duration: \"0s\" must be above 0"),
+        ("9:21", "the length is at most 1048576"),
+        ("9:64", "at most 365 days"),
+        ("10:12", "at most 365 days"),
+    ] {
+        invalid_at(text, at, needle);
+    }
+    let (_, stderr) = validate(text);
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("scenario.yaml:")).count(),
+        8,
+        "{stderr}"
+    );
+    let head = "target: http://127.0.0.1:1\nsteps:\n  - request: {path: /}\n";
+    invalid_at(
+        &format!("{head}load: {{users: 2000000, duration: 1s}}\n"),
+        "4:15",
+        "at most 1000000 users",
+    );
+    invalid_at(
+        &format!("{head}load:\n  rate_stages: [{{ramp_to: 1e12, over: 1s}}]\n"),
+        "5:17",
+        "the rate is at most",
+    );
+    invalid_at(
+        &format!("{head}load: {{rate: 5, duration: 1s, max_in_flight: 0}}\n"),
+        "4:46",
+        "at least 1",
+    );
+    // The largest values allowed are allowed.
+    let (code, stderr) = validate(
+        "target: http://127.0.0.1:1\nload: {rate: 10000000, duration: 365d}\nsteps:\n  - request: {path: \"/${random_string(1048576)}\"}\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn out_of_bounds_flags_are_refused_naming_the_flag() {
+    for (args, needle) in [
+        (
+            &["--rate", "1e12"][..],
+            "--rate 1000000000000: the rate is at most 10000000/s",
+        ),
+        (&["--rate", "1e300", "-d", "3s"][..], "--rate"),
+        (&["-d", "-5s"][..], "a duration cannot be negative"),
+        (&["--timeout", "-1s"][..], "a duration cannot be negative"),
+        (&["-d", "100000000000d"][..], "at most 365 days"),
+        (&["--connect-timeout", "0s"][..], "--connect-timeout 0s"),
+        (&["-H", "X-A: a\rInjected: 1"][..], "line break"),
+        (&["-H", "X-A: a\nInjected: 1"][..], "line break"),
+    ] {
+        let mut all = vec!["run", "http://127.0.0.1:1/"];
+        all.extend_from_slice(args);
+        let (code, _, stderr) = crest_out(&all);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+    }
+    let (code, _, stderr) = crest_out(&["find", "http://127.0.0.1:1/", "--open", "--max", "1e12"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--max"), "{stderr}");
+}
+
+#[test]
+fn a_schedule_far_behind_never_runs_past_its_duration() {
+    let _serial = common::serial();
+    common::rt().block_on(async {
+        let server = crest_testkit::Server::start(|_, _| crest_testkit::Reply::ok()).await;
+        // Ten million arrivals a second is far more than one process sends: every arrival is due
+        // at once. The run must still end at 2 s, and the requests started must have run.
+        let started = std::time::Instant::now();
+        let r = common::run_async(&server.url("/"), &["--rate", "10000000", "-d", "2s", "-c", "20"]).await;
+        let wall = started.elapsed().as_secs_f64();
+        let results = r.results();
+        let duration = results["duration_s"].as_f64().unwrap();
+        assert!(duration < 3.5, "ran {duration} s for -d 2s");
+        assert!(wall < 10.0, "crest took {wall} s for -d 2s");
+        let sent = r.summary()["requests"].as_u64().unwrap();
+        assert!(
+            sent > 100,
+            "the 20 requests in flight were replaced as they finished: {sent}"
+        );
+    });
+}

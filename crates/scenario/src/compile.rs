@@ -13,7 +13,7 @@ use crest_http::Endpoint;
 use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
+    self, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -128,14 +128,58 @@ impl<'a> Cx<'a> {
     }
 
     fn duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
-        parse_duration(s).or_else(|| {
+        let d = parse_duration(s).or_else(|| {
             self.err(
                 s.at(),
                 format!("{what}: {:?} is not a duration", s.as_str()),
                 Some("write e.g. 250ms, 10s, 5m".into()),
             );
             None
-        })
+        })?;
+        self.bounded(d, s.at(), what)
+    }
+
+    /// A duration that must be above zero: a run, a timeout, an interval.
+    fn positive_duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
+        let d = self.duration(s, what)?;
+        if d.is_zero() {
+            self.err(s.at(), format!("{what}: {:?} must be above 0", s.as_str()), None);
+            return None;
+        }
+        Some(d)
+    }
+
+    /// `d`, when it is within [`MAX_DURATION`].
+    fn bounded(&mut self, d: Duration, at: Option<(usize, usize)>, what: &str) -> Option<Duration> {
+        match plan::duration_problem(d) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(d),
+        }
+    }
+
+    /// `n` users, when within [`plan::MAX_USERS`].
+    fn users(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<u64> {
+        match plan::users_problem(n) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(n),
+        }
+    }
+
+    /// A rate, when within (0, [`plan::MAX_RATE`]].
+    fn rate(&mut self, r: f64, at: Option<(usize, usize)>, what: &str) -> Option<f64> {
+        match plan::rate_problem(r) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(r),
+        }
     }
 
     /// The value node that starts at `mark` (the first, in document order, when several do).
@@ -367,7 +411,7 @@ impl<'a> Cx<'a> {
         } else {
             Body::None
         };
-        let timeout = r.timeout.as_ref().and_then(|t| self.duration(t, "timeout"));
+        let timeout = r.timeout.as_ref().and_then(|t| self.positive_duration(t, "timeout"));
         let checks = r.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
         let mut extract = Vec::new();
         for (var, e) in r.extract.iter().flatten() {
@@ -410,6 +454,11 @@ impl<'a> Cx<'a> {
         for (name, v) in h.into_iter().flatten() {
             if !crest_http::is_token(name) {
                 self.err(v.at(), format!("{name:?} is not a valid header name"), None);
+                continue;
+            }
+            // A line break would end the header and start another: refused before any load.
+            if let Err(e) = crest_http::check_header(name, v) {
+                self.err(v.at(), e.to_string(), None);
                 continue;
             }
             if let Some(t) = self.template(v, known) {
@@ -674,7 +723,7 @@ impl<'a> Cx<'a> {
         let every = p
             .every
             .as_ref()
-            .map_or(Some(DEFAULT_POLL_EVERY), |e| self.duration(e, "every"));
+            .map_or(Some(DEFAULT_POLL_EVERY), |e| self.positive_duration(e, "every"));
         let max_wait = p
             .max_wait
             .as_ref()
@@ -700,7 +749,7 @@ impl<'a> Cx<'a> {
         let text = t.trim();
         let (a, b) = text.split_once("..").unwrap_or((text, text));
         match (humantime::parse_duration(a.trim()), humantime::parse_duration(b.trim())) {
-            (Ok(min), Ok(max)) if min <= max => Some((min, max)),
+            (Ok(min), Ok(max)) if min <= max => Some((min, self.bounded(max, t.at(), "think")?)),
             (Ok(_), Ok(_)) => {
                 self.err(t.at(), format!("think {text:?}: the range goes backwards"), None);
                 None
@@ -739,9 +788,13 @@ impl<'a> Cx<'a> {
             self.err(at, msg, Some("users + duration, stages, stepping, threads + loops, run_once, rate + duration, rate_stages, or spike".into()));
             return None;
         }
-        let duration = l.duration.as_ref().and_then(|d| self.duration(d, "duration"));
+        let duration = l.duration.as_ref().and_then(|d| self.positive_duration(d, "duration"));
         let ramp_up = l.ramp_up.as_ref().and_then(|d| self.duration(d, "ramp_up"));
         let cap = l.max_in_flight.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |c| **c);
+        if let Some(c) = &l.max_in_flight {
+            self.positive(**c, c.at(), "max_in_flight")?;
+            self.users(**c, c.at(), "load: max_in_flight")?;
+        }
         let mut stop = StopRule {
             requests: l.iterations.as_ref().map(|i| **i),
             duration,
@@ -752,8 +805,9 @@ impl<'a> Cx<'a> {
             users,
             rate,
         };
+        let duration_given = l.duration.is_some();
         let need_duration = |cx: &mut Self, what: &str| {
-            if duration.is_none() {
+            if !duration_given {
                 cx.err(
                     at,
                     format!("load: `{what}` needs `duration`"),
@@ -766,6 +820,7 @@ impl<'a> Cx<'a> {
                 let n = **l.users.as_ref()?;
                 need_duration(self, "users");
                 self.positive(n, l.users.as_ref()?.at(), "users")?;
+                self.users(n, l.users.as_ref()?.at(), "load: users")?;
                 duration?;
                 Some((
                     LoadModel::users(n),
@@ -776,10 +831,7 @@ impl<'a> Cx<'a> {
             "rate" => {
                 let r = **l.rate.as_ref()?;
                 need_duration(self, "rate");
-                if !(r.is_finite() && r > 0.0) {
-                    self.err(l.rate.as_ref()?.at(), "load: `rate` must be above 0", None);
-                    return None;
-                }
+                self.rate(r, l.rate.as_ref()?.at(), "load: rate")?;
                 duration?;
                 Some((
                     LoadModel::rate(r, cap),
@@ -789,6 +841,7 @@ impl<'a> Cx<'a> {
             }
             "stages" => {
                 let start = l.start_users.as_ref().map_or(0, |s| **s);
+                self.users(start, l.start_users.as_ref().and_then(|s| s.at()), "load: start_users")?;
                 let (levels, segments) = self.stages(l.stages.as_ref()?, start as f64, "users")?;
                 let stages = levels
                     .iter()
@@ -813,6 +866,11 @@ impl<'a> Cx<'a> {
             }
             "rate_stages" => {
                 let start = l.start_rate.as_ref().map_or(0.0, |s| **s);
+                if let Some(r) = &l.start_rate {
+                    if **r != 0.0 {
+                        self.rate(**r, r.at(), "load: start_rate")?;
+                    }
+                }
                 let (levels, segments) = self.stages(l.rate_stages.as_ref()?, start, "/s")?;
                 let stages = levels
                     .iter()
@@ -835,6 +893,8 @@ impl<'a> Cx<'a> {
                     self.err(s.at(), format!("stepping: every {:?} is not a duration", s.every), None);
                     None
                 })?;
+                let every = self.bounded(every, s.at(), "stepping: every")?;
+                self.users(s.max, s.at(), "stepping: max")?;
                 if s.step == 0 || s.start == 0 || s.max < s.start || every.is_zero() {
                     self.err(
                         s.at(),
@@ -893,6 +953,7 @@ impl<'a> Cx<'a> {
                     (n, 1, format!("{n} users, once"))
                 };
                 self.positive(n, at, "users")?;
+                self.users(n, at, "load")?;
                 self.positive(loops, at, "loops")?;
                 let users = match ramp_up {
                     Some(r) if !r.is_zero() => UsersProfile {
@@ -916,7 +977,7 @@ impl<'a> Cx<'a> {
                 let mut ds = Vec::new();
                 for (what, text) in times {
                     match parse_duration_str(text) {
-                        Some(d) => ds.push(d),
+                        Some(d) => ds.push(self.bounded(d, s.at(), "spike")?),
                         None => {
                             self.err(s.at(), format!("spike: {what} {text:?} is not a duration"), None);
                             return None;
@@ -927,6 +988,7 @@ impl<'a> Cx<'a> {
                 stop.duration = Some(after + lasts + then);
                 match (s.users, s.rate) {
                     (Some(base), None) => {
+                        self.users(base.max(s.to.min(u64::MAX as f64) as u64), s.at(), "spike")?;
                         let to = s.to as u64;
                         let stages = vec![
                             UsersStage {
@@ -962,6 +1024,8 @@ impl<'a> Cx<'a> {
                         ))
                     }
                     (None, Some(base)) => {
+                        self.rate(base, s.at(), "spike: rate")?;
+                        self.rate(s.to, s.at(), "spike: to")?;
                         let to = s.to;
                         let stages = vec![
                             RateStage {
@@ -1044,14 +1108,22 @@ impl<'a> Cx<'a> {
                         self.err(s.at(), format!("stage: over {over:?} is not a duration"), None);
                         return None;
                     };
-                    (d, *to, format!("ramp to {}", label(*to)))
+                    (
+                        self.bounded(d, s.at(), "stage")?,
+                        *to,
+                        format!("ramp to {}", label(*to)),
+                    )
                 }
                 (None, None, Some(hold)) => {
                     let Some(d) = parse_duration_str(hold) else {
                         self.err(s.at(), format!("stage: hold {hold:?} is not a duration"), None);
                         return None;
                     };
-                    (d, level, format!("hold {}", label(level)))
+                    (
+                        self.bounded(d, s.at(), "stage")?,
+                        level,
+                        format!("hold {}", label(level)),
+                    )
                 }
                 _ => {
                     self.err(s.at(), "a stage is `{ramp_to: N, over: 1m}` or `{hold: 5m}`", None);
@@ -1061,6 +1133,11 @@ impl<'a> Cx<'a> {
             if !(to.is_finite() && to >= 0.0) || (unit == "users" && to.fract() != 0.0) {
                 self.err(s.at(), format!("stage: ramp_to {to} is not a valid level"), None);
                 return None;
+            }
+            if unit == "users" {
+                self.users(to as u64, s.at(), "stage: ramp_to")?;
+            } else if to > 0.0 {
+                self.rate(to, s.at(), "stage: ramp_to")?;
             }
             segs.push((name, t, to));
             levels.push((d, to));
@@ -1079,10 +1156,12 @@ impl<'a> Cx<'a> {
         let d = s.defaults.as_ref();
         let timeout = d
             .and_then(|d| d.timeout.as_ref())
-            .map_or(Some(DEFAULT_TIMEOUT), |t| self.duration(t, "timeout"));
+            .map_or(Some(DEFAULT_TIMEOUT), |t| self.positive_duration(t, "timeout"));
         let connect_timeout = d
             .and_then(|d| d.connect_timeout.as_ref())
-            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| self.duration(t, "connect_timeout"));
+            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| {
+                self.positive_duration(t, "connect_timeout")
+            });
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match std::fs::read(self.resolve(ca)) {
@@ -1119,7 +1198,7 @@ impl<'a> Cx<'a> {
             let timeout = db
                 .statement_timeout
                 .as_ref()
-                .and_then(|t| self.duration(t, "statement_timeout"));
+                .and_then(|t| self.positive_duration(t, "statement_timeout"));
             if let Some(url) = url {
                 match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
                     Ok(t) => {
@@ -1258,6 +1337,10 @@ impl<'a> Cx<'a> {
             }
         }
         let (load, stop, segments) = load?;
+        if let Some(p) = stop.duration.and_then(plan::duration_problem) {
+            self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
+            return None;
+        }
         let flow = FlowPlan {
             flows,
             on_start,
