@@ -246,3 +246,57 @@ fn a_schedule_far_behind_never_runs_past_its_duration() {
         );
     });
 }
+
+#[test]
+fn a_connection_switched_by_101_is_never_reused() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _serial = common::serial();
+    common::rt().block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (connections, reused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (c, r) = (Arc::clone(&connections), Arc::clone(&reused));
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                let r = Arc::clone(&r);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut requests = 0;
+                    // Each request head ends with an empty line; answer the first with 101 and
+                    // whatever follows (a reused connection) with 200, counting it.
+                    let mut seen = Vec::new();
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        seen.extend_from_slice(&buf[..n]);
+                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            seen.drain(..end + 4);
+                            requests += 1;
+                            let reply: &[u8] = if requests == 1 {
+                                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+                            } else {
+                                r.fetch_add(1, Ordering::SeqCst);
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+                            };
+                            if s.write_all(reply).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let r = common::run_async(&format!("http://{addr}/"), &["-n", "4", "-c", "1"]).await;
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        assert_eq!(
+            reused.load(Ordering::SeqCst),
+            0,
+            "a request was sent on a switched connection"
+        );
+        assert_eq!(connections.load(Ordering::SeqCst), 4, "one connection per request");
+    });
+}
