@@ -12,6 +12,12 @@ use std::time::Duration;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// Treat headers, query parameters and NAME=value assignments whose name contains NAME as
+    /// secret too (besides token, secret, pass, key, sig, jwt, auth, session, cookie, code...):
+    /// their values are never written or shown. Repeatable.
+    #[arg(long = "redact", value_name = "NAME", global = true)]
+    pub redact: Vec<String>,
 }
 
 pub const EXIT_CODES: &str = "\

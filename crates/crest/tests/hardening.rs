@@ -300,3 +300,131 @@ fn a_connection_switched_by_101_is_never_reused() {
         assert_eq!(connections.load(Ordering::SeqCst), 4, "one connection per request");
     });
 }
+
+/// Every file under `dir`, as bytes, with its path.
+fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// None of `secrets` is in any file of `dir`, nor in `outputs`.
+fn assert_nowhere(secrets: &[&str], dir: &std::path::Path, outputs: &[&str]) {
+    let files = every_file(dir);
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with("results.json")),
+        "the run wrote its results"
+    );
+    for s in secrets {
+        for (path, bytes) in &files {
+            assert!(
+                !bytes.windows(s.len()).any(|w| w == s.as_bytes()),
+                "{s} is written in {}",
+                path.display()
+            );
+        }
+        for o in outputs {
+            assert!(!o.contains(s), "{s} is shown:\n{o}");
+        }
+    }
+}
+
+#[test]
+fn planted_secrets_are_written_nowhere() {
+    let _serial = common::serial();
+    common::rt().block_on(async {
+        let server = crest_testkit::Server::start(|_, _| crest_testkit::Reply::ok()).await;
+        let port = server.addr.port();
+        // Quick mode: secret-looking query parameters and headers, one named with --redact.
+        let url = format!(
+            "http://127.0.0.1:{port}/x?page=2&sig=SIGSECRET1&jwt=JWTSECRET1&pass=PASSSECRET1&code=CODESECRET1"
+        );
+        let r = common::run_async(
+            &url,
+            &["-n", "5", "-H", "X-JWT: XJWTSECRET1", "-H", "X-Tenant-Blob: BLOBSECRET1", "--redact", "tenant-blob"],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let secrets = ["SIGSECRET1", "JWTSECRET1", "PASSSECRET1", "CODESECRET1", "XJWTSECRET1", "BLOBSECRET1"];
+        let dir = r.dir.path().to_path_buf();
+        let report = tokio::task::spawn_blocking(move || crest_out(&["report", dir.to_str().unwrap()]))
+            .await
+            .unwrap();
+        assert_eq!(report.0, 0, "{}", report.2);
+        assert_nowhere(&secrets, r.dir.path(), &[&r.stdout, &r.stderr, &report.1, &report.2]);
+        assert!(r.results_text().contains("page=2"), "other parameters stay readable");
+
+        // A scenario: the target's password and a token from the environment.
+        let text = "target: ${env:SECRET_TARGET}\ndefaults:\n  headers:\n    X-Api: \"${env:API_TOKEN}\"\n\
+                    load: {users: 1, duration: 1s}\nsteps:\n  - request: {path: \"/items/${env:ITEM}?x=${env:QVAL}\"}\n";
+        let (_guard, file) = scenario_file(text);
+        let target = format!("http://u:ENVPASS1@127.0.0.1:{port}");
+        let env = [("SECRET_TARGET", target.as_str()), ("API_TOKEN", "ENVTOKEN1"), ("ITEM", "ENVITEM1"), ("QVAL", "ENVQVAL1")];
+        let (f, e) = (file.clone(), env.map(|(k, v)| (k.to_string(), v.to_string())));
+        let r = tokio::task::spawn_blocking(move || {
+            let refs: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            common::run_scenario(&f, &refs, &[])
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let env_secrets = ["ENVPASS1", "ENVTOKEN1", "ENVITEM1", "ENVQVAL1"];
+        let validate = |vars: &[(&str, &str)]| {
+            let mut c = crest();
+            c.arg("validate").arg(&file);
+            for (k, v) in vars {
+                c.env(k, v);
+            }
+            let out = c.output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+        };
+        let valid = validate(&env);
+        let bad_target = format!("ftp://u:ENVPASS1@127.0.0.1:{port}");
+        let mut bad = env;
+        bad[0].1 = &bad_target;
+        let invalid = validate(&bad);
+        assert!(invalid.contains("http:// or https://"), "{invalid}");
+        assert_nowhere(&env_secrets, r.dir.path(), &[&r.stdout, &r.stderr, &valid, &invalid]);
+        assert_eq!(server.received().len() as u64, 5 + r.summary()["requests"].as_u64().unwrap());
+
+        // A sweep's setup command.
+        let out = tempfile::tempdir().unwrap();
+        let args: Vec<String> = [
+            "sweep",
+            file.to_str().unwrap(),
+            "--param",
+            "n=1",
+            "--setup",
+            "PGPASSWORD=SWEEPPASS1 true",
+            "--out",
+            out.path().to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        let env: Vec<(String, String)> = bad.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let o = tokio::task::spawn_blocking(move || {
+            let mut c = crest();
+            c.args(&args).env("SECRET_TARGET", &target);
+            for (k, v) in env.iter().skip(1) {
+                c.env(k, v);
+            }
+            c.output().unwrap()
+        })
+        .await
+        .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("PGPASSWORD=<redacted> true"), "{stderr}");
+        assert_nowhere(&["SWEEPPASS1"], out.path(), &[&stdout, &stderr]);
+    });
+}

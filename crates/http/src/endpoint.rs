@@ -134,7 +134,8 @@ pub fn build_request(
     let target = if target.is_empty() { "/" } else { target };
     if target.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
         return Err(invalid(format!(
-            "the request target {target:?} contains spaces or control characters"
+            "the request target {:?} contains spaces or control characters",
+            crest_model::redact::url(target)
         )));
     }
     let has = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
