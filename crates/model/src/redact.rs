@@ -64,9 +64,11 @@ fn words(name: &str) -> impl Iterator<Item = &str> {
     let mut cuts = vec![0];
     let bytes = name.as_bytes();
     for i in 1..bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() || !bytes[i - 1].is_ascii_alphanumeric() {
-            cuts.push(i);
-        } else if bytes[i - 1].is_ascii_lowercase() && bytes[i].is_ascii_uppercase() {
+        let (a, b) = (bytes[i - 1], bytes[i]);
+        if !a.is_ascii_alphanumeric()
+            || !b.is_ascii_alphanumeric()
+            || (a.is_ascii_lowercase() && b.is_ascii_uppercase())
+        {
             cuts.push(i);
         }
     }

@@ -476,3 +476,43 @@ fn issue_12_many_variables_are_checked_in_order_and_misspellings_still_get_a_hin
     let e = err(&(text + "  early: \"${later}\"\n  later: x\n" + &steps));
     assert!(first(&e).1.contains("undefined variable `later`"), "{e}");
 }
+
+#[test]
+fn issue_12_hostile_scenarios_are_refused_without_panicking() {
+    // Pieces a hostile or careless author writes; every combination must end in a value or a
+    // located error, never a panic, an abort or an allocation of the sizes asked for.
+    let targets = [
+        "http://127.0.0.1:83999",
+        "http://127.0.0.1:-1",
+        "http:///x",
+        "http://[::1",
+        "\u{feff}",
+        "http://u:p@h:0",
+    ];
+    let loads = [
+        "{rate: 1e300, duration: 1s}",
+        "{rate: -1, duration: 99999999999999999d}",
+        "{users: 18446744073709551615, duration: 0s}",
+        "{stepping: {start: 1, step: 1, max: 18446744073709551615, every: 1s}}",
+        "{rate_stages: [{ramp_to: 1e308, over: 1s}], max_in_flight: 0}",
+        "{spike: {rate: 1, to: 1e300, after: 1s, for: 1s, then: 1s}}",
+    ];
+    let paths = [
+        "/${random_string(99999999999)}",
+        "/${random_string(-1)}",
+        "/${random_int(-9223372036854775808, 9223372036854775807)}",
+        "/${",
+        "/${env:}",
+        "/\r\n",
+    ];
+    for (i, t) in targets.iter().enumerate() {
+        for (j, l) in loads.iter().enumerate() {
+            let p = paths[(i + j) % paths.len()];
+            let text = format!(
+                "target: \"{t}\"\nload: {l}\ndefaults: {{headers: {{X-A: \"a\\r\\nb\"}}, timeout: 0s}}\nsteps:\n  - request: {{path: \"{p}\"}}\n"
+            );
+            let e = load_str("h.yaml", &text, Path::new("."), &env).unwrap_err();
+            assert!(e.problems.iter().any(|p| p.at.is_some()), "{text}\n{e}");
+        }
+    }
+}
