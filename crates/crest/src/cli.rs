@@ -12,6 +12,12 @@ use std::time::Duration;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// Treat headers, query parameters and NAME=value assignments whose name contains NAME as
+    /// secret too (besides token, secret, pass, key, sig, jwt, auth, session, cookie, code...):
+    /// their values are never written or shown. Repeatable.
+    #[arg(long = "redact", value_name = "NAME", global = true)]
+    pub redact: Vec<String>,
 }
 
 pub const EXIT_CODES: &str = "\
@@ -99,7 +105,7 @@ pub struct RunArgs {
     pub requests: Option<u64>,
 
     /// Stop after this long, e.g. 30s, 5m, 250ms [default: 10s when -n is not given]
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
 
     /// Open model: send R requests per second on a fixed schedule, whatever the latency.
@@ -192,11 +198,11 @@ pub struct RequestArgs {
     pub body_file: Option<PathBuf>,
 
     /// Limit on each request, from its start until its response is complete [default: 30s]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
 
     /// Limit on establishing a connection [default: the smaller of 10s and --timeout]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: Option<Duration>,
 
     /// Open a new connection for every request.
@@ -349,5 +355,12 @@ pub struct TargetArgs {
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))
+    if s.trim().starts_with('-') {
+        return Err("a duration cannot be negative".into());
+    }
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))?;
+    match crest_model::plan::duration_problem(d) {
+        Some(p) => Err(p),
+        None => Ok(d),
+    }
 }

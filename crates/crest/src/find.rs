@@ -56,6 +56,17 @@ pub fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[Stri
     if a.max.is_nan() || a.max < 1.0 {
         bail!("--max {}: give a level of at least 1", a.max);
     }
+    let problem = if a.open {
+        crest_model::plan::rate_problem(a.max)
+    } else {
+        crest_model::plan::users_problem(a.max.min(u64::MAX as f64) as u64)
+    };
+    if let Some(problem) = problem {
+        bail!("--max {}: {problem}", a.max);
+    }
+    if let Some(problem) = crest_model::plan::users_problem(a.concurrency) {
+        bail!("-c {}: {problem}", a.concurrency);
+    }
     search(
         subject,
         &slo,

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    crest_model::redact::also_secret(&cli.redact);
     let args: Vec<String> = std::env::args().collect();
     match dispatch(cli, &args) {
         Ok(code) => ExitCode::from(code),

@@ -4,8 +4,9 @@ use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
 use crest_analysis::expr::Expr;
 use crest_analysis::stop::StopCondition;
+use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
-use crest_model::plan::{HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
+use crest_model::plan::{self, HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
 
 /// Default run length when neither -n nor -d is given.
@@ -18,8 +19,8 @@ const MAX_GRACE: Duration = Duration::from_secs(5);
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let model = match args.rate {
         Some(rate) => {
-            if !(rate.is_finite() && rate > 0.0) {
-                bail!("--rate {rate}: the rate must be a number of requests per second above 0");
+            if let Some(problem) = plan::rate_problem(rate) {
+                bail!("--rate {rate}: {problem}");
             }
             let cap = args.concurrency.unwrap_or(1000);
             check_concurrency(cap)?;
@@ -146,9 +147,7 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
         bail!("--monitor-metric: give the endpoint with --monitor-prometheus URL");
     }
     for url in &args.prometheus {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            bail!("--monitor-prometheus {url:?}: not an http:// or https:// URL");
-        }
+        address::parse(url, address::HTTP).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
         plan.prometheus.push(PrometheusSpec {
             url: url.clone(),
             metrics: args.metrics.clone(),
@@ -192,6 +191,7 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             bail!("-H: {name:?} is not a valid header name");
         }
+        crest_http::check_header(name, value.trim()).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
         headers.push((name.to_string(), value.trim().to_string()));
     }
     let ca_pem = match &args.cacert {
@@ -200,14 +200,13 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
         }
         None => None,
     };
-    let url = url.to_string();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        bail!(
-            "URL {:?}: it must start with http:// or https://",
-            crest_model::redact::url(&url)
-        );
+    if args.connect_timeout == Some(Duration::ZERO) {
+        bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
-    let name = format!("{method} {}", path_of(&url));
+    let parsed = address::parse(url, address::HTTP)?;
+    let path = address::path_and_query(&parsed);
+    let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
+    let url = url.to_string();
     Ok((
         HttpRequest {
             method,
@@ -275,17 +274,10 @@ fn check_concurrency(n: u64) -> Result<()> {
     if n == 0 {
         bail!("-c 0: at least one concurrent user is needed");
     }
-    if n > 1_000_000 {
-        bail!("-c {n}: more than 1,000,000 connections from one process is not supported");
+    if let Some(problem) = plan::users_problem(n) {
+        bail!("-c {n}: {problem}");
     }
     Ok(())
-}
-
-/// The path of a URL, without its query, for naming statistics.
-fn path_of(url: &str) -> String {
-    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
-    let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-    path.split(['?', '#']).next().unwrap_or("/").to_string()
 }
 
 #[cfg(test)]

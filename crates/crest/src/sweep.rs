@@ -45,7 +45,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         if let Some(cmd) = &a.setup {
             let cmd = cmd.replace(&format!("{{{name}}}"), v);
             if !a.output.quiet {
-                eprintln!("setup for {name}={v}: {cmd}");
+                eprintln!("setup for {name}={v}: {}", crest_model::redact::text(&cmd));
             }
             let status = std::process::Command::new("sh")
                 .arg("-c")

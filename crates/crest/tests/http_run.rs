@@ -143,7 +143,8 @@ fn a_reset_in_the_middle_of_a_body_is_a_reset() {
             s["bytes_received"].as_u64().unwrap() >= 6 * 1000,
             "partial bodies are counted"
         );
-        assert_eq!(s["status_codes"]["200"], 6, "the head did arrive");
+        // The head arrived, but the response failed: no 200 in the status table (issue 12).
+        assert!(s["status_codes"]["200"].is_null(), "{}", s["status_codes"]);
         assert_eq!(server.received().len(), 6);
     });
 }

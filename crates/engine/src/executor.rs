@@ -452,6 +452,15 @@ async fn open<W: Workload>(
                 break;
             }
         }
+        // Far behind the schedule (a rate beyond what this thread can send) every arrival is
+        // already due and nothing here waits: the clock, not the slot, must end the run at its
+        // deadline, and a yield lets the requests already started make progress.
+        if Instant::now() >= due {
+            if stop.is_stopped(Instant::now()) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
         if Instant::now() < due {
             tokio::select! {
                 _ = pacer.until(due) => {}

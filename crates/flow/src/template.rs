@@ -73,6 +73,9 @@ pub struct TemplateError {
     pub message: String,
 }
 
+/// The longest `random_string(length)`: each rendering allocates it, for every request.
+pub const MAX_RANDOM_STRING: usize = 1 << 20;
+
 /// Names of the functions, for "did you mean" hints.
 pub const FUNCTIONS: &[&str] = &[
     "uuid",
@@ -372,9 +375,13 @@ fn parse_func(name: &str, args: &[(String, bool)]) -> Result<Func, String> {
                 return Err("random_string(length) takes one whole number".into());
             }
             let n = int(0)?;
-            usize::try_from(n)
-                .map(Func::RandomString)
-                .map_err(|_| "random_string(length) needs a length of 0 or more".into())
+            match usize::try_from(n) {
+                Ok(n) if n <= MAX_RANDOM_STRING => Ok(Func::RandomString(n)),
+                Ok(_) => Err(format!(
+                    "random_string(length): the length is at most {MAX_RANDOM_STRING} (1 MiB)"
+                )),
+                Err(_) => Err("random_string(length) needs a length of 0 or more".into()),
+            }
         }
         "base64" => match args {
             [(a, true)] => Ok(Func::Base64(Arg::Lit(a.clone()))),

@@ -55,7 +55,8 @@ pub struct Exchange {
     pub bytes_sent: u64,
     /// Bytes read.
     pub bytes_received: u64,
-    /// The status, when a response head arrived.
+    /// The status, when the whole response arrived. A head followed by a reset is no 200 in
+    /// the status table: the response failed.
     pub status: Option<u16>,
     /// How the call ended; an HTTP status of 400 or more is `Outcome::Status`.
     pub outcome: Outcome,
@@ -120,6 +121,7 @@ impl Endpoint {
             }
         };
         let ended = Instant::now();
+        let complete = result.is_ok();
         let (outcome, error) = match result {
             Ok(status) => {
                 if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
@@ -147,7 +149,7 @@ impl Endpoint {
             first_byte: p.first_byte,
             bytes_sent: p.written,
             bytes_received: p.read,
-            status: p.status,
+            status: p.status.filter(|_| complete),
             outcome,
             error,
         }

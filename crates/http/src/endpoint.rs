@@ -5,9 +5,9 @@ use crate::h1;
 use crate::io::Stream;
 use crate::tls;
 use crate::Failure;
+use crest_model::address;
 use crest_model::plan::TlsOptions;
 use crest_model::Outcome;
-use http::Uri;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -43,19 +43,10 @@ impl fmt::Debug for Endpoint {
 impl Endpoint {
     /// Parses an absolute URL into its endpoint and its path with query (`/a?b=c`).
     pub fn parse(url: &str, tls: &TlsOptions) -> Result<(Endpoint, String), InvalidRequest> {
-        let uri: Uri = url.parse().map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            None => return Err(invalid("the URL needs a scheme: http:// or https://")),
-            Some(other) => {
-                return Err(invalid(format!(
-                    "the URL scheme {other:?} is not supported; use http or https"
-                )))
-            }
-        };
-        let host = uri.host().ok_or_else(|| invalid("the URL has no host"))?.to_string();
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let url = address::parse(url, address::HTTP).map_err(|e| invalid(e.to_string()))?;
+        let https = url.scheme() == "https";
+        let host = url.host_str().unwrap_or_default().to_string();
+        let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
         let bare_host = host.trim_start_matches('[').trim_end_matches(']').to_string();
         let addrs: Vec<SocketAddr> = (bare_host.as_str(), port)
             .to_socket_addrs()
@@ -64,8 +55,7 @@ impl Endpoint {
         if addrs.is_empty() {
             return Err(invalid(format!("host {host:?} resolved to no address")));
         }
-        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
-        let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a).to_string();
+        let authority = address::authority(&url);
         let tls = if https {
             let config = tls::client_config(tls).map_err(invalid)?;
             let server_name = rustls::pki_types::ServerName::try_from(bare_host.clone())
@@ -74,10 +64,7 @@ impl Endpoint {
         } else {
             None
         };
-        let path = match uri.path_and_query().map(|p| p.as_str()) {
-            None | Some("") => "/".to_string(),
-            Some(p) => p.to_string(),
-        };
+        let path = address::path_and_query(&url).to_string();
         Ok((Endpoint { addrs, tls, authority }, path))
     }
 
@@ -147,7 +134,8 @@ pub fn build_request(
     let target = if target.is_empty() { "/" } else { target };
     if target.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
         return Err(invalid(format!(
-            "the request target {target:?} contains spaces or control characters"
+            "the request target {:?} contains spaces or control characters",
+            crest_model::redact::url(target)
         )));
     }
     let has = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));

@@ -149,7 +149,8 @@ impl Conn {
                 *k = Response::default();
             }
             let head = self.read_head(head_request, p, keep.as_deref_mut()).await?;
-            if head.close {
+            // After 101 Switching Protocols the connection speaks another protocol: never reused.
+            if head.close || head.status == 101 {
                 self.reusable = false;
             }
             // Interim responses (100 Continue, 103 Early Hints) precede the real one.

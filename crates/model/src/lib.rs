@@ -7,6 +7,7 @@
 //! no runtime, so analysis, reports and tests can use it freely.
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod hist;
 pub mod journal;
 pub mod monitor;

@@ -5,6 +5,38 @@
 
 use std::time::Duration;
 
+/// The highest arrival rate a plan may ask for, per second. One process sends at most a few
+/// hundred thousand requests a second; far beyond that a rate is a typo, and `1e300` overflowed
+/// the schedule's arithmetic.
+pub const MAX_RATE: f64 = 10_000_000.0;
+/// The most users (or requests in flight) a plan may ask for: each holds a connection.
+pub const MAX_USERS: u64 = 1_000_000;
+/// The longest duration a plan may give (a run, a stage, a timeout): a year. Longer ones are
+/// typos, and would overflow the clock's arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Why a rate, a number of users or a duration is outside the bounds above; `None` when it is
+/// usable.
+pub fn rate_problem(rate: f64) -> Option<String> {
+    if !(rate.is_finite() && rate > 0.0) {
+        Some("the rate must be a number of requests per second above 0".into())
+    } else if rate > MAX_RATE {
+        Some(format!("the rate is at most {MAX_RATE:.0}/s"))
+    } else {
+        None
+    }
+}
+
+/// See [`rate_problem`].
+pub fn users_problem(users: u64) -> Option<String> {
+    (users > MAX_USERS).then(|| format!("at most {MAX_USERS} users (connections) from one process"))
+}
+
+/// See [`rate_problem`].
+pub fn duration_problem(d: Duration) -> Option<String> {
+    (d > MAX_DURATION).then(|| "a duration is at most 365 days".to_string())
+}
+
 /// A validated run, ready for the engine.
 #[derive(Clone, Debug)]
 pub struct Plan {

@@ -7,24 +7,76 @@
 /// What a secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
 
-const SECRET_WORDS: &[&str] = &[
+/// Parts of names that mark a header, query parameter or environment assignment as secret,
+/// matched anywhere in the name, ignoring case (`X-API-Key`, `access_token`, `PGPASSWORD`,
+/// `X-Amz-Signature`, `sig`, `X-JWT`). Documented in README.md and docs/scenario.md.
+pub const SECRET_WORDS: &[&str] = &[
     "auth",
     "token",
     "secret",
-    "password",
-    "passwd",
+    "pass",
     "pwd",
     "cookie",
     "session",
     "key",
-    "signature",
+    "sig",
+    "jwt",
     "credential",
+    "private",
+    "bearer",
 ];
+
+/// Words that mark a name as secret only as a whole word of it (`code`, `auth_code`,
+/// `otpCode`): as parts they are too common (`zipcode`, `encode`).
+pub const SECRET_WORDS_WHOLE: &[&str] = &["code", "otp", "pin", "nonce", "salt"];
+
+/// Names added with `--redact NAME`, for the whole process.
+static EXTRA: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Treats names containing any of `names` (ignoring case) as secret too, from now on, in
+/// everything this process shows or writes (`--redact NAME`).
+pub fn also_secret<S: AsRef<str>>(names: &[S]) {
+    let mut extra = EXTRA.write().unwrap_or_else(|e| e.into_inner());
+    extra.extend(
+        names
+            .iter()
+            .map(|n| n.as_ref().trim().to_ascii_lowercase())
+            .filter(|n| !n.is_empty()),
+    );
+}
 
 /// True when a header or parameter with this name may carry a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    SECRET_WORDS.iter().any(|w| lower.contains(w))
+    if SECRET_WORDS.iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    if words(name).any(|w| SECRET_WORDS_WHOLE.iter().any(|s| w.eq_ignore_ascii_case(s))) {
+        return true;
+    }
+    let extra = EXTRA.read().unwrap_or_else(|e| e.into_inner());
+    extra.iter().any(|w| lower.contains(w.as_str()))
+}
+
+/// The words of a name: split at anything not a letter or digit, and where a lower-case
+/// letter meets an upper-case one (`otpCode`).
+fn words(name: &str) -> impl Iterator<Item = &str> {
+    let mut cuts = vec![0];
+    let bytes = name.as_bytes();
+    for i in 1..bytes.len() {
+        let (a, b) = (bytes[i - 1], bytes[i]);
+        if !a.is_ascii_alphanumeric()
+            || !b.is_ascii_alphanumeric()
+            || (a.is_ascii_lowercase() && b.is_ascii_uppercase())
+        {
+            cuts.push(i);
+        }
+    }
+    cuts.push(bytes.len());
+    let cuts: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    cuts.into_iter()
+        .map(move |(a, b)| name[a..b].trim_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|w| !w.is_empty())
 }
 
 /// A header value as it may be shown. For `Authorization`, the scheme is kept (`Bearer <redacted>`)
@@ -117,13 +169,67 @@ pub fn command_line(args: &[String]) -> Vec<String> {
             out.push(format!("--header={}", header_arg(h)));
         } else if let Some(h) = arg.strip_prefix("-H").filter(|h| h.contains(':')) {
             out.push(format!("-H{}", header_arg(h)));
-        } else if arg.contains("://") {
-            out.push(url(arg));
         } else {
-            out.push(arg.clone());
+            out.push(text(arg));
         }
     }
     out
+}
+
+/// Free text as it may be shown, such as a shell command (`crest sweep --setup`): the value of
+/// every `NAME=value` whose name looks secret (`PGPASSWORD=x`, `--api-key=x`), and the password
+/// and secret parameters of every URL in it, are replaced. Quotes around a value are kept.
+pub fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while !rest.is_empty() {
+        // One word at a time, separated by whitespace and shell punctuation.
+        let start = rest.find(|c: char| !is_separator(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        if rest.is_empty() {
+            break;
+        }
+        let end = word_end(rest);
+        let word = &rest[..end];
+        match word.split_once('=') {
+            Some((name, value)) if is_secret_name(name.trim_start_matches('-')) && !value.is_empty() => {
+                out.push_str(name);
+                out.push('=');
+                match value.chars().next() {
+                    Some(q @ ('\'' | '"')) if value.len() > 1 && value.ends_with(q) => {
+                        out.push(q);
+                        out.push_str(REDACTED);
+                        out.push(q);
+                    }
+                    _ => out.push_str(REDACTED),
+                }
+            }
+            _ if word.contains("://") => out.push_str(&url(word)),
+            _ => out.push_str(word),
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`')
+}
+
+/// Where the word at the start of `s` ends; quoted parts (`A='x y'`) belong to it.
+fn word_end(s: &str) -> usize {
+    let mut quote = None;
+    for (i, c) in s.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if is_separator(c) => return i,
+            None => {}
+        }
+    }
+    s.len()
 }
 
 fn header_arg(h: &str) -> String {
@@ -152,6 +258,41 @@ mod tests {
             "https://bob:<redacted>@example.test/a?x=1&api_key=<redacted>#f"
         );
         assert_eq!(url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn secret_names_are_broad() {
+        for name in [
+            "sig",
+            "X-Amz-Signature",
+            "jwt",
+            "X-JWT",
+            "pass",
+            "PGPASSWORD",
+            "code",
+            "auth_code",
+            "otpCode",
+            "api_key",
+            "X-Session-Id",
+            "client_secret",
+            "Private-Token",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["Accept", "zipcode", "page", "limit", "X-Request-Id", "user", "entities"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn shell_commands_lose_secret_assignments_and_url_passwords() {
+        let cmd = "PGPASSWORD=SWEEPPASS1 psql 'postgres://u:pw1@h/db' -c \"x\"; export API_TOKEN='a b'; ENTITIES={n} ./load --api-key=k1";
+        let shown = text(cmd);
+        for secret in ["SWEEPPASS1", "pw1", "a b", "k1"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("ENTITIES={n} ./load"), "{shown}");
+        assert!(shown.starts_with("PGPASSWORD=<redacted> psql"), "{shown}");
     }
 
     #[test]

@@ -306,9 +306,10 @@ impl Sampler {
 }
 
 fn authority(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host = rest.split(['/', '?']).next().unwrap_or(rest);
-    host.rsplit_once('@').map_or(host, |(_, h)| h).to_string()
+    let schemes = [crest_model::address::HTTP, crest_model::address::POSTGRES].concat();
+    crest_model::address::parse(url, &schemes)
+        .map(|u| crest_model::address::authority(&u))
+        .unwrap_or_default()
 }
 
 /// A running monitor.

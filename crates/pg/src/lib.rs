@@ -42,6 +42,10 @@ impl PgTarget {
         password: Option<&str>,
         statement_timeout: Option<Duration>,
     ) -> Result<Self, InvalidTarget> {
+        if url.contains("://") {
+            crest_model::address::parse(url, crest_model::address::POSTGRES)
+                .map_err(|e| InvalidTarget(e.to_string()))?;
+        }
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| InvalidTarget(format!("the database URL is not valid: {e}")))?;

@@ -10,10 +10,12 @@ use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::plan::{Body, Flow, FlowPlan, OnFailure, PollStep, RequestStep, Step};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
+use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
+    self, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
 };
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_IN_FLIGHT: u64 = 1000;
 const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 const DEFAULT_POLL_MAX_WAIT: Duration = Duration::from_secs(60);
+/// Deepest nesting of `loop` steps.
+pub const MAX_LOOP_DEPTH: usize = 32;
 
 /// The pieces of a compiled scenario.
 pub(crate) struct Compiled {
@@ -41,7 +45,7 @@ pub(crate) struct Compiled {
 type RawFlow<'s> = (
     String,
     u32,
-    &'s [raw::Step],
+    &'s [Sp<raw::Step>],
     Option<(usize, usize)>,
     Option<&'s Sp<String>>,
 );
@@ -50,28 +54,41 @@ type RawFlow<'s> = (
 type RawStatement<'s> = (Option<&'s Sp<String>>, &'s Sp<String>, Option<&'s Vec<Sp<String>>>);
 
 /// Variables known at a point of a flow, for checking templates.
+/// A set, so that checking a reference costs the same with 100,000 variables as with ten.
 #[derive(Clone, Default)]
-struct Known(Vec<String>);
+struct Known(HashSet<String>);
 
 impl Known {
     fn add(&mut self, name: &str) {
-        if !self.0.iter().any(|n| n == name) {
-            self.0.push(name.to_string());
+        if !self.0.contains(name) {
+            self.0.insert(name.to_string());
         }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.0.contains(name)
     }
 }
 
 pub(crate) struct Cx<'a> {
     root: &'a marked_yaml::Node,
+    /// Nodes by where they start, built when first needed.
+    nodes: std::cell::OnceCell<HashMap<(usize, usize), &'a marked_yaml::Node>>,
     dir: PathBuf,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub problems: Vec<Problem>,
     names: Vec<String>,
+    /// Where each name is in `names`.
+    name_ids: HashMap<String, u32>,
     /// Parallel to `names`: the transaction a statement's name is part of.
     part_of: Vec<Option<u32>>,
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
     target: Option<String>,
+    /// A `target:` was given but is not usable; paths then need no second error.
+    target_invalid: bool,
+    /// Loops around the steps being compiled.
+    loop_depth: usize,
     feeders: Vec<(String, Vec<String>)>,
     has_database: bool,
     database: Option<crest_pg::PgTarget>,
@@ -83,14 +100,18 @@ impl<'a> Cx<'a> {
     pub fn new(root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Cx {
             root,
+            nodes: std::cell::OnceCell::new(),
             dir: dir.to_path_buf(),
             env,
             problems: Vec::new(),
             names: Vec::new(),
+            name_ids: HashMap::new(),
             part_of: Vec::new(),
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
             target: None,
+            target_invalid: false,
+            loop_depth: 0,
             feeders: Vec::new(),
             has_database: false,
             database: None,
@@ -107,14 +128,92 @@ impl<'a> Cx<'a> {
     }
 
     fn duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
-        parse_duration(s).or_else(|| {
+        let d = parse_duration(s).or_else(|| {
             self.err(
                 s.at(),
                 format!("{what}: {:?} is not a duration", s.as_str()),
                 Some("write e.g. 250ms, 10s, 5m".into()),
             );
             None
-        })
+        })?;
+        self.bounded(d, s.at(), what)
+    }
+
+    /// A duration that must be above zero: a run, a timeout, an interval.
+    fn positive_duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
+        let d = self.duration(s, what)?;
+        if d.is_zero() {
+            self.err(s.at(), format!("{what}: {:?} must be above 0", s.as_str()), None);
+            return None;
+        }
+        Some(d)
+    }
+
+    /// `d`, when it is within [`MAX_DURATION`].
+    fn bounded(&mut self, d: Duration, at: Option<(usize, usize)>, what: &str) -> Option<Duration> {
+        match plan::duration_problem(d) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(d),
+        }
+    }
+
+    /// `n` users, when within [`plan::MAX_USERS`].
+    fn users(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<u64> {
+        match plan::users_problem(n) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(n),
+        }
+    }
+
+    /// A rate, when within (0, [`plan::MAX_RATE`]].
+    fn rate(&mut self, r: f64, at: Option<(usize, usize)>, what: &str) -> Option<f64> {
+        match plan::rate_problem(r) {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(r),
+        }
+    }
+
+    /// The value node that starts at `mark` (the first, in document order, when several do).
+    fn node_at(&self, mark: &marked_yaml::Marker) -> Option<&'a marked_yaml::Node> {
+        let index = self.nodes.get_or_init(|| {
+            let mut index = HashMap::new();
+            let mut stack = vec![self.root];
+            while let Some(node) = stack.pop() {
+                if let Some(m) = node.span().start() {
+                    index.entry((m.line(), m.column())).or_insert(node);
+                }
+                match node {
+                    marked_yaml::Node::Mapping(m) => stack.extend(m.values().rev()),
+                    marked_yaml::Node::Sequence(s) => stack.extend(s.iter().rev()),
+                    marked_yaml::Node::Scalar(_) => {}
+                }
+            }
+            index
+        });
+        index.get(&(mark.line(), mark.column())).copied()
+    }
+
+    /// Where a mapping was written: its first key. The span of a block mapping starts after
+    /// that key.
+    fn mapping_at<T>(&self, sp: &Sp<T>) -> Option<(usize, usize)> {
+        let first_key =
+            sp.0.span()
+                .start()
+                .and_then(|m| self.node_at(m))
+                .and_then(|n| n.as_mapping())
+                .and_then(|m| m.keys().next())
+                .and_then(|k| k.span().start())
+                .map(|m| (m.line(), m.column()));
+        first_key.or_else(|| sp.at())
     }
 
     fn resolve(&self, file: &str) -> PathBuf {
@@ -161,7 +260,7 @@ impl<'a> Cx<'a> {
                     }
                     _ => {}
                 }
-            } else if !known.0.contains(&v) {
+            } else if !known.has(&v) {
                 let hint = did_you_mean(&v, known.0.iter().map(String::as_str))
                     .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
                 self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
@@ -188,14 +287,14 @@ impl<'a> Cx<'a> {
     }
 
     fn name_id(&mut self, name: &str) -> u32 {
-        match self.names.iter().position(|n| n == name) {
-            Some(i) => i as u32,
-            None => {
-                self.names.push(name.to_string());
-                self.part_of.push(None);
-                (self.names.len() - 1) as u32
-            }
+        if let Some(&i) = self.name_ids.get(name) {
+            return i;
         }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.part_of.push(None);
+        self.name_ids.insert(name.to_string(), id);
+        id
     }
 
     fn request(&mut self, sp: &Sp<raw::Request>, known: &mut Known) -> Option<RequestStep> {
@@ -213,6 +312,9 @@ impl<'a> Cx<'a> {
             }
             (Some(p), None) => {
                 let Some(base) = self.target.clone() else {
+                    if self.target_invalid {
+                        return None;
+                    }
                     self.err(
                         p.at(),
                         "`path` needs `target:` at the top of the file",
@@ -228,15 +330,8 @@ impl<'a> Cx<'a> {
                 (self.endpoint(&base, p.at()), self.template_at(&text, p.at(), known))
             }
             (None, Some(u)) => {
-                let Some((base, rest)) = split_url(u) else {
-                    self.err(
-                        u.at(),
-                        format!("{:?} is not an absolute http:// or https:// URL", u.as_str()),
-                        None,
-                    );
-                    return None;
-                };
-                if base.contains("${") {
+                let after_scheme = u.find("://").map_or(0, |i| i + 3);
+                if u[..u[after_scheme..].find('/').map_or(u.len(), |i| after_scheme + i)].contains("${") {
                     self.err(
                         u.at(),
                         "the scheme and host of a `url` cannot be templated",
@@ -244,6 +339,13 @@ impl<'a> Cx<'a> {
                     );
                     return None;
                 }
+                let (base, rest) = match address::split_base(u) {
+                    Ok((base, rest)) => (base.to_string(), rest),
+                    Err(e) => {
+                        self.err(u.at(), e.to_string(), None);
+                        return None;
+                    }
+                };
                 (self.endpoint(&base, u.at()), self.template_at(&rest, u.at(), known))
             }
         };
@@ -277,17 +379,13 @@ impl<'a> Cx<'a> {
         let body = if let Some(j) = &r.json {
             let at = j.at();
             // serde sees every YAML scalar as a string; the node tree knows which were quoted.
-            let typed =
-                j.0.span()
-                    .start()
-                    .and_then(|m| find_node(self.root, m))
-                    .map(yaml_to_json);
+            let typed = j.0.span().start().and_then(|m| self.node_at(m)).map(yaml_to_json);
             let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
             let mut parse = |s: &str| {
                 Template::parse(s, self.env)
                     .map_err(|e| format!("in {s:?}: {}", e.message))
                     .and_then(
-                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.0.contains(v)) {
+                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.has(v)) {
                             Some(v) => Err(format!("in {s:?}: undefined variable `{v}`")),
                             None => Ok(t),
                         },
@@ -313,7 +411,7 @@ impl<'a> Cx<'a> {
         } else {
             Body::None
         };
-        let timeout = r.timeout.as_ref().and_then(|t| self.duration(t, "timeout"));
+        let timeout = r.timeout.as_ref().and_then(|t| self.positive_duration(t, "timeout"));
         let checks = r.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
         let mut extract = Vec::new();
         for (var, e) in r.extract.iter().flatten() {
@@ -356,6 +454,11 @@ impl<'a> Cx<'a> {
         for (name, v) in h.into_iter().flatten() {
             if !crest_http::is_token(name) {
                 self.err(v.at(), format!("{name:?} is not a valid header name"), None);
+                continue;
+            }
+            // A line break would end the header and start another: refused before any load.
+            if let Err(e) = crest_http::check_header(name, v) {
+                self.err(v.at(), e.to_string(), None);
                 continue;
             }
             if let Some(t) = self.template(v, known) {
@@ -434,7 +537,7 @@ impl<'a> Cx<'a> {
         out
     }
 
-    fn steps(&mut self, steps: &[raw::Step], known: &mut Known) -> Vec<Step> {
+    fn steps(&mut self, steps: &[Sp<raw::Step>], known: &mut Known) -> Vec<Step> {
         let mut out = Vec::new();
         for s in steps {
             let kinds = [
@@ -446,13 +549,7 @@ impl<'a> Cx<'a> {
                 s.set.is_some(),
             ];
             if kinds.iter().filter(|k| **k).count() != 1 {
-                let at = s
-                    .request
-                    .as_ref()
-                    .and_then(|r| r.at())
-                    .or_else(|| s.poll.as_ref().and_then(|p| p.at()))
-                    .or_else(|| s.sql.as_ref().and_then(|q| q.at()))
-                    .or_else(|| s.set.as_ref().and_then(|q| q.at()));
+                let at = self.mapping_at(s);
                 self.err(
                     at,
                     "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql` or `set`",
@@ -495,7 +592,23 @@ impl<'a> Cx<'a> {
                 if *l.times == 0 {
                     self.err(l.times.at(), "loop: `times` must be at least 1", None);
                 }
+                if l.steps.is_empty() {
+                    let at = self.mapping_at(s);
+                    self.err(at, "loop: `steps` is empty", None);
+                }
+                // Users run loops by recursion: the depth is bounded here, where it is located.
+                if self.loop_depth >= MAX_LOOP_DEPTH {
+                    let at = self.mapping_at(s);
+                    self.err(
+                        at,
+                        format!("loops nest deeper than {MAX_LOOP_DEPTH} levels"),
+                        Some("flatten the inner loops: `times` multiplies".into()),
+                    );
+                    continue;
+                }
+                self.loop_depth += 1;
                 let steps = self.steps(&l.steps, known);
+                self.loop_depth -= 1;
                 out.push(Step::Loop { times: *l.times, steps });
             }
         }
@@ -545,7 +658,7 @@ impl<'a> Cx<'a> {
             let id = if transaction {
                 // A statement counts inside its transaction, once; its own figures are a
                 // sub-measure. A name already in use keeps the role it has.
-                let new = !self.names.contains(&sname);
+                let new = !self.name_ids.contains_key(&sname);
                 let id = self.name_id(&sname);
                 if new && id != name {
                     self.part_of[id as usize] = Some(name);
@@ -594,7 +707,7 @@ impl<'a> Cx<'a> {
         let request = self.request(&p.request, known);
         let mut until = Vec::new();
         for (var, values) in &p.until {
-            if !known.0.iter().any(|k| k == var) {
+            if !known.has(var) {
                 let hint = Some(format!("extract `{var}` in the poll's request"));
                 self.err(
                     values.at(),
@@ -610,7 +723,7 @@ impl<'a> Cx<'a> {
         let every = p
             .every
             .as_ref()
-            .map_or(Some(DEFAULT_POLL_EVERY), |e| self.duration(e, "every"));
+            .map_or(Some(DEFAULT_POLL_EVERY), |e| self.positive_duration(e, "every"));
         let max_wait = p
             .max_wait
             .as_ref()
@@ -636,7 +749,7 @@ impl<'a> Cx<'a> {
         let text = t.trim();
         let (a, b) = text.split_once("..").unwrap_or((text, text));
         match (humantime::parse_duration(a.trim()), humantime::parse_duration(b.trim())) {
-            (Ok(min), Ok(max)) if min <= max => Some((min, max)),
+            (Ok(min), Ok(max)) if min <= max => Some((min, self.bounded(max, t.at(), "think")?)),
             (Ok(_), Ok(_)) => {
                 self.err(t.at(), format!("think {text:?}: the range goes backwards"), None);
                 None
@@ -675,9 +788,13 @@ impl<'a> Cx<'a> {
             self.err(at, msg, Some("users + duration, stages, stepping, threads + loops, run_once, rate + duration, rate_stages, or spike".into()));
             return None;
         }
-        let duration = l.duration.as_ref().and_then(|d| self.duration(d, "duration"));
+        let duration = l.duration.as_ref().and_then(|d| self.positive_duration(d, "duration"));
         let ramp_up = l.ramp_up.as_ref().and_then(|d| self.duration(d, "ramp_up"));
         let cap = l.max_in_flight.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |c| **c);
+        if let Some(c) = &l.max_in_flight {
+            self.positive(**c, c.at(), "max_in_flight")?;
+            self.users(**c, c.at(), "load: max_in_flight")?;
+        }
         let mut stop = StopRule {
             requests: l.iterations.as_ref().map(|i| **i),
             duration,
@@ -688,8 +805,9 @@ impl<'a> Cx<'a> {
             users,
             rate,
         };
+        let duration_given = l.duration.is_some();
         let need_duration = |cx: &mut Self, what: &str| {
-            if duration.is_none() {
+            if !duration_given {
                 cx.err(
                     at,
                     format!("load: `{what}` needs `duration`"),
@@ -702,6 +820,7 @@ impl<'a> Cx<'a> {
                 let n = **l.users.as_ref()?;
                 need_duration(self, "users");
                 self.positive(n, l.users.as_ref()?.at(), "users")?;
+                self.users(n, l.users.as_ref()?.at(), "load: users")?;
                 duration?;
                 Some((
                     LoadModel::users(n),
@@ -712,10 +831,7 @@ impl<'a> Cx<'a> {
             "rate" => {
                 let r = **l.rate.as_ref()?;
                 need_duration(self, "rate");
-                if !(r.is_finite() && r > 0.0) {
-                    self.err(l.rate.as_ref()?.at(), "load: `rate` must be above 0", None);
-                    return None;
-                }
+                self.rate(r, l.rate.as_ref()?.at(), "load: rate")?;
                 duration?;
                 Some((
                     LoadModel::rate(r, cap),
@@ -725,6 +841,7 @@ impl<'a> Cx<'a> {
             }
             "stages" => {
                 let start = l.start_users.as_ref().map_or(0, |s| **s);
+                self.users(start, l.start_users.as_ref().and_then(|s| s.at()), "load: start_users")?;
                 let (levels, segments) = self.stages(l.stages.as_ref()?, start as f64, "users")?;
                 let stages = levels
                     .iter()
@@ -749,6 +866,11 @@ impl<'a> Cx<'a> {
             }
             "rate_stages" => {
                 let start = l.start_rate.as_ref().map_or(0.0, |s| **s);
+                if let Some(r) = &l.start_rate {
+                    if **r != 0.0 {
+                        self.rate(**r, r.at(), "load: start_rate")?;
+                    }
+                }
                 let (levels, segments) = self.stages(l.rate_stages.as_ref()?, start, "/s")?;
                 let stages = levels
                     .iter()
@@ -771,6 +893,8 @@ impl<'a> Cx<'a> {
                     self.err(s.at(), format!("stepping: every {:?} is not a duration", s.every), None);
                     None
                 })?;
+                let every = self.bounded(every, s.at(), "stepping: every")?;
+                self.users(s.max, s.at(), "stepping: max")?;
                 if s.step == 0 || s.start == 0 || s.max < s.start || every.is_zero() {
                     self.err(
                         s.at(),
@@ -829,6 +953,7 @@ impl<'a> Cx<'a> {
                     (n, 1, format!("{n} users, once"))
                 };
                 self.positive(n, at, "users")?;
+                self.users(n, at, "load")?;
                 self.positive(loops, at, "loops")?;
                 let users = match ramp_up {
                     Some(r) if !r.is_zero() => UsersProfile {
@@ -852,7 +977,7 @@ impl<'a> Cx<'a> {
                 let mut ds = Vec::new();
                 for (what, text) in times {
                     match parse_duration_str(text) {
-                        Some(d) => ds.push(d),
+                        Some(d) => ds.push(self.bounded(d, s.at(), "spike")?),
                         None => {
                             self.err(s.at(), format!("spike: {what} {text:?} is not a duration"), None);
                             return None;
@@ -863,6 +988,7 @@ impl<'a> Cx<'a> {
                 stop.duration = Some(after + lasts + then);
                 match (s.users, s.rate) {
                     (Some(base), None) => {
+                        self.users(base.max(s.to.min(u64::MAX as f64) as u64), s.at(), "spike")?;
                         let to = s.to as u64;
                         let stages = vec![
                             UsersStage {
@@ -898,6 +1024,8 @@ impl<'a> Cx<'a> {
                         ))
                     }
                     (None, Some(base)) => {
+                        self.rate(base, s.at(), "spike: rate")?;
+                        self.rate(s.to, s.at(), "spike: to")?;
                         let to = s.to;
                         let stages = vec![
                             RateStage {
@@ -980,14 +1108,22 @@ impl<'a> Cx<'a> {
                         self.err(s.at(), format!("stage: over {over:?} is not a duration"), None);
                         return None;
                     };
-                    (d, *to, format!("ramp to {}", label(*to)))
+                    (
+                        self.bounded(d, s.at(), "stage")?,
+                        *to,
+                        format!("ramp to {}", label(*to)),
+                    )
                 }
                 (None, None, Some(hold)) => {
                     let Some(d) = parse_duration_str(hold) else {
                         self.err(s.at(), format!("stage: hold {hold:?} is not a duration"), None);
                         return None;
                     };
-                    (d, level, format!("hold {}", label(level)))
+                    (
+                        self.bounded(d, s.at(), "stage")?,
+                        level,
+                        format!("hold {}", label(level)),
+                    )
                 }
                 _ => {
                     self.err(s.at(), "a stage is `{ramp_to: N, over: 1m}` or `{hold: 5m}`", None);
@@ -997,6 +1133,11 @@ impl<'a> Cx<'a> {
             if !(to.is_finite() && to >= 0.0) || (unit == "users" && to.fract() != 0.0) {
                 self.err(s.at(), format!("stage: ramp_to {to} is not a valid level"), None);
                 return None;
+            }
+            if unit == "users" {
+                self.users(to as u64, s.at(), "stage: ramp_to")?;
+            } else if to > 0.0 {
+                self.rate(to, s.at(), "stage: ramp_to")?;
             }
             segs.push((name, t, to));
             levels.push((d, to));
@@ -1015,10 +1156,12 @@ impl<'a> Cx<'a> {
         let d = s.defaults.as_ref();
         let timeout = d
             .and_then(|d| d.timeout.as_ref())
-            .map_or(Some(DEFAULT_TIMEOUT), |t| self.duration(t, "timeout"));
+            .map_or(Some(DEFAULT_TIMEOUT), |t| self.positive_duration(t, "timeout"));
         let connect_timeout = d
             .and_then(|d| d.connect_timeout.as_ref())
-            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| self.duration(t, "connect_timeout"));
+            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| {
+                self.positive_duration(t, "connect_timeout")
+            });
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match std::fs::read(self.resolve(ca)) {
@@ -1032,19 +1175,16 @@ impl<'a> Cx<'a> {
                 Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
                 _ => t.to_string(),
             };
-            match split_url(&text) {
-                Some((base, rest)) if rest == "/" || rest.is_empty() => self.target = Some(base),
-                Some(_) => self.err(
+            match address::split_base(&text) {
+                Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
+                Ok(_) => self.err(
                     t.at(),
                     "target is a base URL without a path, e.g. http://127.0.0.1:8080",
                     None,
                 ),
-                None => self.err(
-                    t.at(),
-                    format!("target {text:?} is not an http:// or https:// URL"),
-                    None,
-                ),
+                Err(e) => self.err(t.at(), format!("target: {e}"), None),
             }
+            self.target_invalid = self.target.is_none();
         }
         if let Some(db) = &s.database {
             self.has_database = true;
@@ -1058,7 +1198,7 @@ impl<'a> Cx<'a> {
             let timeout = db
                 .statement_timeout
                 .as_ref()
-                .and_then(|t| self.duration(t, "statement_timeout"));
+                .and_then(|t| self.positive_duration(t, "statement_timeout"));
             if let Some(url) = url {
                 match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
                     Ok(t) => {
@@ -1121,7 +1261,7 @@ impl<'a> Cx<'a> {
                     )
                 })
                 .collect(),
-            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), None, None)],
+            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), steps.at(), None)],
             (Some(_), Some(_)) => {
                 self.err(None, "give `flows` or `steps`, not both", None);
                 Vec::new()
@@ -1197,6 +1337,10 @@ impl<'a> Cx<'a> {
             }
         }
         let (load, stop, segments) = load?;
+        if let Some(p) = stop.duration.and_then(plan::duration_problem) {
+            self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
+            return None;
+        }
         let flow = FlowPlan {
             flows,
             on_start,
@@ -1316,12 +1460,8 @@ impl<'a> Cx<'a> {
             let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
                 continue;
             };
-            if split_url(&url).is_none() {
-                self.err(
-                    p.url.at(),
-                    format!("monitor: {url:?} is not an http:// or https:// URL"),
-                    None,
-                );
+            if let Err(e) = address::parse(&url, address::HTTP) {
+                self.err(p.url.at(), format!("monitor: {e}"), None);
                 continue;
             }
             let mut metrics = Vec::new();
@@ -1393,18 +1533,6 @@ impl crest_flow::template::Scope for NoScope {
     }
 }
 
-/// The node that starts at `mark`.
-fn find_node<'n>(node: &'n marked_yaml::Node, mark: &marked_yaml::Marker) -> Option<&'n marked_yaml::Node> {
-    if node.span().start() == Some(mark) {
-        return Some(node);
-    }
-    match node {
-        marked_yaml::Node::Mapping(m) => m.values().find_map(|v| find_node(v, mark)),
-        marked_yaml::Node::Sequence(s) => s.iter().find_map(|v| find_node(v, mark)),
-        marked_yaml::Node::Scalar(_) => None,
-    }
-}
-
 /// YAML as JSON, typing plain scalars as YAML does (numbers, true/false, null) and keeping
 /// quoted ones as strings.
 fn yaml_to_json(node: &marked_yaml::Node) -> serde_json::Value {
@@ -1451,27 +1579,4 @@ fn parse_duration_str(s: &str) -> Option<Duration> {
 
 fn serde_json_path_parse(p: &str) -> Result<crest_flow::extract::JsonPath, String> {
     crest_flow::extract::JsonPath::parse(p).map_err(|e| format!("{p:?} is not a valid JSONPath: {e}"))
-}
-
-/// Splits `https://host:port/path?q` into `https://host:port` and `/path?q`.
-fn split_url(u: &str) -> Option<(String, String)> {
-    let (scheme, rest) = u.split_once("://")?;
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if host.is_empty() {
-        return None;
-    }
-    Some((
-        format!("{scheme}://{host}"),
-        if path.is_empty() {
-            "/".to_string()
-        } else {
-            path.to_string()
-        },
-    ))
 }

@@ -59,6 +59,9 @@ pub fn load_str(
         file: file.to_string(),
         problems,
     };
+    // Editors on Windows start files with a byte-order mark; it is not part of the first key.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    check_depth(text).map_err(|p| fail(vec![p]))?;
     let options = LoaderOptions::default().error_on_duplicate_keys(true);
     let node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
     let raw: raw::Scenario = marked_yaml::from_node(&node).map_err(|e| fail(vec![node_error(&e, &node)]))?;
@@ -102,6 +105,38 @@ pub fn load_str(
         } else {
             problems
         })),
+    }
+}
+
+/// Deepest nesting of YAML lists and mappings a scenario may have: 32 nested loops need about
+/// 100 levels. Building the node tree recurses once per level, so deeper input is refused
+/// before it is built, from the parser's events, which come without recursion.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+fn check_depth(text: &str) -> Result<(), Problem> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    loop {
+        // Syntax errors are left to the loader, which describes them.
+        let Ok((event, mark)) = parser.next_token() else {
+            return Ok(());
+        };
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_YAML_DEPTH {
+                    return Err(Problem {
+                        at: Some((mark.line(), mark.col() + 1)),
+                        message: format!("lists and mappings nest deeper than {MAX_YAML_DEPTH} levels"),
+                        hint: Some("loops nest at most 32 deep; see docs/scenario.md".into()),
+                    });
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::StreamEnd => return Ok(()),
+            _ => {}
+        }
     }
 }
 

@@ -76,13 +76,13 @@ pub struct Scenario {
     /// Data files (CSV with a header row), by name; use a column as `${name.column}`.
     pub data: Option<IndexMap<String, Feeder>>,
     /// Steps each user runs once before its first iteration (e.g. log in and keep the token).
-    pub on_start: Option<Vec<Step>>,
+    pub on_start: Option<Vec<Sp<Step>>>,
     /// Steps each user runs once when it stops (closed model).
-    pub on_stop: Option<Vec<Step>>,
+    pub on_stop: Option<Vec<Sp<Step>>>,
     /// Flows, each iteration running one chosen by weight. Use `steps` instead for one flow.
     pub flows: Option<Vec<Flow>>,
     /// The steps of a scenario with a single flow.
-    pub steps: Option<Vec<Step>>,
+    pub steps: Option<Sp<Vec<Sp<Step>>>>,
     /// What a user does when a step fails, for every flow that does not say:
     /// `next_iteration` (the default: skip the rest of the flow, but wait its think time),
     /// `continue` (go on with the next step) or `stop_user` (the user stops for good).
@@ -202,7 +202,7 @@ pub struct Flow {
     /// Relative frequency (default 1).
     pub weight: Option<Sp<u32>>,
     /// What it does.
-    pub steps: Vec<Step>,
+    pub steps: Vec<Sp<Step>>,
     /// What a user does when a step fails: `next_iteration`, `continue` or `stop_user`
     /// (default: the top-level `on_failure`, else `next_iteration`).
     pub on_failure: Option<Sp<String>>,
@@ -364,7 +364,7 @@ pub struct Loop {
     /// How many times.
     pub times: Sp<u64>,
     /// What to repeat.
-    pub steps: Vec<Step>,
+    pub steps: Vec<Sp<Step>>,
 }
 
 /// How many users, or arrivals, over time. Give exactly one shape: `users` (with `duration`),

@@ -456,3 +456,63 @@ fn issue_11_the_task_queue_example_watches_the_target_not_the_load_generator() {
         assert!(!re.is_match(other), "{p} matches {other:?}");
     }
 }
+
+#[test]
+fn issue_12_many_variables_are_checked_in_order_and_misspellings_still_get_a_hint() {
+    // Variables are kept in a set (checking was quadratic in their number): the rules stay the
+    // same, a variable is known from its definition on, and a misspelling gets the closest name.
+    let n = 3000;
+    let mut text = String::from("target: http://127.0.0.1:9\nload: {users: 1, duration: 1s}\nvariables:\n  v0: x\n");
+    for i in 1..n {
+        text += &format!("  v{i}: \"${{v{}}}-\"\n", i - 1);
+    }
+    let steps = format!("steps:\n  - request: {{path: \"/${{v{}}}\"}}\n", n - 1);
+    let s = ok(&(text.clone() + &steps));
+    assert_eq!(s.flow.variables.len(), n);
+    let e = err(&(text.clone() + "  late: \"${v3000}\"\n" + &steps));
+    let (_, msg, hint) = first(&e);
+    assert!(msg.contains("undefined variable `v3000`"), "{e}");
+    assert!(hint.is_some_and(|h| h.starts_with("did you mean `v")), "{e}");
+    let e = err(&(text + "  early: \"${later}\"\n  later: x\n" + &steps));
+    assert!(first(&e).1.contains("undefined variable `later`"), "{e}");
+}
+
+#[test]
+fn issue_12_hostile_scenarios_are_refused_without_panicking() {
+    // Pieces a hostile or careless author writes; every combination must end in a value or a
+    // located error, never a panic, an abort or an allocation of the sizes asked for.
+    let targets = [
+        "http://127.0.0.1:83999",
+        "http://127.0.0.1:-1",
+        "http:///x",
+        "http://[::1",
+        "\u{feff}",
+        "http://u:p@h:0",
+    ];
+    let loads = [
+        "{rate: 1e300, duration: 1s}",
+        "{rate: -1, duration: 99999999999999999d}",
+        "{users: 18446744073709551615, duration: 0s}",
+        "{stepping: {start: 1, step: 1, max: 18446744073709551615, every: 1s}}",
+        "{rate_stages: [{ramp_to: 1e308, over: 1s}], max_in_flight: 0}",
+        "{spike: {rate: 1, to: 1e300, after: 1s, for: 1s, then: 1s}}",
+    ];
+    let paths = [
+        "/${random_string(99999999999)}",
+        "/${random_string(-1)}",
+        "/${random_int(-9223372036854775808, 9223372036854775807)}",
+        "/${",
+        "/${env:}",
+        "/\r\n",
+    ];
+    for (i, t) in targets.iter().enumerate() {
+        for (j, l) in loads.iter().enumerate() {
+            let p = paths[(i + j) % paths.len()];
+            let text = format!(
+                "target: \"{t}\"\nload: {l}\ndefaults: {{headers: {{X-A: \"a\\r\\nb\"}}, timeout: 0s}}\nsteps:\n  - request: {{path: \"{p}\"}}\n"
+            );
+            let e = load_str("h.yaml", &text, Path::new("."), &env).unwrap_err();
+            assert!(e.problems.iter().any(|p| p.at.is_some()), "{text}\n{e}");
+        }
+    }
+}
