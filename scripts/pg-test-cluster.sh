@@ -19,6 +19,10 @@ if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+# A cluster left running (by hand, or by an earlier run) may hold the port: take the next free one.
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+  port=$((port + 1))
+done
 dir=$(mktemp -d /tmp/crest-pg.XXXXXX)
 chown postgres "$dir"
 runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U crest --no-sync >/dev/null
