@@ -65,7 +65,8 @@ pub fn findings(a: &Analysis) -> Vec<String> {
             out.push(format!("{} {} ({}): {c}.", f.count, f.description, f.outcome));
         }
     }
-    if s.failures > 0 {
+    // With no success at all, the first finding already said this.
+    if s.failures > 0 && s.successes > 0 {
         if let Some(top) = s.errors.first() {
             out.push(format!(
                 "{} of {} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",

@@ -235,9 +235,13 @@ fn a_run_with_no_success_exits_1_and_says_so_first() {
         findings.trim_start().starts_with("1. No request succeeded: all"),
         "{findings}"
     );
+    // A storm of refusals may well be limited by crest's CPU, but the verdict's figures must be
+    // measured ones, never "0.0 CPU-seconds in 0.0 s".
+    assert!(!md.contains(" 0.0 s)") && !md.contains("(0.00 CPU"), "{md}");
+    let findings = findings.split("\n## ").next().unwrap();
     assert!(
-        !md.contains("of the CPU"),
-        "no CPU verdict from a run of refusals:\n{md}"
+        !findings.contains("requests failed"),
+        "the first finding already says all failed:\n{findings}"
     );
 }
 
