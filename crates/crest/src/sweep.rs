@@ -54,7 +54,15 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
                 .status()
                 .with_context(|| format!("--setup for {name}={v}: cannot start `sh`"))?;
             if !status.success() {
-                bail!("--setup for {name}={v} failed ({status}); points measured before it are not written");
+                if parts.is_empty() {
+                    output::discard_if_unused(&dir);
+                    bail!("--setup for {name}={v} failed ({status}); no point was measured");
+                }
+                bail!(
+                    "--setup for {name}={v} failed ({status}); the {} point(s) measured before it are in their journals: `crest report {}` writes their report",
+                    parts.len(),
+                    dir.display()
+                );
             }
         }
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));

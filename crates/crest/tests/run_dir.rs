@@ -233,3 +233,47 @@ fn a_results_document_of_another_version_is_refused() {
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("something.else"));
 }
+
+/// A sweep whose setup fails at its third point keeps the two points measured before it: their
+/// journals are in the run directory, and `crest report` writes their report.
+#[test]
+fn a_sweep_whose_setup_fails_keeps_the_points_before_it() {
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let (dir, file) = common::scenario_file(&format!(
+        "target: {}\nsteps: [{{request: {{path: /}}}}]\nload: {{threads: 2, loops: 3}}\n",
+        t.url.trim_end_matches('/')
+    ));
+    let out = dir.path().join("run");
+    let r = crest()
+        .arg("sweep")
+        .arg(&file)
+        .args(["--param", "n=1,2,3", "--setup", "test $n -lt 3", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("n=3 failed") && err.contains("2 point(s) measured"),
+        "{err}"
+    );
+    let rep = crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    let v = results(&out);
+    let names: Vec<&str> = v["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["n=1", "n=2"]);
+    let requests: u64 = v["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(requests, 12, "2 points of 2 threads x 3 loops");
+    assert_eq!(common::target_metric(&t.url, "crest_target_requests_total"), 12);
+}
