@@ -149,37 +149,30 @@ impl<'a> Cx<'a> {
         Some(d)
     }
 
-    /// `d`, when it is within [`MAX_DURATION`].
-    fn bounded(&mut self, d: Duration, at: Option<(usize, usize)>, what: &str) -> Option<Duration> {
-        match plan::duration_problem(d) {
+    /// `v`, unless `problem` (the bound it breaks) says otherwise: then a located error.
+    fn within<T>(&mut self, v: T, problem: Option<String>, at: Option<(usize, usize)>, what: &str) -> Option<T> {
+        match problem {
             Some(p) => {
                 self.err(at, format!("{what}: {p}"), None);
                 None
             }
-            None => Some(d),
+            None => Some(v),
         }
+    }
+
+    /// `d`, when it is within [`MAX_DURATION`].
+    fn bounded(&mut self, d: Duration, at: Option<(usize, usize)>, what: &str) -> Option<Duration> {
+        self.within(d, plan::duration_problem(d), at, what)
     }
 
     /// `n` users, when within [`plan::MAX_USERS`].
     fn users(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<u64> {
-        match plan::users_problem(n) {
-            Some(p) => {
-                self.err(at, format!("{what}: {p}"), None);
-                None
-            }
-            None => Some(n),
-        }
+        self.within(n, plan::users_problem(n), at, what)
     }
 
     /// A rate, when within (0, [`plan::MAX_RATE`]].
     fn rate(&mut self, r: f64, at: Option<(usize, usize)>, what: &str) -> Option<f64> {
-        match plan::rate_problem(r) {
-            Some(p) => {
-                self.err(at, format!("{what}: {p}"), None);
-                None
-            }
-            None => Some(r),
-        }
+        self.within(r, plan::rate_problem(r), at, what)
     }
 
     /// The value node that starts at `mark` (the first, in document order, when several do).
