@@ -588,7 +588,7 @@ impl FlowWorkload {
                     match last.returned.first().map(|row| crest_pg::value(row, col)) {
                         Some(Ok(Some(v))) if v == *want => Ok(()),
                         Some(Ok(v)) => Err(format!("{col} is {v:?}, expected {want:?}")),
-                        Some(Err(m)) => Err(m),
+                        Some(Err(m)) => Err(m.to_string()),
                         None => Err(format!("no row to read {col} from")),
                     }
                 }
@@ -627,11 +627,11 @@ fn render_json(j: &JsonTemplate, scope: &dyn Scope) -> serde_json::Value {
     }
 }
 
-/// Templates of a JSON value: strings are parsed as templates.
-pub fn json_template(
+/// Templates of a JSON value: strings are parsed as templates by `parse`, whose error is passed on.
+pub fn json_template<E>(
     v: &serde_json::Value,
-    parse: &mut dyn FnMut(&str) -> Result<Template, String>,
-) -> Result<JsonTemplate, String> {
+    parse: &mut dyn FnMut(&str) -> Result<Template, E>,
+) -> Result<JsonTemplate, E> {
     Ok(match v {
         serde_json::Value::String(s) => {
             let t = parse(s)?;
@@ -651,7 +651,7 @@ pub fn json_template(
             fields
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), json_template(v, parse)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, E>>()?,
         ),
         other => JsonTemplate::Value(other.clone()),
     })

@@ -8,12 +8,14 @@
 //! sample and hands back the whole [`MonitorRecord`] for `results.json`.
 #![warn(missing_docs)]
 
+mod error;
 mod host;
 mod postgres;
 mod process;
 mod prometheus;
 mod store;
 
+pub use error::{MetricError, MonitorError};
 pub use store::Reading;
 
 use crest_model::monitor::{MonitorPlan, MonitorRecord, SeriesKey, Unit};
@@ -51,29 +53,25 @@ pub const POSTGRES_METRICS: [&str; 4] = [
 ];
 
 /// Checks that `metric` (as written in a stop condition or threshold) is one this plan records.
-pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
+pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), MetricError> {
     let builtin = |names: &[&str]| names.contains(&metric);
     if builtin(&HOST_METRICS) {
         return if plan.host {
             Ok(())
         } else {
-            Err(format!("{metric} is a host metric, but host monitoring is off"))
+            Err(MetricError::HostOff(metric.to_string()))
         };
     }
     if builtin(&PROCESS_METRICS) {
         return if plan.processes.is_empty() {
-            Err(format!(
-                "{metric} needs a process to watch (monitor: processes, or --monitor-pid / --monitor-process)"
-            ))
+            Err(MetricError::NoProcess(metric.to_string()))
         } else {
             Ok(())
         };
     }
     if builtin(&POSTGRES_METRICS) {
         return if plan.postgres.is_empty() {
-            Err(format!(
-                "{metric} needs a database to watch (monitor: postgres, or --monitor-postgres)"
-            ))
+            Err(MetricError::NoDatabase(metric.to_string()))
         } else {
             Ok(())
         };
@@ -89,7 +87,7 @@ pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
     if chosen {
         return Ok(());
     }
-    let mut known: Vec<&str> = Vec::new();
+    let mut known: Vec<&'static str> = Vec::new();
     if plan.host {
         known.extend(HOST_METRICS);
     }
@@ -99,17 +97,10 @@ pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
     if !plan.postgres.is_empty() {
         known.extend(POSTGRES_METRICS);
     }
-    let requests = "p50, p95, p99, p99.9 (any pNN), mean, max, error_rate, throughput, requests, failures";
-    Err(if plan.prometheus.is_empty() {
-        format!(
-            "unknown metric {metric:?}: request metrics are {requests}; monitored ones here are {}",
-            known.join(", ")
-        )
-    } else {
-        format!(
-            "unknown metric {metric:?}: no Prometheus endpoint is asked for it; request metrics are {requests}; built-in monitored ones here are {}",
-            known.join(", ")
-        )
+    Err(MetricError::Unknown {
+        metric: metric.to_string(),
+        known,
+        prometheus: !plan.prometheus.is_empty(),
     })
 }
 
@@ -128,9 +119,9 @@ pub struct Sampler {
 
 impl Sampler {
     /// Checks the plan: patterns compile, URLs parse. Nothing is contacted yet.
-    pub fn new(plan: &MonitorPlan) -> Result<Self, String> {
+    pub fn new(plan: &MonitorPlan) -> Result<Self, MonitorError> {
         if plan.interval.is_zero() {
-            return Err("the monitor interval must be longer than zero".into());
+            return Err(MonitorError::ZeroInterval);
         }
         let mut store = Store::new(plan.interval.as_secs_f64());
         let host = plan
@@ -150,7 +141,10 @@ impl Sampler {
             } else {
                 Vec::new()
             };
-            let s = prometheus::Scraper::new(p, extra).map_err(|e| format!("Prometheus endpoint {shown}: {e}"))?;
+            let s = prometheus::Scraper::new(p, extra).map_err(|e| MonitorError::Source {
+                source_name: format!("Prometheus endpoint {shown}"),
+                error: Box::new(e),
+            })?;
             scrapers.push((store.source("prometheus", &shown), s));
         }
         let mut databases = Vec::new();
@@ -160,8 +154,10 @@ impl Sampler {
             } else {
                 Vec::new()
             };
-            let w = postgres::Watched::new(p, extra)
-                .map_err(|e| format!("database {}: {e}", crest_model::redact::url(&p.url)))?;
+            let w = postgres::Watched::new(p, extra).map_err(|e| MonitorError::Source {
+                source_name: format!("database {}", crest_model::redact::url(&p.url)),
+                error: Box::new(e),
+            })?;
             databases.push((store.source("postgres", w.shown()), w));
         }
         Ok(Sampler {
@@ -344,11 +340,13 @@ mod tests {
         assert!(check_metric(&plan, "load_average").is_ok());
         assert!(check_metric(&plan, "process_open_fds")
             .unwrap_err()
+            .to_string()
             .contains("--monitor-pid"));
         assert!(check_metric(&plan, "pg_tps")
             .unwrap_err()
+            .to_string()
             .contains("--monitor-postgres"));
-        let e = check_metric(&plan, "latency").unwrap_err();
+        let e = check_metric(&plan, "latency").unwrap_err().to_string();
         assert!(
             e.contains("unknown metric \"latency\"") && e.contains("error_rate") && e.contains("load_average"),
             "{e}"
@@ -366,10 +364,12 @@ mod tests {
         assert!(check_metric(&plan, "rate(stream_rows_total)").is_ok());
         assert!(check_metric(&plan, "other")
             .unwrap_err()
+            .to_string()
             .contains("no Prometheus endpoint"));
         plan.host = false;
         assert!(check_metric(&plan, "load_average")
             .unwrap_err()
+            .to_string()
             .contains("host monitoring is off"));
     }
 
