@@ -165,8 +165,8 @@ pub enum JsonTemplate {
     Object(Vec<(String, JsonTemplate)>),
 }
 
-/// A request repeated until it reports the work it started is done (seed 003: poll a task's
-/// status every second until it is SUCCEEDED or FAILED).
+/// A request repeated until it reports the work it started is done (a submitted task's status,
+/// asked every second until it is SUCCEEDED or FAILED).
 #[derive(Debug)]
 pub struct PollStep {
     /// The request, with its extraction; its checks apply to the final response only.
