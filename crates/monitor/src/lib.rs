@@ -18,7 +18,7 @@ mod store;
 pub use error::{MetricError, MonitorError};
 pub use store::Reading;
 
-use crest_model::monitor::{MonitorPlan, MonitorRecord, SeriesKey, Unit};
+use crest_model::monitor::{MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
 use std::collections::HashSet;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub t_s: f64,
     /// Every series that has a value at this sample, with its unit.
     pub values: Vec<(SeriesKey, Unit, f64)>,
+    /// What this sample added to the record, to be journaled.
+    pub sample: MonitorSample,
 }
 
 /// Metrics read from /proc for the machine.
@@ -207,7 +209,8 @@ impl Sampler {
                 let sampled = Instant::now();
                 let t_s = sampled.saturating_duration_since(start).as_secs_f64();
                 let values = self.sample(t_s).await;
-                let _ = tx.send(Snapshot { t_s, values });
+                let sample = self.store.take_sample(t_s);
+                let _ = tx.send(Snapshot { t_s, values, sample });
                 // Samples stay on the grid of the run's intervals; a late one skips ahead.
                 let now = Instant::now();
                 while next <= now {
@@ -222,7 +225,8 @@ impl Sampler {
                         if sampled.elapsed() >= self.interval / 2 {
                             let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
                             let values = self.sample(t_s).await;
-                            let _ = tx.send(Snapshot { t_s, values });
+                            let sample = self.store.take_sample(t_s);
+                            let _ = tx.send(Snapshot { t_s, values, sample });
                         }
                         break;
                     }
