@@ -60,15 +60,23 @@ printf "  %-8s %10.1f tx/s  mean %8s ms  (-M prepared)\n" pgbench "$pg_tps" "$pg
 printf "  %-8s %10s tx/s  mean %8s ms  p99 %s ms\n" crest "$cr_tps" "$cr_lat" "$cr_p99"
 python3 -c "print(f'  crest / pgbench: {float(\"$cr_tps\") / float(\"$pg_tps\"):.2f}x transactions per second')"
 echo
-echo "fixed rate, $rate tx/s, at most $clients in flight, one thread each:"
-"$crest" pg init --scale 1 "$url" 2>/dev/null
+echo "fixed rate, $rate tx/s, one thread each, crest with at most $clients in flight:"
 # Under -R, pgbench's latency counts from each transaction's scheduled start, as crest's does.
-server_reset
-pg_out=$("$pgbench" -n -M prepared -c "$clients" -j 1 -T "$secs" -R "$rate" "$url" 2>/dev/null)
-pg_server=$(server_ms)
-pg_tps=$(echo "$pg_out" | awk '/^tps/ {print $3; exit}')
-pg_lat=$(echo "$pg_out" | awk '/^latency average/ {print $4; exit}')
-pg_lag=$(echo "$pg_out" | awk '/schedule lag: avg/ {print $6; exit}')
+# Its clients each keep their own schedule, so with -c N transactions rotate over N server
+# backends, each idle for N intervals between two of its transactions, and a backend woken from
+# sleep is slower to answer. crest's open model hands each arrival the connection that went
+# idle last, so one backend stays busy: pgbench -c 1 is the comparable run, -c N is shown beside.
+pg_fixed() { # CLIENTS -> "tps latency lag server"
+  "$crest" pg init --scale 1 "$url" 2>/dev/null
+  server_reset
+  local out
+  out=$("$pgbench" -n -M prepared -c "$1" -j 1 -T "$secs" -R "$rate" "$url" 2>/dev/null)
+  echo "$(echo "$out" | awk '/^tps/ {print $3; exit}') $(echo "$out" | awk '/^latency average/ {print $4; exit}')" \
+    "$(echo "$out" | awk '/schedule lag: avg/ {print $6; exit}') $(server_ms)"
+}
+read -r pg1_tps pg1_lat pg1_lag pg1_server < <(pg_fixed 1)
+read -r pgn_tps pgn_lat pgn_lag pgn_server < <(pg_fixed "$clients")
+"$crest" pg init --scale 1 "$url" 2>/dev/null
 cr=$(server_reset; crest_run "  rate: $rate\n  duration: ${secs}s\n  max_in_flight: $clients" --threads 1)
 cr_server=$(server_ms)
 read -r cr_tps cr_drop cr_lat cr_lag cr_service < <(echo "$cr" | python3 -c '
@@ -77,22 +85,21 @@ import json,sys; s=json.load(sys.stdin)
 t=next(n for n in s["names"] if n["name"] == "tpcb")
 print(round(s["achieved_rps"],1), s["dropped"], round(t["latency_ms"]["mean"],3),
       round(s["send_lag_ms"]["mean"],3), round(s.get("service_ms", {}).get("mean", float("nan")),3))')
-python3 - "$rate" "$pg_tps" "$cr_tps" "$cr_drop" "$pg_lat" "$pg_lag" "$cr_lat" "$cr_lag" "$cr_service" "$pg_server" "$cr_server" <<'PY'
+python3 - "$rate" "$clients" "$pg1_tps $pg1_lat $pg1_lag $pg1_server" "$pgn_tps $pgn_lat $pgn_lag $pgn_server" \
+  "$cr_tps $cr_lat $cr_lag $cr_server" "$cr_drop" "$cr_service" <<'PY'
 import sys
-rate, pg, cr, drop = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-pg_lat, pg_lag, cr_lat, cr_lag, cr_service, pg_server, cr_server = (float(x) for x in sys.argv[5:12])
-print(f"  pgbench  {pg:10.1f} tx/s  ({(pg - rate) / rate * 100:+.2f}% of the asked rate)  "
-      f"mean latency {pg_lat:.3f} ms, schedule lag {pg_lag:.3f} ms")
-print(f"  crest    {cr:10.1f} tx/s  ({(cr - rate) / rate * 100:+.2f}% of the asked rate, {drop} arrivals dropped)  "
-      f"mean latency {cr_lat:.3f} ms, send lag {cr_lag:.3f} ms (per request)")
-print(f"  crest / pgbench mean latency: {cr_lat / pg_lat:.2f}x")
+rate, n = float(sys.argv[1]), sys.argv[2]
+rows = [(f"pgbench -c 1", *map(float, sys.argv[3].split())),
+        (f"pgbench -c {n}", *map(float, sys.argv[4].split())),
+        ("crest", *map(float, sys.argv[5].split()))]
+drop, cr_service = sys.argv[6], float(sys.argv[7])
 # Each tool's latency counts from the scheduled start, so it carries that tool's own lag in
-# sending; without it, what is left is the transaction as the server and the wire took it.
-print(f"  without each tool's own lag: pgbench {pg_lat - pg_lag:.3f} ms, crest {cr_service:.3f} ms"
-      f" (service time): {cr_service / (pg_lat - pg_lag):.2f}x")
-# What neither the server nor the schedule explains: the wire and the client's own round trips.
-print(f"  server's own time per transaction (pg_stat_statements): {pg_server:.3f} ms under pgbench,"
-      f" {cr_server:.3f} ms under crest")
-print(f"  latency beyond the server's time: pgbench {pg_lat - pg_server:.3f} ms,"
-      f" crest {cr_lat - cr_server:.3f} ms")
+# sending; the server's own time (pg_stat_statements) is the same work under every client, and
+# what is beyond it is the wire and the client's round trips.
+print(f"  {'':14} {'tx/s':>8} {'vs rate':>8} {'latency':>8} {'own lag':>8} {'server':>8} {'beyond':>8}  (mean ms)")
+for name, tps, lat, lag, server in rows:
+    print(f"  {name:14} {tps:8.1f} {(tps - rate) / rate * 100:+7.2f}% {lat:8.3f} {lag:8.3f} {server:8.3f} {lat - server:8.3f}")
+print(f"  crest: {drop} arrivals dropped; service time (from the actual send) {cr_service:.3f} ms")
+print(f"  crest / pgbench -c 1 mean latency: {rows[2][2] / rows[0][2]:.2f}x;"
+      f" crest / pgbench -c {n}: {rows[2][2] / rows[1][2]:.2f}x")
 PY
