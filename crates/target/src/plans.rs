@@ -422,7 +422,10 @@ impl Api {
             "Orchestration API requests that found the pool busy and waited.",
             &|c| load(&c.pool_waits),
         );
-        let plans = self.plans.lock().map(|p| p.len()).unwrap_or(0);
+        let mut by_state = [0u64; STATES.len()];
+        for plan in self.plans.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            by_state[plan.state as usize] += 1;
+        }
         let in_use = self.size - self.pool.available_permits().min(self.size);
         let _ = write!(
             out,
@@ -434,8 +437,6 @@ impl Api {
              # TYPE crest_target_api_pool_in_use gauge\ncrest_target_api_pool_in_use {in_use}\n\
              # HELP crest_target_api_pool_waiting Requests waiting for a pool slot now.\n\
              # TYPE crest_target_api_pool_waiting gauge\ncrest_target_api_pool_waiting {}\n\
-             # HELP crest_target_api_plans Plans kept.\n\
-             # TYPE crest_target_api_plans gauge\ncrest_target_api_plans {plans}\n\
              # HELP crest_target_api_plans_evicted_total Oldest plans forgotten to stay within the plan limit.\n\
              # TYPE crest_target_api_plans_evicted_total counter\ncrest_target_api_plans_evicted_total {}\n",
             self.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
@@ -443,6 +444,13 @@ impl Api {
             self.waiting.load(Ordering::Relaxed),
             self.evicted.load(Ordering::Relaxed),
         );
+        let _ = writeln!(
+            out,
+            "# HELP crest_target_api_plans Plans kept, by state.\n# TYPE crest_target_api_plans gauge"
+        );
+        for (state, n) in STATES.iter().zip(by_state) {
+            let _ = writeln!(out, "crest_target_api_plans{{state=\"{}\"}} {n}", state.name());
+        }
     }
 }
 
