@@ -351,6 +351,24 @@ pub struct TargetArgs {
     /// Leak this many bytes of memory per request.
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub leak_bytes: usize,
+
+    /// Slots in the orchestration API's pool (/auth/token, /plans): seed 001's database
+    /// connections.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub pool: usize,
+
+    /// How long an API request waits for a pool slot before it gets 503.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub pool_wait: Duration,
+
+    /// Mean time an API request holds its pool slot (creating a plan: twice that); varies as
+    /// --distribution says.
+    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
+    pub pool_work: Duration,
+
+    /// Plans kept; past that the oldest is forgotten (and answers 404).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_plans: usize,
 }
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.

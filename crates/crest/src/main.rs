@@ -249,6 +249,10 @@ fn target_config(a: &TargetArgs) -> Result<crest_target::Config> {
         body_size: a.size,
         leak_fd_every: a.leak_fd_every,
         leak_bytes_per_request: a.leak_bytes,
+        pool: a.pool,
+        pool_wait: a.pool_wait,
+        pool_work: a.pool_work,
+        max_plans: a.max_plans,
     };
     c.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     Ok(c)
@@ -313,10 +317,12 @@ fn target(a: TargetArgs) -> Result<u8> {
     let addr = crest_target::spawn(a.listen, config.clone())
         .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
     eprintln!(
-        "demo target on http://{addr}/ ({} workers, {} ms service time, queue {}; Ctrl-C stops it)",
+        "demo target on http://{addr}/ ({} workers, {} ms service time, queue {}; API pool {} x {:?}; Ctrl-C stops it)",
         config.workers,
         config.service_time.as_millis(),
-        config.queue
+        config.queue,
+        config.pool,
+        config.pool_work
     );
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {

@@ -701,7 +701,9 @@ pub fn json_template<E>(
         serde_json::Value::String(s) => {
             let t = parse(s)?;
             if t.is_constant() && !t.has_secret() {
-                JsonTemplate::Value(v.clone())
+                // The rendered text, not the source: `${env:X:-default}` and `$${` are
+                // constant too, and must be sent as what they stand for.
+                JsonTemplate::Value(serde_json::Value::String(t.to_string()))
             } else {
                 JsonTemplate::String(t)
             }
@@ -720,4 +722,27 @@ pub fn json_template<E>(
         ),
         other => JsonTemplate::Value(other.clone()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_json_strings_are_sent_rendered() {
+        let unset = |_: &str| None;
+        let mut parse = |s: &str| Template::parse(s, &unset).map_err(|e| e.message);
+        let v = serde_json::json!({"password": "${env:UNSET_PASSWORD:-demo}", "raw": "$${x}", "n": 3});
+        let JsonTemplate::Object(fields) = json_template(&v, &mut parse).unwrap() else {
+            panic!("an object stays an object")
+        };
+        let shown: Vec<String> = fields
+            .iter()
+            .map(|(k, t)| match t {
+                JsonTemplate::Value(v) => format!("{k}={v}"),
+                other => format!("{k}: not constant: {other:?}"),
+            })
+            .collect();
+        assert_eq!(shown, ["n=3", "password=\"demo\"", "raw=\"${x}\""]);
+    }
 }

@@ -10,11 +10,16 @@
 //!   `GET /tasks/{id}`; factorial and fetch tasks run asynchronously on the same workers.
 //! - seed 000's `GET /replay/state?entities=N`: a JSON document that grows with N, streamed.
 //! - seed 004's `POST /api/v1/validate` with a JSON body.
+//! - seed 001's orchestration API: `POST /auth/token`, `POST /plans`, `GET /plans/{id}`,
+//!   `PUT /plans/{id}/state`, its work done on a fixed pool (`pool` slots, as Fletcher's
+//!   database connections), so that two pool sizes compare.
 //! - `/metrics`: Prometheus text format; `/health`.
 //! - switches that leak file descriptors or memory slowly, for leak-detection demos.
 #![warn(missing_docs)]
 
+mod plans;
 mod service;
 mod workers;
 
+pub use plans::PASSWORD;
 pub use service::{serve, spawn, Config, Distribution, InvalidConfig};

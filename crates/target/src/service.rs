@@ -1,5 +1,6 @@
 //! The HTTP side of the demo target: routes, and what each one costs in worker time.
 
+use crate::plans::Api;
 use crate::workers::{Job, Pool};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -33,6 +34,17 @@ pub enum Distribution {
     Exponential,
 }
 
+impl Distribution {
+    /// One draw of a time with this mean.
+    pub(crate) fn sample(self, mean: Duration) -> Duration {
+        match self {
+            Distribution::Fixed => mean,
+            Distribution::Uniform => mean.mul_f64(0.5 + fastrand::f64()),
+            Distribution::Exponential => mean.mul_f64(-(1.0 - fastrand::f64()).ln()),
+        }
+    }
+}
+
 /// How the demo target behaves.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -52,6 +64,15 @@ pub struct Config {
     pub leak_fd_every: Option<u64>,
     /// Leak this many bytes of memory per request.
     pub leak_bytes_per_request: usize,
+    /// Slots in the orchestration API's pool (seed 001's database connections).
+    pub pool: usize,
+    /// How long an API request waits for a pool slot before it gets 503.
+    pub pool_wait: Duration,
+    /// Mean time an API request holds its pool slot (creating a plan holds it twice as long);
+    /// it varies as `distribution` says.
+    pub pool_work: Duration,
+    /// Plans kept; past that the oldest is forgotten.
+    pub max_plans: usize,
 }
 
 impl Default for Config {
@@ -65,6 +86,10 @@ impl Default for Config {
             body_size: 1024,
             leak_fd_every: None,
             leak_bytes_per_request: 0,
+            pool: 10,
+            pool_wait: Duration::from_secs(5),
+            pool_work: Duration::from_millis(20),
+            max_plans: 100_000,
         }
     }
 }
@@ -79,6 +104,12 @@ impl Config {
     pub fn check(&self) -> Result<(), InvalidConfig> {
         if self.workers == 0 || self.workers > 10_000 {
             return Err(InvalidConfig(format!("workers {}: give 1 to 10,000", self.workers)));
+        }
+        if self.pool == 0 || self.pool > 10_000 {
+            return Err(InvalidConfig(format!("pool {}: give 1 to 10,000", self.pool)));
+        }
+        if self.max_plans == 0 {
+            return Err(InvalidConfig("max-plans: give at least 1".into()));
         }
         if self.timeout.is_zero() {
             return Err(InvalidConfig("timeout: give a timeout above 0".into()));
@@ -106,9 +137,10 @@ struct State {
     tasks: Mutex<HashMap<u64, Task>>,
     leaked_fds: Mutex<Vec<std::fs::File>>,
     leaked_mem: Mutex<Vec<Vec<u8>>>,
+    api: Api,
 }
 
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+pub(crate) type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).boxed());
@@ -120,18 +152,13 @@ fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) 
     r
 }
 
-fn json(status: StatusCode, v: serde_json::Value) -> Response<Body> {
+pub(crate) fn json(status: StatusCode, v: serde_json::Value) -> Response<Body> {
     full(status, "application/json", v.to_string())
 }
 
 impl State {
     fn service_time(&self) -> Duration {
-        let s = self.config.service_time;
-        match self.config.distribution {
-            Distribution::Fixed => s,
-            Distribution::Uniform => s.mul_f64(0.5 + fastrand::f64()),
-            Distribution::Exponential => s.mul_f64(-(1.0 - fastrand::f64()).ln()),
-        }
+        self.config.distribution.sample(self.config.service_time)
     }
 
     /// Holds a worker for `busy`, within the server timeout. `Err` is the response to send.
@@ -192,7 +219,7 @@ impl State {
             .lock()
             .map(|v| v.iter().map(Vec::len).sum())
             .unwrap_or(0);
-        format!(
+        let mut out = format!(
             "# HELP crest_target_requests_total Requests received.\n# TYPE crest_target_requests_total counter\ncrest_target_requests_total {}\n\
              # HELP crest_target_served_total Requests whose work finished within the server timeout.\n# TYPE crest_target_served_total counter\ncrest_target_served_total {}\n\
              # HELP crest_target_rejected_total Requests refused with 503 because the queue was full.\n# TYPE crest_target_rejected_total counter\ncrest_target_rejected_total {}\n\
@@ -215,7 +242,9 @@ impl State {
             count("QUEUED"),
             count("RUNNING"),
             count("SUCCEEDED"),
-        )
+        );
+        self.api.metrics(&mut out);
+        out
     }
 }
 
@@ -225,6 +254,10 @@ async fn route(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     match (req.method().clone(), path.as_str()) {
         (_, "/health") => full(StatusCode::OK, "text/plain", "ok\n"),
         (_, "/metrics") => full(StatusCode::OK, "text/plain; version=0.0.4", state.metrics()),
+        (_, p) if Api::owns(p) => {
+            state.leak();
+            state.api.handle(req).await
+        }
         (Method::POST, "/tasks/submissions") => submit_task(state, req).await,
         (Method::GET, p) if p.starts_with("/tasks/submissions/") => {
             task(&state, &p["/tasks/submissions/".len()..], false)
@@ -457,6 +490,7 @@ async fn validate(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
 pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<()> {
     let pool = Pool::new(config.workers, config.queue)?;
     let state = Arc::new(State {
+        api: Api::new(&config),
         body: Bytes::from(vec![b'x'; config.body_size]),
         config,
         pool,
