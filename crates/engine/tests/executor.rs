@@ -410,13 +410,16 @@ fn a_stopped_user_runs_no_more_iterations_and_is_not_replaced() {
     let start = Instant::now();
     let stop = Stop::new(None, Some(30));
     let r = run(
-        &shape(LoadModel::rate(200.0, 1), 1),
+        &shape(LoadModel::rate(100.0, 1), 1),
         start,
         &stop,
         Arc::clone(&w),
         |_| Collect::default(),
     )
     .unwrap();
-    assert_eq!(r.iterations, 30);
-    assert_eq!(w.users.load(SeqCst), 10, "one user per 3 arrivals");
+    // With one in flight at most, an arrival due while a slow wake-up (a loaded machine) keeps
+    // the last iteration running is dropped; every arrival is one or the other.
+    assert_eq!(r.iterations + r.dropped, 30);
+    assert!(r.iterations >= 15, "{} of 30 arrivals ran", r.iterations);
+    assert_eq!(w.users.load(SeqCst), r.iterations.div_ceil(3), "one user per 3 iterations");
 }
