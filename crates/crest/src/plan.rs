@@ -2,9 +2,8 @@
 
 use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
-use crest_analysis::expr::Expr;
-use crest_analysis::stop::StopCondition;
 use crest_model::address;
+use crest_model::expr::{Monitored, StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{self, HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
 use std::time::Duration;
@@ -60,18 +59,15 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
     add_monitors(&args.monitor, &mut monitor)?;
     let mut thresholds = Vec::new();
     for t in &args.thresholds {
-        let e = Expr::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
-        if e.text.contains("first") {
-            bail!("--threshold {t:?}: thresholds compare with fixed values; `x first` is for --stop-when");
-        }
-        check_monitored(e.monitored(), &monitor, "--threshold", t)?;
-        thresholds.push(e.text);
+        let threshold = Threshold::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
+        check_monitored(threshold.expr().monitored(), &monitor, "--threshold", t)?;
+        thresholds.push(threshold);
     }
     let mut stop_when = Vec::new();
     for c in &args.stop_when {
         let s = StopCondition::parse(c).map_err(|m| anyhow::anyhow!("--stop-when: {m}"))?;
         check_monitored(s.monitored(), &monitor, "--stop-when", c)?;
-        stop_when.push(s.text());
+        stop_when.push(s);
     }
     Ok(Plan {
         load: model,
@@ -88,12 +84,7 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
     })
 }
 
-fn check_monitored(
-    m: Option<&crest_analysis::expr::Monitored>,
-    plan: &MonitorPlan,
-    flag: &str,
-    text: &str,
-) -> Result<()> {
+fn check_monitored(m: Option<&Monitored>, plan: &MonitorPlan, flag: &str, text: &str) -> Result<()> {
     if let Some(m) = m {
         crest_monitor::check_metric(plan, &m.metric).map_err(|e| anyhow::anyhow!("{flag} {text:?}: {e}"))?;
     }

@@ -3,6 +3,7 @@
 //! Command-line flags (and, later, scenario files) are resolved into a [`Plan`]. The load model
 //! and the stop rule are independent values, so one executor serves every combination of them.
 
+use crate::expr::{StopCondition, Threshold};
 use std::time::Duration;
 
 /// The highest arrival rate a plan may ask for, per second. One process sends at most a few
@@ -58,10 +59,10 @@ pub struct Plan {
     pub grace: Duration,
     /// What is sent.
     pub target: Target,
-    /// Conditions checked every interval that end the run early (validated expressions).
-    pub stop_when: Vec<String>,
-    /// Conditions checked at the end (validated expressions).
-    pub thresholds: Vec<String>,
+    /// Conditions checked every interval that end the run early.
+    pub stop_when: Vec<StopCondition>,
+    /// Conditions checked at the end.
+    pub thresholds: Vec<Threshold>,
     /// What is sampled while the load runs.
     pub monitor: crate::monitor::MonitorPlan,
 }

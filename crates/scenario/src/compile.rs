@@ -4,13 +4,13 @@
 
 use crate::error::{did_you_mean, Problem};
 use crate::raw::{self, Sp};
-use crest_analysis::expr::{Expr, Monitored};
 use crest_flow::extract::{Check, Extractor};
 use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::plan::{Body, Flow, FlowPlan, OnFailure, PollStep, RequestStep, Step};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
 use crest_model::address;
+use crest_model::expr::{Monitored, StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
     self, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
@@ -36,8 +36,8 @@ pub(crate) struct Compiled {
     pub names: Vec<String>,
     pub part_of: Vec<Option<u32>>,
     pub flow: FlowPlan,
-    pub stop_when: Vec<String>,
-    pub thresholds: Vec<String>,
+    pub stop_when: Vec<StopCondition>,
+    pub thresholds: Vec<Threshold>,
     pub monitor: MonitorPlan,
 }
 
@@ -1295,22 +1295,15 @@ impl<'a> Cx<'a> {
         let monitor = self.monitor(s.monitor.as_ref());
         let mut stop_when = Vec::new();
         for e in s.stop_when.as_deref().unwrap_or(&[]) {
-            match crest_analysis::stop::StopCondition::parse(e) {
+            match StopCondition::parse(e) {
                 Ok(c) => {
                     self.check_monitored(c.monitored(), &monitor, e, "stop_when");
-                    stop_when.push(c.text());
+                    stop_when.push(c);
                 }
                 Err(m) => self.err(e.at(), format!("stop_when: {m}"), None),
             }
         }
-        let thresholds = self.exprs(s.thresholds.as_deref(), "thresholds", &monitor);
-        if thresholds.iter().any(|t| t.contains("first")) {
-            self.err(
-                None,
-                "thresholds compare with fixed values; `x first` is for stop_when",
-                None,
-            );
-        }
+        let thresholds = self.thresholds(s.thresholds.as_deref(), &monitor);
         if let (Some((LoadModel::Closed { users, .. }, _, _)), true) =
             (&load, feeders.iter().any(|f| f.mode == FeedMode::Unique))
         {
@@ -1364,15 +1357,15 @@ impl<'a> Cx<'a> {
         })
     }
 
-    fn exprs(&mut self, list: Option<&[Sp<String>]>, what: &str, monitor: &MonitorPlan) -> Vec<String> {
+    fn thresholds(&mut self, list: Option<&[Sp<String>]>, monitor: &MonitorPlan) -> Vec<Threshold> {
         let mut out = Vec::new();
         for e in list.unwrap_or(&[]) {
-            match Expr::parse(e) {
-                Ok(x) => {
-                    self.check_monitored(x.monitored(), monitor, e, what);
-                    out.push(x.text)
+            match Threshold::parse(e) {
+                Ok(t) => {
+                    self.check_monitored(t.expr().monitored(), monitor, e, "thresholds");
+                    out.push(t)
                 }
-                Err(m) => self.err(e.at(), format!("{what}: {m}"), None),
+                Err(m) => self.err(e.at(), format!("thresholds: {m}"), None),
             }
         }
         out
