@@ -360,7 +360,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))?;
     match crest_model::plan::duration_problem(d) {
-        Some(p) => Err(p),
+        Some(p) => Err(p.to_string()),
         None => Ok(d),
     }
 }

@@ -38,6 +38,17 @@ pub fn slo(exprs: &[String]) -> Result<Slo> {
     Ok(slo)
 }
 
+/// The flags of `crest find` that add to its plan (its thresholds and stop conditions are its
+/// service level).
+pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
+    crate::plan::Flags {
+        threads: a.threads,
+        thresholds: &[],
+        stop_when: &[],
+        monitor: &a.monitor,
+    }
+}
+
 /// What the search is run on: a workload and a plan to vary.
 pub struct Subject<W> {
     pub workload: Arc<W>,

@@ -10,19 +10,17 @@ use crest_flow::plan::{Body, Flow, FlowPlan, OnFailure, PollStep, RequestStep, S
 use crest_flow::template::Template;
 use crest_http::Endpoint;
 use crest_model::address;
-use crest_model::expr::{Monitored, StopCondition, Threshold};
+use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
+    self, defaults, Given, LoadModel, Origin, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile,
+    UsersStage,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Defaults that a scenario does not set.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const DEFAULT_MAX_IN_FLIGHT: u64 = 1000;
+/// Defaults of the steps only scenarios have; the others are [`defaults`].
 const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 const DEFAULT_POLL_MAX_WAIT: Duration = Duration::from_secs(60);
 /// Deepest nesting of `loop` steps.
@@ -36,8 +34,10 @@ pub(crate) struct Compiled {
     pub names: Vec<String>,
     pub part_of: Vec<Option<u32>>,
     pub flow: FlowPlan,
-    pub stop_when: Vec<StopCondition>,
-    pub thresholds: Vec<Threshold>,
+    pub stop_when: Vec<Given<StopCondition>>,
+    pub thresholds: Vec<Given<Threshold>>,
+    /// The longest a request may take.
+    pub timeout: Duration,
     pub monitor: MonitorPlan,
 }
 
@@ -71,6 +71,8 @@ impl Known {
 }
 
 pub(crate) struct Cx<'a> {
+    /// The file as given, for the origin of settings.
+    file: String,
     root: &'a marked_yaml::Node,
     /// Nodes by where they start, built when first needed.
     nodes: std::cell::OnceCell<HashMap<(usize, usize), &'a marked_yaml::Node>>,
@@ -97,8 +99,9 @@ pub(crate) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+    pub fn new(file: &str, root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Cx {
+            file: file.to_string(),
             root,
             nodes: std::cell::OnceCell::new(),
             dir: dir.to_path_buf(),
@@ -150,7 +153,13 @@ impl<'a> Cx<'a> {
     }
 
     /// `v`, unless `problem` (the bound it breaks) says otherwise: then a located error.
-    fn within<T>(&mut self, v: T, problem: Option<String>, at: Option<(usize, usize)>, what: &str) -> Option<T> {
+    fn within<T>(
+        &mut self,
+        v: T,
+        problem: Option<plan::BoundError>,
+        at: Option<(usize, usize)>,
+        what: &str,
+    ) -> Option<T> {
         match problem {
             Some(p) => {
                 self.err(at, format!("{what}: {p}"), None);
@@ -783,7 +792,7 @@ impl<'a> Cx<'a> {
         }
         let duration = l.duration.as_ref().and_then(|d| self.positive_duration(d, "duration"));
         let ramp_up = l.ramp_up.as_ref().and_then(|d| self.duration(d, "ramp_up"));
-        let cap = l.max_in_flight.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |c| **c);
+        let cap = l.max_in_flight.as_ref().map_or(defaults::MAX_IN_FLIGHT, |c| **c);
         if let Some(c) = &l.max_in_flight {
             self.positive(**c, c.at(), "max_in_flight")?;
             self.users(**c, c.at(), "load: max_in_flight")?;
@@ -1149,10 +1158,10 @@ impl<'a> Cx<'a> {
         let d = s.defaults.as_ref();
         let timeout = d
             .and_then(|d| d.timeout.as_ref())
-            .map_or(Some(DEFAULT_TIMEOUT), |t| self.positive_duration(t, "timeout"));
+            .map_or(Some(defaults::TIMEOUT), |t| self.positive_duration(t, "timeout"));
         let connect_timeout = d
             .and_then(|d| d.connect_timeout.as_ref())
-            .map_or(Some(DEFAULT_CONNECT_TIMEOUT), |t| {
+            .map_or(Some(defaults::CONNECT_TIMEOUT), |t| {
                 self.positive_duration(t, "connect_timeout")
             });
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
@@ -1296,14 +1305,14 @@ impl<'a> Cx<'a> {
         let mut stop_when = Vec::new();
         for e in s.stop_when.as_deref().unwrap_or(&[]) {
             match StopCondition::parse(e) {
-                Ok(c) => {
-                    self.check_monitored(c.monitored(), &monitor, e, "stop_when");
-                    stop_when.push(c);
-                }
+                Ok(value) => stop_when.push(Given {
+                    value,
+                    origin: self.origin("stop_when", e),
+                }),
                 Err(m) => self.err(e.at(), format!("stop_when: {m}"), None),
             }
         }
-        let thresholds = self.thresholds(s.thresholds.as_deref(), &monitor);
+        let thresholds = self.thresholds(s.thresholds.as_deref());
         if let (Some((LoadModel::Closed { users, .. }, _, _)), true) =
             (&load, feeders.iter().any(|f| f.mode == FeedMode::Unique))
         {
@@ -1327,6 +1336,7 @@ impl<'a> Cx<'a> {
             self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
             return None;
         }
+        let timeout = timeout?;
         let flow = FlowPlan {
             flows,
             on_start,
@@ -1338,7 +1348,7 @@ impl<'a> Cx<'a> {
             variables,
             feeders,
             headers,
-            timeout: timeout?,
+            timeout,
             connect_timeout: connect_timeout?,
             keepalive: d.and_then(|d| d.keepalive.as_ref()).is_none_or(|k| **k),
             seq: Default::default(),
@@ -1353,30 +1363,30 @@ impl<'a> Cx<'a> {
             flow,
             stop_when,
             thresholds,
+            timeout,
             monitor,
         })
     }
 
-    fn thresholds(&mut self, list: Option<&[Sp<String>]>, monitor: &MonitorPlan) -> Vec<Threshold> {
+    fn thresholds(&mut self, list: Option<&[Sp<String>]>) -> Vec<Given<Threshold>> {
         let mut out = Vec::new();
         for e in list.unwrap_or(&[]) {
             match Threshold::parse(e) {
-                Ok(t) => {
-                    self.check_monitored(t.expr().monitored(), monitor, e, "thresholds");
-                    out.push(t)
-                }
+                Ok(value) => out.push(Given {
+                    value,
+                    origin: self.origin("thresholds", e),
+                }),
                 Err(m) => self.err(e.at(), format!("thresholds: {m}"), None),
             }
         }
         out
     }
 
-    /// A monitored metric in an expression must be one the monitor records.
-    fn check_monitored(&mut self, m: Option<&Monitored>, monitor: &MonitorPlan, e: &Sp<String>, what: &str) {
-        if let Some(m) = m {
-            if let Err(msg) = crest_monitor::check_metric(monitor, &m.metric) {
-                self.err(e.at(), format!("{what}: {:?}: {msg}", e.as_str()), None);
-            }
+    fn origin(&self, key: &'static str, e: &Sp<String>) -> Origin {
+        Origin::File {
+            file: self.file.clone(),
+            key,
+            at: e.at(),
         }
     }
 
@@ -1385,8 +1395,15 @@ impl<'a> Cx<'a> {
         let Some(m) = m else { return plan };
         if let Some(i) = &m.interval {
             match self.duration(i, "monitor: interval") {
-                Some(d) if d >= Duration::from_millis(100) => plan.interval = d,
-                Some(_) => self.err(i.at(), "monitor: interval must be at least 100ms", None),
+                Some(d) if d >= defaults::MIN_MONITOR_INTERVAL => plan.interval = d,
+                Some(_) => self.err(
+                    i.at(),
+                    format!(
+                        "monitor: interval must be at least {}",
+                        humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
+                    ),
+                    None,
+                ),
                 None => {}
             }
         }
