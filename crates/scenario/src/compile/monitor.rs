@@ -1,0 +1,130 @@
+//! What is sampled while the load runs: processes, Prometheus endpoints, PostgreSQL.
+
+use super::vars::{Known, NoScope};
+use super::Cx;
+use crate::raw::{self, Sp};
+use crest_model::address;
+use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
+use crest_model::plan::defaults;
+
+impl Cx<'_> {
+    pub(super) fn monitor(&mut self, m: Option<&raw::Monitor>) -> MonitorPlan {
+        let mut plan = MonitorPlan::default();
+        let Some(m) = m else { return plan };
+        if let Some(i) = &m.interval {
+            match self.duration(i, "monitor: interval") {
+                Some(d) if d >= defaults::MIN_MONITOR_INTERVAL => plan.interval = d,
+                Some(_) => self.err(
+                    i.at(),
+                    format!(
+                        "monitor: interval must be at least {}",
+                        humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
+                    ),
+                    None,
+                ),
+                None => {}
+            }
+        }
+        plan.host = m.host.as_ref().is_none_or(|h| **h);
+        let none = Known::default();
+        for p in m.processes.iter().flatten() {
+            let given = [
+                p.pid.is_some(),
+                p.pid_file.is_some(),
+                p.name.is_some(),
+                p.pattern.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                self.err(
+                    p.at(),
+                    "monitor: each process needs exactly one of pid, pid_file, name, pattern",
+                    None,
+                );
+                continue;
+            }
+            // Names, files and patterns may come from the environment, like URLs.
+            let env_text = |cx: &mut Self, s: &Sp<String>| cx.template(s, &none).map(|t| t.render(&NoScope::default()));
+            let (select, default_label) = if let Some(pid) = &p.pid {
+                (ProcessSelect::Pid(**pid), pid.to_string())
+            } else if let Some(f) = &p.pid_file {
+                let Some(f) = env_text(self, f) else { continue };
+                (ProcessSelect::PidFile(self.resolve(&f)), f)
+            } else if let Some(n) = &p.name {
+                let Some(n) = env_text(self, n) else { continue };
+                (ProcessSelect::Name(n.clone()), n)
+            } else if let Some(pat) = &p.pattern {
+                let Some(text) = env_text(self, pat) else { continue };
+                if let Err(e) = regex::Regex::new(&text) {
+                    self.err(
+                        pat.at(),
+                        format!("monitor: pattern {text:?} is not a valid regular expression: {e}"),
+                        None,
+                    );
+                    continue;
+                }
+                (ProcessSelect::Pattern(text.clone()), text)
+            } else {
+                continue;
+            };
+            let label = p.label.as_ref().map_or(default_label, |l| l.to_string());
+            if plan.processes.iter().any(|x| x.label == label) {
+                self.err(
+                    p.at(),
+                    format!("monitor: two processes are labelled {label:?}; give each its own label"),
+                    None,
+                );
+                continue;
+            }
+            plan.processes.push(ProcessSpec { label, select });
+        }
+        for p in m.prometheus.iter().flatten() {
+            let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
+                continue;
+            };
+            if let Err(e) = address::parse(&url, address::HTTP) {
+                self.err(p.url.at(), format!("monitor: {e}"), None);
+                continue;
+            }
+            let mut metrics = Vec::new();
+            for name in p.metrics.iter().flatten() {
+                match regex::Regex::new(&format!("^(?:{})$", name.as_str())) {
+                    Ok(_) => metrics.push(name.to_string()),
+                    Err(e) => self.err(
+                        name.at(),
+                        format!(
+                            "monitor: metric pattern {:?} is not a valid regular expression: {e}",
+                            name.as_str()
+                        ),
+                        None,
+                    ),
+                }
+            }
+            plan.prometheus.push(PrometheusSpec { url, metrics });
+        }
+        for p in m.postgres.iter().flatten() {
+            let url = self.template(&p.url, &none).map(|t| t.render(&NoScope::default()));
+            let password = p
+                .password
+                .as_ref()
+                .and_then(|x| self.template(x, &none))
+                .map(|t| t.render(&NoScope::default()));
+            if let Some(url) = url {
+                match crest_pg::PgTarget::parse(&url, password.as_deref(), None) {
+                    Ok(_) => plan.postgres.push(PostgresSpec { url, password }),
+                    Err(e) => self.err(p.url.at(), format!("monitor: postgres: {e}"), None),
+                }
+            }
+        }
+        if let Some(d) = m.database.as_ref().filter(|d| ***d) {
+            match self.database_spec.clone() {
+                Some(spec) => plan.postgres.push(spec),
+                None => self.err(
+                    d.at(),
+                    "monitor: database: true needs a `database` in the scenario",
+                    None,
+                ),
+            }
+        }
+        plan
+    }
+}

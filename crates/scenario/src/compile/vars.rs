@@ -1,0 +1,97 @@
+//! The variables a template may read at each point of a flow, and templates checked against
+//! them.
+
+use super::Cx;
+use crate::error::did_you_mean;
+use crate::raw::Sp;
+use crest_flow::template::Template;
+use std::collections::HashSet;
+
+/// Variables known at a point of a flow, for checking templates.
+/// A set, so that checking a reference costs the same with 100,000 variables as with ten.
+#[derive(Clone, Default)]
+pub(super) struct Known(pub(super) HashSet<String>);
+
+impl Known {
+    pub(super) fn add(&mut self, name: &str) {
+        if !self.0.contains(name) {
+            self.0.insert(name.to_string());
+        }
+    }
+
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+}
+
+impl Cx<'_> {
+    /// Parses a template and checks that every variable it reads is known here.
+    pub(super) fn template(&mut self, s: &Sp<String>, known: &Known) -> Option<Template> {
+        self.template_at(s.as_str(), s.at(), known)
+    }
+
+    pub(super) fn template_at(&mut self, text: &str, at: Option<(usize, usize)>, known: &Known) -> Option<Template> {
+        let t = match Template::parse(text, self.env) {
+            Ok(t) => t,
+            Err(e) => {
+                self.err(at, format!("in {text:?}: {}", e.message), None);
+                return None;
+            }
+        };
+        let mut ok = true;
+        for v in t.vars() {
+            if let Some((feeder, column)) = v.split_once('.') {
+                match self.feeders.iter().find(|(n, _)| n == feeder) {
+                    None => {
+                        let hint = did_you_mean(feeder, self.feeders.iter().map(|(n, _)| n.as_str()))
+                            .or_else(|| Some("data files are declared under `data:`".into()));
+                        self.err(at, format!("in {text:?}: no data file named `{feeder}`"), hint);
+                        ok = false;
+                    }
+                    Some((_, cols)) if !cols.iter().any(|c| c == column) => {
+                        let hint = did_you_mean(column, cols.iter().map(String::as_str))
+                            .or_else(|| Some(format!("its columns are {}", cols.join(", "))));
+                        self.err(
+                            at,
+                            format!("in {text:?}: data file `{feeder}` has no column `{column}`"),
+                            hint,
+                        );
+                        ok = false;
+                    }
+                    _ => {}
+                }
+            } else if !known.has(&v) {
+                let hint = did_you_mean(&v, known.0.iter().map(String::as_str))
+                    .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
+                self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
+                ok = false;
+            }
+        }
+        ok.then_some(t)
+    }
+}
+
+/// Renders templates that read nothing but the environment.
+#[derive(Default)]
+pub(super) struct NoScope(std::cell::RefCell<fastrand::Rng>);
+
+impl crest_flow::template::Scope for NoScope {
+    fn var(&self, _: &str) -> Option<&str> {
+        None
+    }
+    fn column(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
+    fn user(&self) -> u64 {
+        0
+    }
+    fn iteration(&self) -> u64 {
+        0
+    }
+    fn next_seq(&self) -> u64 {
+        0
+    }
+    fn rng(&self) -> &std::cell::RefCell<fastrand::Rng> {
+        &self.0
+    }
+}
