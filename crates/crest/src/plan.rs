@@ -10,6 +10,7 @@ use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec
 use crest_model::plan::{
     self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
 };
+use crest_monitor::spec;
 use std::time::Duration;
 
 /// Quick mode: one URL and its flags.
@@ -131,37 +132,32 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
                 .map(|p| (p.clone(), ProcessSelect::Pattern(p.clone()))),
         );
     for (label, select) in processes {
-        if let ProcessSelect::Pattern(p) = &select {
-            regex::Regex::new(p)
-                .map_err(|e| anyhow::anyhow!("--monitor-pattern {p:?}: not a valid regular expression: {e}"))?;
-        }
-        if plan.processes.iter().any(|x| x.label == label) {
-            bail!("--monitor-*: {label:?} is watched twice");
-        }
-        plan.processes.push(ProcessSpec { label, select });
+        let flag = match select {
+            ProcessSelect::Pattern(_) => "--monitor-pattern",
+            _ => "--monitor-*:",
+        };
+        spec::add_process(plan, ProcessSpec { label, select }).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
     }
     for m in &args.metrics {
-        regex::Regex::new(&format!("^(?:{m})$"))
-            .map_err(|e| anyhow::anyhow!("--monitor-metric {m:?}: not a valid regular expression: {e}"))?;
+        spec::metric_pattern(m).map_err(|e| anyhow::anyhow!("--monitor-metric {e}"))?;
     }
     if !args.metrics.is_empty() && args.prometheus.is_empty() {
         bail!("--monitor-metric: give the endpoint with --monitor-prometheus URL");
     }
     for url in &args.prometheus {
-        address::parse(url, address::HTTP).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
-        plan.prometheus.push(PrometheusSpec {
+        let endpoint = PrometheusSpec {
             url: url.clone(),
             metrics: args.metrics.clone(),
-        });
+        };
+        spec::add_prometheus(plan, endpoint).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
     }
     for url in &args.postgres {
-        let password = std::env::var("PGPASSWORD").ok();
-        crest_pg::PgTarget::parse(url, password.as_deref(), None)
-            .map_err(|e| anyhow::anyhow!("--monitor-postgres {}: {e}", crest_model::redact::url(url)))?;
-        plan.postgres.push(PostgresSpec {
+        let server = PostgresSpec {
             url: url.clone(),
-            password,
-        });
+            password: std::env::var("PGPASSWORD").ok(),
+        };
+        spec::add_postgres(plan, server)
+            .map_err(|e| anyhow::anyhow!("--monitor-postgres {}: {e}", crest_model::redact::url(url)))?;
     }
     // Catches bad URLs and patterns now, before any load is sent.
     crest_monitor::Sampler::new(plan).map_err(|e| anyhow::anyhow!("--monitor-*: {e}"))?;

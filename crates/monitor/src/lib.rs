@@ -12,6 +12,7 @@ mod host;
 mod postgres;
 mod process;
 mod prometheus;
+pub mod spec;
 mod store;
 
 pub use store::Reading;

@@ -3,9 +3,9 @@
 use super::vars::{Known, NoScope};
 use super::Cx;
 use crate::raw::{self, Sp};
-use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::defaults;
+use crest_monitor::spec::{self, SpecError};
 
 impl Cx<'_> {
     pub(super) fn monitor(&mut self, m: Option<&raw::Monitor>) -> MonitorPlan {
@@ -54,52 +54,34 @@ impl Cx<'_> {
                 (ProcessSelect::Name(n.clone()), n)
             } else if let Some(pat) = &p.pattern {
                 let Some(text) = env_text(self, pat) else { continue };
-                if let Err(e) = regex::Regex::new(&text) {
-                    self.err(
-                        pat.at(),
-                        format!("monitor: pattern {text:?} is not a valid regular expression: {e}"),
-                        None,
-                    );
-                    continue;
-                }
                 (ProcessSelect::Pattern(text.clone()), text)
             } else {
                 continue;
             };
             let label = p.label.as_ref().map_or(default_label, |l| l.to_string());
-            if plan.processes.iter().any(|x| x.label == label) {
-                self.err(
-                    p.at(),
-                    format!("monitor: two processes are labelled {label:?}; give each its own label"),
-                    None,
-                );
-                continue;
+            match spec::add_process(&mut plan, ProcessSpec { label, select }) {
+                Ok(()) => {}
+                Err(e @ SpecError::Pattern(..)) => {
+                    let at = p.pattern.as_ref().and_then(|x| x.at());
+                    self.err(at, format!("monitor: pattern {e}"), None);
+                }
+                Err(e) => self.err(p.at(), format!("monitor: {e}"), None),
             }
-            plan.processes.push(ProcessSpec { label, select });
         }
         for p in m.prometheus.iter().flatten() {
             let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
                 continue;
             };
-            if let Err(e) = address::parse(&url, address::HTTP) {
-                self.err(p.url.at(), format!("monitor: {e}"), None);
-                continue;
-            }
             let mut metrics = Vec::new();
             for name in p.metrics.iter().flatten() {
-                match regex::Regex::new(&format!("^(?:{})$", name.as_str())) {
-                    Ok(_) => metrics.push(name.to_string()),
-                    Err(e) => self.err(
-                        name.at(),
-                        format!(
-                            "monitor: metric pattern {:?} is not a valid regular expression: {e}",
-                            name.as_str()
-                        ),
-                        None,
-                    ),
+                match spec::metric_pattern(name) {
+                    Ok(()) => metrics.push(name.to_string()),
+                    Err(e) => self.err(name.at(), format!("monitor: metric pattern {e}"), None),
                 }
             }
-            plan.prometheus.push(PrometheusSpec { url, metrics });
+            if let Err(e) = spec::add_prometheus(&mut plan, PrometheusSpec { url, metrics }) {
+                self.err(p.url.at(), format!("monitor: {e}"), None);
+            }
         }
         for p in m.postgres.iter().flatten() {
             let url = self.template(&p.url, &none).map(|t| t.render(&NoScope::default()));
@@ -109,9 +91,8 @@ impl Cx<'_> {
                 .and_then(|x| self.template(x, &none))
                 .map(|t| t.render(&NoScope::default()));
             if let Some(url) = url {
-                match crest_pg::PgTarget::parse(&url, password.as_deref(), None) {
-                    Ok(_) => plan.postgres.push(PostgresSpec { url, password }),
-                    Err(e) => self.err(p.url.at(), format!("monitor: postgres: {e}"), None),
+                if let Err(e) = spec::add_postgres(&mut plan, PostgresSpec { url, password }) {
+                    self.err(p.url.at(), format!("monitor: postgres: {e}"), None);
                 }
             }
         }
