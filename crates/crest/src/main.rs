@@ -272,7 +272,7 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
         a.budget,
         Duration::from_secs(4),
         10_000.0,
-        1000,
+        crest_model::plan::defaults::MAX_IN_FLIGHT,
         &a.output,
         args,
         &[],

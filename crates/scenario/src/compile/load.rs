@@ -33,9 +33,12 @@ fn shapes(l: &raw::Load) -> Vec<(&'static str, Shape<'_>)> {
     given.into_iter().filter_map(|(key, s)| Some((key, s?))).collect()
 }
 
+/// A load shape's model, stop rule and steps.
+type Shaped = (LoadModel, StopRule, Vec<SegmentPlan>);
+
 impl Cx<'_> {
     /// The load shape: model, stop rule and segments.
-    pub(super) fn load(&mut self, l: &Sp<raw::Load>) -> Option<(LoadModel, StopRule, Vec<SegmentPlan>)> {
+    pub(super) fn load(&mut self, l: &Sp<raw::Load>) -> Option<Shaped> {
         let at = l.at();
         let given = shapes(l);
         let [(_, shape)] = given[..] else {
@@ -58,12 +61,6 @@ impl Cx<'_> {
         let mut stop = StopRule {
             requests: l.iterations.as_ref().map(|i| **i),
             duration,
-        };
-        let seg = |name: String, start: Duration, users: Option<u64>, rate: Option<f64>| SegmentPlan {
-            name,
-            start,
-            users,
-            rate,
         };
         let duration_given = l.duration.is_some();
         let need_duration = |cx: &mut Self, what: &str| {
@@ -147,54 +144,7 @@ impl Cx<'_> {
                 };
                 Some((model, stop, segs))
             }
-            Shape::Stepping(s) => {
-                let every = parse_duration_str(&s.every).or_else(|| {
-                    self.err(s.at(), format!("stepping: every {:?} is not a duration", s.every), None);
-                    None
-                })?;
-                let every = self.bounded(every, s.at(), "stepping: every")?;
-                self.users(s.max, s.at(), "stepping: max")?;
-                if s.step == 0 || s.start == 0 || s.max < s.start || every.is_zero() {
-                    self.err(
-                        s.at(),
-                        "stepping: needs start >= 1, step >= 1, max >= start and every > 0",
-                        None,
-                    );
-                    return None;
-                }
-                let mut levels = vec![s.start];
-                while let Some(&last) = levels.last() {
-                    if last >= s.max {
-                        break;
-                    }
-                    levels.push((last + s.step).min(s.max));
-                }
-                let mut stages = vec![UsersStage {
-                    duration: every,
-                    to: s.start,
-                }];
-                let mut segs = vec![seg(format!("{} users", s.start), Duration::ZERO, Some(s.start), None)];
-                for (i, lvl) in levels.iter().enumerate().skip(1) {
-                    stages.push(UsersStage {
-                        duration: Duration::ZERO,
-                        to: *lvl,
-                    });
-                    stages.push(UsersStage {
-                        duration: every,
-                        to: *lvl,
-                    });
-                    segs.push(seg(format!("{lvl} users"), every * i as u32, Some(*lvl), None));
-                }
-                stop.duration = Some(every * levels.len() as u32);
-                Some((
-                    LoadModel::Closed {
-                        users: UsersProfile { start: s.start, stages },
-                        iterations: None,
-                    },
-                    stop,
-                    segs,
-                ))
-            }
+            Shape::Stepping(s) => self.stepping(s, stop),
             shape @ (Shape::Threads(n) | Shape::RunOnce(n)) => {
                 let n = **n;
                 let (loops, label) = if let Shape::Threads(_) = shape {
@@ -229,105 +179,11 @@ impl Cx<'_> {
                     vec![seg(label, Duration::ZERO, Some(n), None)],
                 ))
             }
-            Shape::Spike(s) => {
-                let times = [("after", &s.after), ("for", &s.lasts), ("then", &s.then)];
-                let mut ds = Vec::new();
-                for (what, text) in times {
-                    match parse_duration_str(text) {
-                        Some(d) => ds.push(self.bounded(d, s.at(), "spike")?),
-                        None => {
-                            self.err(s.at(), format!("spike: {what} {text:?} is not a duration"), None);
-                            return None;
-                        }
-                    }
-                }
-                let (after, lasts, then) = (ds[0], ds[1], ds[2]);
-                stop.duration = Some(after + lasts + then);
-                match (s.users, s.rate) {
-                    (Some(base), None) => {
-                        self.users(base.max(s.to.min(u64::MAX as f64) as u64), s.at(), "spike")?;
-                        let to = s.to as u64;
-                        let stages = vec![
-                            UsersStage {
-                                duration: after,
-                                to: base,
-                            },
-                            UsersStage {
-                                duration: Duration::ZERO,
-                                to,
-                            },
-                            UsersStage { duration: lasts, to },
-                            UsersStage {
-                                duration: Duration::ZERO,
-                                to: base,
-                            },
-                            UsersStage {
-                                duration: then,
-                                to: base,
-                            },
-                        ];
-                        let segs = vec![
-                            seg(format!("baseline {base} users"), Duration::ZERO, Some(base), None),
-                            seg(format!("spike {to} users"), after, Some(to), None),
-                            seg(format!("recovery {base} users"), after + lasts, Some(base), None),
-                        ];
-                        Some((
-                            LoadModel::Closed {
-                                users: UsersProfile { start: base, stages },
-                                iterations: None,
-                            },
-                            stop,
-                            segs,
-                        ))
-                    }
-                    (None, Some(base)) => {
-                        self.rate(base, s.at(), "spike: rate")?;
-                        self.rate(s.to, s.at(), "spike: to")?;
-                        let to = s.to;
-                        let stages = vec![
-                            RateStage {
-                                duration: after,
-                                to: base,
-                            },
-                            RateStage {
-                                duration: Duration::ZERO,
-                                to,
-                            },
-                            RateStage { duration: lasts, to },
-                            RateStage {
-                                duration: Duration::ZERO,
-                                to: base,
-                            },
-                            RateStage {
-                                duration: then,
-                                to: base,
-                            },
-                        ];
-                        let segs = vec![
-                            seg(format!("baseline {base}/s"), Duration::ZERO, None, Some(base)),
-                            seg(format!("spike {to}/s"), after, None, Some(to)),
-                            seg(format!("recovery {base}/s"), after + lasts, None, Some(base)),
-                        ];
-                        let model = LoadModel::Open {
-                            rate: RateProfile { start: base, stages },
-                            max_in_flight: cap,
-                        };
-                        Some((model, stop, segs))
-                    }
-                    _ => {
-                        self.err(
-                            s.at(),
-                            "spike: give `users` (closed model) or `rate` (open model)",
-                            None,
-                        );
-                        None
-                    }
-                }
-            }
+            Shape::Spike(s) => self.spike(s, stop, cap),
         }
     }
 
-    pub(super) fn positive(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<()> {
+    fn positive(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<()> {
         if n == 0 {
             self.err(at, format!("load: {what} must be at least 1"), None);
             None
@@ -338,7 +194,7 @@ impl Cx<'_> {
 
     /// Stages as (duration, level at the end) plus segments (name, start, level).
     #[allow(clippy::type_complexity)]
-    pub(super) fn stages(
+    fn stages(
         &mut self,
         stages: &[Sp<raw::Stage>],
         start: f64,
@@ -405,5 +261,162 @@ impl Cx<'_> {
             return None;
         }
         Some((levels, segs))
+    }
+
+    /// `spike`: a baseline, a jump to the spike's level, and a recovery at the baseline.
+    fn spike(&mut self, s: &Sp<raw::Spike>, mut stop: StopRule, cap: u64) -> Option<Shaped> {
+        let times = [("after", &s.after), ("for", &s.lasts), ("then", &s.then)];
+        let mut ds = Vec::new();
+        for (what, text) in times {
+            match parse_duration_str(text) {
+                Some(d) => ds.push(self.bounded(d, s.at(), "spike")?),
+                None => {
+                    self.err(s.at(), format!("spike: {what} {text:?} is not a duration"), None);
+                    return None;
+                }
+            }
+        }
+        let (after, lasts, then) = (ds[0], ds[1], ds[2]);
+        stop.duration = Some(after + lasts + then);
+        match (s.users, s.rate) {
+            (Some(base), None) => {
+                self.users(base.max(s.to.min(u64::MAX as f64) as u64), s.at(), "spike")?;
+                let to = s.to as u64;
+                let stages = vec![
+                    UsersStage {
+                        duration: after,
+                        to: base,
+                    },
+                    UsersStage {
+                        duration: Duration::ZERO,
+                        to,
+                    },
+                    UsersStage { duration: lasts, to },
+                    UsersStage {
+                        duration: Duration::ZERO,
+                        to: base,
+                    },
+                    UsersStage {
+                        duration: then,
+                        to: base,
+                    },
+                ];
+                let segs = vec![
+                    seg(format!("baseline {base} users"), Duration::ZERO, Some(base), None),
+                    seg(format!("spike {to} users"), after, Some(to), None),
+                    seg(format!("recovery {base} users"), after + lasts, Some(base), None),
+                ];
+                Some((
+                    LoadModel::Closed {
+                        users: UsersProfile { start: base, stages },
+                        iterations: None,
+                    },
+                    stop,
+                    segs,
+                ))
+            }
+            (None, Some(base)) => {
+                self.rate(base, s.at(), "spike: rate")?;
+                self.rate(s.to, s.at(), "spike: to")?;
+                let to = s.to;
+                let stages = vec![
+                    RateStage {
+                        duration: after,
+                        to: base,
+                    },
+                    RateStage {
+                        duration: Duration::ZERO,
+                        to,
+                    },
+                    RateStage { duration: lasts, to },
+                    RateStage {
+                        duration: Duration::ZERO,
+                        to: base,
+                    },
+                    RateStage {
+                        duration: then,
+                        to: base,
+                    },
+                ];
+                let segs = vec![
+                    seg(format!("baseline {base}/s"), Duration::ZERO, None, Some(base)),
+                    seg(format!("spike {to}/s"), after, None, Some(to)),
+                    seg(format!("recovery {base}/s"), after + lasts, None, Some(base)),
+                ];
+                let model = LoadModel::Open {
+                    rate: RateProfile { start: base, stages },
+                    max_in_flight: cap,
+                };
+                Some((model, stop, segs))
+            }
+            _ => {
+                self.err(
+                    s.at(),
+                    "spike: give `users` (closed model) or `rate` (open model)",
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    /// `stepping`: users rising by `step` every `every` up to `max`, each level a step of its own.
+    fn stepping(&mut self, s: &Sp<raw::Stepping>, mut stop: StopRule) -> Option<Shaped> {
+        let every = parse_duration_str(&s.every).or_else(|| {
+            self.err(s.at(), format!("stepping: every {:?} is not a duration", s.every), None);
+            None
+        })?;
+        let every = self.bounded(every, s.at(), "stepping: every")?;
+        self.users(s.max, s.at(), "stepping: max")?;
+        if s.step == 0 || s.start == 0 || s.max < s.start || every.is_zero() {
+            self.err(
+                s.at(),
+                "stepping: needs start >= 1, step >= 1, max >= start and every > 0",
+                None,
+            );
+            return None;
+        }
+        let mut levels = vec![s.start];
+        while let Some(&last) = levels.last() {
+            if last >= s.max {
+                break;
+            }
+            levels.push((last + s.step).min(s.max));
+        }
+        let mut stages = vec![UsersStage {
+            duration: every,
+            to: s.start,
+        }];
+        let mut segs = vec![seg(format!("{} users", s.start), Duration::ZERO, Some(s.start), None)];
+        for (i, lvl) in levels.iter().enumerate().skip(1) {
+            stages.push(UsersStage {
+                duration: Duration::ZERO,
+                to: *lvl,
+            });
+            stages.push(UsersStage {
+                duration: every,
+                to: *lvl,
+            });
+            segs.push(seg(format!("{lvl} users"), every * i as u32, Some(*lvl), None));
+        }
+        stop.duration = Some(every * levels.len() as u32);
+        Some((
+            LoadModel::Closed {
+                users: UsersProfile { start: s.start, stages },
+                iterations: None,
+            },
+            stop,
+            segs,
+        ))
+    }
+}
+
+/// A step of the run, for reports.
+fn seg(name: String, start: Duration, users: Option<u64>, rate: Option<f64>) -> SegmentPlan {
+    SegmentPlan {
+        name,
+        start,
+        users,
+        rate,
     }
 }
