@@ -15,20 +15,18 @@ mod sql;
 mod steps;
 mod vars;
 
-use crate::error::{did_you_mean, Problem};
+use crate::error::Problem;
 use crate::raw::{self, Sp};
-use crest_flow::feeder::{FeedMode, Feeder};
+use crest_flow::feeder::FeedMode;
 use crest_flow::plan::{Flow, FlowPlan, OnFailure};
-use crest_flow::template::Template;
 use crest_http::Endpoint;
-use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec};
 use crest_model::plan::{self, defaults, Given, LoadModel, SegmentPlan, StopRule, TlsOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vars::{Known, NoScope};
+use vars::Known;
 
 /// The pieces of a compiled scenario.
 pub(crate) struct Compiled {
@@ -230,74 +228,13 @@ impl<'a> Cx<'a> {
             }
         }
         if let Some(t) = &s.target {
-            // The target may come from the environment: `${env:TARGET:-http://127.0.0.1:8080}`.
-            let text = match Template::parse(t, self.env) {
-                Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
-                _ => t.to_string(),
-            };
-            match address::split_base(&text) {
-                Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
-                Ok(_) => self.err(
-                    t.at(),
-                    "target is a base URL without a path, e.g. http://127.0.0.1:8080",
-                    None,
-                ),
-                Err(e) => self.err(t.at(), format!("target: {e}"), None),
-            }
-            self.target_invalid = self.target.is_none();
+            self.target(t);
         }
         if let Some(db) = &s.database {
-            self.has_database = true;
-            let none = Known::default();
-            let url = self.template(&db.url, &none).map(|t| t.render(&NoScope::default()));
-            let password = db
-                .password
-                .as_ref()
-                .and_then(|p| self.template(p, &none))
-                .map(|t| t.render(&NoScope::default()));
-            let timeout = db
-                .statement_timeout
-                .as_ref()
-                .and_then(|t| self.positive_duration(t, "statement_timeout"));
-            if let Some(url) = url {
-                match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
-                    Ok(t) => {
-                        self.database = Some(t);
-                        self.database_spec = Some(PostgresSpec { url, password });
-                    }
-                    Err(e) => self.err(db.url.at(), format!("database: {e}"), None),
-                }
-            }
+            self.database(db);
         }
         // Data files first: their columns are known everywhere.
-        let mut feeders = Vec::new();
-        for (name, f) in s.data.iter().flatten() {
-            let mode = match f.mode.as_ref().map(|m| m.as_str()) {
-                None | Some("sequential") => FeedMode::Sequential,
-                Some("random") => FeedMode::Random,
-                Some("unique") => FeedMode::Unique,
-                Some(other) => {
-                    let hint = did_you_mean(other, ["sequential", "random", "unique"]);
-                    self.err(
-                        f.mode.as_ref().and_then(|m| m.at()),
-                        format!("data {name}: unknown mode {other:?}"),
-                        hint,
-                    );
-                    FeedMode::Sequential
-                }
-            };
-            let path = self.resolve(&f.file);
-            match std::fs::read(&path)
-                .map_err(|e| format!("cannot read it: {e}"))
-                .and_then(|b| Feeder::from_csv(name, &b, mode))
-            {
-                Ok(feeder) => {
-                    self.feeders.push((name.clone(), feeder.columns.clone()));
-                    feeders.push(feeder);
-                }
-                Err(m) => self.err(f.file.at(), format!("data {name}: {:?}: {m}", f.file.as_str()), None),
-            }
-        }
+        let feeders = self.data(s.data.as_ref());
         let mut known = Known::default();
         let mut variables = Vec::new();
         for (name, v) in s.variables.iter().flatten() {

@@ -1,6 +1,6 @@
 //! Requests: where they go, their method, query, headers and body, what they extract and check.
 
-use super::vars::Known;
+use super::vars::{Known, NoScope};
 use super::Cx;
 use crate::raw::{self, Sp};
 use crest_flow::extract::{Check, Extractor};
@@ -10,6 +10,25 @@ use crest_http::Endpoint;
 use crest_model::address;
 
 impl Cx<'_> {
+    /// `target:`, the base URL that `path`s are relative to.
+    pub(super) fn target(&mut self, t: &Sp<String>) {
+        // The target may come from the environment: `${env:TARGET:-http://127.0.0.1:8080}`.
+        let text = match Template::parse(t, self.env) {
+            Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
+            _ => t.to_string(),
+        };
+        match address::split_base(&text) {
+            Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
+            Ok(_) => self.err(
+                t.at(),
+                "target is a base URL without a path, e.g. http://127.0.0.1:8080",
+                None,
+            ),
+            Err(e) => self.err(t.at(), format!("target: {e}"), None),
+        }
+        self.target_invalid = self.target.is_none();
+    }
+
     pub(super) fn endpoint(&mut self, base: &str, at: Option<(usize, usize)>) -> Option<usize> {
         if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
             return Some(i);

@@ -1,13 +1,39 @@
 //! SQL steps: statements, their parameters and checks, and transactions.
 
-use super::vars::Known;
+use super::vars::{Known, NoScope};
 use super::Cx;
 use crate::raw::{self, Sp};
+use crest_model::monitor::PostgresSpec;
 
 /// A statement as written: its name, query and parameters.
 type RawStatement<'s> = (Option<&'s Sp<String>>, &'s Sp<String>, Option<&'s Vec<Sp<String>>>);
 
 impl Cx<'_> {
+    /// `database:`, the server that `sql` steps run on.
+    pub(super) fn database(&mut self, db: &raw::Database) {
+        self.has_database = true;
+        let none = Known::default();
+        let url = self.template(&db.url, &none).map(|t| t.render(&NoScope::default()));
+        let password = db
+            .password
+            .as_ref()
+            .and_then(|p| self.template(p, &none))
+            .map(|t| t.render(&NoScope::default()));
+        let timeout = db
+            .statement_timeout
+            .as_ref()
+            .and_then(|t| self.positive_duration(t, "statement_timeout"));
+        if let Some(url) = url {
+            match crest_pg::PgTarget::parse(&url, password.as_deref(), timeout) {
+                Ok(t) => {
+                    self.database = Some(t);
+                    self.database_spec = Some(PostgresSpec { url, password });
+                }
+                Err(e) => self.err(db.url.at(), format!("database: {e}"), None),
+            }
+        }
+    }
+
     pub(super) fn sql(&mut self, q: &Sp<raw::Sql>, known: &mut Known) -> Option<crest_flow::plan::SqlStep> {
         if !self.has_database {
             self.err(

@@ -3,7 +3,8 @@
 
 use super::Cx;
 use crate::error::did_you_mean;
-use crate::raw::Sp;
+use crate::raw::{self, Sp};
+use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::template::Template;
 use std::collections::HashSet;
 
@@ -25,6 +26,39 @@ impl Known {
 }
 
 impl Cx<'_> {
+    /// `data:`, the files whose rows feed users; their columns are known everywhere.
+    pub(super) fn data(&mut self, data: Option<&indexmap::IndexMap<String, raw::Feeder>>) -> Vec<Feeder> {
+        let mut feeders = Vec::new();
+        for (name, f) in data.into_iter().flatten() {
+            let mode = match f.mode.as_ref().map(|m| m.as_str()) {
+                None | Some("sequential") => FeedMode::Sequential,
+                Some("random") => FeedMode::Random,
+                Some("unique") => FeedMode::Unique,
+                Some(other) => {
+                    let hint = did_you_mean(other, ["sequential", "random", "unique"]);
+                    self.err(
+                        f.mode.as_ref().and_then(|m| m.at()),
+                        format!("data {name}: unknown mode {other:?}"),
+                        hint,
+                    );
+                    FeedMode::Sequential
+                }
+            };
+            let path = self.resolve(&f.file);
+            match std::fs::read(&path)
+                .map_err(|e| format!("cannot read it: {e}"))
+                .and_then(|b| Feeder::from_csv(name, &b, mode))
+            {
+                Ok(feeder) => {
+                    self.feeders.push((name.clone(), feeder.columns.clone()));
+                    feeders.push(feeder);
+                }
+                Err(m) => self.err(f.file.at(), format!("data {name}: {:?}: {m}", f.file.as_str()), None),
+            }
+        }
+        feeders
+    }
+
     /// Parses a template and checks that every variable it reads is known here.
     pub(super) fn template(&mut self, s: &Sp<String>, known: &Known) -> Option<Template> {
         self.template_at(s.as_str(), s.at(), known)
