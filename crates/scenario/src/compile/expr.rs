@@ -4,39 +4,36 @@ use super::Cx;
 use crate::raw::Sp;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::plan::{Given, Origin};
+use std::fmt::Display;
 
 impl Cx<'_> {
     pub(super) fn thresholds(&mut self, list: Option<&[Sp<String>]>) -> Vec<Given<Threshold>> {
-        let mut out = Vec::new();
-        for e in list.unwrap_or(&[]) {
-            match Threshold::parse(e) {
-                Ok(value) => out.push(Given {
-                    value,
-                    origin: self.origin("thresholds", e),
-                }),
-                Err(m) => self.err(e.at(), format!("thresholds: {m}"), None),
-            }
-        }
-        out
-    }
-
-    pub(super) fn origin(&self, key: &'static str, e: &Sp<String>) -> Origin {
-        Origin::File {
-            file: self.file.clone(),
-            key,
-            at: e.at(),
-        }
+        self.exprs(list, "thresholds", Threshold::parse)
     }
 
     pub(super) fn stop_when(&mut self, list: Option<&[Sp<String>]>) -> Vec<Given<StopCondition>> {
+        self.exprs(list, "stop_when", StopCondition::parse)
+    }
+
+    /// The expressions under `key`, each marked with where it stands.
+    fn exprs<T, E: Display>(
+        &mut self,
+        list: Option<&[Sp<String>]>,
+        key: &'static str,
+        parse: fn(&str) -> Result<T, E>,
+    ) -> Vec<Given<T>> {
         let mut out = Vec::new();
         for e in list.unwrap_or(&[]) {
-            match StopCondition::parse(e) {
+            match parse(e) {
                 Ok(value) => out.push(Given {
                     value,
-                    origin: self.origin("stop_when", e),
+                    origin: Origin::File {
+                        file: self.file.clone(),
+                        key,
+                        at: e.at(),
+                    },
                 }),
-                Err(m) => self.err(e.at(), format!("stop_when: {m}"), None),
+                Err(m) => self.err(e.at(), format!("{key}: {m}"), None),
             }
         }
         out

@@ -362,3 +362,8 @@ fn parse_duration(s: &Sp<String>) -> Option<Duration> {
 pub(super) fn parse_duration_str(s: &str) -> Option<Duration> {
     humantime::parse_duration(s.trim()).ok()
 }
+
+/// Whether exactly one of the alternatives of a mapping is given.
+fn exactly_one(given: &[bool]) -> bool {
+    given.iter().filter(|g| **g).count() == 1
+}

@@ -1,8 +1,7 @@
 //! What is sampled while the load runs: processes, Prometheus endpoints, PostgreSQL.
 
-use super::vars::{Known, NoScope};
-use super::Cx;
-use crate::raw::{self, Sp};
+use super::{exactly_one, Cx};
+use crate::raw;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::defaults;
 use crest_monitor::spec::{self, SpecError};
@@ -26,7 +25,6 @@ impl Cx<'_> {
             }
         }
         plan.host = m.host.as_ref().is_none_or(|h| **h);
-        let none = Known::default();
         for p in m.processes.iter().flatten() {
             let given = [
                 p.pid.is_some(),
@@ -34,7 +32,7 @@ impl Cx<'_> {
                 p.name.is_some(),
                 p.pattern.is_some(),
             ];
-            if given.iter().filter(|g| **g).count() != 1 {
+            if !exactly_one(&given) {
                 self.err(
                     p.at(),
                     "monitor: each process needs exactly one of pid, pid_file, name, pattern",
@@ -43,17 +41,16 @@ impl Cx<'_> {
                 continue;
             }
             // Names, files and patterns may come from the environment, like URLs.
-            let env_text = |cx: &mut Self, s: &Sp<String>| cx.template(s, &none).map(|t| t.render(&NoScope::default()));
             let (select, default_label) = if let Some(pid) = &p.pid {
                 (ProcessSelect::Pid(**pid), pid.to_string())
             } else if let Some(f) = &p.pid_file {
-                let Some(f) = env_text(self, f) else { continue };
+                let Some(f) = self.env_text(f) else { continue };
                 (ProcessSelect::PidFile(self.resolve(&f)), f)
             } else if let Some(n) = &p.name {
-                let Some(n) = env_text(self, n) else { continue };
+                let Some(n) = self.env_text(n) else { continue };
                 (ProcessSelect::Name(n.clone()), n)
             } else if let Some(pat) = &p.pattern {
-                let Some(text) = env_text(self, pat) else { continue };
+                let Some(text) = self.env_text(pat) else { continue };
                 (ProcessSelect::Pattern(text.clone()), text)
             } else {
                 continue;
@@ -69,7 +66,7 @@ impl Cx<'_> {
             }
         }
         for p in m.prometheus.iter().flatten() {
-            let Some(url) = self.template(&p.url, &none).map(|t| t.render(&NoScope::default())) else {
+            let Some(url) = self.env_text(&p.url) else {
                 continue;
             };
             let mut metrics = Vec::new();
@@ -84,12 +81,8 @@ impl Cx<'_> {
             }
         }
         for p in m.postgres.iter().flatten() {
-            let url = self.template(&p.url, &none).map(|t| t.render(&NoScope::default()));
-            let password = p
-                .password
-                .as_ref()
-                .and_then(|x| self.template(x, &none))
-                .map(|t| t.render(&NoScope::default()));
+            let url = self.env_text(&p.url);
+            let password = p.password.as_ref().and_then(|x| self.env_text(x));
             if let Some(url) = url {
                 if let Err(e) = spec::add_postgres(&mut plan, PostgresSpec { url, password }) {
                     self.err(p.url.at(), format!("monitor: postgres: {e}"), None);

@@ -1,9 +1,9 @@
 //! Requests: where they go, their method, query, headers and body, what they extract and check.
 
 use super::vars::{Known, NoScope};
-use super::Cx;
+use super::{exactly_one, Cx};
 use crate::raw::{self, Sp};
-use crest_flow::extract::{Check, Extractor};
+use crest_flow::extract::{Check, Extractor, JsonPath};
 use crest_flow::plan::{Body, RequestStep};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
@@ -237,7 +237,7 @@ impl Cx<'_> {
                     s.header.is_some(),
                     s.status.is_some(),
                 ];
-                if given.iter().filter(|g| **g).count() != 1 {
+                if !exactly_one(&given) {
                     Err("give exactly one of json, regex, header, status".into())
                 } else if let Some(p) = &s.json {
                     Extractor::json(p)
@@ -267,22 +267,30 @@ impl Cx<'_> {
             out.push(Check::Status(codes));
         }
         for (path, expected) in c.json.iter().flatten() {
-            match serde_json_path_parse(path) {
+            match JsonPath::parse(path) {
                 Ok(p) => out.push(Check::JsonEquals {
                     path: p,
                     text: path.clone(),
                     expected: expected.to_string(),
                 }),
-                Err(m) => self.err(expected.at(), format!("check json: {m}"), None),
+                Err(e) => self.err(
+                    expected.at(),
+                    format!("check json: {path:?} is not a valid JSONPath: {e}"),
+                    None,
+                ),
             }
         }
         for path in c.exists.iter().flatten() {
-            match serde_json_path_parse(path) {
+            match JsonPath::parse(path) {
                 Ok(p) => out.push(Check::JsonExists {
                     path: p,
                     text: path.to_string(),
                 }),
-                Err(m) => self.err(path.at(), format!("check exists: {m}"), None),
+                Err(e) => self.err(
+                    path.at(),
+                    format!("check exists: {:?} is not a valid JSONPath: {e}", path.as_str()),
+                    None,
+                ),
             }
         }
         if let Some(b) = &c.body_contains {
@@ -331,8 +339,4 @@ fn yaml_to_json(node: &marked_yaml::Node) -> serde_json::Value {
                 .collect(),
         ),
     }
-}
-
-fn serde_json_path_parse(p: &str) -> Result<crest_flow::extract::JsonPath, String> {
-    crest_flow::extract::JsonPath::parse(p).map_err(|e| format!("{p:?} is not a valid JSONPath: {e}"))
 }

@@ -1,6 +1,6 @@
 //! SQL steps: statements, their parameters and checks, and transactions.
 
-use super::vars::{Known, NoScope};
+use super::vars::Known;
 use super::Cx;
 use crate::raw::{self, Sp};
 use crest_model::monitor::PostgresSpec;
@@ -12,13 +12,8 @@ impl Cx<'_> {
     /// `database:`, the server that `sql` steps run on.
     pub(super) fn database(&mut self, db: &raw::Database) {
         self.has_database = true;
-        let none = Known::default();
-        let url = self.template(&db.url, &none).map(|t| t.render(&NoScope::default()));
-        let password = db
-            .password
-            .as_ref()
-            .and_then(|p| self.template(p, &none))
-            .map(|t| t.render(&NoScope::default()));
+        let url = self.env_text(&db.url);
+        let password = db.password.as_ref().and_then(|p| self.env_text(p));
         let timeout = db
             .statement_timeout
             .as_ref()

@@ -2,7 +2,7 @@
 //! set).
 
 use super::vars::Known;
-use super::Cx;
+use super::{exactly_one, Cx};
 use crate::error::did_you_mean;
 use crate::raw::{self, Sp};
 use crest_flow::plan::{OnFailure, PollStep, Step};
@@ -26,7 +26,7 @@ impl Cx<'_> {
                 s.sql.is_some(),
                 s.set.is_some(),
             ];
-            if kinds.iter().filter(|k| **k).count() != 1 {
+            if !exactly_one(&kinds) {
                 let at = self.mapping_at(s);
                 self.err(
                     at,

@@ -60,6 +60,12 @@ impl Cx<'_> {
     }
 
     /// Parses a template and checks that every variable it reads is known here.
+    /// Text that may read the environment and nothing else (URLs, passwords, names), rendered.
+    pub(super) fn env_text(&mut self, s: &Sp<String>) -> Option<String> {
+        self.template(s, &Known::default())
+            .map(|t| t.render(&NoScope::default()))
+    }
+
     pub(super) fn template(&mut self, s: &Sp<String>, known: &Known) -> Option<Template> {
         self.template_at(s.as_str(), s.at(), known)
     }
