@@ -8,7 +8,6 @@
 pub mod analyze;
 pub mod capacity;
 pub mod compare;
-pub mod expr;
 pub mod failures;
 pub mod find;
 pub mod findings;

@@ -7,8 +7,8 @@
 //! trim it): a window that straddles two steps, or a first step's figure mixed with its
 //! warm-up, made `p95 > 3x first` fire against a "first step's 5.0 ms" whose row said 0.68 ms.
 
-use crate::expr::{Agg, Bound, Expr, Metric, Op};
 use crate::resources::show_value;
+use crest_model::expr::{Agg, Bound, Expr, Metric, Op, StopCondition};
 use crest_model::monitor::{SeriesKey, Unit};
 use crest_model::EncodedHistogram;
 use hdrhistogram::Histogram;
@@ -28,55 +28,6 @@ pub const RELATIVE_LATENCY_FLOOR_MS: f64 = 1.0;
 /// A relative rule on the error rate never holds while the step's rate is below this: against a
 /// first step with no failures, any single failure would be "more than 3x first".
 pub const RELATIVE_ERROR_RATE_FLOOR: f64 = 0.01;
-
-/// A condition that ends the run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StopCondition {
-    /// A metric over the last [`WINDOW`] seconds against a bound; or, for `Nx first`, the
-    /// steady state of a step that ended against the first step's, never below
-    /// [`RELATIVE_LATENCY_FLOOR_MS`] or [`RELATIVE_ERROR_RATE_FLOOR`] when it fires on growth.
-    Expr(Expr),
-    /// A step's steady throughput is less than 5% above the previous step's.
-    ThroughputStalls,
-    /// A step's steady throughput is more than 5% below the previous step's.
-    ThroughputFalls,
-}
-
-impl StopCondition {
-    /// Parses `error_rate > 5%`, `p95 > 3x first`, `throughput_stalls`, `throughput_falls`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "throughput_stalls" => Ok(StopCondition::ThroughputStalls),
-            "throughput_falls" => Ok(StopCondition::ThroughputFalls),
-            other => {
-                let e = Expr::parse(other).map_err(|m| format!("{m}; or use throughput_stalls, throughput_falls"))?;
-                if e.name.is_some() {
-                    return Err(format!(
-                        "{other:?}: stop conditions apply to all requests; drop the {{name=...}}"
-                    ));
-                }
-                Ok(StopCondition::Expr(e))
-            }
-        }
-    }
-
-    /// The monitored series it reads, when it reads one.
-    pub fn monitored(&self) -> Option<&crate::expr::Monitored> {
-        match self {
-            StopCondition::Expr(e) => e.monitored(),
-            _ => None,
-        }
-    }
-
-    /// The condition as written.
-    pub fn text(&self) -> String {
-        match self {
-            StopCondition::Expr(e) => e.text.clone(),
-            StopCondition::ThroughputStalls => "throughput_stalls".into(),
-            StopCondition::ThroughputFalls => "throughput_falls".into(),
-        }
-    }
-}
 
 /// One closed interval, as the run loop sees it.
 #[derive(Debug)]
@@ -397,7 +348,7 @@ impl StopWatch {
             };
             if holds {
                 return Some(Stopped {
-                    condition: c.text(),
+                    condition: c.text().to_string(),
                     at_s: t_s,
                     detail: format!("throughput {what}: {tput:.1} req/s in the steady state of the step that ended, {previous:.1} req/s in the one before"),
                 });
@@ -595,13 +546,5 @@ mod tests {
         let s = w.monitored(7.0, &[(load, Unit::Number, 3.4)]).unwrap();
         assert_eq!(s.at_s, 7.0);
         assert_eq!(s.detail, "load_average was 3.4, beyond 3");
-    }
-
-    #[test]
-    fn conditions_parse_or_explain() {
-        assert!(StopCondition::parse("p99{name=x} > 1s").is_err());
-        assert!(StopCondition::parse("p95 1s")
-            .unwrap_err()
-            .contains("throughput_stalls"));
     }
 }

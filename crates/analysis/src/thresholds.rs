@@ -1,9 +1,9 @@
 //! Thresholds (SLOs) checked at the end of a run: `p95 < 10s`, `p99{name=replay} < 15s`,
 //! `error_rate < 1%`, `throughput > 100/s`.
 
-use crate::expr::{Agg, Bound, Expr, Metric, Monitored, Op};
 use crate::resources::show_value;
 use crate::stop::show;
+use crest_model::expr::{Agg, Expr, Metric, Monitored, Op, Threshold};
 use crest_model::results::Results;
 use crest_model::HistError;
 use serde::Serialize;
@@ -23,29 +23,18 @@ pub struct ThresholdResult {
 }
 
 /// Evaluates thresholds over the whole run.
-pub fn evaluate(r: &Results, thresholds: &[String]) -> Result<Vec<ThresholdResult>, HistError> {
+pub fn evaluate(r: &Results, thresholds: &[Threshold]) -> Result<Vec<ThresholdResult>, HistError> {
     let mut out = Vec::new();
     for t in thresholds {
-        let Ok(e) = Expr::parse(t) else {
-            out.push(ThresholdResult {
-                threshold: t.clone(),
-                value: None,
-                shown: "invalid".into(),
-                pass: false,
-            });
-            continue;
-        };
+        let e = t.expr();
         let (value, shown) = match &e.metric {
             Metric::Monitored(m) => match monitored(r, m, e.op) {
                 Some((v, s)) => (Some(v), Some(s)),
                 None => (None, None),
             },
-            _ => (measure(r, &e)?, None),
+            _ => (measure(r, e)?, None),
         };
-        let pass = match (value, &e.bound) {
-            (Some(v), Bound::Value(b)) => e.op.holds(v, *b),
-            _ => false,
-        };
+        let pass = value.is_some_and(|v| e.op.holds(v, t.bound()));
         let shown =
             shown.unwrap_or_else(|| value.map_or_else(|| "nothing measured".to_string(), |v| show(&e.metric, v)));
         out.push(ThresholdResult {

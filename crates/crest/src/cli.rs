@@ -1,5 +1,8 @@
-//! Command-line flags as typed, before any validation across flags. `plan.rs` turns them into a
-//! [`crest_model::Plan`]; nothing else in crest looks at flags.
+//! The command line as clap reads it: the subcommands and their flags, typed (durations parsed
+//! and bounded) but not yet checked against each other, plus the exit codes `--help` lists.
+//! `plan.rs` turns the flags that describe load (a URL, its request, `--threshold`,
+//! `--monitor-*`, `--threads`...) into a plan through the one resolver; each subcommand's own
+//! flags (`find`'s search bounds, `sweep`'s parameter, `target`'s service) are read by its module.
 
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -269,7 +272,7 @@ pub struct FindArgs {
     pub max: f64,
 
     /// Open model: the most requests in flight.
-    #[arg(short = 'c', long = "concurrency", value_name = "N", default_value_t = 1000)]
+    #[arg(short = 'c', long = "concurrency", value_name = "N", default_value_t = crest_model::plan::defaults::MAX_IN_FLIGHT)]
     pub concurrency: u64,
 
     #[command(flatten)]
@@ -378,7 +381,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; write a duration like 30s, 5m or 250ms"))?;
     match crest_model::plan::duration_problem(d) {
-        Some(p) => Err(p),
+        Some(p) => Err(p.to_string()),
         None => Ok(d),
     }
 }

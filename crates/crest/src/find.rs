@@ -7,9 +7,9 @@ use crate::cli::{FindArgs, OutputArgs};
 use crate::output;
 use crate::run::{measure, Interrupt};
 use anyhow::{bail, Context, Result};
-use crest_analysis::expr::{Bound, Expr, Metric, Op};
 use crest_analysis::find::{judge, next, show, Next, Probe, Slo};
 use crest_engine::Workload;
+use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::plan::{LoadModel, Plan, SegmentPlan, StopRule};
 use crest_model::results::{self, EndReason, FindRecord, ProbeRecord, Results, Segment};
 use std::sync::Arc;
@@ -36,6 +36,17 @@ pub fn slo(exprs: &[String]) -> Result<Slo> {
         }
     }
     Ok(slo)
+}
+
+/// The flags of `crest find` that add to its plan (its thresholds and stop conditions are its
+/// service level).
+pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
+    crate::plan::Flags {
+        threads: a.threads,
+        thresholds: &[],
+        stop_when: &[],
+        monitor: &a.monitor,
+    }
 }
 
 /// What the search is run on: a workload and a plan to vary.

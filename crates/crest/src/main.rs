@@ -46,36 +46,29 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                     given.join(", ")
                 );
             }
-            let mut scenario = crest_scenario::load(std::path::Path::new(&a.url))?;
-            plan::add_monitors(&a.monitor, &mut scenario.plan.monitor)?;
-            if let Some(t) = a.threads {
-                if t == 0 {
-                    bail!("--threads 0: at least one thread is needed");
-                }
-                scenario.plan.threads = t;
-            }
+            let scenario = crest_scenario::draft(Path::new(&a.url))?;
+            let mut draft = scenario.draft;
+            plan::add_flags(&mut draft, &plan::Flags::of_run(&a))?;
             let workload = crest_flow::FlowWorkload::new(scenario.flow);
-            run::execute(scenario.plan, workload, args, &a.output)
+            run::execute(plan::finish(draft)?, workload, args, &a.output)
         }
         Command::Validate(a) => validate(&a.file),
         Command::Find(a) if a.url.contains("://") => {
-            let timeout = a.request.timeout.unwrap_or(Duration::from_secs(30));
-            let (request, name) = plan::request(&a.url, &a.request, timeout)?;
+            let (request, name) = plan::request(&a.url, &a.request)?;
             let workload = Arc::new(
                 crest_http::HttpWorkload::new(&request, 0)
                     .with_context(|| format!("URL {}", crest_model::redact::url(&request.url)))?,
             );
-            let mut base = plan::url_plan(request, name, a.threads, timeout);
-            plan::add_monitors(&a.monitor, &mut base.monitor)?;
+            let mut draft = plan::url_draft(request, name);
+            plan::add_flags(&mut draft, &find::flags(&a))?;
+            let base = plan::finish(draft)?;
             find::find(find::Subject { workload, base }, &a, args)
         }
         Command::Find(a) => {
-            let s = crest_scenario::load(Path::new(&a.url))?;
-            let mut base = s.plan;
-            plan::add_monitors(&a.monitor, &mut base.monitor)?;
-            if let Some(t) = a.threads {
-                base.threads = t.max(1);
-            }
+            let s = crest_scenario::draft(Path::new(&a.url))?;
+            let mut draft = s.draft;
+            plan::add_flags(&mut draft, &find::flags(&a))?;
+            let base = plan::finish(draft)?;
             let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
             find::find(find::Subject { workload, base }, &a, args)
         }
@@ -272,9 +265,9 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
             humantime::format_duration(a.budget)
         );
     }
-    let (request, name) = plan::request(&format!("http://{addr}/"), &default_request(), Duration::from_secs(10))?;
+    let (request, name) = plan::request(&format!("http://{addr}/"), &demo_request())?;
     let workload = Arc::new(crest_http::HttpWorkload::new(&request, 0)?);
-    let base = plan::url_plan(request, name, None, Duration::from_secs(10));
+    let base = plan::finish(plan::url_draft(request, name))?;
     let slo = find::slo(&[])?;
     find::search(
         find::Subject { workload, base },
@@ -283,20 +276,21 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
         a.budget,
         Duration::from_secs(4),
         10_000.0,
-        1000,
+        crest_model::plan::defaults::MAX_IN_FLIGHT,
         &a.output,
         args,
         &[],
     )
 }
 
-fn default_request() -> cli::RequestArgs {
+/// The demo's request: a GET of the demo target, which answers within its own 5 s timeout.
+fn demo_request() -> cli::RequestArgs {
     cli::RequestArgs {
         method: None,
         headers: Vec::new(),
         body: None,
         body_file: None,
-        timeout: None,
+        timeout: Some(Duration::from_secs(10)),
         connect_timeout: None,
         no_keepalive: false,
         insecure: false,

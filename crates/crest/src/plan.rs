@@ -1,33 +1,31 @@
-//! Resolves quick-mode flags into a validated [`Plan`]. Every error names the flag at fault.
+//! Turns flags into a plan: quick mode's URL and flags into a [`Draft`], the flags that may add to
+//! any draft (a scenario's, `crest find`'s) onto it, and every draft into a [`Plan`] through the
+//! one resolver, [`Draft::resolve`]. Every error names the flag at fault.
 
 use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
-use crest_analysis::expr::Expr;
-use crest_analysis::stop::StopCondition;
 use crest_model::address;
+use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
-use crest_model::plan::{self, HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
+use crest_model::plan::{
+    self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
+};
+use crest_monitor::spec;
 use std::time::Duration;
 
-/// Default run length when neither -n nor -d is given.
-const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-/// Request timeout when --timeout is not given.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest crest waits for requests in flight once sending stops.
-const MAX_GRACE: Duration = Duration::from_secs(5);
-
+/// Quick mode: one URL and its flags.
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let model = match args.rate {
         Some(rate) => {
             if let Some(problem) = plan::rate_problem(rate) {
                 bail!("--rate {rate}: {problem}");
             }
-            let cap = args.concurrency.unwrap_or(1000);
+            let cap = args.concurrency.unwrap_or(defaults::MAX_IN_FLIGHT);
             check_concurrency(cap)?;
             LoadModel::rate(rate, cap)
         }
         None => {
-            let users = args.concurrency.unwrap_or(50);
+            let users = args.concurrency.unwrap_or(defaults::USERS);
             check_concurrency(users)?;
             LoadModel::users(users)
         }
@@ -41,72 +39,76 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let stop = StopRule {
         requests: args.requests,
         duration: args.duration.or(if args.requests.is_none() {
-            Some(DEFAULT_DURATION)
+            Some(defaults::DURATION)
         } else {
             None
         }),
     };
-    let timeout = args.request.timeout.unwrap_or(DEFAULT_TIMEOUT);
-    if timeout.is_zero() {
-        bail!("--timeout 0s: the timeout must be above 0");
-    }
-    let (request, name) = request(&args.url, &args.request, timeout)?;
-    let threads = match args.threads {
-        Some(0) => bail!("--threads 0: at least one thread is needed"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    };
-    let mut monitor = MonitorPlan::default();
-    add_monitors(&args.monitor, &mut monitor)?;
-    let mut thresholds = Vec::new();
-    for t in &args.thresholds {
-        let e = Expr::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
-        if e.text.contains("first") {
-            bail!("--threshold {t:?}: thresholds compare with fixed values; `x first` is for --stop-when");
-        }
-        check_monitored(e.monitored(), &monitor, "--threshold", t)?;
-        thresholds.push(e.text);
-    }
-    let mut stop_when = Vec::new();
-    for c in &args.stop_when {
-        let s = StopCondition::parse(c).map_err(|m| anyhow::anyhow!("--stop-when: {m}"))?;
-        check_monitored(s.monitored(), &monitor, "--stop-when", c)?;
-        stop_when.push(s.text());
-    }
-    Ok(Plan {
-        load: model,
-        stop,
-        names: vec![name],
-        part_of: Vec::new(),
-        segments: vec![SegmentPlan::whole_run()],
-        threads,
-        grace: timeout.min(MAX_GRACE),
-        target: Target::Http(request),
-        stop_when,
-        thresholds,
-        monitor,
-    })
+    let (request, name) = request(&args.url, &args.request)?;
+    let mut draft = url_draft(request, name);
+    draft.load = model;
+    draft.stop = stop;
+    add_flags(&mut draft, &Flags::of_run(args))?;
+    finish(draft)
 }
 
-fn check_monitored(
-    m: Option<&crest_analysis::expr::Monitored>,
-    plan: &MonitorPlan,
-    flag: &str,
-    text: &str,
-) -> Result<()> {
-    if let Some(m) = m {
-        crest_monitor::check_metric(plan, &m.metric).map_err(|e| anyhow::anyhow!("{flag} {text:?}: {e}"))?;
+/// The flags that add to any plan: a scenario's, `crest find`'s, quick mode's.
+pub struct Flags<'a> {
+    pub threads: Option<usize>,
+    pub thresholds: &'a [String],
+    pub stop_when: &'a [String],
+    pub monitor: &'a MonitorArgs,
+}
+
+impl<'a> Flags<'a> {
+    pub fn of_run(a: &'a RunArgs) -> Self {
+        Flags {
+            threads: a.threads,
+            thresholds: &a.thresholds,
+            stop_when: &a.stop_when,
+            monitor: &a.monitor,
+        }
+    }
+}
+
+/// Adds what flags ask for to `draft`: more thresholds, stop conditions and monitors, and the
+/// engine threads.
+pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
+    if let Some(value) = flags.threads {
+        draft.threads = Some(Given {
+            value,
+            origin: Origin::Flag("--threads"),
+        });
+    }
+    add_monitors(flags.monitor, &mut draft.monitor)?;
+    for t in flags.thresholds {
+        draft.thresholds.push(Given {
+            value: Threshold::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?,
+            origin: Origin::Flag("--threshold"),
+        });
+    }
+    for c in flags.stop_when {
+        draft.stop_when.push(Given {
+            value: StopCondition::parse(c).map_err(|m| anyhow::anyhow!("--stop-when: {m}"))?,
+            origin: Origin::Flag("--stop-when"),
+        });
     }
     Ok(())
+}
+
+/// The plan of a draft, through the one resolver.
+pub fn finish(draft: Draft) -> Result<Plan> {
+    Ok(draft.resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))?)
 }
 
 /// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
 pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
     if let Some(i) = args.interval {
-        if i < Duration::from_millis(100) {
+        if i < defaults::MIN_MONITOR_INTERVAL {
             bail!(
-                "--monitor-interval {}: sample at most every 100ms",
-                humantime::format_duration(i)
+                "--monitor-interval {}: sample at most every {}",
+                humantime::format_duration(i),
+                humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
             );
         }
         plan.interval = i;
@@ -130,37 +132,32 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
                 .map(|p| (p.clone(), ProcessSelect::Pattern(p.clone()))),
         );
     for (label, select) in processes {
-        if let ProcessSelect::Pattern(p) = &select {
-            regex::Regex::new(p)
-                .map_err(|e| anyhow::anyhow!("--monitor-pattern {p:?}: not a valid regular expression: {e}"))?;
-        }
-        if plan.processes.iter().any(|x| x.label == label) {
-            bail!("--monitor-*: {label:?} is watched twice");
-        }
-        plan.processes.push(ProcessSpec { label, select });
+        let flag = match select {
+            ProcessSelect::Pattern(_) => "--monitor-pattern",
+            _ => "--monitor-*:",
+        };
+        spec::add_process(plan, ProcessSpec { label, select }).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
     }
     for m in &args.metrics {
-        regex::Regex::new(&format!("^(?:{m})$"))
-            .map_err(|e| anyhow::anyhow!("--monitor-metric {m:?}: not a valid regular expression: {e}"))?;
+        spec::metric_pattern(m).map_err(|e| anyhow::anyhow!("--monitor-metric {e}"))?;
     }
     if !args.metrics.is_empty() && args.prometheus.is_empty() {
         bail!("--monitor-metric: give the endpoint with --monitor-prometheus URL");
     }
     for url in &args.prometheus {
-        address::parse(url, address::HTTP).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
-        plan.prometheus.push(PrometheusSpec {
+        let endpoint = PrometheusSpec {
             url: url.clone(),
             metrics: args.metrics.clone(),
-        });
+        };
+        spec::add_prometheus(plan, endpoint).map_err(|e| anyhow::anyhow!("--monitor-prometheus: {e}"))?;
     }
     for url in &args.postgres {
-        let password = std::env::var("PGPASSWORD").ok();
-        crest_pg::PgTarget::parse(url, password.as_deref(), None)
-            .map_err(|e| anyhow::anyhow!("--monitor-postgres {}: {e}", crest_model::redact::url(url)))?;
-        plan.postgres.push(PostgresSpec {
+        let server = PostgresSpec {
             url: url.clone(),
-            password,
-        });
+            password: std::env::var("PGPASSWORD").ok(),
+        };
+        spec::add_postgres(plan, server)
+            .map_err(|e| anyhow::anyhow!("--monitor-postgres {}: {e}", crest_model::redact::url(url)))?;
     }
     // Catches bad URLs and patterns now, before any load is sent.
     crest_monitor::Sampler::new(plan).map_err(|e| anyhow::anyhow!("--monitor-*: {e}"))?;
@@ -168,7 +165,11 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
 }
 
 /// The repeated request of quick mode (and of `crest find` on a URL), with its statistics name.
-pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(HttpRequest, String)> {
+pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
+    let timeout = args.timeout.unwrap_or(defaults::TIMEOUT);
+    if timeout.is_zero() {
+        bail!("--timeout 0s: the timeout must be above 0");
+    }
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => {
@@ -188,7 +189,7 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
             bail!("-H: a header is written as 'Name: value', and one of them has no ':'");
         };
         let name = name.trim();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        if !crest_http::is_token(name) {
             bail!("-H: {name:?} is not a valid header name");
         }
         crest_http::check_header(name, value.trim()).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
@@ -214,7 +215,7 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
             headers,
             body,
             timeout,
-            connect_timeout: args.connect_timeout.unwrap_or(Duration::from_secs(10)).min(timeout),
+            connect_timeout: args.connect_timeout.unwrap_or(defaults::CONNECT_TIMEOUT).min(timeout),
             keepalive: !args.no_keepalive,
             tls: TlsOptions {
                 insecure: args.insecure,
@@ -225,30 +226,27 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
     ))
 }
 
-/// A plan that repeats one HTTP request, for `crest find` to vary the load of.
-pub fn url_plan(request: HttpRequest, name: String, threads: Option<usize>, timeout: Duration) -> Plan {
-    Plan {
+/// A draft that repeats one HTTP request: one user until stopped, for quick mode and for
+/// `crest find` to vary the load of.
+pub fn url_draft(request: HttpRequest, name: String) -> Draft {
+    Draft {
         load: LoadModel::users(1),
         stop: StopRule::default(),
         names: vec![name],
         part_of: Vec::new(),
         segments: vec![SegmentPlan::whole_run()],
-        threads: threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-            .max(1),
-        grace: timeout.min(MAX_GRACE),
+        timeout: request.timeout,
         target: Target::Http(request),
-        stop_when: Vec::new(),
+        threads: None,
         thresholds: Vec::new(),
+        stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
     }
 }
 
-/// Quick-mode flags given with a scenario file, which sets these itself.
+/// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 15] = [
-        ("--threshold", !a.thresholds.is_empty()),
-        ("--stop-when", !a.stop_when.is_empty()),
+    let checks: [(&'static str, bool); 13] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),

@@ -9,7 +9,7 @@ use crate::cli::OutputArgs;
 use crate::progress::Progress;
 use crate::{limits, output};
 use anyhow::{Context, Result};
-use crest_analysis::stop::{IntervalFigures, StopCondition, StopWatch, Stopped};
+use crest_analysis::stop::{IntervalFigures, StopWatch, Stopped};
 use crest_engine::{Shape, Stop, StopCause, Workload};
 use crest_http::HttpWorkload;
 use crest_metrics::{IntervalAcc, Recorder, Series};
@@ -104,12 +104,7 @@ pub fn measure<W: Workload>(
     journal: Option<(&Path, Option<results::Segment>)>,
 ) -> Result<Measured> {
     limits::ensure_file_limit(plan.load.max_concurrency())?;
-    let conditions = plan
-        .stop_when
-        .iter()
-        .map(|c| StopCondition::parse(c).map_err(|m| anyhow::anyhow!("stop_when: {m}")))
-        .collect::<Result<Vec<_>>>()?;
-    let mut watch = StopWatch::new(conditions);
+    let mut watch = StopWatch::new(plan.stop_when.clone());
     let segment_starts: Vec<Duration> = plan.segments.iter().map(|s| s.start).collect();
     let mut stopped_by: Option<Stopped> = None;
 

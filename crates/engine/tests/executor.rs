@@ -421,5 +421,9 @@ fn a_stopped_user_runs_no_more_iterations_and_is_not_replaced() {
     // the last iteration running is dropped; every arrival is one or the other.
     assert_eq!(r.iterations + r.dropped, 30);
     assert!(r.iterations >= 15, "{} of 30 arrivals ran", r.iterations);
-    assert_eq!(w.users.load(SeqCst), r.iterations.div_ceil(3), "one user per 3 iterations");
+    assert_eq!(
+        w.users.load(SeqCst),
+        r.iterations.div_ceil(3),
+        "one user per 3 iterations"
+    );
 }

@@ -1,13 +1,15 @@
 //! crest's plain data.
 //!
 //! Everything that crosses a boundary between crest's stages lives here: the validated [`plan`]
-//! the engine executes, the [`Outcome`] of each request, the [`Sample`] the engine emits through a
+//! the engine executes, with its thresholds and stop conditions parsed into [`expr`] values, the
+//! [`Outcome`] of each request, the [`Sample`] the engine emits through a
 //! [`Sink`], the [`journal`] of closed intervals a run writes as it goes, and the [`results`]
 //! document that every analysis and report is rendered from. The crate opens no file and knows
 //! no runtime, so analysis, reports and tests can use it freely.
 #![warn(missing_docs)]
 
 pub mod address;
+pub mod expr;
 pub mod hist;
 pub mod journal;
 pub mod monitor;

@@ -1,9 +1,42 @@
 //! The validated plan: everything the engine needs to know, and nothing about where it came from.
 //!
-//! Command-line flags (and, later, scenario files) are resolved into a [`Plan`]. The load model
-//! and the stop rule are independent values, so one executor serves every combination of them.
+//! Every front end (quick-mode flags, a scenario file, `crest find`, `crest sweep`, the demo)
+//! builds a [`Draft`]: its load shape, its target, and its settings each marked with the flag or
+//! the place in the file it came from. Flags may then add to a scenario's draft. One function,
+//! [`Draft::resolve`], fills in the [`defaults`], checks what only the whole draft can tell (a
+//! thread count, an expression on a metric that something must monitor) and gives the [`Plan`]
+//! the engine runs. The load model and the stop rule are independent values, so one executor
+//! serves every combination of them.
 
+use crate::expr::{StopCondition, Threshold};
+use crate::monitor::MonitorPlan;
+use std::fmt;
 use std::time::Duration;
+
+/// Settings a front end does not give, for every front end.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// Limit on one request (or statement, or poll) when none is given.
+    pub const TIMEOUT: Duration = Duration::from_secs(30);
+    /// Limit on establishing a connection when none is given (never above the timeout).
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The most requests in flight in the open model when no cap is given.
+    pub const MAX_IN_FLIGHT: u64 = 1000;
+    /// Users of a quick-mode run without `-c`.
+    pub const USERS: u64 = 50;
+    /// Length of a quick-mode run with neither `-n` nor `-d`.
+    pub const DURATION: Duration = Duration::from_secs(10);
+    /// Longest crest waits for requests in flight once sending stops.
+    pub const MAX_GRACE: Duration = Duration::from_secs(5);
+    /// The shortest time between two monitor samples.
+    pub const MIN_MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+
+    /// Engine threads when none are asked for: one per core.
+    pub fn threads() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
 
 /// The highest arrival rate a plan may ask for, per second. One process sends at most a few
 /// hundred thousand requests a second; far beyond that a rate is a typo, and `1e300` overflowed
@@ -15,26 +48,209 @@ pub const MAX_USERS: u64 = 1_000_000;
 /// typos, and would overflow the clock's arithmetic.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A rate, a number of users or a duration outside the bounds above.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum BoundError {
+    /// Not a positive, finite rate.
+    #[error("the rate must be a number of requests per second above 0")]
+    RateNotPositive,
+    /// Above [`MAX_RATE`].
+    #[error("the rate is at most {MAX_RATE:.0}/s")]
+    RateTooHigh,
+    /// Above [`MAX_USERS`].
+    #[error("at most {MAX_USERS} users (connections) from one process")]
+    TooManyUsers,
+    /// Above [`MAX_DURATION`].
+    #[error("a duration is at most 365 days")]
+    TooLong,
+}
+
 /// Why a rate, a number of users or a duration is outside the bounds above; `None` when it is
 /// usable.
-pub fn rate_problem(rate: f64) -> Option<String> {
+pub fn rate_problem(rate: f64) -> Option<BoundError> {
     if !(rate.is_finite() && rate > 0.0) {
-        Some("the rate must be a number of requests per second above 0".into())
+        Some(BoundError::RateNotPositive)
     } else if rate > MAX_RATE {
-        Some(format!("the rate is at most {MAX_RATE:.0}/s"))
+        Some(BoundError::RateTooHigh)
     } else {
         None
     }
 }
 
 /// See [`rate_problem`].
-pub fn users_problem(users: u64) -> Option<String> {
-    (users > MAX_USERS).then(|| format!("at most {MAX_USERS} users (connections) from one process"))
+pub fn users_problem(users: u64) -> Option<BoundError> {
+    (users > MAX_USERS).then_some(BoundError::TooManyUsers)
 }
 
 /// See [`rate_problem`].
-pub fn duration_problem(d: Duration) -> Option<String> {
-    (d > MAX_DURATION).then(|| "a duration is at most 365 days".to_string())
+pub fn duration_problem(d: Duration) -> Option<BoundError> {
+    (d > MAX_DURATION).then_some(BoundError::TooLong)
+}
+
+/// Where a setting of a [`Draft`] came from, so that a problem with it names the flag, or the
+/// file, line and column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A command-line flag, e.g. `--threads`.
+    Flag(&'static str),
+    /// A key of a scenario file, and where its value stands (line and column from 1).
+    File {
+        /// The file as given.
+        file: String,
+        /// The key, e.g. `thresholds`.
+        key: &'static str,
+        /// Line and column, when known.
+        at: Option<(usize, usize)>,
+    },
+}
+
+/// A setting and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Given<T> {
+    /// The setting.
+    pub value: T,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// A plan as a front end describes it, before [`Draft::resolve`] makes it a [`Plan`]. The load
+/// shape and the target are already checked by the front end that knows their syntax.
+#[derive(Clone, Debug)]
+pub struct Draft {
+    /// See [`Plan::load`].
+    pub load: LoadModel,
+    /// See [`Plan::stop`].
+    pub stop: StopRule,
+    /// See [`Plan::names`].
+    pub names: Vec<String>,
+    /// See [`Plan::part_of`].
+    pub part_of: Vec<Option<u32>>,
+    /// See [`Plan::segments`].
+    pub segments: Vec<SegmentPlan>,
+    /// See [`Plan::target`].
+    pub target: Target,
+    /// The longest a request may take: the grace after sending stops is derived from it.
+    pub timeout: Duration,
+    /// Engine threads asked for; [`defaults::threads`] otherwise.
+    pub threads: Option<Given<usize>>,
+    /// See [`Plan::thresholds`].
+    pub thresholds: Vec<Given<Threshold>>,
+    /// See [`Plan::stop_when`].
+    pub stop_when: Vec<Given<StopCondition>>,
+    /// See [`Plan::monitor`].
+    pub monitor: MonitorPlan,
+}
+
+/// Tells whether the monitor of a plan records a metric; the error says why not.
+pub type MetricCheck<'a> = &'a dyn Fn(&MonitorPlan, &str) -> Result<(), String>;
+
+/// What is wrong with a draft.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DraftProblem {
+    /// `--threads 0`.
+    #[error("at least one thread is needed")]
+    NoThreads,
+    /// An expression on a monitored metric that nothing monitors.
+    #[error("{text:?}: {why}")]
+    Unmonitored {
+        /// The expression.
+        text: String,
+        /// Why the monitor does not record it.
+        why: String,
+    },
+}
+
+/// A problem and the setting it is with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanProblem {
+    /// Where the setting came from.
+    pub origin: Origin,
+    /// What is wrong.
+    pub problem: DraftProblem,
+}
+
+impl PlanProblem {
+    /// The problem with the setting's name but without its place: for a file's own list of
+    /// located problems.
+    pub fn message(&self) -> String {
+        match (&self.origin, &self.problem) {
+            (Origin::Flag(flag), DraftProblem::NoThreads) => format!("{flag} 0: {}", self.problem),
+            (Origin::Flag(flag), p) => format!("{flag} {p}"),
+            (Origin::File { key, .. }, p) => format!("{key}: {p}"),
+        }
+    }
+}
+
+impl fmt::Display for PlanProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.origin {
+            Origin::File {
+                file, at: Some((l, c)), ..
+            } => write!(f, "{file}:{l}:{c}: {}", self.message()),
+            Origin::File { file, at: None, .. } => write!(f, "{file}: {}", self.message()),
+            Origin::Flag(_) => f.write_str(&self.message()),
+        }
+    }
+}
+
+/// Everything wrong with a draft.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub struct PlanError(pub Vec<PlanProblem>);
+
+impl Draft {
+    /// The validated plan, with the defaults filled in; `records` tells which monitored metrics
+    /// the monitor records (the monitor crate knows).
+    pub fn resolve(self, records: MetricCheck<'_>) -> Result<Plan, PlanError> {
+        let mut problems = Vec::new();
+        let threads = match self.threads {
+            Some(Given { value: 0, origin }) => {
+                problems.push(PlanProblem {
+                    origin,
+                    problem: DraftProblem::NoThreads,
+                });
+                0
+            }
+            Some(t) => t.value,
+            None => defaults::threads(),
+        };
+        let monitored = self
+            .thresholds
+            .iter()
+            .map(|t| (t.value.expr().monitored(), t.value.text(), &t.origin))
+            .chain(
+                self.stop_when
+                    .iter()
+                    .map(|c| (c.value.monitored(), c.value.text(), &c.origin)),
+            );
+        for (m, text, origin) in monitored {
+            if let Some(Err(why)) = m.map(|m| records(&self.monitor, &m.metric)) {
+                problems.push(PlanProblem {
+                    origin: origin.clone(),
+                    problem: DraftProblem::Unmonitored {
+                        text: text.to_string(),
+                        why,
+                    },
+                });
+            }
+        }
+        if !problems.is_empty() {
+            return Err(PlanError(problems));
+        }
+        Ok(Plan {
+            load: self.load,
+            stop: self.stop,
+            names: self.names,
+            part_of: self.part_of,
+            segments: self.segments,
+            threads,
+            grace: self.timeout.min(defaults::MAX_GRACE),
+            target: self.target,
+            stop_when: self.stop_when.into_iter().map(|c| c.value).collect(),
+            thresholds: self.thresholds.into_iter().map(|t| t.value).collect(),
+            monitor: self.monitor,
+        })
+    }
 }
 
 /// A validated run, ready for the engine.
@@ -58,10 +274,10 @@ pub struct Plan {
     pub grace: Duration,
     /// What is sent.
     pub target: Target,
-    /// Conditions checked every interval that end the run early (validated expressions).
-    pub stop_when: Vec<String>,
-    /// Conditions checked at the end (validated expressions).
-    pub thresholds: Vec<String>,
+    /// Conditions checked every interval that end the run early.
+    pub stop_when: Vec<StopCondition>,
+    /// Conditions checked at the end.
+    pub thresholds: Vec<Threshold>,
     /// What is sampled while the load runs.
     pub monitor: crate::monitor::MonitorPlan,
 }

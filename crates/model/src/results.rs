@@ -271,9 +271,9 @@ pub struct RunConfig {
     /// The scenario file, when the run came from one.
     pub scenario: Option<ScenarioConfig>,
     /// Thresholds checked at the end, as written.
-    pub thresholds: Vec<String>,
+    pub thresholds: Vec<crate::expr::Threshold>,
     /// Stop conditions evaluated during the run, as written.
-    pub stop_conditions: Vec<String>,
+    pub stop_conditions: Vec<crate::expr::StopCondition>,
 }
 
 /// The load generator's own use of the machine during the run.

@@ -13,6 +13,7 @@ mod host;
 mod postgres;
 mod process;
 mod prometheus;
+pub mod spec;
 mod store;
 
 pub use error::{MetricError, MonitorError};

@@ -1,7 +1,8 @@
 //! Scenario files: the seeds' tests written as YAML.
 //!
 //! [`load`] reads a file into a validated [`Scenario`]: the [`Plan`] the engine runs and the
-//! [`FlowPlan`] its users follow. Every problem is reported with the file, line and column and,
+//! [`FlowPlan`] its users follow. [`draft`] stops one step earlier, at the plan's [`Draft`], for
+//! a caller whose flags add to it before it is resolved. Every problem is reported with the file, line and column and,
 //! where it helps, a hint ("did you mean ..."); nothing is sent before the whole file is valid.
 //! The format is documented in docs/scenario.md, and [`json_schema`] gives the JSON Schema
 //! published in schema/scenario.schema.json.
@@ -14,11 +15,10 @@ pub mod raw;
 pub use error::{Problem, ScenarioError};
 
 use crest_flow::FlowPlan;
-use crest_model::plan::{Plan, ScenarioSource, Target};
+use crest_model::plan::{Draft, Origin, Plan, PlanError, ScenarioSource, Target};
 use marked_yaml::{Error as YamlError, LoadError, LoaderOptions};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::time::Duration;
 
 /// A validated scenario.
 #[derive(Debug)]
@@ -29,11 +29,23 @@ pub struct Scenario {
     pub flow: FlowPlan,
 }
 
-/// Longest crest waits for iterations in flight once sending stops.
-const MAX_GRACE: Duration = Duration::from_secs(5);
+/// A scenario's plan before it is resolved, and what its users do.
+#[derive(Debug)]
+pub struct Drafted {
+    /// The plan as the file describes it.
+    pub draft: Draft,
+    /// What each user does.
+    pub flow: FlowPlan,
+}
 
 /// Reads and validates a scenario file. `${env:NAME}` reads the process environment.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    draft(path)?.resolve(&file)
+}
+
+/// Reads and checks a scenario file, up to its plan's [`Draft`].
+pub fn draft(path: &Path) -> Result<Drafted, ScenarioError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
         file: file.clone(),
@@ -44,7 +56,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         }],
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    load_str(&file, &text, dir, &|name| std::env::var(name).ok())
+    draft_str(&file, &text, dir, &|name| std::env::var(name).ok())
 }
 
 /// Validates scenario text. `file` names it in errors; relative paths in it resolve against
@@ -55,6 +67,46 @@ pub fn load_str(
     dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Scenario, ScenarioError> {
+    draft_str(file, text, dir, env)?.resolve(file)
+}
+
+impl Drafted {
+    /// The validated scenario, its problems located in `file`.
+    pub fn resolve(self, file: &str) -> Result<Scenario, ScenarioError> {
+        let plan = self
+            .draft
+            .resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))
+            .map_err(|e| located(file, e))?;
+        Ok(Scenario { plan, flow: self.flow })
+    }
+}
+
+/// A plan's problems as a scenario file's: those from the file keep their line and column.
+fn located(file: &str, e: PlanError) -> ScenarioError {
+    ScenarioError {
+        file: file.to_string(),
+        problems: e
+            .0
+            .iter()
+            .map(|p| Problem {
+                at: match &p.origin {
+                    Origin::File { at, .. } => *at,
+                    Origin::Flag(_) => None,
+                },
+                message: p.message(),
+                hint: None,
+            })
+            .collect(),
+    }
+}
+
+/// [`load_str`], up to the plan's [`Draft`].
+pub fn draft_str(
+    file: &str,
+    text: &str,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Drafted, ScenarioError> {
     let fail = |problems: Vec<Problem>| ScenarioError {
         file: file.to_string(),
         problems,
@@ -65,7 +117,7 @@ pub fn load_str(
     let options = LoaderOptions::default().error_on_duplicate_keys(true);
     let node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
     let raw: raw::Scenario = marked_yaml::from_node(&node).map_err(|e| fail(vec![node_error(&e, &node)]))?;
-    let mut cx = compile::Cx::new(&node, dir, env);
+    let mut cx = compile::Cx::new(file, &node, dir, env);
     let compiled = cx.scenario(&raw);
     let mut problems = cx.problems;
     problems.sort_by_key(|p| p.at.unwrap_or((usize::MAX, 0)));
@@ -76,25 +128,24 @@ pub fn load_str(
                 .map(|b| format!("{b:02x}"))
                 .collect();
             let flows = c.flow.flows.iter().map(|f| (f.name.clone(), f.weight)).collect();
-            let grace = c.flow.timeout.min(MAX_GRACE);
-            let plan = Plan {
+            let draft = Draft {
                 load: c.load,
                 stop: c.stop,
                 names: c.names,
                 part_of: c.part_of,
                 segments: c.segments,
-                threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-                grace,
                 target: Target::Scenario(ScenarioSource {
                     path: file.to_string(),
                     sha256,
                     flows,
                 }),
-                stop_when: c.stop_when,
+                timeout: c.timeout,
+                threads: None,
                 thresholds: c.thresholds,
+                stop_when: c.stop_when,
                 monitor: c.monitor,
             };
-            Ok(Scenario { plan, flow: c.flow })
+            Ok(Drafted { draft, flow: c.flow })
         }
         _ => Err(fail(if problems.is_empty() {
             vec![Problem {

@@ -93,7 +93,10 @@ fn the_task_queue_scenario_compiles() {
             "GET /tasks/factorial"
         ]
     );
-    assert_eq!(s.plan.thresholds, vec!["p95 < 10s", "error_rate < 1%"]);
+    assert_eq!(
+        s.plan.thresholds.iter().map(|t| t.text()).collect::<Vec<_>>(),
+        vec!["p95 < 10s", "error_rate < 1%"]
+    );
     let Step::Request(post) = &s.flow.flows[0].steps[0] else {
         panic!()
     };

@@ -30,25 +30,22 @@ pub struct Schedule {
     hold: Option<f64>,
 }
 
-/// A schedule could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidRate(pub String);
-
-impl std::fmt::Display for InvalidRate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a schedule could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum InvalidRate {
+    /// A rate that is negative, infinite or not a number.
+    #[error("rate must be a finite number of at least 0, not {0}")]
+    NotFinite(f64),
+    /// A constant rate of 0 never sends anything.
+    #[error("a constant rate must be above 0")]
+    ZeroConstant,
 }
-
-impl std::error::Error for InvalidRate {}
 
 fn check(rate: f64) -> Result<(), InvalidRate> {
     if rate.is_finite() && rate >= 0.0 {
         Ok(())
     } else {
-        Err(InvalidRate(format!(
-            "rate must be a finite number of at least 0, not {rate}"
-        )))
+        Err(InvalidRate::NotFinite(rate))
     }
 }
 
@@ -57,7 +54,7 @@ impl Schedule {
     pub fn constant(rate: f64) -> Result<Self, InvalidRate> {
         check(rate)?;
         if rate == 0.0 {
-            return Err(InvalidRate("a constant rate must be above 0".into()));
+            return Err(InvalidRate::ZeroConstant);
         }
         Ok(Schedule {
             start_rate: rate,

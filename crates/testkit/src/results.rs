@@ -1,5 +1,6 @@
 //! Synthetic results documents with known shapes, for testing analysis and reports.
 
+use crest_model::expr::Threshold;
 use crest_model::hist::{new_histogram, record};
 use crest_model::monitor::MonitorRecord;
 use crest_model::results::{
@@ -203,7 +204,9 @@ impl ResultsBuilder {
                     insecure: false,
                 }),
                 scenario: None,
-                thresholds: vec!["p95 < 250ms".into(), "error_rate < 1%".into()],
+                thresholds: ["p95 < 250ms", "error_rate < 1%"]
+                    .map(|t| Threshold::parse(t).expect("a valid threshold"))
+                    .into(),
                 stop_conditions: vec![],
             },
             environment: Some(Environment {

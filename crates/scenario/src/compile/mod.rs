@@ -1,0 +1,369 @@
+//! Gives the raw file its meaning: a validated [`Plan`](crest_model::Plan)'s draft and the
+//! [`FlowPlan`] its users run.
+//!
+//! Every problem found is collected with its location, so one `crest validate` lists them all.
+//! This module reads the file's top level; each kind of thing in it has its own module: the
+//! load shape ([`load`]), requests and their checks ([`request`]), steps ([`steps`]), SQL
+//! ([`sql`]), what to monitor ([`monitor`]), thresholds and stop conditions ([`expr`]), and the
+//! variables templates may read ([`vars`]).
+
+mod expr;
+mod load;
+mod monitor;
+mod request;
+mod sql;
+mod steps;
+mod vars;
+
+use crate::error::Problem;
+use crate::raw::{self, Sp};
+use crest_flow::feeder::FeedMode;
+use crest_flow::plan::{Flow, FlowPlan, OnFailure};
+use crest_http::Endpoint;
+use crest_model::expr::{StopCondition, Threshold};
+use crest_model::monitor::{MonitorPlan, PostgresSpec};
+use crest_model::plan::{self, defaults, Given, LoadModel, SegmentPlan, StopRule, TlsOptions};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use vars::Known;
+
+/// The pieces of a compiled scenario.
+pub(crate) struct Compiled {
+    pub load: LoadModel,
+    pub stop: StopRule,
+    pub segments: Vec<SegmentPlan>,
+    pub names: Vec<String>,
+    pub part_of: Vec<Option<u32>>,
+    pub flow: FlowPlan,
+    pub stop_when: Vec<Given<StopCondition>>,
+    pub thresholds: Vec<Given<Threshold>>,
+    /// The longest a request may take.
+    pub timeout: Duration,
+    pub monitor: MonitorPlan,
+}
+
+/// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
+type RawFlow<'s> = (
+    String,
+    u32,
+    &'s [Sp<raw::Step>],
+    Option<(usize, usize)>,
+    Option<&'s Sp<String>>,
+);
+
+pub(crate) struct Cx<'a> {
+    /// The file as given, for the origin of settings.
+    file: String,
+    root: &'a marked_yaml::Node,
+    /// Nodes by where they start, built when first needed.
+    nodes: std::cell::OnceCell<HashMap<(usize, usize), &'a marked_yaml::Node>>,
+    dir: PathBuf,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    pub problems: Vec<Problem>,
+    names: Vec<String>,
+    /// Where each name is in `names`.
+    name_ids: HashMap<String, u32>,
+    /// Parallel to `names`: the transaction a statement's name is part of.
+    part_of: Vec<Option<u32>>,
+    endpoints: Vec<(String, Endpoint)>,
+    tls: TlsOptions,
+    target: Option<String>,
+    /// A `target:` was given but is not usable; paths then need no second error.
+    target_invalid: bool,
+    /// Loops around the steps being compiled.
+    loop_depth: usize,
+    feeders: Vec<(String, Vec<String>)>,
+    has_database: bool,
+    database: Option<crest_pg::PgTarget>,
+    /// The database as the monitor needs it, when `monitor: database: true` asks for it.
+    database_spec: Option<PostgresSpec>,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(file: &str, root: &'a marked_yaml::Node, dir: &Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Cx {
+            file: file.to_string(),
+            root,
+            nodes: std::cell::OnceCell::new(),
+            dir: dir.to_path_buf(),
+            env,
+            problems: Vec::new(),
+            names: Vec::new(),
+            name_ids: HashMap::new(),
+            part_of: Vec::new(),
+            endpoints: Vec::new(),
+            tls: TlsOptions::default(),
+            target: None,
+            target_invalid: false,
+            loop_depth: 0,
+            feeders: Vec::new(),
+            has_database: false,
+            database: None,
+            database_spec: None,
+        }
+    }
+
+    fn err(&mut self, at: Option<(usize, usize)>, message: impl Into<String>, hint: Option<String>) {
+        self.problems.push(Problem {
+            at,
+            message: message.into(),
+            hint,
+        });
+    }
+
+    fn duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
+        let d = parse_duration(s).or_else(|| {
+            self.err(
+                s.at(),
+                format!("{what}: {:?} is not a duration", s.as_str()),
+                Some("write e.g. 250ms, 10s, 5m".into()),
+            );
+            None
+        })?;
+        self.bounded(d, s.at(), what)
+    }
+
+    /// A duration that must be above zero: a run, a timeout, an interval.
+    fn positive_duration(&mut self, s: &Sp<String>, what: &str) -> Option<Duration> {
+        let d = self.duration(s, what)?;
+        if d.is_zero() {
+            self.err(s.at(), format!("{what}: {:?} must be above 0", s.as_str()), None);
+            return None;
+        }
+        Some(d)
+    }
+
+    /// `v`, unless `problem` (the bound it breaks) says otherwise: then a located error.
+    fn within<T>(
+        &mut self,
+        v: T,
+        problem: Option<plan::BoundError>,
+        at: Option<(usize, usize)>,
+        what: &str,
+    ) -> Option<T> {
+        match problem {
+            Some(p) => {
+                self.err(at, format!("{what}: {p}"), None);
+                None
+            }
+            None => Some(v),
+        }
+    }
+
+    /// `d`, when it is within [`MAX_DURATION`].
+    fn bounded(&mut self, d: Duration, at: Option<(usize, usize)>, what: &str) -> Option<Duration> {
+        self.within(d, plan::duration_problem(d), at, what)
+    }
+
+    /// `n` users, when within [`plan::MAX_USERS`].
+    fn users(&mut self, n: u64, at: Option<(usize, usize)>, what: &str) -> Option<u64> {
+        self.within(n, plan::users_problem(n), at, what)
+    }
+
+    /// A rate, when within (0, [`plan::MAX_RATE`]].
+    fn rate(&mut self, r: f64, at: Option<(usize, usize)>, what: &str) -> Option<f64> {
+        self.within(r, plan::rate_problem(r), at, what)
+    }
+
+    /// The value node that starts at `mark` (the first, in document order, when several do).
+    fn node_at(&self, mark: &marked_yaml::Marker) -> Option<&'a marked_yaml::Node> {
+        let index = self.nodes.get_or_init(|| {
+            let mut index = HashMap::new();
+            let mut stack = vec![self.root];
+            while let Some(node) = stack.pop() {
+                if let Some(m) = node.span().start() {
+                    index.entry((m.line(), m.column())).or_insert(node);
+                }
+                match node {
+                    marked_yaml::Node::Mapping(m) => stack.extend(m.values().rev()),
+                    marked_yaml::Node::Sequence(s) => stack.extend(s.iter().rev()),
+                    marked_yaml::Node::Scalar(_) => {}
+                }
+            }
+            index
+        });
+        index.get(&(mark.line(), mark.column())).copied()
+    }
+
+    /// Where a mapping was written: its first key. The span of a block mapping starts after
+    /// that key.
+    fn mapping_at<T>(&self, sp: &Sp<T>) -> Option<(usize, usize)> {
+        let first_key =
+            sp.0.span()
+                .start()
+                .and_then(|m| self.node_at(m))
+                .and_then(|n| n.as_mapping())
+                .and_then(|m| m.keys().next())
+                .and_then(|k| k.span().start())
+                .map(|m| (m.line(), m.column()));
+        first_key.or_else(|| sp.at())
+    }
+
+    fn resolve(&self, file: &str) -> PathBuf {
+        let p = Path::new(file);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// Builds everything.
+    pub fn scenario(&mut self, s: &raw::Scenario) -> Option<Compiled> {
+        let d = s.defaults.as_ref();
+        let timeout = d
+            .and_then(|d| d.timeout.as_ref())
+            .map_or(Some(defaults::TIMEOUT), |t| self.positive_duration(t, "timeout"));
+        let connect_timeout = d
+            .and_then(|d| d.connect_timeout.as_ref())
+            .map_or(Some(defaults::CONNECT_TIMEOUT), |t| {
+                self.positive_duration(t, "connect_timeout")
+            });
+        self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
+            match std::fs::read(self.resolve(ca)) {
+                Ok(pem) => self.tls.ca_pem = Some(pem),
+                Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
+            }
+        }
+        if let Some(t) = &s.target {
+            self.target(t);
+        }
+        if let Some(db) = &s.database {
+            self.database(db);
+        }
+        // Data files first: their columns are known everywhere.
+        let feeders = self.data(s.data.as_ref());
+        let mut known = Known::default();
+        let mut variables = Vec::new();
+        for (name, v) in s.variables.iter().flatten() {
+            if let Some(t) = self.template(v, &known) {
+                variables.push((name.clone(), t));
+            }
+            known.add(name);
+        }
+        let headers = self.headers(d.and_then(|d| d.headers.as_ref()), &known);
+        let on_start = self.steps(s.on_start.as_deref().unwrap_or(&[]), &mut known);
+        let flows_raw: Vec<RawFlow<'_>> = match (&s.flows, &s.steps) {
+            (Some(flows), None) => flows
+                .iter()
+                .map(|f| {
+                    (
+                        f.name.to_string(),
+                        f.weight.as_ref().map_or(1, |w| **w),
+                        f.steps.as_slice(),
+                        f.name.at(),
+                        f.on_failure.as_ref(),
+                    )
+                })
+                .collect(),
+            (None, Some(steps)) => vec![("main".to_string(), 1, steps.as_slice(), steps.at(), None)],
+            (Some(_), Some(_)) => {
+                self.err(None, "give `flows` or `steps`, not both", None);
+                Vec::new()
+            }
+            (None, None) => {
+                self.err(None, "nothing to do: give `steps` (one flow) or `flows`", None);
+                Vec::new()
+            }
+        };
+        let default_on_failure = s
+            .on_failure
+            .as_ref()
+            .map_or(OnFailure::default(), |f| self.on_failure(f));
+        let mut flows = Vec::new();
+        let mut after_flows = known.clone();
+        for (name, weight, steps, at, on_failure) in flows_raw {
+            let on_failure = on_failure.map_or(default_on_failure, |f| self.on_failure(f));
+            let mut k = known.clone();
+            if steps.is_empty() {
+                self.err(at, format!("flow {name:?} has no steps"), None);
+            }
+            let steps = self.steps(steps, &mut k);
+            for v in k.0 {
+                after_flows.add(&v);
+            }
+            flows.push(Flow {
+                name,
+                weight,
+                steps,
+                on_failure,
+            });
+        }
+        if !flows.is_empty() && flows.iter().all(|f| f.weight == 0) {
+            self.err(None, "every flow has weight 0", None);
+        }
+        let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
+        let load = self.load(&s.load);
+        let monitor = self.monitor(s.monitor.as_ref());
+        let stop_when = self.stop_when(s.stop_when.as_deref());
+        let thresholds = self.thresholds(s.thresholds.as_deref());
+        if let (Some((LoadModel::Closed { users, .. }, _, _)), true) =
+            (&load, feeders.iter().any(|f| f.mode == FeedMode::Unique))
+        {
+            for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
+                if (f.rows.len() as u64) < users.max() {
+                    self.err(
+                        None,
+                        format!(
+                            "data {}: mode unique needs a row per user: {} rows for {} users",
+                            f.name,
+                            f.rows.len(),
+                            users.max()
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
+        let (load, stop, segments) = load?;
+        if let Some(p) = stop.duration.and_then(plan::duration_problem) {
+            self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
+            return None;
+        }
+        let timeout = timeout?;
+        let flow = FlowPlan {
+            flows,
+            on_start,
+            on_stop,
+            endpoints: std::mem::take(&mut self.endpoints)
+                .into_iter()
+                .map(|(_, e)| e)
+                .collect(),
+            variables,
+            feeders,
+            headers,
+            timeout,
+            connect_timeout: connect_timeout?,
+            keepalive: d.and_then(|d| d.keepalive.as_ref()).is_none_or(|k| **k),
+            seq: Default::default(),
+            database: self.database.take(),
+        };
+        Some(Compiled {
+            load,
+            stop,
+            segments,
+            names: std::mem::take(&mut self.names),
+            part_of: std::mem::take(&mut self.part_of),
+            flow,
+            stop_when,
+            thresholds,
+            timeout,
+            monitor,
+        })
+    }
+}
+
+fn parse_duration(s: &Sp<String>) -> Option<Duration> {
+    parse_duration_str(s)
+}
+
+pub(super) fn parse_duration_str(s: &str) -> Option<Duration> {
+    humantime::parse_duration(s.trim()).ok()
+}
+
+/// Whether exactly one of the alternatives of a mapping is given.
+fn exactly_one(given: &[bool]) -> bool {
+    given.iter().filter(|g| **g).count() == 1
+}
