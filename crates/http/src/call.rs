@@ -2,17 +2,22 @@
 
 use crate::endpoint::Endpoint;
 use crate::h1::{self, H1Error, Response};
+use crate::http2::{self, H2Fail};
+use crate::io::Stream;
 use crate::{Detail, Failure};
+use crest_model::protocol::HttpVersion;
 use crest_model::{NameId, Outcome, Sample};
 use std::fmt;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::time::{timeout_at, Sleep};
 
-/// One user's connection to one endpoint, and its request timer.
+/// One user's connection to one endpoint (its own for HTTP/1.1, a seat on a shared one for
+/// HTTP/2), and its request timer.
 #[derive(Default)]
 pub struct Session {
     conn: Option<h1::Conn>,
+    seat: Option<http2::Seat>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
 }
@@ -20,7 +25,7 @@ pub struct Session {
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("connected", &self.conn.is_some())
+            .field("connected", &(self.conn.is_some() || self.seat.is_some()))
             .finish()
     }
 }
@@ -103,9 +108,9 @@ impl Endpoint {
         let mut p = h1::Progress::default();
         let mut connect = None;
         let result = {
-            let Session { conn, timer } = &mut *session;
+            let Session { conn, seat, timer } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-            let work = self.attempt(conn, call, started, deadline, &mut connect, &mut p, keep);
+            let work = self.attempt(conn, seat, call, started, deadline, &mut connect, &mut p, keep);
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -126,6 +131,11 @@ impl Endpoint {
             Ok(status) => {
                 if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
                     session.conn = None;
+                }
+                if !call.keepalive {
+                    if let Some(seat) = session.seat.take() {
+                        seat.retire();
+                    }
                 }
                 (
                     if status >= 400 {
@@ -155,11 +165,124 @@ impl Endpoint {
         }
     }
 
-    /// One exchange, opening a connection when there is none. A keep-alive connection that the
-    /// server closed while idle is retried once on a new connection, as browsers do, since the
-    /// server never saw the request.
+    /// One exchange in the version the endpoint speaks.
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
+        &self,
+        conn: &mut Option<h1::Conn>,
+        seat: &mut Option<http2::Seat>,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+        keep: Option<&mut Response>,
+    ) -> Result<u16, Failure> {
+        if self.use_h2(conn, seat, call, started, deadline, connect).await? {
+            self.attempt_h2(seat, call, started, deadline, connect, p, keep).await
+        } else {
+            self.attempt_h1(conn, call, started, deadline, connect, p, keep).await
+        }
+    }
+
+    /// Whether this call speaks HTTP/2. For `auto` over TLS, the first call opens a connection
+    /// and learns the answer from ALPN, leaving that connection to the user for this call.
+    async fn use_h2(
+        &self,
+        conn: &mut Option<h1::Conn>,
+        seat: &mut Option<http2::Seat>,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+    ) -> Result<bool, Failure> {
+        match self.version {
+            HttpVersion::Http1 => Ok(false),
+            HttpVersion::Http2 => Ok(true),
+            HttpVersion::Auto if !self.https() => Ok(false),
+            HttpVersion::Auto => {
+                if let Some(h2) = self.alpn_h2.get() {
+                    return Ok(*h2);
+                }
+                let (stream, took) = self.open(call, started, deadline).await?;
+                *connect = Some(took);
+                let h2 = stream.alpn_h2();
+                let _ = self.alpn_h2.set(h2);
+                match (h2, &self.pool) {
+                    (true, Some(pool)) => *seat = Some(pool.seat_new(http2::handshake(stream).await?)),
+                    _ => *conn = Some(h1::Conn::new(stream)),
+                }
+                Ok(h2)
+            }
+        }
+    }
+
+    /// One HTTP/2 exchange on the user's seat, seating it first. A request the connection
+    /// could not take (it was going away) is sent once more on another connection.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt_h2(
+        &self,
+        seat: &mut Option<http2::Seat>,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+        mut keep: Option<&mut Response>,
+    ) -> Result<u16, Failure> {
+        let Some(pool) = &self.pool else {
+            return Err(Failure {
+                outcome: Outcome::Other,
+                detail: Detail::Text("HTTP/2 is not set up for this endpoint"),
+            });
+        };
+        let req = http2::translate(call.request, self.https())?;
+        let mut retried = false;
+        loop {
+            let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
+            let opened = slot
+                .conn
+                .get_or_try_init(|| async {
+                    let (stream, took) = self.open(call, started, deadline).await?;
+                    let send = http2::handshake(stream).await?;
+                    *connect = Some(took);
+                    Ok::<_, Failure>(send)
+                })
+                .await;
+            let send = match opened {
+                Ok(send) => send,
+                Err(f) => {
+                    *seat = None;
+                    return Err(f);
+                }
+            };
+            match http2::exchange(send, &req, p, keep.as_deref_mut()).await {
+                Ok(status) => return Ok(status),
+                Err(H2Fail::NotSent(_)) if !retried => {
+                    if let Some(s) = seat.take() {
+                        s.retire();
+                    }
+                    retried = true;
+                }
+                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => {
+                    let e = http2::cause(send, e).await;
+                    // A reset ends one stream; anything else ends the connection.
+                    if !e.is_reset() {
+                        if let Some(s) = seat.take() {
+                            s.retire();
+                        }
+                    }
+                    return Err(Failure::h2(e));
+                }
+            }
+        }
+    }
+
+    /// One HTTP/1.1 exchange, opening a connection when there is none. A keep-alive connection
+    /// that the server closed while idle is retried once on a new connection, as browsers do,
+    /// since the server never saw the request.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt_h1(
         &self,
         conn: &mut Option<h1::Conn>,
         call: &Call<'_>,
@@ -174,9 +297,9 @@ impl Endpoint {
             let c = match conn {
                 Some(c) => c,
                 None => {
-                    let (c, took) = self.open(call, started, deadline).await?;
+                    let (stream, took) = self.open(call, started, deadline).await?;
                     *connect = Some(took);
-                    conn.insert(c)
+                    conn.insert(h1::Conn::new(stream))
                 }
             };
             let reused = c.uses > 0;
@@ -192,13 +315,8 @@ impl Endpoint {
         }
     }
 
-    /// Opens a connection, timing it.
-    async fn open(
-        &self,
-        call: &Call<'_>,
-        started: Instant,
-        deadline: Instant,
-    ) -> Result<(h1::Conn, Duration), Failure> {
+    /// Opens a transport, timing it.
+    async fn open(&self, call: &Call<'_>, started: Instant, deadline: Instant) -> Result<(Stream, Duration), Failure> {
         let t0 = Instant::now();
         let limit = deadline.min(started + call.connect_timeout);
         match timeout_at(limit.into(), self.connect()).await {

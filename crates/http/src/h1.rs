@@ -46,7 +46,7 @@ impl Response {
             .map(|(_, v)| v.as_str())
     }
 
-    fn keep(&mut self, bytes: &[u8]) {
+    pub(crate) fn keep(&mut self, bytes: &[u8]) {
         let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
         if bytes.len() > room {
             self.truncated = true;

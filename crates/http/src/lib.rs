@@ -16,6 +16,7 @@ mod call;
 mod classify;
 mod endpoint;
 mod h1;
+mod http2;
 mod io;
 mod tls;
 mod workload;
@@ -34,6 +35,7 @@ use std::fmt;
 enum Detail {
     Io(std::io::Error),
     H1(H1Error),
+    H2(h2::Error),
     Text(&'static str),
 }
 
@@ -42,6 +44,7 @@ impl fmt::Display for Detail {
         match self {
             Detail::Io(e) => write!(f, "{e}"),
             Detail::H1(e) => write!(f, "{e}"),
+            Detail::H2(e) => write!(f, "{e}"),
             Detail::Text(t) => f.write_str(t),
         }
     }
@@ -57,6 +60,12 @@ impl Failure {
         Failure {
             outcome: classify::io_error(&e),
             detail: Detail::Io(e),
+        }
+    }
+    fn h2(e: h2::Error) -> Self {
+        Failure {
+            outcome: classify::h2_error(&e),
+            detail: Detail::H2(e),
         }
     }
     fn h1(e: H1Error) -> Self {

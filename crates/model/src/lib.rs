@@ -13,6 +13,7 @@ pub mod journal;
 pub mod monitor;
 pub mod outcome;
 pub mod plan;
+pub mod protocol;
 pub mod redact;
 pub mod results;
 pub mod sample;

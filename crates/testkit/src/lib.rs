@@ -5,6 +5,7 @@
 //! Every server records what it received so tests can check both sides of the wire.
 #![allow(missing_docs)]
 
+pub mod h2;
 pub mod results;
 
 use std::net::SocketAddr;
@@ -100,7 +101,7 @@ impl Server {
     /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
     /// fresh private CA (returned in [`Server::ca_pem`]).
     pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
-        let (acceptor, ca_pem) = tls_acceptor();
+        let (acceptor, ca_pem) = tls_acceptor(&[]);
         let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
         s.ca_pem = Some(ca_pem);
         s
@@ -315,7 +316,8 @@ impl AsRawSocket for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
-fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
+/// A TLS acceptor offering `alpn` (none: no ALPN), and its CA's certificate in PEM.
+fn tls_acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
@@ -329,11 +331,12 @@ fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
         CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).expect("leaf cert");
     let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key der");
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("protocols")
         .with_no_client_auth()
         .with_single_cert(vec![leaf.der().clone()], key)
         .expect("server config");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
 }
