@@ -65,13 +65,22 @@ pub struct Exchange {
     pub status: Option<u16>,
     /// How the call ended; an HTTP status of 400 or more is `Outcome::Status`.
     pub outcome: Outcome,
-    error: Option<Detail>,
+    /// Redirects followed on the way ([`Endpoint::fetch`]).
+    pub redirects: Vec<crate::Hop>,
+    /// The kept body's length after decoding, when it came compressed (`bytes_received`
+    /// counts it as it came).
+    pub decoded_body: Option<u64>,
+    pub(crate) error: Option<Detail>,
 }
 
 impl Exchange {
     /// Why the call failed, for an example message; `None` on success.
     pub fn error(&self) -> Option<&dyn fmt::Display> {
         self.error.as_ref().map(|d| d as &dyn fmt::Display)
+    }
+
+    pub(crate) fn set_error(&mut self, d: Detail) {
+        self.error = Some(d);
     }
 
     /// The sample for this call, whose latency counts from `intended`.
@@ -161,6 +170,8 @@ impl Endpoint {
             bytes_received: p.read,
             status: p.status.filter(|_| complete),
             outcome,
+            redirects: Vec::new(),
+            decoded_body: None,
             error,
         }
     }

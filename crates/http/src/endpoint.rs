@@ -29,6 +29,10 @@ pub struct Endpoint {
     addrs: Vec<SocketAddr>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     authority: String,
+    /// The host alone, lowercase, for cookies.
+    pub(crate) host: String,
+    /// Redirects, compression and the version, as the plan set them.
+    pub(crate) options: HttpOptions,
     pub(crate) version: HttpVersion,
     /// HTTP/2 connections, shared by users; for `Http2` and `Auto`.
     pub(crate) pool: Option<http2::Pool>,
@@ -89,6 +93,8 @@ impl Endpoint {
                 addrs,
                 tls,
                 authority,
+                host: bare_host.to_ascii_lowercase(),
+                options: *http,
                 version: http.version,
                 pool,
                 alpn_h2: OnceLock::new(),

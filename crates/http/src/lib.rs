@@ -14,6 +14,9 @@
 
 mod call;
 mod classify;
+mod client;
+mod cookies;
+mod decode;
 mod endpoint;
 mod h1;
 mod http2;
@@ -22,6 +25,9 @@ mod tls;
 mod workload;
 
 pub use call::{Call, Exchange, Session};
+pub use client::Hop;
+pub use cookies::CookieJar;
+pub use decode::ACCEPT_ENCODING;
 pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
 pub use h1::{Response, MAX_KEPT_BODY};
 pub use workload::HttpWorkload;

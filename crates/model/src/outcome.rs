@@ -32,6 +32,8 @@ pub enum Outcome {
     CheckFailed,
     /// Any other I/O failure.
     Other,
+    /// Redirects went on past the limit (a loop, usually).
+    TooManyRedirects,
     /// HTTP/2: the server sent GOAWAY and this request's stream was not (or not fully)
     /// processed before the connection went away.
     H2GoAway,
@@ -85,6 +87,7 @@ impl Outcome {
             Outcome::LocalExhaustion => "local_exhaustion",
             Outcome::CheckFailed => "check_failed",
             Outcome::Other => "other",
+            Outcome::TooManyRedirects => "too_many_redirects",
             Outcome::H2GoAway => "h2_goaway",
             Outcome::H2Reset(_) => "h2_rst_stream",
             Outcome::H2FlowControl => "h2_flow_control",
@@ -112,6 +115,7 @@ impl Outcome {
             Outcome::LocalExhaustion => "local resource exhaustion".into(),
             Outcome::CheckFailed => "check failed".into(),
             Outcome::Other => "other I/O error".into(),
+            Outcome::TooManyRedirects => "too many redirects".into(),
             Outcome::H2GoAway => "HTTP/2 GOAWAY".into(),
             Outcome::H2Reset(code) => format!("HTTP/2 RST_STREAM {}", h2_reason(code)),
             Outcome::H2FlowControl => "HTTP/2 flow-control error".into(),
@@ -188,6 +192,7 @@ impl FromStr for Outcome {
             "local_exhaustion" => Outcome::LocalExhaustion,
             "check_failed" => Outcome::CheckFailed,
             "other" => Outcome::Other,
+            "too_many_redirects" => Outcome::TooManyRedirects,
             "h2_goaway" => Outcome::H2GoAway,
             "h2_flow_control" => Outcome::H2FlowControl,
             "h2_protocol" => Outcome::H2Protocol,
@@ -226,7 +231,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -251,6 +256,7 @@ mod tests {
             Outcome::LocalExhaustion,
             Outcome::CheckFailed,
             Outcome::Other,
+            Outcome::TooManyRedirects,
             Outcome::H2GoAway,
             Outcome::H2Reset(7),
             Outcome::H2FlowControl,

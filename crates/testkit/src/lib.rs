@@ -41,6 +41,13 @@ pub enum Reply {
     ResetMidBody { declared: usize, sent: usize },
     /// Never answer; hold the connection open.
     Hang,
+    /// Answer with this status, extra headers (Location, Set-Cookie, Content-Encoding) and
+    /// body.
+    Full {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
     /// Answer with this status and body (JSON, say), after a delay.
     Body {
         delay: Duration,
@@ -62,6 +69,46 @@ impl Reply {
             delay,
             status: 200,
             body_len: 2,
+        }
+    }
+    /// A redirect to `location`.
+    pub fn redirect(status: u16, location: &str) -> Self {
+        Reply::Full {
+            status,
+            headers: vec![("Location".into(), location.into())],
+            body: Vec::new(),
+        }
+    }
+    /// `body` compressed with `coding` (gzip, deflate or br), labelled as such.
+    pub fn encoded(coding: &str, body: &[u8]) -> Self {
+        use std::io::Write;
+        let data = match coding {
+            "gzip" => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(body).expect("gzip");
+                e.finish().expect("gzip")
+            }
+            "deflate" => {
+                let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(body).expect("deflate");
+                e.finish().expect("deflate")
+            }
+            "br" => {
+                let mut out = Vec::new();
+                let mut e = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+                e.write_all(body).expect("br");
+                drop(e);
+                out
+            }
+            other => panic!("no coding {other}"),
+        };
+        Reply::Full {
+            status: 200,
+            headers: vec![
+                ("Content-Encoding".into(), coding.into()),
+                ("Content-Type".into(), "application/json".into()),
+            ],
+            body: data,
         }
     }
     pub fn json(status: u16, body: impl Into<String>) -> Self {
@@ -273,6 +320,16 @@ where
                 }
                 if close {
                     let _ = s.shutdown().await;
+                    return;
+                }
+            }
+            Reply::Full { status, headers, body } => {
+                let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                for (n, v) in &headers {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                if s.write_all(head.as_bytes()).await.is_err() || s.write_all(&body).await.is_err() {
                     return;
                 }
             }
