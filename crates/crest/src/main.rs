@@ -297,6 +297,9 @@ fn default_request() -> cli::RequestArgs {
         no_keepalive: false,
         insecure: false,
         cacert: None,
+        http_version: None,
+        http2: false,
+        max_streams: None,
     }
 }
 

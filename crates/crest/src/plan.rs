@@ -7,6 +7,7 @@ use crest_analysis::stop::StopCondition;
 use crest_model::address;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{self, HttpRequest, LoadModel, Plan, SegmentPlan, StopRule, Target, TlsOptions};
+use crest_model::protocol::{HttpOptions, HttpVersion};
 use std::time::Duration;
 
 /// Default run length when neither -n nor -d is given.
@@ -203,6 +204,22 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
     if args.connect_timeout == Some(Duration::ZERO) {
         bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
+    let mut http = HttpOptions {
+        version: match (args.http2, args.http_version) {
+            (true, _) => HttpVersion::Http2,
+            (false, v) => v.unwrap_or_default(),
+        },
+        ..HttpOptions::default()
+    };
+    if let Some(n) = args.max_streams {
+        if n == 0 {
+            bail!("--max-streams 0: at least one stream per connection is needed");
+        }
+        if http.version == HttpVersion::Http1 {
+            bail!("--max-streams applies to HTTP/2: add --http2 or --http auto");
+        }
+        http.max_streams = n;
+    }
     let parsed = address::parse(url, address::HTTP)?;
     let path = address::path_and_query(&parsed);
     let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
@@ -220,6 +237,7 @@ pub fn request(url: &str, args: &RequestArgs, timeout: Duration) -> Result<(Http
                 insecure: args.insecure,
                 ca_pem,
             },
+            http,
         },
         name,
     ))
@@ -246,7 +264,7 @@ pub fn url_plan(request: HttpRequest, name: String, threads: Option<usize>, time
 
 /// Quick-mode flags given with a scenario file, which sets these itself.
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 15] = [
+    let checks: [(&'static str, bool); 18] = [
         ("--threshold", !a.thresholds.is_empty()),
         ("--stop-when", !a.stop_when.is_empty()),
         ("-c", a.concurrency.is_some()),
@@ -262,6 +280,9 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("--no-keepalive", a.request.no_keepalive),
         ("--insecure", a.request.insecure),
         ("--cacert", a.request.cacert.is_some()),
+        ("--http", a.request.http_version.is_some()),
+        ("--http2", a.request.http2),
+        ("--max-streams", a.request.max_streams.is_some()),
     ];
     checks
         .iter()

@@ -63,3 +63,51 @@ load: {{users: 3, duration: 1s}}
         }
     });
 }
+
+#[test]
+fn issue_15_http2_flags_share_connections_over_prior_knowledge_and_tls() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = crest_testkit::h2::H2Server::start(|_, _| crest_testkit::h2::H2Reply::ok()).await;
+        let r = common::run_async(
+            &server.url("/"),
+            &["--http2", "-c", "6", "-n", "60", "--max-streams", "3"],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.summary()["failures"], 0, "{}", r.stdout);
+        assert_eq!(server.received().len(), 60);
+        // Two engine threads of 3 users each, one connection each.
+        assert_eq!(server.connections(), 2, "6 users at 3 streams per connection");
+
+        let tls = crest_testkit::h2::H2Server::start_tls(|_, _| crest_testkit::h2::H2Reply::ok()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, tls.ca_pem.as_deref().unwrap()).unwrap();
+        let url = tls.url("/").replace("127.0.0.1", "localhost");
+        let r = common::run_async(
+            &url,
+            &[
+                "--http",
+                "auto",
+                "-c",
+                "4",
+                "-n",
+                "20",
+                "--threads",
+                "1",
+                "--cacert",
+                ca.to_str().unwrap(),
+            ],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.summary()["failures"], 0, "{}", r.stdout);
+        assert_eq!(tls.received().len(), 20, "auto picked h2 from ALPN");
+        assert_eq!(tls.connections(), 1);
+
+        let r = common::run_async(&server.url("/"), &["--max-streams", "3", "-n", "1"]).await;
+        assert_ne!(r.code, 0);
+        assert!(r.stderr.contains("--max-streams applies to HTTP/2"), "{}", r.stderr);
+    });
+}

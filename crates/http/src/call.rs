@@ -18,6 +18,9 @@ use tokio::time::{timeout_at, Sleep};
 pub struct Session {
     conn: Option<h1::Conn>,
     seat: Option<http2::Seat>,
+    /// HTTP/2: the last request's bytes and their translation, reused while they repeat
+    /// (quick mode sends the same bytes every time).
+    h2_request: Option<CachedH2>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
 }
@@ -29,6 +32,9 @@ impl fmt::Debug for Session {
             .finish()
     }
 }
+
+/// A request's bytes and their HTTP/2 translation.
+type CachedH2 = Box<(Vec<u8>, http2::H2Request)>;
 
 /// What to send.
 #[derive(Clone, Copy, Debug)]
@@ -117,9 +123,22 @@ impl Endpoint {
         let mut p = h1::Progress::default();
         let mut connect = None;
         let result = {
-            let Session { conn, seat, timer } = &mut *session;
+            let Session {
+                conn,
+                seat,
+                h2_request,
+                timer,
+            } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-            let work = self.attempt(conn, seat, call, started, deadline, &mut connect, &mut p, keep);
+            let work = self.attempt(
+                (conn, seat, h2_request),
+                call,
+                started,
+                deadline,
+                &mut connect,
+                &mut p,
+                keep,
+            );
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -180,8 +199,7 @@ impl Endpoint {
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
-        conn: &mut Option<h1::Conn>,
-        seat: &mut Option<http2::Seat>,
+        (conn, seat, h2_request): (&mut Option<h1::Conn>, &mut Option<http2::Seat>, &mut Option<CachedH2>),
         call: &Call<'_>,
         started: Instant,
         deadline: Instant,
@@ -189,8 +207,22 @@ impl Endpoint {
         p: &mut h1::Progress,
         keep: Option<&mut Response>,
     ) -> Result<u16, Failure> {
-        if self.use_h2(conn, seat, call, started, deadline, connect).await? {
-            self.attempt_h2(seat, call, started, deadline, connect, p, keep).await
+        // The HTTP/2 paths are boxed so that the HTTP/1.1 exchange, which every user's task
+        // holds for its whole life, stays small: at 10,000 users its size is memory.
+        let h2 = match self.version {
+            HttpVersion::Http1 => false,
+            HttpVersion::Http2 => true,
+            HttpVersion::Auto => Box::pin(self.use_h2(conn, seat, call, started, deadline, connect)).await?,
+        };
+        if h2 {
+            let req = match h2_request {
+                Some(cached) if cached.0 == call.request => &cached.1,
+                _ => {
+                    let translated = http2::translate(call.request, self.https())?;
+                    &h2_request.insert(Box::new((call.request.to_vec(), translated))).1
+                }
+            };
+            Box::pin(self.attempt_h2(seat, req, call, started, deadline, connect, p, keep)).await
         } else {
             self.attempt_h1(conn, call, started, deadline, connect, p, keep).await
         }
@@ -212,18 +244,22 @@ impl Endpoint {
             HttpVersion::Http2 => Ok(true),
             HttpVersion::Auto if !self.https() => Ok(false),
             HttpVersion::Auto => {
-                if let Some(h2) = self.alpn_h2.get() {
-                    return Ok(*h2);
-                }
-                let (stream, took) = self.open(call, started, deadline).await?;
-                *connect = Some(took);
-                let h2 = stream.alpn_h2();
-                let _ = self.alpn_h2.set(h2);
-                match (h2, &self.pool) {
-                    (true, Some(pool)) => *seat = Some(pool.seat_new(http2::handshake(stream).await?)),
-                    _ => *conn = Some(h1::Conn::new(stream)),
-                }
-                Ok(h2)
+                // One user finds out; the others wait for its answer rather than each opening
+                // a connection to ask.
+                let h2 = self
+                    .alpn_h2
+                    .get_or_try_init(|| async {
+                        let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
+                        *connect = Some(took);
+                        let h2 = stream.alpn_h2();
+                        match (h2, &self.pool) {
+                            (true, Some(pool)) => *seat = Some(pool.seat_new(http2::handshake(stream).await?)),
+                            _ => *conn = Some(h1::Conn::new(stream)),
+                        }
+                        Ok::<_, Failure>(h2)
+                    })
+                    .await?;
+                Ok(*h2)
             }
         }
     }
@@ -234,6 +270,7 @@ impl Endpoint {
     async fn attempt_h2(
         &self,
         seat: &mut Option<http2::Seat>,
+        req: &http2::H2Request,
         call: &Call<'_>,
         started: Instant,
         deadline: Instant,
@@ -247,14 +284,13 @@ impl Endpoint {
                 detail: Detail::Text("HTTP/2 is not set up for this endpoint"),
             });
         };
-        let req = http2::translate(call.request, self.https())?;
         let mut retried = false;
         loop {
             let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
             let opened = slot
                 .conn
                 .get_or_try_init(|| async {
-                    let (stream, took) = self.open(call, started, deadline).await?;
+                    let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
                     let send = http2::handshake(stream).await?;
                     *connect = Some(took);
                     Ok::<_, Failure>(send)
@@ -267,7 +303,7 @@ impl Endpoint {
                     return Err(f);
                 }
             };
-            match http2::exchange(send, &req, p, keep.as_deref_mut()).await {
+            match http2::exchange(send, req, p, keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => {
                     if let Some(s) = seat.take() {
@@ -308,7 +344,7 @@ impl Endpoint {
             let c = match conn {
                 Some(c) => c,
                 None => {
-                    let (stream, took) = self.open(call, started, deadline).await?;
+                    let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
                     *connect = Some(took);
                     conn.insert(h1::Conn::new(stream))
                 }
@@ -326,7 +362,8 @@ impl Endpoint {
         }
     }
 
-    /// Opens a transport, timing it.
+    /// Opens a transport, timing it. Callers box it: connecting (TLS above all) needs a large
+    /// future that an idle connection must not carry.
     async fn open(&self, call: &Call<'_>, started: Instant, deadline: Instant) -> Result<(Stream, Duration), Failure> {
         let t0 = Instant::now();
         let limit = deadline.min(started + call.connect_timeout);

@@ -11,7 +11,7 @@ use crest_model::protocol::{HttpOptions, HttpVersion};
 use crest_model::Outcome;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
@@ -37,7 +37,7 @@ pub struct Endpoint {
     /// HTTP/2 connections, shared by users; for `Http2` and `Auto`.
     pub(crate) pool: Option<http2::Pool>,
     /// `Auto` over TLS: whether the server chose `h2`, learnt from the first connection.
-    pub(crate) alpn_h2: OnceLock<bool>,
+    pub(crate) alpn_h2: tokio::sync::OnceCell<bool>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -97,7 +97,7 @@ impl Endpoint {
                 options: *http,
                 version: http.version,
                 pool,
-                alpn_h2: OnceLock::new(),
+                alpn_h2: tokio::sync::OnceCell::new(),
             },
             path,
         ))

@@ -28,8 +28,12 @@ pub(crate) struct Pool {
 }
 
 /// One connection (opened by its first user) and how many users sit on it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Slot {
+    /// The thread whose runtime drives the connection. Each engine thread runs its own
+    /// runtime, which drops its tasks when its users are done: only users of the same thread
+    /// may share the connection.
+    thread: std::thread::ThreadId,
     users: AtomicUsize,
     /// Set once a request on it failed in a way that ends the connection (GOAWAY, I/O error);
     /// no user is seated on it after that.
@@ -66,13 +70,19 @@ impl Pool {
     pub fn seat(&self) -> Seat {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.retain(|s| !s.dead.load(Ordering::Relaxed));
+        let thread = std::thread::current().id();
         let slot = match slots
             .iter()
-            .find(|s| s.users.load(Ordering::Relaxed) < self.max_streams)
+            .find(|s| s.thread == thread && s.users.load(Ordering::Relaxed) < self.max_streams)
         {
             Some(s) => s.clone(),
             None => {
-                let s = Arc::new(Slot::default());
+                let s = Arc::new(Slot {
+                    thread,
+                    users: AtomicUsize::new(0),
+                    dead: AtomicBool::new(false),
+                    conn: OnceCell::new(),
+                });
                 slots.push(s.clone());
                 s
             }
@@ -84,6 +94,7 @@ impl Pool {
     /// A seat on a new connection that the caller has already opened.
     pub fn seat_new(&self, send: SendRequest<Bytes>) -> Seat {
         let slot = Arc::new(Slot {
+            thread: std::thread::current().id(),
             users: AtomicUsize::new(1),
             dead: AtomicBool::new(false),
             conn: OnceCell::new_with(Some(send)),

@@ -164,3 +164,21 @@ async fn goaway_mid_run_fails_the_streams_in_flight_and_users_move_to_a_new_conn
     assert!(server.connections() >= 2);
     assert!(ok > 100, "users go on on a new connection: {ok}");
 }
+
+/// Every user's task holds an HTTP/1.1 call for its whole life, so its size is memory at
+/// 10,000 users (issue 15): connecting and HTTP/2 live in boxed futures of their own.
+#[tokio::test]
+async fn an_http1_call_stays_small() {
+    let (e, _) = endpoint("http://127.0.0.1:1/", None, HttpVersion::Http1, 1);
+    let mut s = Session::default();
+    let call = Call {
+        request: b"",
+        head: false,
+        timeout: Duration::from_secs(1),
+        connect_timeout: Duration::from_secs(1),
+        keepalive: true,
+    };
+    let f = e.call(&mut s, &call, None);
+    // 2,528 bytes (debug build) before; 1,000 after.
+    assert!(std::mem::size_of_val(&f) <= 1200, "{}", std::mem::size_of_val(&f));
+}

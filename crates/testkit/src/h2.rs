@@ -7,7 +7,7 @@
 use crate::Received;
 use bytes::Bytes;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -103,6 +103,7 @@ impl H2Server {
                     rec: rec.clone(),
                     counter: counter.clone(),
                     conn: conn_id,
+                    gone: Arc::default(),
                 };
                 let tls = tls.clone();
                 tokio::spawn(async move {
@@ -149,6 +150,9 @@ struct Shared {
     rec: Arc<Mutex<Vec<Received>>>,
     counter: Arc<AtomicU64>,
     conn: u64,
+    /// Set when this connection was shut down with GOAWAY: its streams go unanswered, as when
+    /// a server aborts.
+    gone: Arc<AtomicBool>,
 }
 
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, shared: Shared) {
@@ -222,6 +226,11 @@ async fn stream(
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
+            if shared.gone.load(Ordering::SeqCst) {
+                // Hold the stream (dropping it would reset it) until the connection is gone.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                return;
+            }
             let mut resp = http::Response::builder().status(status);
             for (n, v) in &headers {
                 resp = resp.header(n, v);
@@ -236,6 +245,7 @@ async fn stream(
         }
         H2Reply::Reset(code) => respond.send_reset(h2::Reason::from(code)),
         H2Reply::GoAway(code) => {
+            shared.gone.store(true, Ordering::SeqCst);
             let _ = goaway.send(code);
         }
     }
