@@ -2,7 +2,7 @@
 # Starts a throwaway PostgreSQL cluster on 127.0.0.1 for crest's tests and prints the export
 # line for its URL: eval "$(scripts/pg-test-cluster.sh start)". `stop DIR` stops it.
 # Installs Debian's postgresql package when it is missing. Needs root (for apt-get and to run
-# the server as the postgres user).
+# the server as the postgres user). CREST_PG_OPTS adds server options (-c name=value ...).
 set -euo pipefail
 cmd="${1:-start}"
 port="${CREST_PG_PORT:-54329}"
@@ -27,5 +27,5 @@ dir=$(mktemp -d /tmp/crest-pg.XXXXXX)
 chown postgres "$dir"
 runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U crest --no-sync >/dev/null
 runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
+  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 ${CREST_PG_OPTS:-}" start >/dev/null
 echo "export CREST_TEST_PG_URL=postgres://crest@127.0.0.1:$port/postgres CREST_TEST_PG_DIR=$dir"

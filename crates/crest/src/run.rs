@@ -160,14 +160,22 @@ pub fn measure<W: Workload>(
         j.write(&Entry::Start(opening.clone()));
     }
     let mut fold = Fold::default();
-    // Each closed interval, once, in order: journaled, then summed into the results.
-    let mut keep = |done: &IntervalAcc| -> Result<()> {
-        let record = done.to_record(INTERVAL.as_secs_f64());
+    // Each closed interval and each monitor sample, once, in order: journaled, then summed
+    // into the results.
+    let mut keep = |entry: Entry| -> Result<()> {
         if let Some(j) = journal.as_mut() {
-            j.write(&Entry::Interval(record.clone()));
+            j.write(&entry);
         }
-        fold.add(&record).context("cannot add up an interval")
+        match &entry {
+            Entry::Interval(record) => fold.add(record).context("cannot add up an interval"),
+            Entry::Monitor(sample) => {
+                fold.add_monitor(sample);
+                Ok(())
+            }
+            Entry::Start(_) | Entry::End(_) => Ok(()),
+        }
     };
+    let interval_entry = |done: &IntervalAcc| Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
     let monitor = if sampler.is_empty() {
         None
     } else {
@@ -205,7 +213,7 @@ pub fn measure<W: Workload>(
                         for mut done in series.add(acc) {
                             progress.interval(&done);
                             if kept.is_ok() {
-                                kept = keep(&done);
+                                kept = keep(interval_entry(&done));
                             }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
                             let figures = IntervalFigures {
@@ -231,6 +239,9 @@ pub fn measure<W: Workload>(
                                 stopped_by = Some(s);
                             }
                         }
+                        if kept.is_ok() {
+                            kept = keep(Entry::Monitor(snap.sample));
+                        }
                     }
                     if engine.is_finished() {
                         break;
@@ -254,7 +265,7 @@ pub fn measure<W: Workload>(
     for done in &rest {
         progress.interval(done);
         if kept.is_ok() {
-            kept = keep(done);
+            kept = keep(interval_entry(done));
         }
     }
     kept?;

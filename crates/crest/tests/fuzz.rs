@@ -241,8 +241,11 @@ fn mutate_json(rng: &mut Rng, v: &mut Value, depth: usize) {
             }
         }
         Value::String(s) if s.len() > 4 && rng.below(2) == 0 => {
-            let cut = rng.below(s.len());
-            s.truncate(s.floor_char_boundary(cut));
+            let mut cut = rng.below(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
         }
         other => *other = hostile(rng),
     }

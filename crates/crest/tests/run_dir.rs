@@ -14,15 +14,28 @@ fn results(dir: &Path) -> serde_json::Value {
 }
 
 /// SIGKILL leaves no chance to write anything at the end: the journal written as the run went
-/// keeps all but its last seconds, and `crest report` rebuilds results.json and the reports.
+/// keeps all but its last seconds, of the requests and of the watched process alike, and
+/// `crest report` rebuilds results.json and the reports.
 #[test]
 fn a_killed_run_is_rebuilt_from_its_journal() {
     let _serial = common::serial();
     let t = target_process(&["--workers", "4", "--service-time", "5ms"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
+    let pid = t.child.id().to_string();
     let mut child = crest()
-        .args(["run", &t.url, "-c", "4", "-d", "30s", "--quiet", "--out"])
+        .args([
+            "run",
+            &t.url,
+            "-c",
+            "4",
+            "-d",
+            "30s",
+            "--quiet",
+            "--monitor-pid",
+            &pid,
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -50,11 +63,29 @@ fn a_killed_run_is_rebuilt_from_its_journal() {
         (served - kept) as f64 <= 3.5 * per_s,
         "{kept} kept of {served} served ({per_s:.0}/s): more than the last seconds were lost"
     );
+    // The target's memory was sampled every second until the kill, and each sample was
+    // journaled as it was taken.
+    let series = v["monitor"]["series"].as_array().expect("monitor series kept");
+    let rss = series
+        .iter()
+        .find(|s| s["key"]["metric"] == "process_resident_memory_bytes")
+        .expect("the target's memory");
+    let points = rss["points"].as_array().unwrap();
+    let last_t = points.last().unwrap()[0].as_f64().unwrap();
+    assert!(
+        points.len() >= 3 && last_t >= 2.5,
+        "{} points, the last at {last_t} s",
+        points.len()
+    );
+    assert!(points.iter().all(|p| p[1].as_f64().unwrap() > 1e6), "{points:?}");
+    let sources = v["monitor"]["sources"].as_array().unwrap();
+    assert!(sources.iter().any(|s| s["kind"] == "process"), "{sources:?}");
     for f in ["report.md", "report.html", "requests.csv", "latency.hlog"] {
         assert!(out.join(f).is_file(), "{f}");
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("rebuilt from its journal"), "{md}");
+    assert!(md.contains("process_resident_memory_bytes"), "{md}");
     common::check_counts(&out.join("results.json"));
 }
 

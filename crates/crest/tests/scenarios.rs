@@ -20,7 +20,7 @@ async fn run_against(server: &Server, text: &str) -> common::Run {
     r
 }
 
-/// The task-queue API of seed 003: a task is RUNNING for its first two polls, then SUCCEEDED.
+/// A task-queue API: a task is RUNNING for its first two polls, then SUCCEEDED.
 async fn task_queue() -> Server {
     let polls: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
     Server::start(move |req: &Received, i| {

@@ -1,8 +1,9 @@
 //! Executes a plan: virtual users or an arrival schedule, stop rules, cancellation.
 //!
 //! The engine is protocol-agnostic. A [`Workload`] knows how to run one iteration for a user
-//! (one HTTP request in quick mode; later a scenario flow or an SQL transaction) and reports each
-//! request it makes as a sample to the thread's sink. The engine decides *when* iterations run:
+//! (one HTTP request in quick mode, one pass through a scenario's flow of HTTP requests and SQL
+//! transactions) and reports each request it makes as a sample to the thread's sink. The engine
+//! decides *when* iterations run, and nothing else:
 //!
 //! - closed model: each virtual user runs its next iteration as soon as the last one ends;
 //! - open model: iterations start on the arrival schedule, each on an idle user, and arrivals
@@ -11,7 +12,10 @@
 //! The stop rule (count, duration, signal) is checked by both models through [`Stop`], so there
 //! is one executor rather than one loop per combination. Work runs on one single-threaded tokio
 //! runtime per thread (as wrk runs one event loop per thread): no work stealing, no locks on the
-//! hot path, and each thread's sink is its own.
+//! hot path, and each thread's sink is its own. Open-model arrivals are paced to within
+//! microseconds of their slots, and each is timed from its slot rather than from when it was
+//! sent, so a stalled generator shows as latency and send lag rather than vanishing from the
+//! figures.
 #![warn(missing_docs)]
 
 mod executor;

@@ -5,6 +5,79 @@ use regex::Regex;
 pub use serde_json_path::JsonPath;
 use std::time::Duration;
 
+/// Why an extractor found no value or a check failed: what the report quotes as the example of
+/// the failure, so its words name the query and what was found instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Mismatch {
+    /// A JSONPath query ran on a body that is not JSON.
+    #[error("the body is not JSON ({0})")]
+    NotJson(String),
+    /// A query (JSONPath as written, or /regex/) found nothing.
+    #[error("{0} matched nothing")]
+    NoMatch(String),
+    /// A JSONPath check found nothing where it expected a value (quoted).
+    #[error("{query} matched nothing; expected {expected}")]
+    NoMatchExpected {
+        /// The query as written.
+        query: String,
+        /// The expected value, quoted.
+        expected: String,
+    },
+    /// A JSONPath check found another value; both quoted.
+    #[error("{query} is {got}, expected {expected}")]
+    NotEqual {
+        /// The query as written.
+        query: String,
+        /// The value found, quoted.
+        got: String,
+        /// The expected value, quoted.
+        expected: String,
+    },
+    /// The response has no such header.
+    #[error("no {0} header")]
+    NoHeader(String),
+    /// The status is none of those allowed.
+    #[error("status {got} is not one of {allowed:?}")]
+    Status {
+        /// The response's status.
+        got: u16,
+        /// The statuses the check allows.
+        allowed: Vec<u16>,
+    },
+    /// The body lacks the text (quoted).
+    #[error("the body does not contain {0}")]
+    BodyLacks(String),
+    /// The request took at least its limit.
+    #[error("took {took_ms} ms, limit {limit_ms} ms")]
+    TooSlow {
+        /// What it took.
+        took_ms: u128,
+        /// The limit.
+        limit_ms: u128,
+    },
+}
+
+/// A pattern in a scenario that does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// The JSONPath query is not valid.
+    #[error("{text:?} is not a valid JSONPath: {reason}")]
+    JsonPath {
+        /// The query as written.
+        text: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The regular expression is not valid.
+    #[error("{text:?} is not a valid regular expression: {reason}")]
+    Regex {
+        /// The expression as written.
+        text: String,
+        /// The parser's reason.
+        reason: String,
+    },
+}
+
 /// Where a value comes from.
 #[derive(Debug)]
 pub enum Extractor {
@@ -27,42 +100,48 @@ pub enum Extractor {
 
 impl Extractor {
     /// A JSONPath extractor; the error says what is wrong with the path.
-    pub fn json(path: &str) -> Result<Self, String> {
+    pub fn json(path: &str) -> Result<Self, PatternError> {
         JsonPath::parse(path)
             .map(|p| Extractor::Json {
                 path: p,
                 text: path.to_string(),
             })
-            .map_err(|e| format!("{path:?} is not a valid JSONPath: {e}"))
+            .map_err(|e| PatternError::JsonPath {
+                text: path.to_string(),
+                reason: e.to_string(),
+            })
     }
 
     /// A regex extractor.
-    pub fn regex(re: &str) -> Result<Self, String> {
-        Regex::new(re)
-            .map(Extractor::Regex)
-            .map_err(|e| format!("{re:?} is not a valid regular expression: {e}"))
+    pub fn regex(re: &str) -> Result<Self, PatternError> {
+        Regex::new(re).map(Extractor::Regex).map_err(|e| PatternError::Regex {
+            text: re.to_string(),
+            reason: e.to_string(),
+        })
     }
 
     /// The value, or why there is none.
-    pub fn extract(&self, r: &Response, json: &mut LazyJson) -> Result<String, String> {
+    pub fn extract(&self, r: &Response, json: &mut LazyJson) -> Result<String, Mismatch> {
         match self {
             Extractor::Json { path, text } => {
                 let v = json.get(r)?;
                 match path.query(v).first() {
                     Some(serde_json::Value::String(s)) => Ok(s.clone()),
                     Some(other) => Ok(other.to_string()),
-                    None => Err(format!("{text} matched nothing")),
+                    None => Err(Mismatch::NoMatch(text.clone())),
                 }
             }
             Extractor::Regex(re) => {
                 let body = String::from_utf8_lossy(&r.body);
-                let caps = re
-                    .captures(&body)
-                    .ok_or_else(|| format!("/{}/ matched nothing", re.as_str()))?;
+                let nothing = || Mismatch::NoMatch(format!("/{}/", re.as_str()));
+                let caps = re.captures(&body).ok_or_else(nothing)?;
                 let m = caps.get(1).or_else(|| caps.get(0)).map(|m| m.as_str().to_string());
-                m.ok_or_else(|| format!("/{}/ matched nothing", re.as_str()))
+                m.ok_or_else(nothing)
             }
-            Extractor::Header(h) => r.header(h).map(str::to_string).ok_or_else(|| format!("no {h} header")),
+            Extractor::Header(h) => r
+                .header(h)
+                .map(str::to_string)
+                .ok_or_else(|| Mismatch::NoHeader(h.clone())),
             Extractor::Status => Ok(r.status.to_string()),
         }
     }
@@ -70,14 +149,14 @@ impl Extractor {
 
 /// The body parsed as JSON once, on first use, and shared by every extractor and check.
 #[derive(Debug, Default)]
-pub struct LazyJson(Option<Result<serde_json::Value, String>>);
+pub struct LazyJson(Option<Result<serde_json::Value, Mismatch>>);
 
 impl LazyJson {
     /// The parsed body, or why it is not JSON.
-    pub fn get(&mut self, r: &Response) -> Result<&serde_json::Value, String> {
+    pub fn get(&mut self, r: &Response) -> Result<&serde_json::Value, Mismatch> {
         let parsed = self
             .0
-            .get_or_insert_with(|| serde_json::from_slice(&r.body).map_err(|e| format!("the body is not JSON ({e})")));
+            .get_or_insert_with(|| serde_json::from_slice(&r.body).map_err(|e| Mismatch::NotJson(e.to_string())));
         parsed.as_ref().map_err(Clone::clone)
     }
 }
@@ -127,13 +206,16 @@ fn quote(s: &str) -> String {
 
 impl Check {
     /// Ok, or a message saying what was found instead.
-    pub fn check(&self, r: &Response, took: Duration, json: &mut LazyJson) -> Result<(), String> {
+    pub fn check(&self, r: &Response, took: Duration, json: &mut LazyJson) -> Result<(), Mismatch> {
         match self {
             Check::Status(ok) => {
                 if ok.contains(&r.status) {
                     Ok(())
                 } else {
-                    Err(format!("status {} is not one of {ok:?}", r.status))
+                    Err(Mismatch::Status {
+                        got: r.status,
+                        allowed: ok.clone(),
+                    })
                 }
             }
             Check::JsonEquals { path, text, expected } => {
@@ -141,18 +223,27 @@ impl Check {
                 let got = match path.query(v).first() {
                     Some(serde_json::Value::String(s)) => s.clone(),
                     Some(other) => other.to_string(),
-                    None => return Err(format!("{text} matched nothing; expected {}", quote(expected))),
+                    None => {
+                        return Err(Mismatch::NoMatchExpected {
+                            query: text.clone(),
+                            expected: quote(expected),
+                        })
+                    }
                 };
                 if &got == expected {
                     Ok(())
                 } else {
-                    Err(format!("{text} is {}, expected {}", quote(&got), quote(expected)))
+                    Err(Mismatch::NotEqual {
+                        query: text.clone(),
+                        got: quote(&got),
+                        expected: quote(expected),
+                    })
                 }
             }
             Check::JsonExists { path, text } => {
                 let v = json.get(r)?;
                 if path.query(v).is_empty() {
-                    Err(format!("{text} matched nothing"))
+                    Err(Mismatch::NoMatch(text.clone()))
                 } else {
                     Ok(())
                 }
@@ -162,14 +253,17 @@ impl Check {
                 if found || needle.is_empty() {
                     Ok(())
                 } else {
-                    Err(format!("the body does not contain {}", quote(needle)))
+                    Err(Mismatch::BodyLacks(quote(needle)))
                 }
             }
             Check::DurationBelow(limit) => {
                 if took < *limit {
                     Ok(())
                 } else {
-                    Err(format!("took {} ms, limit {} ms", took.as_millis(), limit.as_millis()))
+                    Err(Mismatch::TooSlow {
+                        took_ms: took.as_millis(),
+                        limit_ms: limit.as_millis(),
+                    })
                 }
             }
         }
@@ -206,6 +300,7 @@ mod tests {
             .unwrap()
             .extract(&r, &mut j)
             .unwrap_err()
+            .to_string()
             .contains("matched nothing"));
         assert!(Extractor::json("$[").is_err());
         assert_eq!(
@@ -222,6 +317,7 @@ mod tests {
             .unwrap()
             .extract(&resp(200, "<html>"), &mut j2)
             .unwrap_err()
+            .to_string()
             .contains("not JSON"));
     }
 
@@ -236,7 +332,7 @@ mod tests {
             expected: "SUCCEEDED".into(),
         };
         assert_eq!(
-            eq.check(&r, Duration::ZERO, &mut j).unwrap_err(),
+            eq.check(&r, Duration::ZERO, &mut j).unwrap_err().to_string(),
             r#"$.status is "FAILED", expected "SUCCEEDED""#
         );
         assert!(Check::Status(vec![200, 201]).check(&r, Duration::ZERO, &mut j).is_ok());

@@ -27,23 +27,45 @@ pub struct Feeder {
     next: AtomicUsize,
 }
 
+/// What is wrong with a data file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeedError {
+    /// The first row cannot be read.
+    #[error("cannot read the header row: {0}")]
+    Header(String),
+    /// A data row cannot be read; `line` counts from 1 with the header row.
+    #[error("line {line}: {reason}")]
+    Row {
+        /// The row's line.
+        line: usize,
+        /// The reader's reason.
+        reason: String,
+    },
+    /// Nothing to hand out.
+    #[error("the file has a header row but no data")]
+    Empty,
+}
+
 impl Feeder {
     /// Parses CSV text with a header row. The error says what is wrong, with the line.
-    pub fn from_csv(name: &str, text: &[u8], mode: FeedMode) -> Result<Self, String> {
+    pub fn from_csv(name: &str, text: &[u8], mode: FeedMode) -> Result<Self, FeedError> {
         let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(text);
         let columns: Vec<String> = reader
             .headers()
-            .map_err(|e| format!("cannot read the header row: {e}"))?
+            .map_err(|e| FeedError::Header(e.to_string()))?
             .iter()
             .map(|c| c.trim().to_string())
             .collect();
         let mut rows = Vec::new();
         for (i, rec) in reader.records().enumerate() {
-            let rec = rec.map_err(|e| format!("line {}: {e}", i + 2))?;
+            let rec = rec.map_err(|e| FeedError::Row {
+                line: i + 2,
+                reason: e.to_string(),
+            })?;
             rows.push(rec.iter().map(str::to_string).collect());
         }
         if rows.is_empty() {
-            return Err("the file has a header row but no data".into());
+            return Err(FeedError::Empty);
         }
         Ok(Feeder {
             name: name.to_string(),

@@ -7,6 +7,7 @@
 //! since later steps usually depend on its values, after the think time it skipped.
 #![warn(missing_docs)]
 
+pub mod condition;
 pub mod extract;
 pub mod feeder;
 pub mod plan;

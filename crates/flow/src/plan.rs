@@ -104,6 +104,33 @@ pub enum Step {
         /// What to repeat.
         steps: Vec<Step>,
     },
+    /// Run one list of steps or the other, by a condition on the user's values.
+    If {
+        /// The condition.
+        condition: crate::condition::Condition,
+        /// When it holds.
+        then: Vec<Step>,
+        /// When it does not.
+        otherwise: Vec<Step>,
+    },
+    /// Run steps once for each element of a JSON array (a value extracted from a response).
+    Foreach {
+        /// Renders to the array's JSON text. Anything that is not an array (nothing extracted,
+        /// `null`, an object) runs the steps no times.
+        items: Template,
+        /// The variable each element is put in: strings as they are, other values as JSON.
+        var: String,
+        /// At most this many elements are visited; the rest are left, as a user would stop
+        /// reading a list somewhere.
+        max: u64,
+        /// What to do with each.
+        steps: Vec<Step>,
+    },
+    /// Leave the innermost `loop` or `foreach`; outside one, end the iteration.
+    Break,
+    /// Go on with the next round of the innermost `loop` or `foreach`; outside one, end the
+    /// iteration.
+    Next,
 }
 
 /// A request with what to take from its response and what to check.
@@ -165,8 +192,8 @@ pub enum JsonTemplate {
     Object(Vec<(String, JsonTemplate)>),
 }
 
-/// A request repeated until it reports the work it started is done (seed 003: poll a task's
-/// status every second until it is SUCCEEDED or FAILED).
+/// A request repeated until it reports the work it started is done (a submitted task's status,
+/// asked every second until it is SUCCEEDED or FAILED).
 #[derive(Debug)]
 pub struct PollStep {
     /// The request, with its extraction; its checks apply to the final response only.

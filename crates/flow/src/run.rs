@@ -64,6 +64,10 @@ impl FlowUser {
             .map(|s| match s {
                 Step::Think { min, max } => self.think(*min, *max),
                 Step::Loop { times, steps } if has_think(steps) => (0..*times).map(|_| self.think_time(steps)).sum(),
+                // The branch not yet taken is unknown: the shorter one is what the user would
+                // have waited at least.
+                Step::If { then, otherwise, .. } => self.think_time(then).min(self.think_time(otherwise)),
+                // How many elements a foreach would have had is unknown too: none, at least.
                 _ => Duration::ZERO,
             })
             .sum()
@@ -73,7 +77,8 @@ impl FlowUser {
 fn has_think(steps: &[Step]) -> bool {
     steps.iter().any(|s| match s {
         Step::Think { .. } => true,
-        Step::Loop { steps, .. } => has_think(steps),
+        Step::Loop { steps, .. } | Step::Foreach { steps, .. } => has_think(steps),
+        Step::If { then, otherwise, .. } => has_think(then) || has_think(otherwise),
         _ => false,
     })
 }
@@ -105,6 +110,17 @@ impl Scope for UserScope<'_> {
     fn rng(&self) -> &RefCell<fastrand::Rng> {
         &self.user.rng
     }
+}
+
+/// How a list of steps ended when none failed.
+#[derive(Debug, PartialEq, Eq)]
+enum Control {
+    /// It ran to its end.
+    Done,
+    /// A `break` asked to leave the innermost loop.
+    Break,
+    /// A `next` asked for the innermost loop's next round.
+    Next,
 }
 
 /// A step failed; the iteration ends there.
@@ -213,7 +229,7 @@ impl FlowWorkload {
     /// Runs steps in order; a failed one ends them unless `on_failure` says to continue, and
     /// the error carries the think time of the steps skipped. `intended` is the iteration's
     /// scheduled start, used (once) by the first request so that open-model latency counts
-    /// from the schedule.
+    /// from the schedule. A `break` or `next` ends them too, and says which.
     async fn run_steps(
         &self,
         steps: &[Step],
@@ -221,46 +237,95 @@ impl FlowWorkload {
         ctx: &Ctx<'_>,
         intended: &mut Option<Instant>,
         on_failure: OnFailure,
-    ) -> Result<(), Failed> {
+    ) -> Result<Control, Failed> {
         for (i, step) in steps.iter().enumerate() {
             let done = match step {
-                Step::Request(r) => self.request(r, user, ctx, intended.take()).await,
-                Step::Poll(p) => self.poll(p, user, ctx, intended).await,
+                Step::Request(r) => self
+                    .request(r, user, ctx, intended.take())
+                    .await
+                    .map(|()| Control::Done),
+                Step::Poll(p) => self.poll(p, user, ctx, intended).await.map(|()| Control::Done),
                 Step::Think { min, max } => {
                     tokio::time::sleep(user.think(*min, *max)).await;
-                    Ok(())
+                    Ok(Control::Done)
                 }
                 Step::Set(vars) => {
                     for (name, t) in vars {
                         let v = t.render(&UserScope { user, plan: &self.plan });
                         user.vars.insert(name.clone(), v);
                     }
-                    Ok(())
+                    Ok(Control::Done)
                 }
-                Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await,
+                Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {
-                    let mut done = Ok(());
+                    let mut done = Ok(Control::Done);
                     for rep in 0..*times {
-                        if let Err(mut failed) = Box::pin(self.run_steps(steps, user, ctx, intended, on_failure)).await
-                        {
-                            for _ in rep + 1..*times {
-                                failed.skipped += user.think_time(steps);
+                        match Box::pin(self.run_steps(steps, user, ctx, intended, on_failure)).await {
+                            Ok(Control::Break) => break,
+                            Ok(Control::Done | Control::Next) => {}
+                            Err(mut failed) => {
+                                for _ in rep + 1..*times {
+                                    failed.skipped += user.think_time(steps);
+                                }
+                                done = Err(failed);
+                                break;
                             }
-                            done = Err(failed);
-                            break;
                         }
                     }
                     done
                 }
+                Step::If {
+                    condition,
+                    then,
+                    otherwise,
+                } => {
+                    let branch = if condition.holds(&UserScope { user, plan: &self.plan }) {
+                        then
+                    } else {
+                        otherwise
+                    };
+                    // A break or next inside a branch belongs to the loop around the `if`.
+                    Box::pin(self.run_steps(branch, user, ctx, intended, on_failure)).await
+                }
+                Step::Foreach { items, var, max, steps } => {
+                    let text = items.render(&UserScope { user, plan: &self.plan });
+                    let elements = match serde_json::from_str::<serde_json::Value>(&text) {
+                        Ok(serde_json::Value::Array(a)) => a,
+                        _ => Vec::new(),
+                    };
+                    let mut done = Ok(Control::Done);
+                    for element in elements.into_iter().take(usize::try_from(*max).unwrap_or(usize::MAX)) {
+                        let value = match element {
+                            serde_json::Value::String(s) => s,
+                            other => other.to_string(),
+                        };
+                        user.vars.insert(var.clone(), value);
+                        match Box::pin(self.run_steps(steps, user, ctx, intended, on_failure)).await {
+                            Ok(Control::Break) => break,
+                            Ok(Control::Done | Control::Next) => {}
+                            Err(failed) => {
+                                done = Err(failed);
+                                break;
+                            }
+                        }
+                    }
+                    done
+                }
+                Step::Break => Ok(Control::Break),
+                Step::Next => Ok(Control::Next),
             };
-            if let Err(mut failed) = done {
-                if on_failure != OnFailure::Continue {
-                    failed.skipped += user.think_time(&steps[i + 1..]);
-                    return Err(failed);
+            match done {
+                Ok(Control::Done) => {}
+                Ok(control) => return Ok(control),
+                Err(mut failed) => {
+                    if on_failure != OnFailure::Continue {
+                        failed.skipped += user.think_time(&steps[i + 1..]);
+                        return Err(failed);
+                    }
                 }
             }
         }
-        Ok(())
+        Ok(Control::Done)
     }
 
     async fn poll(
@@ -593,7 +658,7 @@ impl FlowWorkload {
                     match last.returned.first().map(|row| crest_pg::value(row, col)) {
                         Some(Ok(Some(v))) if v == *want => Ok(()),
                         Some(Ok(v)) => Err(format!("{col} is {v:?}, expected {want:?}")),
-                        Some(Err(m)) => Err(m),
+                        Some(Err(m)) => Err(m.to_string()),
                         None => Err(format!("no row to read {col} from")),
                     }
                 }
@@ -632,11 +697,11 @@ fn render_json(j: &JsonTemplate, scope: &dyn Scope) -> serde_json::Value {
     }
 }
 
-/// Templates of a JSON value: strings are parsed as templates.
-pub fn json_template(
+/// Templates of a JSON value: strings are parsed as templates by `parse`, whose error is passed on.
+pub fn json_template<E>(
     v: &serde_json::Value,
-    parse: &mut dyn FnMut(&str) -> Result<Template, String>,
-) -> Result<JsonTemplate, String> {
+    parse: &mut dyn FnMut(&str) -> Result<Template, E>,
+) -> Result<JsonTemplate, E> {
     Ok(match v {
         serde_json::Value::String(s) => {
             let t = parse(s)?;
@@ -656,7 +721,7 @@ pub fn json_template(
             fields
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), json_template(v, parse)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, E>>()?,
         ),
         other => JsonTemplate::Value(other.clone()),
     })

@@ -180,6 +180,19 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_) | Part::Secret(_)))
     }
 
+    /// The text, when the template is literal text only (no variables, functions or
+    /// environment values).
+    pub fn as_literal(&self) -> Option<String> {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.push_str(s),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
     /// True when the template holds a secret (an environment value).
     pub fn has_secret(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Secret(_)))

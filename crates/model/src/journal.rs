@@ -25,8 +25,10 @@ use std::io::BufRead;
 
 /// The value of [`Start::schema`].
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
-/// The journal format's version; readers refuse another.
-pub const JOURNAL_VERSION: u32 = 1;
+/// The journal format's version. Version 2 added monitor samples; a version-1 journal (which
+/// has none) is read as it is, a later version refused.
+pub const JOURNAL_VERSION: u32 = 2;
+const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,6 +39,8 @@ pub enum Entry {
     Start(Start),
     /// One closed interval.
     Interval(IntervalRecord),
+    /// One round of the monitor's sampling.
+    Monitor(crate::monitor::MonitorSample),
     /// The last line, written when the run ended normally (a signal included).
     End(End),
 }
@@ -127,7 +131,7 @@ pub enum JournalError {
         message: String,
     },
     /// It does not start with a [`Start`] of a known version.
-    #[error("not a crest journal of version {JOURNAL_VERSION}: {0}")]
+    #[error("not a crest journal of version {OLDEST_VERSION} to {JOURNAL_VERSION}: {0}")]
     NotAJournal(String),
     /// A histogram in it could not be decoded.
     #[error(transparent)]
@@ -141,6 +145,8 @@ pub struct Journal {
     pub start: Start,
     /// The closed intervals, in order.
     pub intervals: Vec<IntervalRecord>,
+    /// The monitor's samples, in order.
+    pub monitor: Vec<crate::monitor::MonitorSample>,
     /// Its last line, absent when the run was killed.
     pub end: Option<End>,
     /// True when the last line was cut off mid-write (and left out).
@@ -159,6 +165,7 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
     }
     let mut start = None;
     let mut intervals = Vec::new();
+    let mut monitor = Vec::new();
     let mut end = None;
     let mut truncated = false;
     let n = lines.len();
@@ -179,13 +186,14 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
         };
         match (entry, &start) {
             (Entry::Start(s), None) if i == 0 => {
-                if s.schema != JOURNAL_SCHEMA || s.version != JOURNAL_VERSION {
+                if s.schema != JOURNAL_SCHEMA || !(OLDEST_VERSION..=JOURNAL_VERSION).contains(&s.version) {
                     return Err(JournalError::NotAJournal(format!("{} version {}", s.schema, s.version)));
                 }
                 start = Some(s);
             }
             (_, None) => return Err(JournalError::NotAJournal("the first line is not its start".into())),
             (Entry::Interval(r), Some(_)) if end.is_none() => intervals.push(r),
+            (Entry::Monitor(m), Some(_)) if end.is_none() => monitor.push(m),
             (Entry::End(e), Some(_)) if end.is_none() => end = Some(e),
             _ => {
                 return Err(JournalError::Entry {
@@ -199,6 +207,7 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
     Ok(Journal {
         start,
         intervals,
+        monitor,
         end,
         truncated,
     })
@@ -224,6 +233,7 @@ pub struct Fold {
     service: Option<Histogram<u64>>,
     intervals: Vec<Interval>,
     dropped: u64,
+    monitor: Option<crate::monitor::MonitorBuilder>,
 }
 
 fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
@@ -235,6 +245,11 @@ fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> R
 }
 
 impl Fold {
+    /// Adds one round of the monitor's sampling.
+    pub fn add_monitor(&mut self, s: &crate::monitor::MonitorSample) {
+        self.monitor.get_or_insert_with(Default::default).apply(s);
+    }
+
     /// Adds one closed interval.
     pub fn add(&mut self, r: &IntervalRecord) -> Result<(), HistError> {
         for s in &r.stats {
@@ -337,7 +352,11 @@ impl Fold {
             intervals: self.intervals,
             find: None,
             client: end.and_then(|e| e.client.clone()),
-            monitor: end.and_then(|e| e.monitor.clone()),
+            // The end's record has the last sample, taken as the run stopped; without an end,
+            // the samples journaled rebuild the series up to the last one.
+            monitor: end
+                .and_then(|e| e.monitor.clone())
+                .or_else(|| self.monitor.map(crate::monitor::MonitorBuilder::finish)),
             interval_s: start.interval_s,
         }
     }
@@ -349,6 +368,9 @@ impl Journal {
         let mut fold = Fold::default();
         for r in &self.intervals {
             fold.add(r)?;
+        }
+        for m in &self.monitor {
+            fold.add_monitor(m);
         }
         Ok(fold.finish(&self.start, self.end.as_ref()))
     }

@@ -242,6 +242,142 @@ impl fmt::Display for SeriesKey {
     }
 }
 
+/// What one round of sampling added to a [`MonitorRecord`]: the journal carries one per round,
+/// so a run that is killed keeps its monitored series up to its last sample.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorSample {
+    /// Seconds from the start of the run.
+    pub t_s: f64,
+    /// In the first sample only: the interval and the watched sources, as known before
+    /// anything was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<MonitorOpening>,
+    /// Every series read in this round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<MonitorPoint>,
+    /// Notes on sources made in this round, by source index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<(u32, String)>,
+}
+
+/// The record's head, before any sample.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorOpening {
+    /// Seconds between samples.
+    pub interval_s: f64,
+    /// The sources, with no notes yet.
+    pub sources: Vec<SourceRecord>,
+}
+
+/// One series' value in a sample, with what a new series needs to be described.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorPoint {
+    /// Which series.
+    pub key: SeriesKey,
+    /// Index into the sources.
+    pub source: u32,
+    /// Its title.
+    pub title: String,
+    /// Its unit.
+    pub unit: Unit,
+    /// A limit it cannot pass, when known now.
+    pub limit: Option<f64>,
+    /// The value.
+    pub value: f64,
+}
+
+/// Builds a [`MonitorRecord`] sample by sample. The monitor thread and the journal's reader
+/// both build with it, so a record rebuilt from a journal is the one the run held.
+#[derive(Debug, Default)]
+pub struct MonitorBuilder {
+    record: MonitorRecord,
+    index: std::collections::HashMap<SeriesKey, usize>,
+}
+
+impl MonitorBuilder {
+    /// A record with this head.
+    pub fn new(opening: MonitorOpening) -> Self {
+        MonitorBuilder {
+            record: MonitorRecord {
+                interval_s: opening.interval_s,
+                sources: opening.sources,
+                series: Vec::new(),
+            },
+            index: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The record so far.
+    pub fn record(&self) -> &MonitorRecord {
+        &self.record
+    }
+
+    /// True when the series has been seen.
+    pub fn has(&self, key: &SeriesKey) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// Series recorded from one source.
+    pub fn series_of(&self, source: u32) -> usize {
+        self.record.series.iter().filter(|s| s.source == source).count()
+    }
+
+    /// Adds a note to a source.
+    pub fn note(&mut self, source: u32, note: &str) {
+        if let Some(s) = self.record.sources.get_mut(source as usize) {
+            s.notes.push(note.to_string());
+        }
+    }
+
+    /// Adds a point at `t_s`; a value that is not a number is left out.
+    pub fn push(&mut self, t_s: f64, p: &MonitorPoint) {
+        if !p.value.is_finite() {
+            return;
+        }
+        let series = &mut self.record.series;
+        let i = *self.index.entry(p.key.clone()).or_insert_with(|| {
+            series.push(MonitorSeries {
+                key: p.key.clone(),
+                source: p.source,
+                title: p.title.clone(),
+                unit: p.unit,
+                limit: p.limit,
+                points: Vec::new(),
+            });
+            series.len() - 1
+        });
+        let s = &mut self.record.series[i];
+        // A limit can be learnt late (a process that appears after the start) or change.
+        if p.limit.is_some() {
+            s.limit = p.limit;
+        }
+        s.points.push((t_s, p.value));
+    }
+
+    /// Adds a whole sample, as read back from a journal.
+    pub fn apply(&mut self, s: &MonitorSample) {
+        if let Some(o) = &s.opening {
+            if self.record.sources.is_empty() && self.record.series.is_empty() {
+                *self = MonitorBuilder::new(o.clone());
+            }
+        }
+        for (source, note) in &s.notes {
+            self.note(*source, note);
+        }
+        for p in &s.points {
+            self.push(s.t_s, p);
+        }
+    }
+
+    /// The record.
+    pub fn finish(self) -> MonitorRecord {
+        self.record
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +390,56 @@ mod tests {
         assert!(k.matches("process_open_fds", &[("process".into(), "target".into())]));
         assert!(!k.matches("process_open_fds", &[("process".into(), "db".into())]));
         assert!(!k.matches("process_threads", &[]));
+    }
+
+    fn point(metric: &str, limit: Option<f64>, value: f64) -> MonitorPoint {
+        MonitorPoint {
+            key: SeriesKey::new(metric),
+            source: 0,
+            title: metric.into(),
+            unit: Unit::Count,
+            limit,
+            value,
+        }
+    }
+
+    #[test]
+    fn samples_rebuild_the_record_they_came_from() {
+        let opening = MonitorOpening {
+            interval_s: 1.0,
+            sources: vec![SourceRecord {
+                kind: "process".into(),
+                label: "db".into(),
+                notes: Vec::new(),
+            }],
+        };
+        let samples = [
+            MonitorSample {
+                t_s: 0.0,
+                opening: Some(opening.clone()),
+                points: vec![point("fds", None, 10.0)],
+                notes: Vec::new(),
+            },
+            MonitorSample {
+                t_s: 1.0,
+                opening: None,
+                points: vec![point("fds", Some(1024.0), 12.0), point("threads", None, 4.0)],
+                notes: vec![(0, "now pid 7 at 1.0 s".into())],
+            },
+        ];
+        let mut b = MonitorBuilder::default();
+        for s in &samples {
+            // Through the journal's text, as `crest report` reads them.
+            let back: MonitorSample = serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap();
+            b.apply(&back);
+        }
+        let r = b.finish();
+        assert_eq!(r.interval_s, 1.0);
+        assert_eq!(r.sources[0].notes, vec!["now pid 7 at 1.0 s".to_string()]);
+        assert_eq!(r.series.len(), 2);
+        assert_eq!(r.series[0].points, vec![(0.0, 10.0), (1.0, 12.0)]);
+        assert_eq!(r.series[0].limit, Some(1024.0));
+        // A series first read in a later sample starts there.
+        assert_eq!(r.series[1].points, vec![(1.0, 4.0)]);
     }
 }

@@ -77,25 +77,28 @@ impl Results {
     /// Checks what the types cannot: times are finite and not negative, intervals in order,
     /// indices within their lists. Analysis and reports rely on it, so a document edited by
     /// hand or by a fault is refused with the field at fault rather than misread.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         let time = |v: f64, what: &str| {
             if v.is_finite() && v >= 0.0 {
                 Ok(())
             } else {
-                Err(format!("{what} is {v}: give a time of 0 or more seconds"))
+                Err(Invalid::new(what, format!("is {v}: give a time of 0 or more seconds")))
             }
         };
         time(self.duration_s, "duration_s")?;
         if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 3600.0) {
-            return Err(format!("interval_s is {}: give 0 to 3600 seconds", self.interval_s));
+            return Err(Invalid::new(
+                "interval_s",
+                format!("is {}: give 0 to 3600 seconds", self.interval_s),
+            ));
         }
         let mut last = -1.0;
         for (k, i) in self.intervals.iter().enumerate() {
             time(i.t_s, &format!("intervals[{k}].t_s"))?;
             if i.t_s <= last {
-                return Err(format!(
-                    "intervals[{k}].t_s is {}: intervals must be in time order",
-                    i.t_s
+                return Err(Invalid::new(
+                    format!("intervals[{k}].t_s"),
+                    format!("is {}: intervals must be in time order", i.t_s),
                 ));
             }
             last = i.t_s;
@@ -104,7 +107,7 @@ impl Results {
             time(g.start_s, &format!("segments[{k}].start_s"))?;
             time(g.end_s, &format!("segments[{k}].end_s"))?;
             if g.end_s < g.start_s {
-                return Err(format!("segments[{k}] ends before it starts"));
+                return Err(Invalid::new(format!("segments[{k}]"), "ends before it starts"));
             }
             if let Some(rate) = g.rate {
                 time(rate, &format!("segments[{k}].rate"))?;
@@ -112,30 +115,28 @@ impl Results {
         }
         for (k, s) in self.stats.iter().enumerate() {
             if s.segment as usize >= self.segments.len().max(1) {
-                return Err(format!(
-                    "stats[{k}].segment is {}: there are {} segments",
-                    s.segment,
-                    self.segments.len()
+                return Err(Invalid::new(
+                    format!("stats[{k}].segment"),
+                    format!("is {}: there are {} segments", s.segment, self.segments.len()),
                 ));
             }
             if s.name as usize >= self.names.len() {
-                return Err(format!(
-                    "stats[{k}].name is {}: there are {} names",
-                    s.name,
-                    self.names.len()
+                return Err(Invalid::new(
+                    format!("stats[{k}].name"),
+                    format!("is {}: there are {} names", s.name, self.names.len()),
                 ));
             }
         }
         if self.part_of.len() > self.names.len()
             || self.part_of.iter().flatten().any(|p| *p as usize >= self.names.len())
         {
-            return Err("part_of names a name that is not in names".into());
+            return Err(Invalid::new("part_of", "names a name that is not in names"));
         }
         // Every total crest adds up must fit in its counter.
         let fits = |what: &str, mut v: Box<dyn Iterator<Item = u64> + '_>| {
             v.try_fold(0u64, |a, b| a.checked_add(b))
                 .map(|_| ())
-                .ok_or_else(|| format!("{what} add up to more than a counter holds"))
+                .ok_or_else(|| Invalid::new(what, "add up to more than a counter holds"))
         };
         fits("stats' counts", Box::new(self.stats.iter().map(|s| s.count)))?;
         fits("stats' bytes sent", Box::new(self.stats.iter().map(|s| s.bytes_sent)))?;
@@ -168,7 +169,10 @@ impl Results {
         fits("error classes", Box::new(self.errors.iter().map(|e| e.count)))?;
         if let Some(o) = &self.open {
             if o.dropped > o.arrivals {
-                return Err(format!("open: {} drops of {} arrivals", o.dropped, o.arrivals));
+                return Err(Invalid::new(
+                    "open",
+                    format!("{} drops of {} arrivals", o.dropped, o.arrivals),
+                ));
             }
         }
         if let Some(st) = &self.stopped_by {
@@ -179,10 +183,9 @@ impl Results {
         }
         if let Some(f) = &self.find {
             if f.probes.len() > self.segments.len() {
-                return Err(format!(
-                    "find has {} probes for {} segments",
-                    f.probes.len(),
-                    self.segments.len()
+                return Err(Invalid::new(
+                    "find",
+                    format!("has {} probes for {} segments", f.probes.len(), self.segments.len()),
                 ));
             }
             for (k, p) in f.probes.iter().enumerate() {
@@ -193,7 +196,10 @@ impl Results {
             time(m.interval_s, "monitor.interval_s")?;
             for s in &m.series {
                 if s.points.iter().any(|(t, v)| !t.is_finite() || !v.is_finite()) {
-                    return Err(format!("monitor series {} has a value that is not a number", s.key));
+                    return Err(Invalid::new(
+                        format!("monitor series {}", s.key),
+                        "has a value that is not a number",
+                    ));
                 }
             }
         }
@@ -478,7 +484,27 @@ pub enum ParseError {
     Version(u64),
     /// Its fields do not hold together (a time that is negative, an index past its list).
     #[error("{0}")]
-    Invalid(String),
+    Invalid(#[from] Invalid),
+}
+
+/// A field of a results document that does not hold together with the rest: the field's path
+/// and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {problem}")]
+pub struct Invalid {
+    /// Where: `intervals[3].t_s`, `part_of`, `stats' counts`.
+    pub field: String,
+    /// What, with the value found.
+    pub problem: String,
+}
+
+impl Invalid {
+    fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Invalid {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
 }
 
 /// Reads a results document, refusing another schema or version before reading its fields, so
@@ -494,7 +520,7 @@ pub fn parse(text: &str) -> Result<Results, ParseError> {
         other => return Err(ParseError::Version(other.unwrap_or(0))),
     }
     let r: Results = serde_json::from_value(v)?;
-    r.check().map_err(ParseError::Invalid)?;
+    r.check()?;
     Ok(r)
 }
 

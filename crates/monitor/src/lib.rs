@@ -8,15 +8,17 @@
 //! sample and hands back the whole [`MonitorRecord`] for `results.json`.
 #![warn(missing_docs)]
 
+mod error;
 mod host;
 mod postgres;
 mod process;
 mod prometheus;
 mod store;
 
+pub use error::{MetricError, MonitorError};
 pub use store::Reading;
 
-use crest_model::monitor::{MonitorPlan, MonitorRecord, SeriesKey, Unit};
+use crest_model::monitor::{MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
 use std::collections::HashSet;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ pub struct Snapshot {
     pub t_s: f64,
     /// Every series that has a value at this sample, with its unit.
     pub values: Vec<(SeriesKey, Unit, f64)>,
+    /// What this sample added to the record, to be journaled.
+    pub sample: MonitorSample,
 }
 
 /// Metrics read from /proc for the machine.
@@ -51,29 +55,25 @@ pub const POSTGRES_METRICS: [&str; 4] = [
 ];
 
 /// Checks that `metric` (as written in a stop condition or threshold) is one this plan records.
-pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
+pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), MetricError> {
     let builtin = |names: &[&str]| names.contains(&metric);
     if builtin(&HOST_METRICS) {
         return if plan.host {
             Ok(())
         } else {
-            Err(format!("{metric} is a host metric, but host monitoring is off"))
+            Err(MetricError::HostOff(metric.to_string()))
         };
     }
     if builtin(&PROCESS_METRICS) {
         return if plan.processes.is_empty() {
-            Err(format!(
-                "{metric} needs a process to watch (monitor: processes, or --monitor-pid / --monitor-process)"
-            ))
+            Err(MetricError::NoProcess(metric.to_string()))
         } else {
             Ok(())
         };
     }
     if builtin(&POSTGRES_METRICS) {
         return if plan.postgres.is_empty() {
-            Err(format!(
-                "{metric} needs a database to watch (monitor: postgres, or --monitor-postgres)"
-            ))
+            Err(MetricError::NoDatabase(metric.to_string()))
         } else {
             Ok(())
         };
@@ -89,7 +89,7 @@ pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
     if chosen {
         return Ok(());
     }
-    let mut known: Vec<&str> = Vec::new();
+    let mut known: Vec<&'static str> = Vec::new();
     if plan.host {
         known.extend(HOST_METRICS);
     }
@@ -99,17 +99,10 @@ pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), String> {
     if !plan.postgres.is_empty() {
         known.extend(POSTGRES_METRICS);
     }
-    let requests = "p50, p95, p99, p99.9 (any pNN), mean, max, error_rate, throughput, requests, failures";
-    Err(if plan.prometheus.is_empty() {
-        format!(
-            "unknown metric {metric:?}: request metrics are {requests}; monitored ones here are {}",
-            known.join(", ")
-        )
-    } else {
-        format!(
-            "unknown metric {metric:?}: no Prometheus endpoint is asked for it; request metrics are {requests}; built-in monitored ones here are {}",
-            known.join(", ")
-        )
+    Err(MetricError::Unknown {
+        metric: metric.to_string(),
+        known,
+        prometheus: !plan.prometheus.is_empty(),
     })
 }
 
@@ -128,9 +121,9 @@ pub struct Sampler {
 
 impl Sampler {
     /// Checks the plan: patterns compile, URLs parse. Nothing is contacted yet.
-    pub fn new(plan: &MonitorPlan) -> Result<Self, String> {
+    pub fn new(plan: &MonitorPlan) -> Result<Self, MonitorError> {
         if plan.interval.is_zero() {
-            return Err("the monitor interval must be longer than zero".into());
+            return Err(MonitorError::ZeroInterval);
         }
         let mut store = Store::new(plan.interval.as_secs_f64());
         let host = plan
@@ -150,7 +143,10 @@ impl Sampler {
             } else {
                 Vec::new()
             };
-            let s = prometheus::Scraper::new(p, extra).map_err(|e| format!("Prometheus endpoint {shown}: {e}"))?;
+            let s = prometheus::Scraper::new(p, extra).map_err(|e| MonitorError::Source {
+                source_name: format!("Prometheus endpoint {shown}"),
+                error: Box::new(e),
+            })?;
             scrapers.push((store.source("prometheus", &shown), s));
         }
         let mut databases = Vec::new();
@@ -160,8 +156,10 @@ impl Sampler {
             } else {
                 Vec::new()
             };
-            let w = postgres::Watched::new(p, extra)
-                .map_err(|e| format!("database {}: {e}", crest_model::redact::url(&p.url)))?;
+            let w = postgres::Watched::new(p, extra).map_err(|e| MonitorError::Source {
+                source_name: format!("database {}", crest_model::redact::url(&p.url)),
+                error: Box::new(e),
+            })?;
             databases.push((store.source("postgres", w.shown()), w));
         }
         Ok(Sampler {
@@ -211,7 +209,8 @@ impl Sampler {
                 let sampled = Instant::now();
                 let t_s = sampled.saturating_duration_since(start).as_secs_f64();
                 let values = self.sample(t_s).await;
-                let _ = tx.send(Snapshot { t_s, values });
+                let sample = self.store.take_sample(t_s);
+                let _ = tx.send(Snapshot { t_s, values, sample });
                 // Samples stay on the grid of the run's intervals; a late one skips ahead.
                 let now = Instant::now();
                 while next <= now {
@@ -226,7 +225,8 @@ impl Sampler {
                         if sampled.elapsed() >= self.interval / 2 {
                             let t_s = Instant::now().saturating_duration_since(start).as_secs_f64();
                             let values = self.sample(t_s).await;
-                            let _ = tx.send(Snapshot { t_s, values });
+                            let sample = self.store.take_sample(t_s);
+                            let _ = tx.send(Snapshot { t_s, values, sample });
                         }
                         break;
                     }
@@ -344,11 +344,13 @@ mod tests {
         assert!(check_metric(&plan, "load_average").is_ok());
         assert!(check_metric(&plan, "process_open_fds")
             .unwrap_err()
+            .to_string()
             .contains("--monitor-pid"));
         assert!(check_metric(&plan, "pg_tps")
             .unwrap_err()
+            .to_string()
             .contains("--monitor-postgres"));
-        let e = check_metric(&plan, "latency").unwrap_err();
+        let e = check_metric(&plan, "latency").unwrap_err().to_string();
         assert!(
             e.contains("unknown metric \"latency\"") && e.contains("error_rate") && e.contains("load_average"),
             "{e}"
@@ -366,10 +368,12 @@ mod tests {
         assert!(check_metric(&plan, "rate(stream_rows_total)").is_ok());
         assert!(check_metric(&plan, "other")
             .unwrap_err()
+            .to_string()
             .contains("no Prometheus endpoint"));
         plan.host = false;
         assert!(check_metric(&plan, "load_average")
             .unwrap_err()
+            .to_string()
             .contains("host monitoring is off"));
     }
 

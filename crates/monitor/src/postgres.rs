@@ -5,6 +5,7 @@
 //! to the counters it reads, and subtracts it again. The monitor's own connection is left out
 //! of the connection counts.
 
+use crate::error::MonitorError;
 use crate::store::Reading;
 use crest_model::monitor::{PostgresSpec, SeriesKey, Unit};
 use crest_pg::{PgSession, PgTarget};
@@ -35,8 +36,9 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    pub(crate) fn new(spec: &PostgresSpec, extra: Vec<(String, String)>) -> Result<Self, String> {
-        let target = PgTarget::parse(&spec.url, spec.password.as_deref(), None).map_err(|e| e.to_string())?;
+    pub(crate) fn new(spec: &PostgresSpec, extra: Vec<(String, String)>) -> Result<Self, MonitorError> {
+        let target = PgTarget::parse(&spec.url, spec.password.as_deref(), None)
+            .map_err(|e| MonitorError::Address(e.to_string()))?;
         Ok(Watched {
             target,
             session: None,

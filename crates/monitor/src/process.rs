@@ -5,6 +5,7 @@
 //! matches several processes is recorded as their sum, the way `ps` users add up a server's
 //! workers; crest's own process is never counted.
 
+use crate::error::MonitorError;
 use crate::store::Reading;
 use crest_model::monitor::{ProcessSelect, ProcessSpec, SeriesKey, Unit};
 use procfs::process::{LimitValue, Process};
@@ -35,11 +36,13 @@ pub(crate) struct ProcessSample {
 
 impl Watched {
     /// Checks the spec (a pattern must compile).
-    pub(crate) fn new(spec: ProcessSpec) -> Result<Self, String> {
+    pub(crate) fn new(spec: ProcessSpec) -> Result<Self, MonitorError> {
         let pattern = match &spec.select {
-            ProcessSelect::Pattern(p) => Some(
-                Regex::new(p).map_err(|e| format!("process pattern {p:?} is not a valid regular expression: {e}"))?,
-            ),
+            ProcessSelect::Pattern(p) => Some(Regex::new(p).map_err(|e| MonitorError::Pattern {
+                what: "process pattern",
+                pattern: p.clone(),
+                reason: e.to_string(),
+            })?),
             _ => None,
         };
         Ok(Watched {
@@ -346,6 +349,6 @@ mod tests {
         assert!(s.notes[0].contains("cannot read /nonexistent/app.pid"), "{:?}", s.notes);
         assert!(w.sample(1.0).notes.is_empty(), "the same problem is noted once");
         let e = Watched::new(spec("x", ProcessSelect::Pattern("(".into()))).unwrap_err();
-        assert!(e.contains("not a valid regular expression"), "{e}");
+        assert!(e.to_string().contains("not a valid regular expression"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! user would graph them. Summary quantiles are gauges with a `quantile` label; histogram buckets
 //! are left out (their sum and count can be chosen by name).
 
+use crate::error::MonitorError;
 use crate::store::Reading;
 use crest_http::{build_request, Call, Endpoint, Response, Session};
 use crest_model::monitor::{PrometheusSpec, SeriesKey, Unit};
@@ -37,12 +38,15 @@ pub(crate) struct Scraper {
 pub(crate) struct Filter(Vec<Regex>);
 
 impl Filter {
-    pub(crate) fn new(patterns: &[String]) -> Result<Self, String> {
+    pub(crate) fn new(patterns: &[String]) -> Result<Self, MonitorError> {
         patterns
             .iter()
             .map(|p| {
-                Regex::new(&format!("^(?:{p})$"))
-                    .map_err(|e| format!("metric pattern {p:?} is not a valid regular expression: {e}"))
+                Regex::new(&format!("^(?:{p})$")).map_err(|e| MonitorError::Pattern {
+                    what: "metric pattern",
+                    pattern: p.clone(),
+                    reason: e.to_string(),
+                })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Filter)
@@ -54,11 +58,12 @@ impl Filter {
 }
 
 impl Scraper {
-    pub(crate) fn new(spec: &PrometheusSpec, extra: Vec<(String, String)>) -> Result<Self, String> {
-        let (endpoint, target) = Endpoint::parse(&spec.url, &TlsOptions::default()).map_err(|e| e.to_string())?;
+    pub(crate) fn new(spec: &PrometheusSpec, extra: Vec<(String, String)>) -> Result<Self, MonitorError> {
+        let address = |e: &dyn std::fmt::Display| MonitorError::Address(e.to_string());
+        let (endpoint, target) = Endpoint::parse(&spec.url, &TlsOptions::default()).map_err(|e| address(&e))?;
         let headers = [("Accept".to_string(), "text/plain;version=0.0.4".to_string())];
         let request =
-            build_request("GET", &target, endpoint.authority(), &headers, b"", true).map_err(|e| e.to_string())?;
+            build_request("GET", &target, endpoint.authority(), &headers, b"", true).map_err(|e| address(&e))?;
         Ok(Scraper {
             endpoint,
             request,
@@ -242,6 +247,7 @@ other_metric 7
             .all(|r| r.key.labels.get("endpoint").map(String::as_str) == Some("a:9100")));
         assert!(Filter::new(&["(".into()])
             .unwrap_err()
+            .to_string()
             .contains("not a valid regular expression"));
     }
 }

@@ -1,7 +1,8 @@
-//! The series being recorded, and the notes on their sources.
+//! The series being recorded, and what each round of sampling added to them.
 
-use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
-use std::collections::HashMap;
+use crest_model::monitor::{
+    MonitorBuilder, MonitorOpening, MonitorPoint, MonitorRecord, MonitorSample, SeriesKey, SourceRecord, Unit,
+};
 
 /// A reading of one series at one time.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,73 +19,89 @@ pub struct Reading {
     pub value: f64,
 }
 
-/// Series by key, in the order they first appeared.
-#[derive(Debug, Default)]
+/// The record so far, and the sample being taken: what it adds is handed out as one
+/// [`MonitorSample`] so that the run can journal it.
+#[derive(Debug)]
 pub(crate) struct Store {
-    record: MonitorRecord,
-    index: HashMap<SeriesKey, usize>,
+    interval_s: f64,
+    sources: Vec<SourceRecord>,
+    built: Option<MonitorBuilder>,
+    pending: MonitorSample,
 }
 
 impl Store {
     pub(crate) fn new(interval_s: f64) -> Self {
         Store {
-            record: MonitorRecord {
-                interval_s,
-                ..MonitorRecord::default()
-            },
-            index: HashMap::new(),
+            interval_s,
+            sources: Vec::new(),
+            built: None,
+            pending: MonitorSample::default(),
         }
     }
 
-    /// Registers a source; its index goes into its series.
+    /// Registers a source (before sampling starts); its index goes into its series.
     pub(crate) fn source(&mut self, kind: &str, label: &str) -> u32 {
-        self.record.sources.push(SourceRecord {
+        self.sources.push(SourceRecord {
             kind: kind.into(),
             label: label.into(),
             notes: Vec::new(),
         });
-        (self.record.sources.len() - 1) as u32
+        (self.sources.len() - 1) as u32
+    }
+
+    /// The builder, created with the sources on first use; the first sample carries them.
+    fn builder(&mut self) -> &mut MonitorBuilder {
+        let (interval_s, sources, pending) = (self.interval_s, &self.sources, &mut self.pending);
+        self.built.get_or_insert_with(|| {
+            let opening = MonitorOpening {
+                interval_s,
+                sources: sources.clone(),
+            };
+            pending.opening = Some(opening.clone());
+            MonitorBuilder::new(opening)
+        })
     }
 
     pub(crate) fn note(&mut self, source: u32, note: String) {
-        if let Some(s) = self.record.sources.get_mut(source as usize) {
-            s.notes.push(note);
-        }
+        self.builder().note(source, &note);
+        self.pending.notes.push((source, note));
     }
 
     /// Series recorded from one source.
-    pub(crate) fn series_of(&self, source: u32) -> usize {
-        self.record.series.iter().filter(|s| s.source == source).count()
+    pub(crate) fn series_of(&mut self, source: u32) -> usize {
+        self.builder().series_of(source)
     }
 
-    pub(crate) fn has(&self, key: &SeriesKey) -> bool {
-        self.index.contains_key(key)
+    pub(crate) fn has(&mut self, key: &SeriesKey) -> bool {
+        self.builder().has(key)
     }
 
     pub(crate) fn push(&mut self, source: u32, t_s: f64, r: &Reading) {
         if !r.value.is_finite() {
             return;
         }
-        let i = *self.index.entry(r.key.clone()).or_insert_with(|| {
-            self.record.series.push(MonitorSeries {
-                key: r.key.clone(),
-                source,
-                title: r.title.clone(),
-                unit: r.unit,
-                limit: r.limit,
-                points: Vec::new(),
-            });
-            self.record.series.len() - 1
-        });
-        let s = &mut self.record.series[i];
-        // A limit can be learnt late (a process that appears after the start) or change.
-        if r.limit.is_some() {
-            s.limit = r.limit;
-        }
-        s.points.push((t_s, r.value));
+        let p = MonitorPoint {
+            key: r.key.clone(),
+            source,
+            title: r.title.clone(),
+            unit: r.unit,
+            limit: r.limit,
+            value: r.value,
+        };
+        self.builder().push(t_s, &p);
+        self.pending.points.push(p);
     }
 
-    pub(crate) fn finish(self) -> MonitorRecord {
-        self.record
+    /// What this round added, taken at `t_s`.
+    pub(crate) fn take_sample(&mut self, t_s: f64) -> MonitorSample {
+        self.builder();
+        let mut s = std::mem::take(&mut self.pending);
+        s.t_s = t_s;
+        s
+    }
+
+    pub(crate) fn finish(mut self) -> MonitorRecord {
+        self.builder();
+        self.built.map(MonitorBuilder::finish).unwrap_or_default()
     }
 }

@@ -255,13 +255,15 @@ impl PgSession {
 
 /// A value of a returned row as text, for extraction and checks; `None` for NULL or a type
 /// crest does not read (cast it to text in the query).
-pub fn value(row: &Row, column: &str) -> Result<Option<String>, String> {
+pub fn value(row: &Row, column: &str) -> Result<Option<String>, ValueError> {
     let Some(idx) = row.columns().iter().position(|c| c.name() == column) else {
-        let names: Vec<&str> = row.columns().iter().map(|c| c.name()).collect();
-        return Err(format!("no column {column:?}; the columns are {}", names.join(", ")));
+        return Err(ValueError::NoColumn {
+            column: column.to_string(),
+            columns: row.columns().iter().map(|c| c.name().to_string()).collect(),
+        });
     };
     let ty = row.columns()[idx].type_().clone();
-    let get = |r: Result<Option<String>, tokio_postgres::Error>| r.map_err(|e| e.to_string());
+    let get = |r: Result<Option<String>, tokio_postgres::Error>| r.map_err(|e| ValueError::Decode(e.to_string()));
     match ty {
         Type::BOOL => get(row.try_get::<_, Option<bool>>(idx).map(|v| v.map(|b| b.to_string()))),
         Type::INT2 => get(row.try_get::<_, Option<i16>>(idx).map(|v| v.map(|b| b.to_string()))),
@@ -270,10 +272,35 @@ pub fn value(row: &Row, column: &str) -> Result<Option<String>, String> {
         Type::FLOAT4 => get(row.try_get::<_, Option<f32>>(idx).map(|v| v.map(|b| b.to_string()))),
         Type::FLOAT8 => get(row.try_get::<_, Option<f64>>(idx).map(|v| v.map(|b| b.to_string()))),
         Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => get(row.try_get::<_, Option<String>>(idx)),
-        other => Err(format!(
-            "column {column:?} has type {other}; cast it to text in the query (`{column}::text`)"
-        )),
+        other => Err(ValueError::Unread {
+            column: column.to_string(),
+            ty: other.to_string(),
+        }),
     }
+}
+
+/// Why a returned value cannot be read as text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The rows have no such column.
+    #[error("no column {column:?}; the columns are {}", columns.join(", "))]
+    NoColumn {
+        /// The column asked for.
+        column: String,
+        /// The columns the rows have.
+        columns: Vec<String>,
+    },
+    /// A type crest does not read: the query should cast it.
+    #[error("column {column:?} has type {ty}; cast it to text in the query (`{column}::text`)")]
+    Unread {
+        /// The column.
+        column: String,
+        /// Its PostgreSQL type.
+        ty: String,
+    },
+    /// The driver could not decode the value.
+    #[error("{0}")]
+    Decode(String),
 }
 
 /// The statements that create and fill pgbench's TPC-B tables at a scale factor: `scale`

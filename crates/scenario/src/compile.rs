@@ -462,8 +462,8 @@ impl<'a> Cx<'a> {
     }
 
     fn extractor(&mut self, var: &str, e: &Sp<raw::Extract>) -> Option<Extractor> {
-        let made = match &**e {
-            raw::Extract::Path(p) => Extractor::json(p),
+        let made: Result<Extractor, String> = match &**e {
+            raw::Extract::Path(p) => Extractor::json(p).map_err(|e| e.to_string()),
             raw::Extract::Source(s) => {
                 let given = [
                     s.json.is_some(),
@@ -474,9 +474,9 @@ impl<'a> Cx<'a> {
                 if given.iter().filter(|g| **g).count() != 1 {
                     Err("give exactly one of json, regex, header, status".into())
                 } else if let Some(p) = &s.json {
-                    Extractor::json(p)
+                    Extractor::json(p).map_err(|e| e.to_string())
                 } else if let Some(r) = &s.regex {
-                    Extractor::regex(r)
+                    Extractor::regex(r).map_err(|e| e.to_string())
                 } else if let Some(h) = &s.header {
                     Ok(Extractor::Header(h.clone()))
                 } else {
@@ -1222,7 +1222,7 @@ impl<'a> Cx<'a> {
             let path = self.resolve(&f.file);
             match std::fs::read(&path)
                 .map_err(|e| format!("cannot read it: {e}"))
-                .and_then(|b| Feeder::from_csv(name, &b, mode))
+                .and_then(|b| Feeder::from_csv(name, &b, mode).map_err(|e| e.to_string()))
             {
                 Ok(feeder) => {
                     self.feeders.push((name.clone(), feeder.columns.clone()));
