@@ -111,3 +111,48 @@ fn issue_15_http2_flags_share_connections_over_prior_knowledge_and_tls() {
         assert!(r.stderr.contains("--max-streams applies to HTTP/2"), "{}", r.stderr);
     });
 }
+
+#[test]
+fn issue_15_scenario_defaults_choose_http2_redirects_and_cookies() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let h2 = crest_testkit::h2::H2Server::start(|_, _| crest_testkit::h2::H2Reply::ok()).await;
+        let (_dir, file) = scenario_file(&format!(
+            "target: http://{}\ndefaults: {{http: 2, max_streams: 10}}\nsteps:\n  - request: {{path: /x}}\nload: {{threads: 4, loops: 5}}\n",
+            h2.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &["--threads", "1"]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(h2.received().len(), 20);
+        assert_eq!(h2.connections(), 1);
+
+        let server = Server::start(|req: &Received, _| match req.path.as_str() {
+            "/login" => Reply::Full {
+                status: 302,
+                headers: vec![
+                    ("Location".into(), "/home".into()),
+                    ("Set-Cookie".into(), "sid=1".into()),
+                ],
+                body: Vec::new(),
+            },
+            _ => Reply::json(200, "{}"),
+        })
+        .await;
+        let (_dir, file) = scenario_file(&format!(
+            "target: http://{}\ndefaults: {{redirects: 2, cookies: false}}\nsteps:\n  - request: {{path: /login, check: {{status: 200}}}}\nload: {{threads: 1, loops: 3}}\n",
+            server.addr
+        ));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[]))
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let got = server.received();
+        assert_eq!(got.iter().filter(|q| q.path == "/home").count(), 3, "redirects followed");
+        assert!(
+            !got.iter().any(|q| q.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("cookie"))),
+            "cookies: false keeps none"
+        );
+    });
+}

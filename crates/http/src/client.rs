@@ -24,7 +24,8 @@ pub struct Hop {
 impl Endpoint {
     /// Sends `call` like [`Endpoint::call`], then follows redirects up to the endpoint's limit
     /// (same server only: a redirect elsewhere is the result), keeps and sends cookies in
-    /// `jar` when given, and decodes a compressed body kept in `keep`.
+    /// `jar` when given and the endpoint keeps cookies, and decodes a compressed body kept in
+    /// `keep`.
     pub async fn fetch(
         &self,
         session: &mut Session,
@@ -33,6 +34,9 @@ impl Endpoint {
         mut jar: Option<&mut CookieJar>,
     ) -> Exchange {
         let opts = self.options;
+        if !opts.cookies {
+            jar = None;
+        }
         if opts.max_redirects == 0 && !opts.compression && jar.is_none() {
             return self.call(session, call, keep).await;
         }

@@ -134,7 +134,13 @@ async fn a_cookie_set_on_a_login_redirect_goes_back_with_later_requests() {
         }
     })
     .await;
-    let e = endpoint(&server, redirects(5));
+    let e = endpoint(
+        &server,
+        HttpOptions {
+            cookies: true,
+            ..redirects(5)
+        },
+    );
     let mut jar = CookieJar::default();
     let x = fetch(&e, "POST", "/login", b"", None, Some(&mut jar)).await;
     assert_eq!((x.status, x.redirects.len()), (Some(200), 1));

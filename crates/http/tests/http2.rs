@@ -65,7 +65,8 @@ async fn run(e: &Arc<Endpoint>, path: &str, users: usize, each: usize) -> Vec<Ex
     all
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// One thread, as each engine thread runs its own runtime: connections are shared per thread.
+#[tokio::test]
 async fn prior_knowledge_shares_connections_up_to_the_stream_limit() {
     let server = H2Server::start(|_, _| H2Reply::delayed(Duration::from_millis(2))).await;
     let (e, path) = endpoint(&server.url("/items?x=1"), None, HttpVersion::Http2, 5);

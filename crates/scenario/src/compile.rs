@@ -15,6 +15,7 @@ use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec
 use crest_model::plan::{
     self, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, TlsOptions, UsersProfile, UsersStage,
 };
+use crest_model::protocol::{HttpOptions, HttpVersion};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -84,6 +85,7 @@ pub(crate) struct Cx<'a> {
     part_of: Vec<Option<u32>>,
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
+    http: HttpOptions,
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
     target_invalid: bool,
@@ -109,6 +111,10 @@ impl<'a> Cx<'a> {
             part_of: Vec::new(),
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
+            http: HttpOptions {
+                cookies: true,
+                ..HttpOptions::default()
+            },
             target: None,
             target_invalid: false,
             loop_depth: 0,
@@ -267,7 +273,7 @@ impl<'a> Cx<'a> {
         if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
             return Some(i);
         }
-        match Endpoint::parse(base, &self.tls) {
+        match Endpoint::parse_with(base, &self.tls, &self.http) {
             Ok((e, _)) => {
                 self.endpoints.push((base.to_string(), e));
                 Some(self.endpoints.len() - 1)
@@ -1144,6 +1150,36 @@ impl<'a> Cx<'a> {
         Some((levels, segs))
     }
 
+    /// The HTTP version and client features of `defaults`.
+    fn http_options(&mut self, d: Option<&raw::Defaults>) {
+        let Some(d) = d else { return };
+        if let Some(v) = &d.http {
+            match v.parse::<HttpVersion>() {
+                Ok(v) => self.http.version = v,
+                Err(e) => self.err(v.at(), format!("http: {e}"), None),
+            }
+        }
+        if let Some(n) = &d.max_streams {
+            if **n == 0 {
+                self.err(
+                    n.at(),
+                    "max_streams: at least one stream per connection is needed",
+                    None,
+                );
+            }
+            self.http.max_streams = **n;
+        }
+        if let Some(n) = &d.redirects {
+            self.http.max_redirects = **n;
+        }
+        if let Some(b) = &d.compression {
+            self.http.compression = **b;
+        }
+        if let Some(b) = &d.cookies {
+            self.http.cookies = **b;
+        }
+    }
+
     /// Builds everything.
     pub fn scenario(&mut self, s: &raw::Scenario) -> Option<Compiled> {
         let d = s.defaults.as_ref();
@@ -1156,6 +1192,7 @@ impl<'a> Cx<'a> {
                 self.positive_duration(t, "connect_timeout")
             });
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match std::fs::read(self.resolve(ca)) {
                 Ok(pem) => self.tls.ca_pem = Some(pem),
