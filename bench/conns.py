@@ -5,12 +5,9 @@ in the same run. Called by conns.sh."""
 import argparse
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import NGINX_CORE, run_wrk, timed  # noqa: E402
@@ -23,19 +20,7 @@ def start_nginx(prefix, conns):
     conf = compare.NGINX_CONF.replace("worker_connections 8192;", f"worker_connections {conns + 1000};")
     conf = conf.replace("worker_processes 1;", f"worker_processes 1;\nworker_rlimit_nofile {conns + 2000};")
     conf = conf.replace("backlog=8192", "backlog=16384")
-    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(conf.format(prefix=prefix, port=PORT))
-    proc = subprocess.Popen(["taskset", "-c", NGINX_CORE, "nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import socket
-    for _ in range(50):
-        try:
-            socket.create_connection(("127.0.0.1", PORT), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    sys.exit("nginx did not start; see " + os.path.join(prefix, "error.log"))
+    return compare.start_nginx(prefix, conf.format(prefix=prefix, port=PORT))
 
 
 def run_crest(exe, url, secs, conns):

@@ -10,9 +10,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
 from compare import NGINX_CORE, timed  # noqa: E402
 
 TLS_PORT = 18443
@@ -51,19 +51,7 @@ def start_nginx(prefix):
                     "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", f"{prefix}/key.pem", "-out", f"{prefix}/cert.pem"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(prefix=prefix, tls=TLS_PORT, h2c=H2C_PORT))
-    proc = subprocess.Popen(["taskset", "-c", NGINX_CORE, "nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import socket
-    for _ in range(50):
-        try:
-            socket.create_connection(("127.0.0.1", TLS_PORT), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    sys.exit("nginx did not start; see " + os.path.join(prefix, "error.log"))
+    return compare.start_nginx(prefix, NGINX_CONF.format(prefix=prefix, tls=TLS_PORT, h2c=H2C_PORT), TLS_PORT)
 
 
 def run_crest(exe, url, secs, conns, streams):
