@@ -52,9 +52,10 @@ http {{
 """
 
 
-def start_nginx(prefix):
+def start_nginx(prefix, conf=None, port=PORT):
+    """Starts nginx with `conf` (already formatted; default: NGINX_CONF) and waits for `port`."""
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(prefix=prefix, port=PORT))
+        f.write(conf if conf is not None else NGINX_CONF.format(prefix=prefix, port=PORT))
     proc = subprocess.Popen(
         PRIORITY + ["taskset", "-c", NGINX_CORE, "nginx", "-p", prefix, "-c", os.path.join(prefix, "nginx.conf")],
         stdout=subprocess.DEVNULL,
@@ -64,7 +65,7 @@ def start_nginx(prefix):
         try:
             import socket
 
-            socket.create_connection(("127.0.0.1", PORT), timeout=0.2).close()
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return proc
         except OSError:
             time.sleep(0.1)

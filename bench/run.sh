@@ -20,5 +20,6 @@ if [ "$(nproc)" -lt 2 ]; then
   exit 2
 fi
 
+target="${CARGO_TARGET_DIR:-$root/target}"
 (cd "$root" && cargo build --release -q -p crest)
-exec python3 "$here/compare.py" --crest "$root/target/release/crest" --seconds "$secs" --connections "$conns" "$@"
+exec python3 "$here/compare.py" --crest "$target/release/crest" --seconds "$secs" --connections "$conns" "$@"

@@ -219,6 +219,19 @@ pub struct RequestArgs {
     /// Trust the CA certificates in this PEM file as well.
     #[arg(long, value_name = "PATH")]
     pub cacert: Option<PathBuf>,
+
+    /// HTTP version: 1.1, 2 (ALPN over TLS, prior knowledge over cleartext), or auto (HTTP/2
+    /// when the TLS server picks it) [default: 1.1]
+    #[arg(long = "http", value_name = "VERSION", conflicts_with = "http2")]
+    pub http_version: Option<crest_model::protocol::HttpVersion>,
+
+    /// Speak HTTP/2: the same as --http 2.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// HTTP/2: most users sharing one connection, one stream each [default: 100]
+    #[arg(long, value_name = "N")]
+    pub max_streams: Option<u32>,
 }
 
 #[derive(Debug, Args, Clone)]

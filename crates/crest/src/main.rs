@@ -295,6 +295,9 @@ fn demo_request() -> cli::RequestArgs {
         no_keepalive: false,
         insecure: false,
         cacert: None,
+        http_version: None,
+        http2: false,
+        max_streams: None,
     }
 }
 

@@ -10,6 +10,7 @@ use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec
 use crest_model::plan::{
     self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
 };
+use crest_model::protocol::{HttpOptions, HttpVersion};
 use crest_monitor::spec;
 use std::time::Duration;
 
@@ -204,6 +205,22 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
     if args.connect_timeout == Some(Duration::ZERO) {
         bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
+    let mut http = HttpOptions {
+        version: match (args.http2, args.http_version) {
+            (true, _) => HttpVersion::Http2,
+            (false, v) => v.unwrap_or_default(),
+        },
+        ..HttpOptions::default()
+    };
+    if let Some(n) = args.max_streams {
+        if n == 0 {
+            bail!("--max-streams 0: at least one stream per connection is needed");
+        }
+        if http.version == HttpVersion::Http1 {
+            bail!("--max-streams applies to HTTP/2: add --http2 or --http auto");
+        }
+        http.max_streams = n;
+    }
     let parsed = address::parse(url, address::HTTP)?;
     let path = address::path_and_query(&parsed);
     let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
@@ -221,6 +238,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
                 insecure: args.insecure,
                 ca_pem,
             },
+            http,
         },
         name,
     ))
@@ -246,7 +264,7 @@ pub fn url_draft(request: HttpRequest, name: String) -> Draft {
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 13] = [
+    let checks: [(&'static str, bool); 16] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
@@ -260,6 +278,9 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("--no-keepalive", a.request.no_keepalive),
         ("--insecure", a.request.insecure),
         ("--cacert", a.request.cacert.is_some()),
+        ("--http", a.request.http_version.is_some()),
+        ("--http2", a.request.http2),
+        ("--max-streams", a.request.max_streams.is_some()),
     ];
     checks
         .iter()

@@ -4,7 +4,7 @@ use crate::extract::LazyJson;
 use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, PollStep, RequestStep, Step};
 use crate::template::{Scope, Template};
 use crest_engine::{Ctx, Workload};
-use crest_http::{build_request, Call, Response, Session};
+use crest_http::{build_request, Call, CookieJar, Response, Session};
 use crest_model::Outcome;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -34,6 +34,9 @@ pub struct FlowUser {
     vars: HashMap<String, String>,
     rows: Vec<Option<usize>>,
     sessions: Vec<Session>,
+    /// The user's cookies, as a browser keeps them: a session cookie from a login goes back
+    /// with every later request of this user.
+    cookies: CookieJar,
     rng: RefCell<fastrand::Rng>,
     started: bool,
     /// Set by `on_failure: stop_user`; the engine runs no more iterations for this user.
@@ -138,6 +141,7 @@ impl Workload for FlowWorkload {
             vars: HashMap::new(),
             rows: vec![None; self.plan.feeders.len()],
             sessions: self.plan.endpoints.iter().map(|_| Session::default()).collect(),
+            cookies: CookieJar::default(),
             rng: RefCell::new(fastrand::Rng::new()),
             started: false,
             stopped: false,
@@ -425,10 +429,11 @@ impl FlowWorkload {
         let needs_response = !r.extract.is_empty() || !r.checks.is_empty();
         let mut response = Response::default();
         let ex = endpoint
-            .call(
+            .fetch(
                 &mut user.sessions[r.endpoint],
                 &call,
                 needs_response.then_some(&mut response),
+                Some(&mut user.cookies),
             )
             .await;
         let intended = intended.unwrap_or(ex.started).min(ex.started);

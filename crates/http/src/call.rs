@@ -2,17 +2,25 @@
 
 use crate::endpoint::Endpoint;
 use crate::h1::{self, H1Error, Response};
+use crate::http2::{self, H2Fail};
+use crate::io::Stream;
 use crate::{Detail, Failure};
+use crest_model::protocol::HttpVersion;
 use crest_model::{NameId, Outcome, Sample};
 use std::fmt;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::time::{timeout_at, Sleep};
 
-/// One user's connection to one endpoint, and its request timer.
+/// One user's connection to one endpoint (its own for HTTP/1.1, a seat on a shared one for
+/// HTTP/2), and its request timer.
 #[derive(Default)]
 pub struct Session {
     conn: Option<h1::Conn>,
+    seat: Option<http2::Seat>,
+    /// HTTP/2: the last request's bytes and their translation, reused while they repeat
+    /// (quick mode sends the same bytes every time).
+    h2_request: Option<CachedH2>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
 }
@@ -20,10 +28,13 @@ pub struct Session {
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("connected", &self.conn.is_some())
+            .field("connected", &(self.conn.is_some() || self.seat.is_some()))
             .finish()
     }
 }
+
+/// A request's bytes and their HTTP/2 translation.
+type CachedH2 = Box<(Vec<u8>, http2::H2Request)>;
 
 /// What to send.
 #[derive(Clone, Copy, Debug)]
@@ -60,13 +71,22 @@ pub struct Exchange {
     pub status: Option<u16>,
     /// How the call ended; an HTTP status of 400 or more is `Outcome::Status`.
     pub outcome: Outcome,
-    error: Option<Detail>,
+    /// Redirects followed on the way ([`Endpoint::fetch`]).
+    pub redirects: Vec<crate::Hop>,
+    /// The kept body's length after decoding, when it came compressed (`bytes_received`
+    /// counts it as it came).
+    pub decoded_body: Option<u64>,
+    pub(crate) error: Option<Detail>,
 }
 
 impl Exchange {
     /// Why the call failed, for an example message; `None` on success.
     pub fn error(&self) -> Option<&dyn fmt::Display> {
         self.error.as_ref().map(|d| d as &dyn fmt::Display)
+    }
+
+    pub(crate) fn set_error(&mut self, d: Detail) {
+        self.error = Some(d);
     }
 
     /// The sample for this call, whose latency counts from `intended`.
@@ -103,9 +123,22 @@ impl Endpoint {
         let mut p = h1::Progress::default();
         let mut connect = None;
         let result = {
-            let Session { conn, timer } = &mut *session;
+            let Session {
+                conn,
+                seat,
+                h2_request,
+                timer,
+            } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-            let work = self.attempt(conn, call, started, deadline, &mut connect, &mut p, keep);
+            let work = self.attempt(
+                (conn, seat, h2_request),
+                call,
+                started,
+                deadline,
+                &mut connect,
+                &mut p,
+                keep,
+            );
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -126,6 +159,11 @@ impl Endpoint {
             Ok(status) => {
                 if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
                     session.conn = None;
+                }
+                if !call.keepalive {
+                    if let Some(seat) = session.seat.take() {
+                        seat.retire();
+                    }
                 }
                 (
                     if status >= 400 {
@@ -151,15 +189,147 @@ impl Endpoint {
             bytes_received: p.read,
             status: p.status.filter(|_| complete),
             outcome,
+            redirects: Vec::new(),
+            decoded_body: None,
             error,
         }
     }
 
-    /// One exchange, opening a connection when there is none. A keep-alive connection that the
-    /// server closed while idle is retried once on a new connection, as browsers do, since the
-    /// server never saw the request.
+    /// One exchange in the version the endpoint speaks.
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
+        &self,
+        (conn, seat, h2_request): (&mut Option<h1::Conn>, &mut Option<http2::Seat>, &mut Option<CachedH2>),
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+        keep: Option<&mut Response>,
+    ) -> Result<u16, Failure> {
+        // The HTTP/2 paths are boxed so that the HTTP/1.1 exchange, which every user's task
+        // holds for its whole life, stays small: at 10,000 users its size is memory.
+        let h2 = match self.version {
+            HttpVersion::Http1 => false,
+            HttpVersion::Http2 => true,
+            HttpVersion::Auto => Box::pin(self.use_h2(conn, seat, call, started, deadline, connect)).await?,
+        };
+        if h2 {
+            let req = match h2_request {
+                Some(cached) if cached.0 == call.request => &cached.1,
+                _ => {
+                    let translated = http2::translate(call.request, self.https())?;
+                    &h2_request.insert(Box::new((call.request.to_vec(), translated))).1
+                }
+            };
+            Box::pin(self.attempt_h2(seat, req, call, started, deadline, connect, p, keep)).await
+        } else {
+            self.attempt_h1(conn, call, started, deadline, connect, p, keep).await
+        }
+    }
+
+    /// Whether this call speaks HTTP/2. For `auto` over TLS, the first call opens a connection
+    /// and learns the answer from ALPN, leaving that connection to the user for this call.
+    async fn use_h2(
+        &self,
+        conn: &mut Option<h1::Conn>,
+        seat: &mut Option<http2::Seat>,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+    ) -> Result<bool, Failure> {
+        match self.version {
+            HttpVersion::Http1 => Ok(false),
+            HttpVersion::Http2 => Ok(true),
+            HttpVersion::Auto if !self.https() => Ok(false),
+            HttpVersion::Auto => {
+                // One user finds out; the others wait for its answer rather than each opening
+                // a connection to ask.
+                let h2 = self
+                    .alpn_h2
+                    .get_or_try_init(|| async {
+                        let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
+                        *connect = Some(took);
+                        let h2 = stream.alpn_h2();
+                        match (h2, &self.pool) {
+                            (true, Some(pool)) => *seat = Some(pool.seat_new(http2::handshake(stream).await?)),
+                            _ => *conn = Some(h1::Conn::new(stream)),
+                        }
+                        Ok::<_, Failure>(h2)
+                    })
+                    .await?;
+                Ok(*h2)
+            }
+        }
+    }
+
+    /// One HTTP/2 exchange on the user's seat, seating it first. A request the connection
+    /// could not take (it was going away) is sent once more on another connection.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt_h2(
+        &self,
+        seat: &mut Option<http2::Seat>,
+        req: &http2::H2Request,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        connect: &mut Option<Duration>,
+        p: &mut h1::Progress,
+        mut keep: Option<&mut Response>,
+    ) -> Result<u16, Failure> {
+        let Some(pool) = &self.pool else {
+            return Err(Failure {
+                outcome: Outcome::Other,
+                detail: Detail::Text("HTTP/2 is not set up for this endpoint"),
+            });
+        };
+        let mut retried = false;
+        loop {
+            let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
+            let opened = slot
+                .conn
+                .get_or_try_init(|| async {
+                    let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
+                    let send = http2::handshake(stream).await?;
+                    *connect = Some(took);
+                    Ok::<_, Failure>(send)
+                })
+                .await;
+            let send = match opened {
+                Ok(send) => send,
+                Err(f) => {
+                    *seat = None;
+                    return Err(f);
+                }
+            };
+            match http2::exchange(send, req, p, keep.as_deref_mut()).await {
+                Ok(status) => return Ok(status),
+                Err(H2Fail::NotSent(_)) if !retried => {
+                    if let Some(s) = seat.take() {
+                        s.retire();
+                    }
+                    retried = true;
+                }
+                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => {
+                    let e = http2::cause(send, e).await;
+                    // A reset ends one stream; anything else ends the connection.
+                    if !e.is_reset() {
+                        if let Some(s) = seat.take() {
+                            s.retire();
+                        }
+                    }
+                    return Err(Failure::h2(e));
+                }
+            }
+        }
+    }
+
+    /// One HTTP/1.1 exchange, opening a connection when there is none. A keep-alive connection
+    /// that the server closed while idle is retried once on a new connection, as browsers do,
+    /// since the server never saw the request.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt_h1(
         &self,
         conn: &mut Option<h1::Conn>,
         call: &Call<'_>,
@@ -174,9 +344,9 @@ impl Endpoint {
             let c = match conn {
                 Some(c) => c,
                 None => {
-                    let (c, took) = self.open(call, started, deadline).await?;
+                    let (stream, took) = Box::pin(self.open(call, started, deadline)).await?;
                     *connect = Some(took);
-                    conn.insert(c)
+                    conn.insert(h1::Conn::new(stream))
                 }
             };
             let reused = c.uses > 0;
@@ -192,13 +362,9 @@ impl Endpoint {
         }
     }
 
-    /// Opens a connection, timing it.
-    async fn open(
-        &self,
-        call: &Call<'_>,
-        started: Instant,
-        deadline: Instant,
-    ) -> Result<(h1::Conn, Duration), Failure> {
+    /// Opens a transport, timing it. Callers box it: connecting (TLS above all) needs a large
+    /// future that an idle connection must not carry.
+    async fn open(&self, call: &Call<'_>, started: Instant, deadline: Instant) -> Result<(Stream, Duration), Failure> {
         let t0 = Instant::now();
         let limit = deadline.min(started + call.connect_timeout);
         match timeout_at(limit.into(), self.connect()).await {

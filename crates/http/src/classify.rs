@@ -48,6 +48,29 @@ pub(crate) fn h1_error(e: &H1Error) -> Outcome {
     }
 }
 
+/// Classifies an HTTP/2 failure: its error code first (flow control and protocol errors are
+/// their own classes whoever noticed them), then what carried it (GOAWAY or RST_STREAM).
+pub(crate) fn h2_error(e: &h2::Error) -> Outcome {
+    if let Some(io) = e.get_io() {
+        return io_error(io);
+    }
+    let reason = e.reason();
+    match reason {
+        Some(h2::Reason::FLOW_CONTROL_ERROR) => return Outcome::H2FlowControl,
+        Some(h2::Reason::PROTOCOL_ERROR | h2::Reason::COMPRESSION_ERROR | h2::Reason::FRAME_SIZE_ERROR) => {
+            return Outcome::H2Protocol
+        }
+        _ => {}
+    }
+    if e.is_go_away() {
+        Outcome::H2GoAway
+    } else if e.is_reset() {
+        Outcome::H2Reset(reason.map_or(0, u32::from))
+    } else {
+        Outcome::Protocol
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,12 +1,13 @@
 //! Where requests go: scheme, resolved addresses, TLS, and the Host header; and building the
 //! bytes of a request to it.
 
-use crate::h1;
+use crate::http2;
 use crate::io::Stream;
 use crate::tls;
 use crate::Failure;
 use crest_model::address;
 use crest_model::plan::TlsOptions;
+use crest_model::protocol::{HttpOptions, HttpVersion};
 use crest_model::Outcome;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -28,6 +29,15 @@ pub struct Endpoint {
     addrs: Vec<SocketAddr>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     authority: String,
+    /// The host alone, lowercase, for cookies.
+    pub(crate) host: String,
+    /// Redirects, compression and the version, as the plan set them.
+    pub(crate) options: HttpOptions,
+    pub(crate) version: HttpVersion,
+    /// HTTP/2 connections, shared by users; for `Http2` and `Auto`.
+    pub(crate) pool: Option<http2::Pool>,
+    /// `Auto` over TLS: whether the server chose `h2`, learnt from the first connection.
+    pub(crate) alpn_h2: tokio::sync::OnceCell<bool>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -36,13 +46,20 @@ impl fmt::Debug for Endpoint {
             .field("addrs", &self.addrs)
             .field("tls", &self.tls.is_some())
             .field("authority", &self.authority)
+            .field("version", &self.version)
             .finish()
     }
 }
 
 impl Endpoint {
-    /// Parses an absolute URL into its endpoint and its path with query (`/a?b=c`).
+    /// Parses an absolute URL into its endpoint and its path with query (`/a?b=c`), for
+    /// HTTP/1.1.
     pub fn parse(url: &str, tls: &TlsOptions) -> Result<(Endpoint, String), InvalidRequest> {
+        Self::parse_with(url, tls, &HttpOptions::default())
+    }
+
+    /// Like [`Endpoint::parse`], speaking the version `http` asks for.
+    pub fn parse_with(url: &str, tls: &TlsOptions, http: &HttpOptions) -> Result<(Endpoint, String), InvalidRequest> {
         let url = address::parse(url, address::HTTP).map_err(|e| invalid(e.to_string()))?;
         let https = url.scheme() == "https";
         let host = url.host_str().unwrap_or_default().to_string();
@@ -57,7 +74,12 @@ impl Endpoint {
         }
         let authority = address::authority(&url);
         let tls = if https {
-            let config = tls::client_config(tls).map_err(invalid)?;
+            let alpn: &[&[u8]] = match http.version {
+                HttpVersion::Http1 => &[b"http/1.1"],
+                HttpVersion::Http2 => &[b"h2"],
+                HttpVersion::Auto => &[b"h2", b"http/1.1"],
+            };
+            let config = tls::client_config(tls, alpn).map_err(invalid)?;
             let server_name = rustls::pki_types::ServerName::try_from(bare_host.clone())
                 .map_err(|_| invalid(format!("{host:?} is not a valid TLS server name")))?;
             Some((TlsConnector::from(Arc::new(config)), server_name))
@@ -65,7 +87,24 @@ impl Endpoint {
             None
         };
         let path = address::path_and_query(&url).to_string();
-        Ok((Endpoint { addrs, tls, authority }, path))
+        let pool = (http.version != HttpVersion::Http1).then(|| http2::Pool::new(http.max_streams));
+        Ok((
+            Endpoint {
+                addrs,
+                tls,
+                authority,
+                host: bare_host.to_ascii_lowercase(),
+                options: *http,
+                version: http.version,
+                pool,
+                alpn_h2: tokio::sync::OnceCell::new(),
+            },
+            path,
+        ))
+    }
+
+    pub(crate) fn https(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// The value of the Host header for this endpoint.
@@ -73,7 +112,8 @@ impl Endpoint {
         &self.authority
     }
 
-    pub(crate) async fn connect(&self) -> Result<h1::Conn, Failure> {
+    /// Opens a transport: TCP, then TLS for https.
+    pub(crate) async fn connect(&self) -> Result<Stream, Failure> {
         let addr = self.addrs[0];
         let socket = if addr.is_ipv4() {
             TcpSocket::new_v4()
@@ -97,7 +137,7 @@ impl Endpoint {
                 Stream::Tls(Box::new(tls))
             }
         };
-        Ok(h1::Conn::new(stream))
+        Ok(stream)
     }
 }
 

@@ -14,13 +14,20 @@
 
 mod call;
 mod classify;
+mod client;
+mod cookies;
+mod decode;
 mod endpoint;
 mod h1;
+mod http2;
 mod io;
 mod tls;
 mod workload;
 
 pub use call::{Call, Exchange, Session};
+pub use client::Hop;
+pub use cookies::CookieJar;
+pub use decode::ACCEPT_ENCODING;
 pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
 pub use h1::{Response, MAX_KEPT_BODY};
 pub use workload::HttpWorkload;
@@ -34,6 +41,7 @@ use std::fmt;
 enum Detail {
     Io(std::io::Error),
     H1(H1Error),
+    H2(h2::Error),
     Text(&'static str),
 }
 
@@ -42,6 +50,7 @@ impl fmt::Display for Detail {
         match self {
             Detail::Io(e) => write!(f, "{e}"),
             Detail::H1(e) => write!(f, "{e}"),
+            Detail::H2(e) => write!(f, "{e}"),
             Detail::Text(t) => f.write_str(t),
         }
     }
@@ -57,6 +66,12 @@ impl Failure {
         Failure {
             outcome: classify::io_error(&e),
             detail: Detail::Io(e),
+        }
+    }
+    fn h2(e: h2::Error) -> Self {
+        Failure {
+            outcome: classify::h2_error(&e),
+            detail: Detail::H2(e),
         }
     }
     fn h1(e: H1Error) -> Self {

@@ -7,8 +7,9 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
 
-/// Builds the client configuration. Errors are messages for the user.
-pub(crate) fn client_config(opts: &TlsOptions) -> Result<ClientConfig, String> {
+/// Builds the client configuration, offering `alpn` (most preferred first). Errors are messages
+/// for the user.
+pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -36,7 +37,7 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<ClientConfig, String> {
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(config)
 }
 

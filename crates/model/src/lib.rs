@@ -15,6 +15,7 @@ pub mod journal;
 pub mod monitor;
 pub mod outcome;
 pub mod plan;
+pub mod protocol;
 pub mod redact;
 pub mod results;
 pub mod sample;

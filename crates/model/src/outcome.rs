@@ -32,6 +32,18 @@ pub enum Outcome {
     CheckFailed,
     /// Any other I/O failure.
     Other,
+    /// Redirects went on past the limit (a loop, usually).
+    TooManyRedirects,
+    /// HTTP/2: the server sent GOAWAY and this request's stream was not (or not fully)
+    /// processed before the connection went away.
+    H2GoAway,
+    /// HTTP/2: the server reset this request's stream (RST_STREAM) with this error code
+    /// (7 REFUSED_STREAM: not processed; 8 CANCEL; 11 ENHANCE_YOUR_CALM; ...).
+    H2Reset(u32),
+    /// HTTP/2: a flow-control window was violated (FLOW_CONTROL_ERROR).
+    H2FlowControl,
+    /// HTTP/2: the peer broke the protocol (PROTOCOL_ERROR, a bad frame or header block).
+    H2Protocol,
     /// SQL: the transaction could not be serialized (SQLSTATE 40001).
     SqlSerialization,
     /// SQL: a deadlock was detected (40P01).
@@ -56,6 +68,7 @@ impl Outcome {
     pub fn key(self) -> String {
         match self {
             Outcome::Status(code) => format!("http_{code}"),
+            Outcome::H2Reset(code) => format!("h2_rst_{code}"),
             other => other.class().to_string(),
         }
     }
@@ -74,6 +87,11 @@ impl Outcome {
             Outcome::LocalExhaustion => "local_exhaustion",
             Outcome::CheckFailed => "check_failed",
             Outcome::Other => "other",
+            Outcome::TooManyRedirects => "too_many_redirects",
+            Outcome::H2GoAway => "h2_goaway",
+            Outcome::H2Reset(_) => "h2_rst_stream",
+            Outcome::H2FlowControl => "h2_flow_control",
+            Outcome::H2Protocol => "h2_protocol",
             Outcome::SqlSerialization => "sql_serialization",
             Outcome::SqlDeadlock => "sql_deadlock",
             Outcome::SqlTooManyConnections => "sql_too_many_connections",
@@ -97,6 +115,11 @@ impl Outcome {
             Outcome::LocalExhaustion => "local resource exhaustion".into(),
             Outcome::CheckFailed => "check failed".into(),
             Outcome::Other => "other I/O error".into(),
+            Outcome::TooManyRedirects => "too many redirects".into(),
+            Outcome::H2GoAway => "HTTP/2 GOAWAY".into(),
+            Outcome::H2Reset(code) => format!("HTTP/2 RST_STREAM {}", h2_reason(code)),
+            Outcome::H2FlowControl => "HTTP/2 flow-control error".into(),
+            Outcome::H2Protocol => "HTTP/2 protocol error".into(),
             Outcome::SqlSerialization => "serialization failure".into(),
             Outcome::SqlDeadlock => "deadlock".into(),
             Outcome::SqlTooManyConnections => "too many connections".into(),
@@ -104,6 +127,30 @@ impl Outcome {
             Outcome::SqlConnectionLost => "connection lost".into(),
             Outcome::SqlError => "database error".into(),
         }
+    }
+}
+
+/// The name RFC 9113 gives an HTTP/2 error code, or the number when it has none.
+fn h2_reason(code: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    match NAMES.get(code as usize) {
+        Some(name) => (*name).to_string(),
+        None => format!("0x{code:x}"),
     }
 }
 
@@ -128,6 +175,12 @@ impl FromStr for Outcome {
                 .map(Outcome::Status)
                 .map_err(|_| UnknownOutcome(s.to_string()));
         }
+        if let Some(code) = s.strip_prefix("h2_rst_") {
+            return code
+                .parse()
+                .map(Outcome::H2Reset)
+                .map_err(|_| UnknownOutcome(s.to_string()));
+        }
         Ok(match s {
             "success" => Outcome::Success,
             "connect_refused" => Outcome::ConnectRefused,
@@ -139,6 +192,10 @@ impl FromStr for Outcome {
             "local_exhaustion" => Outcome::LocalExhaustion,
             "check_failed" => Outcome::CheckFailed,
             "other" => Outcome::Other,
+            "too_many_redirects" => Outcome::TooManyRedirects,
+            "h2_goaway" => Outcome::H2GoAway,
+            "h2_flow_control" => Outcome::H2FlowControl,
+            "h2_protocol" => Outcome::H2Protocol,
             "sql_serialization" => Outcome::SqlSerialization,
             "sql_deadlock" => Outcome::SqlDeadlock,
             "sql_too_many_connections" => Outcome::SqlTooManyConnections,
@@ -174,7 +231,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -199,6 +256,11 @@ mod tests {
             Outcome::LocalExhaustion,
             Outcome::CheckFailed,
             Outcome::Other,
+            Outcome::TooManyRedirects,
+            Outcome::H2GoAway,
+            Outcome::H2Reset(7),
+            Outcome::H2FlowControl,
+            Outcome::H2Protocol,
             Outcome::SqlSerialization,
             Outcome::SqlDeadlock,
             Outcome::SqlTooManyConnections,
@@ -211,5 +273,7 @@ mod tests {
         }
         assert!("http_x".parse::<Outcome>().is_err());
         assert!("nonsense".parse::<Outcome>().is_err());
+        assert_eq!(Outcome::H2Reset(7).describe(), "HTTP/2 RST_STREAM REFUSED_STREAM");
+        assert_eq!(Outcome::H2Reset(99).describe(), "HTTP/2 RST_STREAM 0x63");
     }
 }

@@ -470,6 +470,8 @@ pub struct HttpRequest {
     pub keepalive: bool,
     /// How the server's certificate is checked.
     pub tls: TlsOptions,
+    /// The HTTP version and client features.
+    pub http: crate::protocol::HttpOptions,
 }
 
 /// How TLS servers are verified.

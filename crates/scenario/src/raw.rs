@@ -168,6 +168,18 @@ pub struct Defaults {
     pub insecure: Option<Sp<bool>>,
     /// Also trust the CA certificates in this PEM file (relative to the scenario file).
     pub cacert: Option<Sp<String>>,
+    /// HTTP version: `1.1` (default), `2` (ALPN over TLS, prior knowledge over cleartext) or
+    /// `auto` (HTTP/2 when the TLS server picks it).
+    pub http: Option<Sp<String>>,
+    /// HTTP/2: most users sharing one connection (default 100).
+    pub max_streams: Option<Sp<u32>>,
+    /// Redirects followed per request (default 0: a 3xx is the response).
+    pub redirects: Option<Sp<u32>>,
+    /// Send `Accept-Encoding: gzip, deflate, br` (bodies that come compressed are decoded
+    /// for checks either way).
+    pub compression: Option<Sp<bool>>,
+    /// Keep cookies per user and send them back (default true).
+    pub cookies: Option<Sp<bool>>,
 }
 
 /// A PostgreSQL database.

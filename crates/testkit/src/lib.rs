@@ -5,6 +5,7 @@
 //! Every server records what it received so tests can check both sides of the wire.
 #![allow(missing_docs)]
 
+pub mod h2;
 pub mod results;
 
 use std::net::SocketAddr;
@@ -40,6 +41,13 @@ pub enum Reply {
     ResetMidBody { declared: usize, sent: usize },
     /// Never answer; hold the connection open.
     Hang,
+    /// Answer with this status, extra headers (Location, Set-Cookie, Content-Encoding) and
+    /// body.
+    Full {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
     /// Answer with this status and body (JSON, say), after a delay.
     Body {
         delay: Duration,
@@ -61,6 +69,46 @@ impl Reply {
             delay,
             status: 200,
             body_len: 2,
+        }
+    }
+    /// A redirect to `location`.
+    pub fn redirect(status: u16, location: &str) -> Self {
+        Reply::Full {
+            status,
+            headers: vec![("Location".into(), location.into())],
+            body: Vec::new(),
+        }
+    }
+    /// `body` compressed with `coding` (gzip, deflate or br), labelled as such.
+    pub fn encoded(coding: &str, body: &[u8]) -> Self {
+        use std::io::Write;
+        let data = match coding {
+            "gzip" => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(body).expect("gzip");
+                e.finish().expect("gzip")
+            }
+            "deflate" => {
+                let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(body).expect("deflate");
+                e.finish().expect("deflate")
+            }
+            "br" => {
+                let mut out = Vec::new();
+                let mut e = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+                e.write_all(body).expect("br");
+                drop(e);
+                out
+            }
+            other => panic!("no coding {other}"),
+        };
+        Reply::Full {
+            status: 200,
+            headers: vec![
+                ("Content-Encoding".into(), coding.into()),
+                ("Content-Type".into(), "application/json".into()),
+            ],
+            body: data,
         }
     }
     pub fn json(status: u16, body: impl Into<String>) -> Self {
@@ -100,7 +148,7 @@ impl Server {
     /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
     /// fresh private CA (returned in [`Server::ca_pem`]).
     pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
-        let (acceptor, ca_pem) = tls_acceptor();
+        let (acceptor, ca_pem) = tls_acceptor(&[]);
         let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
         s.ca_pem = Some(ca_pem);
         s
@@ -275,6 +323,16 @@ where
                     return;
                 }
             }
+            Reply::Full { status, headers, body } => {
+                let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                for (n, v) in &headers {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                if s.write_all(head.as_bytes()).await.is_err() || s.write_all(&body).await.is_err() {
+                    return;
+                }
+            }
             Reply::Hang => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
@@ -315,7 +373,8 @@ impl AsRawSocket for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
-fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
+/// A TLS acceptor offering `alpn` (none: no ALPN), and its CA's certificate in PEM.
+fn tls_acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
@@ -329,11 +388,12 @@ fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
         CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).expect("leaf cert");
     let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key der");
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("protocols")
         .with_no_client_auth()
         .with_single_cert(vec![leaf.der().clone()], key)
         .expect("server config");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
 }

@@ -23,6 +23,7 @@ use crest_http::Endpoint;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec};
 use crest_model::plan::{self, defaults, Given, LoadModel, SegmentPlan, StopRule, TlsOptions};
+use crest_model::protocol::{HttpOptions, HttpVersion};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,6 +69,7 @@ pub(crate) struct Cx<'a> {
     part_of: Vec<Option<u32>>,
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
+    http: HttpOptions,
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
     target_invalid: bool,
@@ -94,6 +96,11 @@ impl<'a> Cx<'a> {
             part_of: Vec::new(),
             endpoints: Vec::new(),
             tls: TlsOptions::default(),
+            // Flows are users: they keep their cookies, as browsers do.
+            http: HttpOptions {
+                cookies: true,
+                ..HttpOptions::default()
+            },
             target: None,
             target_invalid: false,
             loop_depth: 0,
@@ -221,6 +228,7 @@ impl<'a> Cx<'a> {
                 self.positive_duration(t, "connect_timeout")
             });
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match std::fs::read(self.resolve(ca)) {
                 Ok(pem) => self.tls.ca_pem = Some(pem),
@@ -366,4 +374,36 @@ pub(super) fn parse_duration_str(s: &str) -> Option<Duration> {
 /// Whether exactly one of the alternatives of a mapping is given.
 fn exactly_one(given: &[bool]) -> bool {
     given.iter().filter(|g| **g).count() == 1
+}
+
+impl Cx<'_> {
+    /// The HTTP version and client features of `defaults`.
+    fn http_options(&mut self, d: Option<&raw::Defaults>) {
+        let Some(d) = d else { return };
+        if let Some(v) = &d.http {
+            match v.parse::<HttpVersion>() {
+                Ok(v) => self.http.version = v,
+                Err(e) => self.err(v.at(), format!("http: {e}"), None),
+            }
+        }
+        if let Some(n) = &d.max_streams {
+            if **n == 0 {
+                self.err(
+                    n.at(),
+                    "max_streams: at least one stream per connection is needed",
+                    None,
+                );
+            }
+            self.http.max_streams = **n;
+        }
+        if let Some(n) = &d.redirects {
+            self.http.max_redirects = **n;
+        }
+        if let Some(b) = &d.compression {
+            self.http.compression = **b;
+        }
+        if let Some(b) = &d.cookies {
+            self.http.cookies = **b;
+        }
+    }
 }

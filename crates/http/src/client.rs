@@ -1,0 +1,228 @@
+//! What a request is beyond one exchange: redirects followed, cookies kept, bodies decoded.
+//!
+//! Layered over [`Endpoint::call`] so that quick mode, which uses none of it, keeps the bare
+//! exchange on its hot path. A followed redirect is timed as one request (from the first
+//! byte sent to the last byte of the final response) and each hop is listed in the exchange.
+
+use crate::call::{Call, Exchange, Session};
+use crate::cookies::CookieJar;
+use crate::decode::{self, ACCEPT_ENCODING};
+use crate::endpoint::Endpoint;
+use crate::h1::Response;
+use crate::Detail;
+use crest_model::Outcome;
+
+/// One redirect followed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// The 3xx status.
+    pub status: u16,
+    /// Where it pointed (path and query on the same server).
+    pub location: String,
+}
+
+impl Endpoint {
+    /// Sends `call` like [`Endpoint::call`], then follows redirects up to the endpoint's limit
+    /// (same server only: a redirect elsewhere is the result), keeps and sends cookies in
+    /// `jar` when given and the endpoint keeps cookies, and decodes a compressed body kept in
+    /// `keep`.
+    pub async fn fetch(
+        &self,
+        session: &mut Session,
+        call: &Call<'_>,
+        keep: Option<&mut Response>,
+        mut jar: Option<&mut CookieJar>,
+    ) -> Exchange {
+        let opts = self.options;
+        if !opts.cookies {
+            jar = None;
+        }
+        if opts.max_redirects == 0 && !opts.compression && jar.is_none() {
+            return self.call(session, call, keep).await;
+        }
+        let mut own = Response::default();
+        let kept = keep.is_some();
+        let resp = keep.unwrap_or(&mut own);
+        let Some(mut req) = Parsed::new(call.request) else {
+            return self.call(session, call, Some(resp)).await;
+        };
+        let mut total: Option<Exchange> = None;
+        let mut hops = Vec::new();
+        loop {
+            let cookie = jar
+                .as_deref()
+                .and_then(|j| j.header(&self.host, &req.target, self.https()));
+            let bytes = req.render(cookie.as_deref(), opts.compression);
+            let hop_call = Call {
+                request: &bytes,
+                head: req.method == "HEAD",
+                ..*call
+            };
+            let ex = self.call(session, &hop_call, Some(resp)).await;
+            let ok = matches!(ex.outcome, Outcome::Success | Outcome::Status(_));
+            let ex = merge(total.take(), ex);
+            if !ok {
+                total = Some(ex);
+                break;
+            }
+            if let Some(j) = jar.as_deref_mut() {
+                let set = resp
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+                    .map(|(_, v)| v.as_str());
+                j.store(&self.host, &req.target, set);
+            }
+            let status = resp.status;
+            let location = resp.header("location").map(str::to_string);
+            let next = match (matches!(status, 301 | 302 | 303 | 307 | 308), location) {
+                (true, Some(loc)) if opts.max_redirects > 0 => self.same_server(&req.target, &loc),
+                _ => None,
+            };
+            let Some(target) = next else {
+                total = Some(ex);
+                break;
+            };
+            if hops.len() as u32 >= opts.max_redirects {
+                let mut ex = ex;
+                ex.outcome = Outcome::TooManyRedirects;
+                ex.status = None;
+                ex.set_error(Detail::Text("stopped at the redirect limit"));
+                total = Some(ex);
+                break;
+            }
+            hops.push(Hop {
+                status,
+                location: target.clone(),
+            });
+            req.redirect(status, target);
+            total = Some(ex);
+        }
+        let Some(mut ex) = total else {
+            return self.call(session, call, None).await;
+        };
+        ex.redirects = hops;
+        if ex.outcome.is_success() || matches!(ex.outcome, Outcome::Status(_)) {
+            match decode::decode(resp) {
+                Ok(n) => ex.decoded_body = n,
+                Err(_) => {
+                    ex.outcome = Outcome::Protocol;
+                    ex.set_error(Detail::Text("the response body could not be decoded"));
+                }
+            }
+        }
+        if !kept {
+            *resp = Response::default();
+        }
+        ex
+    }
+
+    /// The path and query a `Location` points to, when it is on this server.
+    fn same_server(&self, current: &str, location: &str) -> Option<String> {
+        let scheme = if self.https() { "https" } else { "http" };
+        let base = url::Url::parse(&format!("{scheme}://{}{current}", self.authority())).ok()?;
+        let next = base.join(location).ok()?;
+        let same = next.scheme() == base.scheme()
+            && next.host_str() == base.host_str()
+            && next.port_or_known_default() == base.port_or_known_default();
+        same.then(|| crest_model::address::path_and_query(&next).to_string())
+    }
+}
+
+/// A hop's exchange folded into the request's: one start, one end, the bytes and connects of
+/// every hop, and the last hop's response.
+fn merge(total: Option<Exchange>, hop: Exchange) -> Exchange {
+    let Some(t) = total else { return hop };
+    Exchange {
+        started: t.started,
+        connect: match (t.connect, hop.connect) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        },
+        bytes_sent: t.bytes_sent + hop.bytes_sent,
+        bytes_received: t.bytes_received + hop.bytes_received,
+        ..hop
+    }
+}
+
+/// A request's parts, so that redirects and cookies can change them.
+struct Parsed {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Parsed {
+    fn new(request: &[u8]) -> Option<Parsed> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        let len = match req.parse(request) {
+            Ok(httparse::Status::Complete(len)) => len,
+            _ => return None,
+        };
+        Some(Parsed {
+            method: req.method?.to_string(),
+            target: req.path?.to_string(),
+            headers: req
+                .headers
+                .iter()
+                .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+                .collect(),
+            body: request[len..].to_vec(),
+        })
+    }
+
+    /// RFC 9110 15.4: 303 turns into GET (HEAD stays HEAD); 301 and 302 turn a POST into a
+    /// GET, as every browser does; 307 and 308 repeat the method and body.
+    fn redirect(&mut self, status: u16, target: String) {
+        let to_get = (status == 303 && self.method != "HEAD") || (matches!(status, 301 | 302) && self.method == "POST");
+        if to_get {
+            self.method = "GET".into();
+            self.body.clear();
+            self.headers.retain(|(n, _)| {
+                !["content-length", "content-type", "transfer-encoding"]
+                    .iter()
+                    .any(|h| n.eq_ignore_ascii_case(h))
+            });
+        }
+        self.target = target;
+    }
+
+    /// The request's bytes, with the jar's cookies after any the request set itself.
+    fn render(&self, cookie: Option<&str>, compression: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.body.len());
+        for part in [self.method.as_str(), " ", self.target.as_str(), " HTTP/1.1\r\n"] {
+            out.extend_from_slice(part.as_bytes());
+        }
+        let mut cookie_sent = false;
+        let mut accept_sent = false;
+        for (n, v) in &self.headers {
+            out.extend_from_slice(n.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(v.as_bytes());
+            if n.eq_ignore_ascii_case("cookie") {
+                if let Some(c) = cookie {
+                    out.extend_from_slice(b"; ");
+                    out.extend_from_slice(c.as_bytes());
+                }
+                cookie_sent = true;
+            }
+            accept_sent |= n.eq_ignore_ascii_case("accept-encoding");
+            out.extend_from_slice(b"\r\n");
+        }
+        if let (false, Some(c)) = (cookie_sent, cookie) {
+            for part in ["Cookie: ", c, "\r\n"] {
+                out.extend_from_slice(part.as_bytes());
+            }
+        }
+        if compression && !accept_sent {
+            for part in ["Accept-Encoding: ", ACCEPT_ENCODING, "\r\n"] {
+                out.extend_from_slice(part.as_bytes());
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
