@@ -89,6 +89,12 @@ pub enum Extractor {
         /// The query as written, for messages.
         text: String,
     },
+    /// Every match of a JSONPath query, as the JSON text of an array (for a `foreach`); no
+    /// match is an empty array, not a failure.
+    JsonAll {
+        /// The compiled query.
+        path: JsonPath,
+    },
     /// The first capture group of a regular expression on the body (the whole match if it has
     /// no groups).
     Regex(Regex),
@@ -112,6 +118,14 @@ impl Extractor {
             })
     }
 
+    /// Every match of a JSONPath, as a JSON array.
+    pub fn json_all(path: &str) -> Result<Self, PatternError> {
+        match Extractor::json(path)? {
+            Extractor::Json { path, .. } => Ok(Extractor::JsonAll { path }),
+            other => Ok(other),
+        }
+    }
+
     /// A regex extractor.
     pub fn regex(re: &str) -> Result<Self, PatternError> {
         Regex::new(re).map(Extractor::Regex).map_err(|e| PatternError::Regex {
@@ -123,6 +137,11 @@ impl Extractor {
     /// The value, or why there is none.
     pub fn extract(&self, r: &Response, json: &mut LazyJson) -> Result<String, Mismatch> {
         match self {
+            Extractor::JsonAll { path } => {
+                let v = json.get(r)?;
+                let all: Vec<&serde_json::Value> = path.query(v).all();
+                Ok(serde_json::to_string(&all).unwrap_or_default())
+            }
             Extractor::Json { path, text } => {
                 let v = json.get(r)?;
                 match path.query(v).first() {
@@ -312,6 +331,14 @@ mod tests {
             "/tasks/7"
         );
         assert_eq!(Extractor::Status.extract(&r, &mut j).unwrap(), "201");
+        assert_eq!(
+            Extractor::json_all("$..status").unwrap().extract(&r, &mut j).unwrap(),
+            r#"["QUEUED"]"#
+        );
+        assert_eq!(
+            Extractor::json_all("$.nope").unwrap().extract(&r, &mut j).unwrap(),
+            "[]"
+        );
         let mut j2 = LazyJson::default();
         assert!(Extractor::json("$.id")
             .unwrap()

@@ -220,7 +220,8 @@ pub struct Flow {
     pub on_failure: Option<Sp<String>>,
 }
 
-/// One step: exactly one of `request`, `poll`, `think`, `loop`.
+/// One step: exactly one of `request`, `poll`, `think`, `loop`, `sql`, `set`, `if` (with `then`
+/// and `else`), `foreach`, `break` or `next`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
@@ -237,6 +238,39 @@ pub struct Step {
     pub sql: Option<Sp<Sql>>,
     /// Set variables: name → template, e.g. `aid: "${random_int(1, 100000)}"`.
     pub set: Option<Sp<IndexMap<String, Sp<String>>>>,
+    /// A condition on the user's values, e.g. `${state} == "RUNNING" and ${n} < 3`: runs
+    /// `then` when it holds, `else` when not.
+    #[serde(rename = "if")]
+    pub condition: Option<Sp<String>>,
+    /// The steps run when the `if` holds.
+    pub then: Option<Vec<Sp<Step>>>,
+    /// The steps run when the `if` does not hold.
+    #[serde(rename = "else")]
+    pub otherwise: Option<Vec<Sp<Step>>>,
+    /// Steps run once for each element of a JSON array.
+    pub foreach: Option<Sp<Foreach>>,
+    /// `break: true` leaves the innermost `loop` or `foreach` (outside one, ends the iteration).
+    #[serde(rename = "break")]
+    pub leave: Option<Sp<bool>>,
+    /// `next: true` goes on with the next round of the innermost `loop` or `foreach` (outside
+    /// one, ends the iteration).
+    pub next: Option<Sp<bool>>,
+}
+
+/// Steps run for each element of a JSON array.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Foreach {
+    /// The array: a template that gives its JSON text, usually a variable extracted with a
+    /// JSONPath (`${items}`). Anything else (nothing, `null`, an object) runs the steps no times.
+    pub items: Sp<String>,
+    /// The variable each element is put in: strings as they are, other values as JSON text.
+    #[serde(rename = "as")]
+    pub var: Sp<String>,
+    /// At most this many elements are visited (default 100).
+    pub max: Option<Sp<u64>>,
+    /// What to do with each element.
+    pub steps: Vec<Sp<Step>>,
 }
 
 /// SQL: one `query`, or several `statements` (as one transaction with `transaction: true`).
@@ -336,7 +370,35 @@ pub struct ExtractSource {
     /// A response header.
     pub header: Option<String>,
     /// The status code (`status: true`).
-    pub status: Option<bool>,
+    pub status: Option<Flag>,
+    /// With `json`: every match, as a JSON array (for `foreach`), rather than the first.
+    pub all: Option<Flag>,
+}
+
+/// `true` or `false` inside a key that takes several forms. Such keys are read through a
+/// buffer in which YAML's scalars are all text, so a plain `bool` never matches there and
+/// `status: true` was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transparent)]
+pub struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Bool(bool),
+            Text(String),
+        }
+        match Either::deserialize(d)? {
+            Either::Bool(b) => Ok(Flag(b)),
+            Either::Text(t) => match t.as_str() {
+                "true" => Ok(Flag(true)),
+                "false" => Ok(Flag(false)),
+                other => Err(serde::de::Error::custom(format!("{other:?} is not true or false"))),
+            },
+        }
+    }
 }
 
 /// Conditions on a response.

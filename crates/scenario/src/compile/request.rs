@@ -235,12 +235,18 @@ impl Cx<'_> {
                     s.json.is_some(),
                     s.regex.is_some(),
                     s.header.is_some(),
-                    s.status.is_some(),
+                    s.status == Some(raw::Flag(true)),
                 ];
                 if !exactly_one(&given) {
                     Err("give exactly one of json, regex, header, status".into())
                 } else if let Some(p) = &s.json {
-                    Extractor::json(p).map_err(|e| e.to_string())
+                    if s.all == Some(raw::Flag(true)) {
+                        Extractor::json_all(p).map_err(|e| e.to_string())
+                    } else {
+                        Extractor::json(p).map_err(|e| e.to_string())
+                    }
+                } else if s.all.is_some() {
+                    Err("`all` goes with `json`".to_string())
                 } else if let Some(r) = &s.regex {
                     Extractor::regex(r).map_err(|e| e.to_string())
                 } else if let Some(h) = &s.header {

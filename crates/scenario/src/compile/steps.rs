@@ -1,18 +1,23 @@
 //! Steps: what a flow does in order, and the steps that are not requests (poll, think, loop,
-//! set).
+//! set, if, foreach, break, next).
 
 use super::vars::Known;
 use super::{exactly_one, Cx};
 use crate::error::did_you_mean;
 use crate::raw::{self, Sp};
+use crest_flow::condition::Condition;
 use crest_flow::plan::{OnFailure, PollStep, Step};
 use std::time::Duration;
 
 /// Defaults of the steps only scenarios have; the others are [`defaults`].
 const DEFAULT_POLL_EVERY: Duration = Duration::from_secs(1);
 const DEFAULT_POLL_MAX_WAIT: Duration = Duration::from_secs(60);
-/// Deepest nesting of `loop` steps.
+/// Deepest nesting of `loop`, `foreach` and `if` steps: users run them by recursion.
 pub const MAX_LOOP_DEPTH: usize = 32;
+/// Elements a `foreach` visits unless it says otherwise.
+const DEFAULT_FOREACH_MAX: u64 = 100;
+/// Most elements a `foreach` may visit: each one is at least a round of steps per iteration.
+const MAX_FOREACH: u64 = 100_000;
 
 impl Cx<'_> {
     pub(super) fn steps(&mut self, steps: &[Sp<raw::Step>], known: &mut Known) -> Vec<Step> {
@@ -25,14 +30,52 @@ impl Cx<'_> {
                 s.repeat.is_some(),
                 s.sql.is_some(),
                 s.set.is_some(),
+                s.condition.is_some(),
+                s.foreach.is_some(),
+                s.leave.is_some(),
+                s.next.is_some(),
             ];
+            if s.condition.is_none() && (s.then.is_some() || s.otherwise.is_some()) {
+                let at = self.mapping_at(s);
+                self.err(at, "`then` and `else` go with an `if`", None);
+                continue;
+            }
             if !exactly_one(&kinds) {
                 let at = self.mapping_at(s);
                 self.err(
                     at,
-                    "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql` or `set`",
+                    "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql`, `set`, `if`, `foreach`, \
+                     `break` or `next`",
                     None,
                 );
+                continue;
+            }
+            if let Some(c) = &s.condition {
+                if let Some(step) = self.branch(s, c, known) {
+                    out.push(step);
+                }
+                continue;
+            }
+            if let Some(f) = &s.foreach {
+                if let Some(step) = self.foreach(f, known) {
+                    out.push(step);
+                }
+                continue;
+            }
+            for (flag, step, word) in [(&s.leave, Step::Break, "break"), (&s.next, Step::Next, "next")] {
+                if let Some(b) = flag {
+                    if **b {
+                        out.push(step);
+                    } else {
+                        self.err(
+                            b.at(),
+                            format!("`{word}: false` does nothing: leave the step out"),
+                            None,
+                        );
+                    }
+                }
+            }
+            if s.leave.is_some() || s.next.is_some() {
                 continue;
             }
             if let Some(q) = &s.sql {
@@ -91,6 +134,94 @@ impl Cx<'_> {
             }
         }
         out
+    }
+
+    /// Nesting is bounded where it is written: users run nested steps by recursion.
+    fn nested(&mut self, at: Option<(usize, usize)>) -> bool {
+        if self.loop_depth >= MAX_LOOP_DEPTH {
+            self.err(
+                at,
+                format!("loops, foreach and if nest deeper than {MAX_LOOP_DEPTH} levels"),
+                Some("flatten the inner ones".into()),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `if:` with `then:` and `else:`. A variable is known after it only when both branches
+    /// set it.
+    fn branch(&mut self, s: &Sp<raw::Step>, c: &Sp<String>, known: &mut Known) -> Option<Step> {
+        let at = self.mapping_at(s);
+        if s.then.is_none() && s.otherwise.is_none() {
+            self.err(at, "if: give `then`, `else` or both", None);
+        }
+        let condition = match Condition::parse(c.as_str(), self.env) {
+            Ok(cond) => cond,
+            Err(e) => {
+                self.err(
+                    c.at(),
+                    format!("if {:?}: {} (at character {})", c.as_str(), e.message, e.offset + 1),
+                    None,
+                );
+                return None;
+            }
+        };
+        self.check_vars(c.as_str(), c.at(), &condition.vars(), known);
+        if !self.nested(at) {
+            return None;
+        }
+        self.loop_depth += 1;
+        let mut after_then = known.clone();
+        let then = self.steps(s.then.as_deref().unwrap_or_default(), &mut after_then);
+        let mut after_else = known.clone();
+        let otherwise = self.steps(s.otherwise.as_deref().unwrap_or_default(), &mut after_else);
+        self.loop_depth -= 1;
+        for v in after_then.0.intersection(&after_else.0) {
+            known.add(v);
+        }
+        Some(Step::If {
+            condition,
+            then,
+            otherwise,
+        })
+    }
+
+    /// `foreach:`. Its variable is known inside it; what its steps set is not known after it,
+    /// since an empty array runs them no times.
+    fn foreach(&mut self, f: &Sp<raw::Foreach>, known: &mut Known) -> Option<Step> {
+        let items = self.template(&f.items, known);
+        let var = f.var.as_str().to_string();
+        if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            self.err(
+                f.var.at(),
+                format!("foreach: `as: {var:?}` is not a variable name"),
+                None,
+            );
+        }
+        let max = f.max.as_ref().map_or(DEFAULT_FOREACH_MAX, |m| **m);
+        if let Some(m) = &f.max {
+            if **m == 0 || **m > MAX_FOREACH {
+                self.err(m.at(), format!("foreach: `max` must be 1 to {MAX_FOREACH}"), None);
+            }
+        }
+        if f.steps.is_empty() {
+            self.err(f.at(), "foreach: `steps` is empty", None);
+        }
+        if !self.nested(f.at()) {
+            return None;
+        }
+        let mut inside = known.clone();
+        inside.add(&var);
+        self.loop_depth += 1;
+        let steps = self.steps(&f.steps, &mut inside);
+        self.loop_depth -= 1;
+        Some(Step::Foreach {
+            items: items?,
+            var,
+            max,
+            steps,
+        })
     }
 
     pub(super) fn poll(&mut self, p: &Sp<raw::Poll>, known: &mut Known) -> Option<PollStep> {

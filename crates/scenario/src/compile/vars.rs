@@ -78,8 +78,20 @@ impl Cx<'_> {
                 return None;
             }
         };
+        self.check_vars(text, at, &t.vars(), known).then_some(t)
+    }
+
+    /// Every variable is set before it is read, and every data column exists; each one that is
+    /// not is an error at `at`.
+    pub(super) fn check_vars(
+        &mut self,
+        text: &str,
+        at: Option<(usize, usize)>,
+        vars: &[String],
+        known: &Known,
+    ) -> bool {
         let mut ok = true;
-        for v in t.vars() {
+        for v in vars {
             if let Some((feeder, column)) = v.split_once('.') {
                 match self.feeders.iter().find(|(n, _)| n == feeder) {
                     None => {
@@ -100,14 +112,14 @@ impl Cx<'_> {
                     }
                     _ => {}
                 }
-            } else if !known.has(&v) {
-                let hint = did_you_mean(&v, known.0.iter().map(String::as_str))
+            } else if !known.has(v) {
+                let hint = did_you_mean(v, known.0.iter().map(String::as_str))
                     .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
                 self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
                 ok = false;
             }
         }
-        ok.then_some(t)
+        ok
     }
 }
 
