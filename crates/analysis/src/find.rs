@@ -5,7 +5,8 @@
 //! and throughput keeps growing, then bisected between the last good level and the first bad
 //! one. Open model: the same over arrivals per second.
 
-use crate::analyze::Analysis;
+use crate::capacity::Capacity;
+use crate::figures::SegmentAnalysis;
 use serde::Serialize;
 
 /// Throughput must grow by this share when the level doubles, or it has stopped growing.
@@ -266,13 +267,48 @@ pub struct CapacitySummary {
     /// The optimal operating point.
     pub optimal: Option<OptimalPoint>,
     /// The first level that failed the service level or stopped adding throughput.
-    pub limit: Option<String>,
+    pub limit: Option<Limit>,
     /// Why the search stopped.
     pub stopped_because: String,
-    /// A range to run the service in: from the optimal level to the highest good level.
-    pub recommended: Option<String>,
+    /// A range to run the service in: from the lowest level that already gives most of the
+    /// maximum up to the optimal one.
+    pub recommended: Option<Recommended>,
     /// The Universal Scalability Law fit (closed model).
     pub usl: Option<Usl>,
+}
+
+/// A level of the search: users (closed model) or arrivals per second (open model).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Level {
+    /// Users or arrivals per second.
+    pub value: f64,
+    /// True for arrivals per second.
+    pub open: bool,
+}
+
+/// Where the search found the service's limit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The lowest level that failed the service level.
+    Failed(Level),
+    /// Throughput stopped growing at this many successful req/s from this level on.
+    Plateau {
+        /// Successful req/s.
+        rps: f64,
+        /// Where the plateau starts.
+        from: Level,
+    },
+}
+
+/// The recommended operating range.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recommended {
+    /// About this level.
+    About(Level),
+    /// From the first level to the second.
+    Between(Level, Level),
 }
 
 /// The optimal operating point.
@@ -291,21 +327,25 @@ pub struct OptimalPoint {
 }
 
 /// The capacity summary of a `crest find` run.
-pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Option<CapacitySummary> {
+pub fn capacity_summary(
+    r: &crest_model::results::Results,
+    segments: &[SegmentAnalysis],
+    capacity: &Capacity,
+) -> Option<CapacitySummary> {
     let f = r.find.as_ref()?;
     let open = f.model == "open";
+    let level = |value: f64| Level { value, open };
     // Only probes that met the service level speak for the service's capacity: a probe that
     // failed it (errors, latency, a rate not kept) shows what the service cannot do.
-    let passed: Vec<(f64, &crate::analyze::SegmentAnalysis)> = f
+    let passed: Vec<(f64, &SegmentAnalysis)> = f
         .probes
         .iter()
-        .zip(&a.segments)
+        .zip(segments)
         .filter(|(p, _)| p.passed)
         .map(|(p, s)| (p.level, s))
         .collect();
     let max_throughput_rps = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
-    let optimal = a
-        .capacity
+    let optimal = capacity
         .optimal
         .as_ref()
         .and_then(|o| passed.iter().find(|(_, s)| s.index == o.segment))
@@ -326,9 +366,9 @@ pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Opti
             .map(|(l, _)| *l)
             .fold(k, f64::min);
         if (lo - k).abs() < f64::EPSILON {
-            format!("about {}", show(k, open))
+            Recommended::About(level(k))
         } else {
-            format!("{} to {}", show(lo, open), show(k, open))
+            Recommended::Between(level(lo), level(k))
         }
     });
     let limit = f
@@ -337,13 +377,11 @@ pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Opti
         .filter(|p| !p.passed)
         .map(|p| p.level)
         .min_by(f64::total_cmp)
-        .map(|l| show(l, open))
+        .map(|l| Limit::Failed(level(l)))
         .or_else(|| {
-            knee.map(|k| {
-                format!(
-                    "a throughput plateau of {max_throughput_rps:.1} req/s from {}",
-                    show(k, open)
-                )
+            knee.map(|k| Limit::Plateau {
+                rps: max_throughput_rps,
+                from: level(k),
             })
         });
     // The fit describes the service where it worked: probes that failed the service level
