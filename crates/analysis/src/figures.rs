@@ -99,7 +99,8 @@ pub struct SegmentAnalysis {
     pub bytes_received: u64,
     /// Failures by outcome in the whole segment, most frequent first.
     pub errors: Vec<(String, u64)>,
-    /// Mean latency divided by the lowest-load segment's (seed 000's "performance ratio").
+    /// Mean latency divided by the lowest-load segment's: how much slower the service answers
+    /// at this load than when it is nearly idle.
     pub ratio_to_lowest: Option<f64>,
     /// Little's law: requests in flight on average against the users there were.
     pub littles_law: Option<LittlesLaw>,

@@ -1,5 +1,6 @@
-//! The capacity search's decisions, as pure functions: given the probes so far, what to probe
-//! next or why to stop; and, afterwards, the Universal Scalability Law fit and the summary.
+//! The capacity search's decisions, as pure functions so that the search can be tested without
+//! running a probe: given the probes so far, what to probe next or why to stop; and, afterwards,
+//! the Universal Scalability Law fit and the summary.
 //!
 //! Closed model: levels are users, doubled from 1 while every probe meets the service level
 //! and throughput keeps growing, then bisected between the last good level and the first bad
@@ -40,25 +41,47 @@ pub struct Probe {
     pub achieved_share: f64,
 }
 
+/// How a probe missed the service level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Miss {
+    /// Too many errors.
+    ErrorRate {
+        /// The probe's error rate.
+        rate: f64,
+        /// The highest allowed.
+        max: f64,
+    },
+    /// p99 latency too high.
+    P99 {
+        /// The probe's p99, ms.
+        ms: f64,
+        /// The highest allowed, ms.
+        max: f64,
+    },
+    /// Open model: the asked rate was not served.
+    RateNotKept {
+        /// Arrivals achieved / asked.
+        share: f64,
+    },
+}
+
 /// Whether a probe met the service level, and why not.
-pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), String> {
+pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), Miss> {
     if p.error_rate > slo.max_error_rate {
-        return Err(format!(
-            "error rate {:.2}% above {:.2}%",
-            p.error_rate * 100.0,
-            slo.max_error_rate * 100.0
-        ));
+        return Err(Miss::ErrorRate {
+            rate: p.error_rate,
+            max: slo.max_error_rate,
+        });
     }
     if let Some(max) = slo.max_p99_ms {
         if p.p99_ms > max {
-            return Err(format!("p99 {:.1} ms above {:.1} ms", p.p99_ms, max));
+            return Err(Miss::P99 { ms: p.p99_ms, max });
         }
     }
     if open && p.achieved_share < ACHIEVED {
-        return Err(format!(
-            "only {:.0}% of the asked rate was served",
-            p.achieved_share * 100.0
-        ));
+        return Err(Miss::RateNotKept {
+            share: p.achieved_share,
+        });
     }
     Ok(())
 }
@@ -69,7 +92,27 @@ pub enum Next {
     /// Probe this level.
     Probe(f64),
     /// Stop, for this reason.
-    Done(String),
+    Done(Done),
+}
+
+/// Why the search ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Done {
+    /// The first probe already missed the service level.
+    FirstFailed(Level, Miss),
+    /// Doubling again would pass the highest level allowed.
+    HighestAllowed(Level),
+    /// The limit lies between a passing and a failing level, as close as the search resolves.
+    LimitBetween(Level, Level, Miss),
+    /// A level missed the service level.
+    Failed(Level, Miss),
+    /// Throughput stopped growing at this many successful req/s from this level on.
+    Plateau {
+        /// Successful req/s.
+        rps: f64,
+        /// Where the plateau starts.
+        from: Level,
+    },
 }
 
 /// Share of the maximum throughput where the recommended range starts.
@@ -89,20 +132,18 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
     let Some(last) = probes.last() else {
         return Next::Probe(start);
     };
+    let level = |value: f64| Level { value, open };
     let mut sorted: Vec<&Probe> = probes.iter().collect();
     sorted.sort_by(|a, b| a.level.total_cmp(&b.level));
     let passing: Vec<&Probe> = sorted.iter().copied().filter(|p| judge(p, slo, open).is_ok()).collect();
-    let failing: Vec<(&Probe, String)> = sorted
+    let failing: Vec<(&Probe, Miss)> = sorted
         .iter()
         .copied()
         .filter_map(|p| judge(p, slo, open).err().map(|e| (p, e)))
         .collect();
     let Some(&top) = passing.last() else {
-        let (p, why) = &failing[0];
-        return Next::Done(format!(
-            "the first probe already failed at {}: {why}",
-            show(p.level, open)
-        ));
+        let (p, why) = failing[0];
+        return Next::Done(Done::FirstFailed(level(p.level), why));
     };
     let best = passing.iter().map(|p| p.success_rps).fold(0.0, f64::max);
     // Growth: the highest passing level, if it is the newest probe, keeps doubling while it
@@ -116,7 +157,7 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
             (top.level * 2.0).round()
         };
         return if next > max_level {
-            Next::Done(format!("reached the highest level allowed ({})", show(max_level, open)))
+            Next::Done(Done::HighestAllowed(level(max_level)))
         } else {
             Next::Probe(next)
         };
@@ -149,30 +190,16 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
         if !close(top.level, bad.level) {
             return Next::Probe(mid(top.level, bad.level));
         }
-        return Next::Done(format!(
-            "limit found between {} and {}: {why}",
-            show(top.level, open),
-            show(bad.level, open)
-        ));
+        return Next::Done(Done::LimitBetween(level(top.level), level(bad.level), *why));
     }
     if let Some((bad, why)) = failing.first() {
-        return Next::Done(format!("{} failed: {why}", show(bad.level, open)));
+        return Next::Done(Done::Failed(level(bad.level), *why));
     }
     let knee = reach.map_or(top.level, |p| p.level);
-    Next::Done(format!(
-        "throughput stopped growing: {:.1} req/s from {} on; more load only adds latency",
-        best,
-        show(knee, open)
-    ))
-}
-
-/// A level as text.
-pub fn show(level: f64, open: bool) -> String {
-    if open {
-        format!("{level:.1}/s")
-    } else {
-        format!("{level:.0} users")
-    }
+    Next::Done(Done::Plateau {
+        rps: best,
+        from: level(knee),
+    })
 }
 
 /// The Universal Scalability Law, X(N) = λN / (1 + σ(N − 1) + κN(N − 1)).
@@ -431,7 +458,7 @@ mod tests {
         }
     }
 
-    fn search(c: f64, s: f64, slo: &Slo) -> (Vec<Probe>, String) {
+    fn search(c: f64, s: f64, slo: &Slo) -> (Vec<Probe>, Done) {
         let mut probes = Vec::new();
         loop {
             match next(&probes, slo, false, 1.0, 10_000.0) {
@@ -459,7 +486,7 @@ mod tests {
                 .map(|p| p.level)
                 .fold(f64::MAX, f64::min);
             assert!(knee <= c && knee >= 0.9 * c, "knee {knee} for c={c}: {levels:?}");
-            assert!(why.contains("throughput stopped growing"), "{why}");
+            assert!(matches!(why, Done::Plateau { .. }), "{why:?}");
             let max = probes.iter().map(|p| p.success_rps).fold(0.0, f64::max);
             assert!((max - c / 0.01).abs() < 1e-6);
         }
@@ -473,7 +500,13 @@ mod tests {
         };
         let (probes, why) = search(8.0, 0.01, &slo);
         // Past 8 workers, latency = users / 800 s; p99 = 1.1x that: 30 ms at about 21 users.
-        assert!(why.contains("p99") || why.contains("stopped growing"), "{why}");
+        assert!(
+            matches!(
+                why,
+                Done::LimitBetween(_, _, Miss::P99 { .. }) | Done::Failed(_, Miss::P99 { .. }) | Done::Plateau { .. }
+            ),
+            "{why:?}"
+        );
         let best_good = probes
             .iter()
             .filter(|p| judge(p, &slo, false).is_ok())
@@ -495,13 +528,13 @@ mod tests {
             error_rate: 0.05,
             achieved_share: 1.0,
         };
-        assert!(judge(&p, &slo, false).unwrap_err().contains("error rate 5.00%"));
+        assert_eq!(judge(&p, &slo, false), Err(Miss::ErrorRate { rate: 0.05, max: 0.01 }));
         let p = Probe {
             error_rate: 0.0,
             achieved_share: 0.8,
             ..p
         };
-        assert!(judge(&p, &slo, true).unwrap_err().contains("80%"));
+        assert_eq!(judge(&p, &slo, true), Err(Miss::RateNotKept { share: 0.8 }));
         assert_eq!(next(&[], &slo, true, 10.0, 1e6), Next::Probe(10.0));
     }
 

@@ -1,6 +1,7 @@
-//! Stop conditions, evaluated live on each completed interval (seed 003's rules): an error rate
-//! or latency above a bound, latency above a multiple of the first step's, throughput that stops
-//! growing from one step to the next or falls.
+//! Stop conditions, evaluated live on each completed interval, so that a run ends as soon as
+//! going on would only repeat a failure: an error rate or latency above a bound, latency above a
+//! multiple of the first step's, throughput that stops growing from one step to the next or
+//! falls.
 //!
 //! Rules that compare steps (`p95 > 3x first`, `throughput_stalls`, `throughput_falls`) are
 //! judged when a step ends, on each step's steady state (its warm-up trimmed as the step rows

@@ -171,7 +171,7 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
 #[test]
 fn comparison_shows_what_the_server_used_in_each_run() {
     use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
-    // Seed 001: memory 275 MB with 10 connections, 160 MB with 30; CPU 13% and 20%.
+    // Memory 275 MiB with 10 connections, 160 MiB with 30; CPU 13% and 20%.
     let run = |mib: f64, cpu: f64| {
         let s = |metric: &str, unit, v: f64| MonitorSeries {
             key: SeriesKey::new(metric).with("process", "fletcher"),
@@ -321,6 +321,14 @@ fn a_run_without_success_says_so_first() {
     let a = analyze(&r).unwrap();
     assert!(
         a.findings[0].starts_with("No request succeeded: all 150 failed, most as connection refused"),
+        "{:#?}",
+        a.findings
+    );
+    // It used to add, last, that every request succeeded.
+    assert!(
+        !a.findings
+            .iter()
+            .any(|f| f.contains("succeeded.") && f.starts_with("All ")),
         "{:#?}",
         a.findings
     );

@@ -8,7 +8,7 @@ use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verd
 use crest_analysis::expr::Metric;
 use crest_analysis::failures::{Cluster, TimeoutOf};
 use crest_analysis::figures::StepLoad;
-use crest_analysis::find::{Level, Limit, Recommended};
+use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
 use crest_analysis::findings::Finding;
 use crest_analysis::recovery::Recovery;
 use crest_analysis::resources::Leak;
@@ -106,9 +106,38 @@ pub fn step(l: &StepLoad) -> String {
     }
 }
 
-/// A level of a capacity search.
-fn level(l: Level) -> String {
-    crest_analysis::find::show(l.value, l.open)
+/// A level of a capacity search: `12 users`, `250.0/s`.
+pub fn level(l: Level) -> String {
+    if l.open {
+        format!("{:.1}/s", l.value)
+    } else {
+        format!("{:.0} users", l.value)
+    }
+}
+
+/// How a probe missed the service level.
+pub fn miss(m: &Miss) -> String {
+    match m {
+        Miss::ErrorRate { rate, max } => format!("error rate {:.2}% above {:.2}%", rate * 100.0, max * 100.0),
+        Miss::P99 { ms, max } => format!("p99 {ms:.1} ms above {max:.1} ms"),
+        Miss::RateNotKept { share } => format!("only {:.0}% of the asked rate was served", share * 100.0),
+    }
+}
+
+/// Why a capacity search ended; results.json keeps it as `stopped_because`.
+pub fn done(d: &Done) -> String {
+    match d {
+        Done::FirstFailed(l, m) => format!("the first probe already failed at {}: {}", level(*l), miss(m)),
+        Done::HighestAllowed(l) => format!("reached the highest level allowed ({})", level(*l)),
+        Done::LimitBetween(good, bad, m) => {
+            format!("limit found between {} and {}: {}", level(*good), level(*bad), miss(m))
+        }
+        Done::Failed(l, m) => format!("{} failed: {}", level(*l), miss(m)),
+        Done::Plateau { rps, from } => format!(
+            "throughput stopped growing: {rps:.1} req/s from {} on; more load only adds latency",
+            level(*from)
+        ),
+    }
 }
 
 /// Where a capacity search found the limit.
