@@ -1,4 +1,6 @@
-//! Across segments: the optimal operating point, where the service saturates, where it breaks.
+//! Across steps: the optimal operating point, where the service saturates, where it breaks,
+//! which are what a stepping run is for: a capacity plan needs the load to run at and the load
+//! never to reach, each with the figures that show it.
 
 use crate::figures::{SegmentAnalysis, StepLoad};
 use serde::Serialize;

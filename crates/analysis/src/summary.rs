@@ -1,6 +1,7 @@
-//! The end-of-run summary: throughput, latency percentiles, status codes, error classes.
-//!
-//! Its serialised form is `--summary-json`, so its field names are a public interface.
+//! The end-of-run summary: throughput, latency percentiles, status codes, error classes, and
+//! what the later stages found, in one value the terminal, `--summary-json` and the exit code
+//! read. Its field names are a public interface: `--summary-json` writes them (with their text,
+//! from the report crate).
 
 use crate::capacity::Capacity;
 use crate::figures::{Percentiles, SegmentAnalysis};
@@ -28,7 +29,7 @@ pub struct ErrorSummary {
     pub example: String,
 }
 
-/// The end-of-run summary. Serialised as-is for `--summary-json`.
+/// The end-of-run summary; `--summary-json` writes it with its text beside each figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     /// Requests completed (successes and failures).
