@@ -414,3 +414,33 @@ fn a_comparison_says_when_runs_do_not_compare() {
     assert_eq!(row(&c, "throughput")["change_pct"], Value::Null);
     assert!(c["rows"].as_array().unwrap().iter().all(|r| r["verdict"].is_null()));
 }
+
+/// Every format names a step's load the same way: the step table of an open-model run said
+/// "250.0/s" where the findings said "250/s"; a monitored duration was charted in seconds where
+/// the comparison showed it in ms.
+#[test]
+fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
+    use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
+    let mut r = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(1, 5, |_| Second::ok(250, 10.0))
+        .monitor(MonitorRecord {
+            interval_s: 1.0,
+            sources: vec![],
+            series: vec![MonitorSeries {
+                key: SeriesKey::new("pg_query_seconds"),
+                source: 0,
+                title: "query time".into(),
+                unit: Unit::Seconds,
+                limit: None,
+                points: (0..5).map(|t| (t as f64, 0.25)).collect(),
+            }],
+        })
+        .build();
+    r.segments[0].users = None;
+    r.segments[0].rate = Some(250.0);
+    let a = crest_analysis::analyze(&r).unwrap();
+    let md = crest_report::html::markdown(&r, &a).unwrap();
+    assert!(md.contains(" | 250/s | "), "{md}");
+    let chart = &crest_report::html::resource_charts(&r)[0];
+    assert_eq!(chart.y_label, "ms");
+}
