@@ -1,6 +1,8 @@
-//! Across segments: the optimal operating point, where the service saturates, where it breaks.
+//! Across steps: the optimal operating point, where the service saturates, where it breaks,
+//! which are what a stepping run is for: a capacity plan needs the load to run at and the load
+//! never to reach, each with the figures that show it.
 
-use crate::analyze::{load_of, step_label, SegmentAnalysis};
+use crate::figures::{SegmentAnalysis, StepLoad};
 use serde::Serialize;
 
 /// Error rate above which a segment counts as broken.
@@ -17,8 +19,8 @@ const FALL: f64 = 0.9;
 pub struct CapacityPoint {
     /// The segment.
     pub segment: usize,
-    /// Its load, as text.
-    pub load: String,
+    /// Its load.
+    pub load: StepLoad,
     /// Its load as a number (users or arrivals per second).
     pub load_value: f64,
     /// Throughput there, req/s.
@@ -27,8 +29,109 @@ pub struct CapacityPoint {
     pub p95_ms: f64,
     /// Error rate there.
     pub error_rate: f64,
-    /// Why this point: the figures in a sentence.
-    pub why: String,
+    /// Why this point, with its figures.
+    pub why: Why,
+}
+
+/// Requests of a step that failed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Failed {
+    /// Failures.
+    pub failures: u64,
+    /// Requests.
+    pub requests: u64,
+    /// failures / requests.
+    pub error_rate: f64,
+}
+
+/// Why a point is the one named.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The optimum: the most successful throughput per unit of mean latency, and what the
+    /// next level showed.
+    MostPower {
+        /// Successful throughput there, req/s.
+        success_rps: f64,
+        /// Mean latency there, ms.
+        mean_ms: f64,
+        /// What the next level showed.
+        beyond: Beyond,
+    },
+    /// Saturation: load grew, throughput barely did, p95 rose.
+    Saturates {
+        /// Load growth from the level before, as a fraction.
+        load_growth: f64,
+        /// The level before.
+        from: StepLoad,
+        /// This level.
+        to: StepLoad,
+        /// Throughput growth, as a fraction.
+        throughput_growth: f64,
+        /// Throughput before, req/s.
+        from_rps: f64,
+        /// Throughput here, req/s.
+        to_rps: f64,
+        /// p95 before, ms.
+        from_p95_ms: f64,
+        /// p95 here, ms.
+        to_p95_ms: f64,
+    },
+    /// Breaking: too many requests failed.
+    Failed(Failed),
+    /// Breaking: throughput fell from the best so far.
+    ThroughputFell {
+        /// Throughput here, req/s.
+        rps: f64,
+        /// The best before, req/s.
+        best_rps: f64,
+    },
+}
+
+/// What the level beyond the optimum showed.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Beyond {
+    /// It failed.
+    Failed {
+        /// The level.
+        load: StepLoad,
+        /// Its failures.
+        failed: Failed,
+    },
+    /// Latency grew faster than throughput.
+    LatencyOutgrew {
+        /// The level.
+        load: StepLoad,
+        /// Successful throughput change, percent.
+        throughput_change_pct: f64,
+        /// Successful throughput there, req/s.
+        success_rps: f64,
+        /// Mean latency change, percent.
+        latency_change_pct: f64,
+        /// Mean latency there, ms.
+        mean_ms: f64,
+    },
+}
+
+/// Why no optimal point is named although there are levels to compare.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoOptimal {
+    /// Every level failed more than this share of its requests.
+    EveryLevelFailed {
+        /// The share.
+        max_error_rate: f64,
+    },
+    /// The highest level tried was still the best: the optimum may lie beyond it.
+    BestAtHighest {
+        /// The highest level.
+        load: StepLoad,
+        /// Successful throughput there, req/s.
+        success_rps: f64,
+        /// Mean latency there, ms.
+        mean_ms: f64,
+    },
 }
 
 /// What the segments say about capacity. Empty with fewer than two load levels.
@@ -37,8 +140,8 @@ pub struct Capacity {
     /// Distinct load levels that completed requests: the points are judged only across two or
     /// more.
     pub levels: usize,
-    /// Why no optimal point is named although there are levels to compare, in words.
-    pub no_optimal: Option<String>,
+    /// Why no optimal point is named although there are levels to compare.
+    pub no_optimal: Option<NoOptimal>,
     /// Where successful throughput divided by mean latency peaks (Kleinrock's power), among
     /// segments without failures beyond 1%.
     pub optimal: Option<CapacityPoint>,
@@ -48,11 +151,11 @@ pub struct Capacity {
     pub breaking: Option<CapacityPoint>,
 }
 
-fn point(s: &SegmentAnalysis, why: String) -> CapacityPoint {
+fn point(s: &SegmentAnalysis, why: Why) -> CapacityPoint {
     CapacityPoint {
         segment: s.index,
-        load: step_label(s),
-        load_value: load_of(s),
+        load: s.load(),
+        load_value: s.load_value(),
         throughput_rps: s.throughput_rps,
         p95_ms: s.latency_ms.p95,
         error_rate: s.error_rate,
@@ -60,11 +163,22 @@ fn point(s: &SegmentAnalysis, why: String) -> CapacityPoint {
     }
 }
 
+fn failed(s: &SegmentAnalysis) -> Failed {
+    Failed {
+        failures: s.failures,
+        requests: s.requests,
+        error_rate: s.error_rate,
+    }
+}
+
 /// Finds the points over segments ordered by load.
 pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
-    let mut loaded: Vec<&SegmentAnalysis> = segments.iter().filter(|s| s.requests > 0 && load_of(s) > 0.0).collect();
-    loaded.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
-    loaded.dedup_by(|a, b| load_of(a) == load_of(b) && a.throughput_rps <= b.throughput_rps);
+    let mut loaded: Vec<&SegmentAnalysis> = segments
+        .iter()
+        .filter(|s| s.requests > 0 && s.load_value() > 0.0)
+        .collect();
+    loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
+    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
     if loaded.len() < 2 {
         return Capacity {
             levels: loaded.len(),
@@ -88,48 +202,43 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     let mut no_optimal = None;
     let optimal = match best {
         None => {
-            no_optimal = Some(format!(
-                "every level failed more than {:.0}% of its requests",
-                BREAKING_ERROR_RATE * 100.0
-            ));
+            no_optimal = Some(NoOptimal::EveryLevelFailed {
+                max_error_rate: BREAKING_ERROR_RATE,
+            });
             None
         }
         Some((i, s)) => match loaded.get(i + 1) {
             None => {
-                no_optimal = Some(format!(
-                    "throughput per unit of latency was still best at the highest level tried, {} ({:.1} req/s at a mean of {:.1} ms): the optimal point may lie beyond it",
-                    step_label(s),
-                    s.success_rps,
-                    s.latency_ms.mean
-                ));
+                no_optimal = Some(NoOptimal::BestAtHighest {
+                    load: s.load(),
+                    success_rps: s.success_rps,
+                    mean_ms: s.latency_ms.mean,
+                });
                 None
             }
             Some(next) => {
                 // Beyond it, either the service failed, or latency grew faster than throughput.
                 let beyond = if next.error_rate > BREAKING_ERROR_RATE {
-                    format!(
-                        "at {} {} of {} requests failed ({:.1}%)",
-                        step_label(next),
-                        next.failures,
-                        next.requests,
-                        next.error_rate * 100.0
-                    )
+                    Beyond::Failed {
+                        load: next.load(),
+                        failed: failed(next),
+                    }
                 } else {
-                    format!(
-                        "at {} successful throughput changed {:+.1}% ({:.1} req/s) while mean latency changed {:+.1}% ({:.1} ms)",
-                        step_label(next),
-                        change(s.success_rps, next.success_rps),
-                        next.success_rps,
-                        change(s.latency_ms.mean, next.latency_ms.mean),
-                        next.latency_ms.mean
-                    )
+                    Beyond::LatencyOutgrew {
+                        load: next.load(),
+                        throughput_change_pct: change(s.success_rps, next.success_rps),
+                        success_rps: next.success_rps,
+                        latency_change_pct: change(s.latency_ms.mean, next.latency_ms.mean),
+                        mean_ms: next.latency_ms.mean,
+                    }
                 };
                 Some(point(
                     s,
-                    format!(
-                        "the most throughput per unit of latency, {:.1} req/s at a mean of {:.1} ms; {beyond}",
-                        s.success_rps, s.latency_ms.mean
-                    ),
+                    Why::MostPower {
+                        success_rps: s.success_rps,
+                        mean_ms: s.latency_ms.mean,
+                        beyond,
+                    },
                 ))
             }
         },
@@ -137,7 +246,7 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     let mut saturation = None;
     for w in loaded.windows(2) {
         let (a, b) = (w[0], w[1]);
-        let load_growth = load_of(b) / load_of(a) - 1.0;
+        let load_growth = b.load_value() / a.load_value() - 1.0;
         let tput_growth = if a.throughput_rps > 0.0 {
             b.throughput_rps / a.throughput_rps - 1.0
         } else {
@@ -146,17 +255,16 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
         if load_growth >= LOAD_STEP && tput_growth < SATURATION_GROWTH && b.latency_ms.p95 > a.latency_ms.p95 {
             saturation = Some(point(
                 b,
-                format!(
-                    "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({:.1} to {:.1} req/s) while p95 rose from {:.1} to {:.1} ms",
-                    load_growth * 100.0,
-                    step_label(a),
-                    step_label(b),
-                    tput_growth * 100.0,
-                    a.throughput_rps,
-                    b.throughput_rps,
-                    a.latency_ms.p95,
-                    b.latency_ms.p95
-                ),
+                Why::Saturates {
+                    load_growth,
+                    from: a.load(),
+                    to: b.load(),
+                    throughput_growth: tput_growth,
+                    from_rps: a.throughput_rps,
+                    to_rps: b.throughput_rps,
+                    from_p95_ms: a.latency_ms.p95,
+                    to_p95_ms: b.latency_ms.p95,
+                },
             ));
             break;
         }
@@ -165,24 +273,16 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     let mut best = 0.0f64;
     for s in &loaded {
         if s.error_rate > BREAKING_ERROR_RATE {
-            breaking = Some(point(
-                s,
-                format!(
-                    "{} of {} requests failed ({:.1}%)",
-                    s.failures,
-                    s.requests,
-                    s.error_rate * 100.0
-                ),
-            ));
+            breaking = Some(point(s, Why::Failed(failed(s))));
             break;
         }
         if best > 0.0 && s.throughput_rps < FALL * best {
             breaking = Some(point(
                 s,
-                format!(
-                    "throughput fell to {:.1} req/s from a best of {:.1} req/s",
-                    s.throughput_rps, best
-                ),
+                Why::ThroughputFell {
+                    rps: s.throughput_rps,
+                    best_rps: best,
+                },
             ));
             break;
         }

@@ -1,7 +1,7 @@
 //! Failures: when each kind began, at what load, how long the failed requests took, and whether
 //! they cluster at one duration (a timeout somewhere).
 
-use crate::summary::Percentiles;
+use crate::figures::Percentiles;
 use crest_model::results::Results;
 use crest_model::{HistError, Outcome};
 use serde::Serialize;
@@ -30,8 +30,33 @@ pub struct FailureAnalysis {
     pub first_segment: Option<String>,
     /// How long the failed requests took, ms.
     pub duration_ms: Percentiles,
-    /// A sentence when the durations cluster, e.g. a server or proxy timeout near 37 s.
-    pub cluster: Option<String>,
+    /// Set when the durations cluster, e.g. a server or proxy timeout near 37 s.
+    pub cluster: Option<Cluster>,
+}
+
+/// Failures whose durations cluster at one value: a timeout somewhere.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cluster {
+    /// 10th percentile of their durations, ms.
+    pub p10_ms: f64,
+    /// Median, ms: where the timeout likely is.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// Whose timeout it likely is.
+    pub whose: TimeoutOf,
+}
+
+/// Whose timeout a cluster of failures points at, judged by their outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutOf {
+    /// crest's own request timeout (the requests timed out).
+    Crest,
+    /// A server or proxy (5xx answers).
+    ServerOrProxy,
+    /// Something else.
+    Unknown,
 }
 
 /// Per failure class, most frequent first.
@@ -67,7 +92,7 @@ pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
     Ok(out)
 }
 
-fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<String> {
+fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<Cluster> {
     if h.len() < CLUSTER_MIN {
         return None;
     }
@@ -77,25 +102,14 @@ fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<String>
         return None;
     }
     let whose = match outcome {
-        Outcome::Timeout => "crest's own request timeout",
-        Outcome::Status(500..=599) => "a server or proxy timeout",
-        _ => "a timeout",
+        Outcome::Timeout => TimeoutOf::Crest,
+        Outcome::Status(500..=599) => TimeoutOf::ServerOrProxy,
+        _ => TimeoutOf::Unknown,
     };
-    Some(format!(
-        "most of these took {} to {} s: it looks like {whose} near {} s",
-        seconds(p10),
-        seconds(p90),
-        seconds(p50)
-    ))
-}
-
-/// Milliseconds as seconds: whole from 10 s on, else to a tenth with no trailing `.0`, so a
-/// 1.5 s timeout is not rounded into another one.
-fn seconds(ms: f64) -> String {
-    let s = ms / 1000.0;
-    if s >= 10.0 || (s * 10.0).round() % 10.0 == 0.0 {
-        format!("{s:.0}")
-    } else {
-        format!("{s:.1}")
-    }
+    Some(Cluster {
+        p10_ms: p10,
+        p50_ms: p50,
+        p90_ms: p90,
+        whose,
+    })
 }

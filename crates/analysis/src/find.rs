@@ -1,11 +1,13 @@
-//! The capacity search's decisions, as pure functions: given the probes so far, what to probe
-//! next or why to stop; and, afterwards, the Universal Scalability Law fit and the summary.
+//! The capacity search's decisions, as pure functions so that the search can be tested without
+//! running a probe: given the probes so far, what to probe next or why to stop; and, afterwards,
+//! the Universal Scalability Law fit and the summary.
 //!
 //! Closed model: levels are users, doubled from 1 while every probe meets the service level
 //! and throughput keeps growing, then bisected between the last good level and the first bad
 //! one. Open model: the same over arrivals per second.
 
-use crate::analyze::Analysis;
+use crate::capacity::Capacity;
+use crate::figures::SegmentAnalysis;
 use serde::Serialize;
 
 /// Throughput must grow by this share when the level doubles, or it has stopped growing.
@@ -39,25 +41,47 @@ pub struct Probe {
     pub achieved_share: f64,
 }
 
+/// How a probe missed the service level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Miss {
+    /// Too many errors.
+    ErrorRate {
+        /// The probe's error rate.
+        rate: f64,
+        /// The highest allowed.
+        max: f64,
+    },
+    /// p99 latency too high.
+    P99 {
+        /// The probe's p99, ms.
+        ms: f64,
+        /// The highest allowed, ms.
+        max: f64,
+    },
+    /// Open model: the asked rate was not served.
+    RateNotKept {
+        /// Arrivals achieved / asked.
+        share: f64,
+    },
+}
+
 /// Whether a probe met the service level, and why not.
-pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), String> {
+pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), Miss> {
     if p.error_rate > slo.max_error_rate {
-        return Err(format!(
-            "error rate {:.2}% above {:.2}%",
-            p.error_rate * 100.0,
-            slo.max_error_rate * 100.0
-        ));
+        return Err(Miss::ErrorRate {
+            rate: p.error_rate,
+            max: slo.max_error_rate,
+        });
     }
     if let Some(max) = slo.max_p99_ms {
         if p.p99_ms > max {
-            return Err(format!("p99 {:.1} ms above {:.1} ms", p.p99_ms, max));
+            return Err(Miss::P99 { ms: p.p99_ms, max });
         }
     }
     if open && p.achieved_share < ACHIEVED {
-        return Err(format!(
-            "only {:.0}% of the asked rate was served",
-            p.achieved_share * 100.0
-        ));
+        return Err(Miss::RateNotKept {
+            share: p.achieved_share,
+        });
     }
     Ok(())
 }
@@ -68,7 +92,27 @@ pub enum Next {
     /// Probe this level.
     Probe(f64),
     /// Stop, for this reason.
-    Done(String),
+    Done(Done),
+}
+
+/// Why the search ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Done {
+    /// The first probe already missed the service level.
+    FirstFailed(Level, Miss),
+    /// Doubling again would pass the highest level allowed.
+    HighestAllowed(Level),
+    /// The limit lies between a passing and a failing level, as close as the search resolves.
+    LimitBetween(Level, Level, Miss),
+    /// A level missed the service level.
+    Failed(Level, Miss),
+    /// Throughput stopped growing at this many successful req/s from this level on.
+    Plateau {
+        /// Successful req/s.
+        rps: f64,
+        /// Where the plateau starts.
+        from: Level,
+    },
 }
 
 /// Share of the maximum throughput where the recommended range starts.
@@ -88,20 +132,18 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
     let Some(last) = probes.last() else {
         return Next::Probe(start);
     };
+    let level = |value: f64| Level { value, open };
     let mut sorted: Vec<&Probe> = probes.iter().collect();
     sorted.sort_by(|a, b| a.level.total_cmp(&b.level));
     let passing: Vec<&Probe> = sorted.iter().copied().filter(|p| judge(p, slo, open).is_ok()).collect();
-    let failing: Vec<(&Probe, String)> = sorted
+    let failing: Vec<(&Probe, Miss)> = sorted
         .iter()
         .copied()
         .filter_map(|p| judge(p, slo, open).err().map(|e| (p, e)))
         .collect();
     let Some(&top) = passing.last() else {
-        let (p, why) = &failing[0];
-        return Next::Done(format!(
-            "the first probe already failed at {}: {why}",
-            show(p.level, open)
-        ));
+        let (p, why) = failing[0];
+        return Next::Done(Done::FirstFailed(level(p.level), why));
     };
     let best = passing.iter().map(|p| p.success_rps).fold(0.0, f64::max);
     // Growth: the highest passing level, if it is the newest probe, keeps doubling while it
@@ -115,7 +157,7 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
             (top.level * 2.0).round()
         };
         return if next > max_level {
-            Next::Done(format!("reached the highest level allowed ({})", show(max_level, open)))
+            Next::Done(Done::HighestAllowed(level(max_level)))
         } else {
             Next::Probe(next)
         };
@@ -148,30 +190,16 @@ pub fn next(probes: &[Probe], slo: &Slo, open: bool, start: f64, max_level: f64)
         if !close(top.level, bad.level) {
             return Next::Probe(mid(top.level, bad.level));
         }
-        return Next::Done(format!(
-            "limit found between {} and {}: {why}",
-            show(top.level, open),
-            show(bad.level, open)
-        ));
+        return Next::Done(Done::LimitBetween(level(top.level), level(bad.level), *why));
     }
     if let Some((bad, why)) = failing.first() {
-        return Next::Done(format!("{} failed: {why}", show(bad.level, open)));
+        return Next::Done(Done::Failed(level(bad.level), *why));
     }
     let knee = reach.map_or(top.level, |p| p.level);
-    Next::Done(format!(
-        "throughput stopped growing: {:.1} req/s from {} on; more load only adds latency",
-        best,
-        show(knee, open)
-    ))
-}
-
-/// A level as text.
-pub fn show(level: f64, open: bool) -> String {
-    if open {
-        format!("{level:.1}/s")
-    } else {
-        format!("{level:.0} users")
-    }
+    Next::Done(Done::Plateau {
+        rps: best,
+        from: level(knee),
+    })
 }
 
 /// The Universal Scalability Law, X(N) = λN / (1 + σ(N − 1) + κN(N − 1)).
@@ -266,13 +294,48 @@ pub struct CapacitySummary {
     /// The optimal operating point.
     pub optimal: Option<OptimalPoint>,
     /// The first level that failed the service level or stopped adding throughput.
-    pub limit: Option<String>,
+    pub limit: Option<Limit>,
     /// Why the search stopped.
     pub stopped_because: String,
-    /// A range to run the service in: from the optimal level to the highest good level.
-    pub recommended: Option<String>,
+    /// A range to run the service in: from the lowest level that already gives most of the
+    /// maximum up to the optimal one.
+    pub recommended: Option<Recommended>,
     /// The Universal Scalability Law fit (closed model).
     pub usl: Option<Usl>,
+}
+
+/// A level of the search: users (closed model) or arrivals per second (open model).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Level {
+    /// Users or arrivals per second.
+    pub value: f64,
+    /// True for arrivals per second.
+    pub open: bool,
+}
+
+/// Where the search found the service's limit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The lowest level that failed the service level.
+    Failed(Level),
+    /// Throughput stopped growing at this many successful req/s from this level on.
+    Plateau {
+        /// Successful req/s.
+        rps: f64,
+        /// Where the plateau starts.
+        from: Level,
+    },
+}
+
+/// The recommended operating range.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recommended {
+    /// About this level.
+    About(Level),
+    /// From the first level to the second.
+    Between(Level, Level),
 }
 
 /// The optimal operating point.
@@ -291,21 +354,25 @@ pub struct OptimalPoint {
 }
 
 /// The capacity summary of a `crest find` run.
-pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Option<CapacitySummary> {
+pub fn capacity_summary(
+    r: &crest_model::results::Results,
+    segments: &[SegmentAnalysis],
+    capacity: &Capacity,
+) -> Option<CapacitySummary> {
     let f = r.find.as_ref()?;
     let open = f.model == "open";
+    let level = |value: f64| Level { value, open };
     // Only probes that met the service level speak for the service's capacity: a probe that
     // failed it (errors, latency, a rate not kept) shows what the service cannot do.
-    let passed: Vec<(f64, &crate::analyze::SegmentAnalysis)> = f
+    let passed: Vec<(f64, &SegmentAnalysis)> = f
         .probes
         .iter()
-        .zip(&a.segments)
+        .zip(segments)
         .filter(|(p, _)| p.passed)
         .map(|(p, s)| (p.level, s))
         .collect();
     let max_throughput_rps = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
-    let optimal = a
-        .capacity
+    let optimal = capacity
         .optimal
         .as_ref()
         .and_then(|o| passed.iter().find(|(_, s)| s.index == o.segment))
@@ -326,9 +393,9 @@ pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Opti
             .map(|(l, _)| *l)
             .fold(k, f64::min);
         if (lo - k).abs() < f64::EPSILON {
-            format!("about {}", show(k, open))
+            Recommended::About(level(k))
         } else {
-            format!("{} to {}", show(lo, open), show(k, open))
+            Recommended::Between(level(lo), level(k))
         }
     });
     let limit = f
@@ -337,13 +404,11 @@ pub fn capacity_summary(r: &crest_model::results::Results, a: &Analysis) -> Opti
         .filter(|p| !p.passed)
         .map(|p| p.level)
         .min_by(f64::total_cmp)
-        .map(|l| show(l, open))
+        .map(|l| Limit::Failed(level(l)))
         .or_else(|| {
-            knee.map(|k| {
-                format!(
-                    "a throughput plateau of {max_throughput_rps:.1} req/s from {}",
-                    show(k, open)
-                )
+            knee.map(|k| Limit::Plateau {
+                rps: max_throughput_rps,
+                from: level(k),
             })
         });
     // The fit describes the service where it worked: probes that failed the service level
@@ -393,7 +458,7 @@ mod tests {
         }
     }
 
-    fn search(c: f64, s: f64, slo: &Slo) -> (Vec<Probe>, String) {
+    fn search(c: f64, s: f64, slo: &Slo) -> (Vec<Probe>, Done) {
         let mut probes = Vec::new();
         loop {
             match next(&probes, slo, false, 1.0, 10_000.0) {
@@ -421,7 +486,7 @@ mod tests {
                 .map(|p| p.level)
                 .fold(f64::MAX, f64::min);
             assert!(knee <= c && knee >= 0.9 * c, "knee {knee} for c={c}: {levels:?}");
-            assert!(why.contains("throughput stopped growing"), "{why}");
+            assert!(matches!(why, Done::Plateau { .. }), "{why:?}");
             let max = probes.iter().map(|p| p.success_rps).fold(0.0, f64::max);
             assert!((max - c / 0.01).abs() < 1e-6);
         }
@@ -435,7 +500,13 @@ mod tests {
         };
         let (probes, why) = search(8.0, 0.01, &slo);
         // Past 8 workers, latency = users / 800 s; p99 = 1.1x that: 30 ms at about 21 users.
-        assert!(why.contains("p99") || why.contains("stopped growing"), "{why}");
+        assert!(
+            matches!(
+                why,
+                Done::LimitBetween(_, _, Miss::P99 { .. }) | Done::Failed(_, Miss::P99 { .. }) | Done::Plateau { .. }
+            ),
+            "{why:?}"
+        );
         let best_good = probes
             .iter()
             .filter(|p| judge(p, &slo, false).is_ok())
@@ -457,13 +528,13 @@ mod tests {
             error_rate: 0.05,
             achieved_share: 1.0,
         };
-        assert!(judge(&p, &slo, false).unwrap_err().contains("error rate 5.00%"));
+        assert_eq!(judge(&p, &slo, false), Err(Miss::ErrorRate { rate: 0.05, max: 0.01 }));
         let p = Probe {
             error_rate: 0.0,
             achieved_share: 0.8,
             ..p
         };
-        assert!(judge(&p, &slo, true).unwrap_err().contains("80%"));
+        assert_eq!(judge(&p, &slo, true), Err(Miss::RateNotKept { share: 0.8 }));
         assert_eq!(next(&[], &slo, true, 10.0, 1e6), Next::Probe(10.0));
     }
 

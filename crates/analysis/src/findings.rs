@@ -1,85 +1,189 @@
-//! Findings: a few plain sentences, each backed by figures shown in the report.
+//! Findings: what the figures say, most important first, so that a reader learns the verdict
+//! before the tables. Each finding carries the figures that back it; the report crate puts it
+//! in words, the same words in every format.
 
-use crate::analyze::{load_of, step_label, Analysis, SegmentAnalysis};
+use crate::capacity::{Capacity, CapacityPoint, NoOptimal};
+use crate::failures::{Cluster, FailureAnalysis};
+use crate::figures::{SegmentAnalysis, StepLoad};
+use crate::recovery::Recovery;
+use crate::resources::Leak;
+use crate::summary::{ErrorSummary, Summary};
+use crate::thresholds::ThresholdResult;
+use crate::validity::ClientLimit;
+use crest_model::results::StopRecord;
+use serde::Serialize;
+
+/// Latency growth from the baseline below this factor is not worth a finding.
+const LATENCY_GROWTH: f64 = 1.5;
+
+/// One finding, with its figures.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finding {
+    /// No request succeeded; the most frequent failure, when any request completed.
+    NothingSucceeded {
+        /// Requests completed.
+        requests: u64,
+        /// The most frequent failure.
+        top: Option<ErrorSummary>,
+    },
+    /// crest itself may have limited the run.
+    ClientBound(Vec<ClientLimit>),
+    /// A resource grew under steady load.
+    Leak(Leak),
+    /// A stop condition ended the run.
+    Stopped(StopRecord),
+    /// Mean latency grew across load levels, from the lowest to the highest.
+    LatencyGrew {
+        /// Highest level's mean over the lowest's.
+        ratio: f64,
+        /// The lowest level.
+        from: StepLoad,
+        /// The highest level.
+        to: StepLoad,
+        /// Mean latency at the lowest, ms.
+        from_ms: f64,
+        /// Mean latency at the highest, ms.
+        to_ms: f64,
+    },
+    /// Mean latency grew across the points of a sweep, from the first to the slowest.
+    PointsDiffer {
+        /// Slowest point's mean over the first's.
+        ratio: f64,
+        /// The first point.
+        from: String,
+        /// The slowest point.
+        to: String,
+        /// Mean latency at the first, ms.
+        from_ms: f64,
+        /// Mean latency at the slowest, ms.
+        to_ms: f64,
+    },
+    /// The optimal operating point.
+    Optimal(CapacityPoint),
+    /// Why no optimal point is named.
+    NoOptimal(NoOptimal),
+    /// Where the service saturates.
+    Saturates(CapacityPoint),
+    /// Where the service breaks, and the level below it.
+    Breaks {
+        /// The breaking point.
+        point: CapacityPoint,
+        /// The highest level below it.
+        after: Option<StepLoad>,
+    },
+    /// Failures of one kind that look like a timeout.
+    Clustered {
+        /// How many failed this way.
+        count: u64,
+        /// The outcome's description.
+        description: String,
+        /// The outcome's key.
+        outcome: String,
+        /// The durations.
+        cluster: Cluster,
+    },
+    /// Some requests failed.
+    SomeFailed {
+        /// Failures.
+        failures: u64,
+        /// Requests.
+        requests: u64,
+        /// failures / requests.
+        error_rate: f64,
+        /// The most frequent failure.
+        top: ErrorSummary,
+    },
+    /// Every request succeeded.
+    AllSucceeded {
+        /// Requests.
+        requests: u64,
+    },
+    /// Connect time stayed flat across steps: the network connection layer is no bottleneck.
+    ConnectFlat {
+        /// Lowest p95 connect time of a step, ms.
+        min_ms: f64,
+        /// Highest, ms.
+        max_ms: f64,
+    },
+    /// How the service recovered after a spike.
+    Recovered(Recovery),
+    /// Thresholds that failed.
+    ThresholdsFailed(Vec<ThresholdResult>),
+    /// Every threshold held.
+    ThresholdsHeld {
+        /// How many there were.
+        count: usize,
+    },
+}
 
 /// The findings for a run, most important first.
-pub fn findings(a: &Analysis) -> Vec<String> {
+pub fn findings(
+    s: &Summary,
+    segments: &[SegmentAnalysis],
+    capacity: &Capacity,
+    failures: &[FailureAnalysis],
+) -> Vec<Finding> {
     let mut out = Vec::new();
-    let s = &a.summary;
     // A run with nothing to measure is said before anything else: every other figure then
     // describes failures.
     if s.successes == 0 {
-        out.push(match s.errors.first() {
-            Some(top) if s.requests > 0 => format!(
-                "No request succeeded: all {} failed, most as {} ({}), e.g. \"{}\".",
-                s.requests, top.description, top.count, top.example
-            ),
-            _ => "No request completed.".to_string(),
+        out.push(Finding::NothingSucceeded {
+            requests: s.requests,
+            top: s.errors.first().cloned(),
         });
     }
     if !s.client_bound.is_empty() {
-        out.push(format!(
-            "The result may describe crest rather than the target: {}.",
-            s.client_bound.join("; ")
-        ));
+        out.push(Finding::ClientBound(s.client_bound.clone()));
     }
     // A leak ends runs that last longer than the test; it is said before the capacity figures.
-    out.extend(s.leaks.iter().map(|l| l.sentence.clone()));
-    let loaded: Vec<_> = a.segments.iter().filter(|g| g.requests > 0).collect();
+    out.extend(s.leaks.iter().cloned().map(Finding::Leak));
+    let loaded: Vec<_> = segments.iter().filter(|g| g.requests > 0).collect();
     if let Some(st) = &s.stopped_by {
-        out.push(format!(
-            "The run stopped at {:.0} s because `{}` held: {}.",
-            st.at_s, st.condition, st.detail
-        ));
+        out.push(Finding::Stopped(st.clone()));
     }
-    if let Some(sentence) = latency_growth(&loaded) {
-        out.push(sentence);
+    out.extend(latency_growth(&loaded));
+    if let Some(o) = &capacity.optimal {
+        out.push(Finding::Optimal(o.clone()));
     }
-    if let Some(o) = &a.capacity.optimal {
-        out.push(format!(
-            "The optimal operating point is {} (p95 {:.1} ms): {}.",
-            o.load, o.p95_ms, o.why
-        ));
+    if let Some(why) = capacity.no_optimal.as_ref().filter(|_| capacity.levels >= 2) {
+        out.push(Finding::NoOptimal(why.clone()));
     }
-    if let Some(why) = a.capacity.no_optimal.as_ref().filter(|_| a.capacity.levels >= 2) {
-        out.push(format!("No optimal operating point is named: {why}."));
+    if let Some(p) = &capacity.saturation {
+        out.push(Finding::Saturates(p.clone()));
     }
-    if let Some(p) = &a.capacity.saturation {
-        out.push(format!("The service saturates at {}: {}.", p.load, p.why));
-    }
-    if let Some(p) = &a.capacity.breaking {
+    if let Some(p) = &capacity.breaking {
         let before = loaded
             .iter()
-            .filter(|g| load_of(g) < p.load_value)
-            .max_by(|x, y| load_of(x).total_cmp(&load_of(y)));
-        let between = before.map(|g| format!(" The breaking point lies between {} and {}.", step_label(g), p.load));
-        out.push(format!(
-            "The service breaks at {}: {}.{}",
-            p.load,
-            p.why,
-            between.unwrap_or_default()
-        ));
+            .filter(|g| g.load_value() < p.load_value)
+            .max_by(|x, y| x.load_value().total_cmp(&y.load_value()));
+        out.push(Finding::Breaks {
+            point: p.clone(),
+            after: before.map(|g| g.load()),
+        });
     }
-    for f in &a.failures {
+    for f in failures {
         if let Some(c) = &f.cluster {
-            out.push(format!("{} {} ({}): {c}.", f.count, f.description, f.outcome));
+            out.push(Finding::Clustered {
+                count: f.count,
+                description: f.description.clone(),
+                outcome: f.outcome.clone(),
+                cluster: c.clone(),
+            });
         }
     }
     // With no success at all, the first finding already said this.
     if s.failures > 0 && s.successes > 0 {
         if let Some(top) = s.errors.first() {
-            out.push(format!(
-                "{} of {} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",
-                s.failures,
-                s.requests,
-                s.error_rate * 100.0,
-                top.description,
-                top.count,
-                top.example
-            ));
+            out.push(Finding::SomeFailed {
+                failures: s.failures,
+                requests: s.requests,
+                error_rate: s.error_rate,
+                top: top.clone(),
+            });
         }
-    } else if s.requests > 0 {
-        out.push(format!("All {} requests succeeded.", s.requests));
+    } else if s.failures == 0 && s.requests > 0 {
+        out.push(Finding::AllSucceeded { requests: s.requests });
     }
     if loaded.len() >= 2 {
         let connect: Vec<f64> = loaded
@@ -92,43 +196,23 @@ pub fn findings(a: &Analysis) -> Vec<String> {
                 .iter()
                 .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
             if max <= 2.0 * min.max(0.05) {
-                out.push(format!(
-                    "Connect time stayed within {min:.2} to {max:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
-                ));
+                out.push(Finding::ConnectFlat {
+                    min_ms: min,
+                    max_ms: max,
+                });
             }
         }
     }
     if let Some(rec) = &s.recovery {
-        let figures = match (rec.p95_ms, rec.error_rate) {
-            (Some(p), Some(e)) => format!(
-                "p95 {p:.1} ms and {:.2}% errors over 3 s, against the baseline's {:.1} ms and {:.2}%",
-                e * 100.0,
-                rec.baseline_p95_ms,
-                rec.baseline_error_rate * 100.0
-            ),
-            _ => format!(
-                "no 3 s after it to measure, against the baseline's p95 {:.1} ms and {:.2}% errors",
-                rec.baseline_p95_ms,
-                rec.baseline_error_rate * 100.0
-            ),
-        };
-        out.push(match rec.seconds {
-            Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s ({figures})."),
-            None => {
-                format!("After the spike the service did not return to its baseline before the run ended ({figures}).")
-            }
-        });
+        out.push(Finding::Recovered(rec.clone()));
     }
-    let failed: Vec<String> = s
-        .thresholds
-        .iter()
-        .filter(|t| !t.pass)
-        .map(|t| format!("`{}` (measured {})", t.threshold, t.shown))
-        .collect();
+    let failed: Vec<ThresholdResult> = s.thresholds.iter().filter(|t| !t.pass).cloned().collect();
     if !failed.is_empty() {
-        out.push(format!("Thresholds failed: {}.", failed.join(", ")));
+        out.push(Finding::ThresholdsFailed(failed));
     } else if !s.thresholds.is_empty() {
-        out.push(format!("All {} thresholds held.", s.thresholds.len()));
+        out.push(Finding::ThresholdsHeld {
+            count: s.thresholds.len(),
+        });
     }
     out
 }
@@ -136,35 +220,37 @@ pub fn findings(a: &Analysis) -> Vec<String> {
 /// How mean latency grew from the baseline to the slowest step: across load levels (from the
 /// lowest load), or across the points of a sweep (from the first point), which are not load
 /// levels. `None` with fewer than two levels or points, or growth under 1.5x.
-fn latency_growth(loaded: &[&SegmentAnalysis]) -> Option<String> {
-    let levels: Vec<&SegmentAnalysis> = loaded.iter().copied().filter(|g| load_of(g) > 0.0).collect();
-    let mut distinct: Vec<f64> = levels.iter().map(|g| load_of(g)).collect();
+fn latency_growth(loaded: &[&SegmentAnalysis]) -> Option<Finding> {
+    let levels: Vec<&SegmentAnalysis> = loaded.iter().copied().filter(|g| g.load_value() > 0.0).collect();
+    let mut distinct: Vec<f64> = levels.iter().map(|g| g.load_value()).collect();
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
     if levels.len() >= 2 && distinct.len() >= 2 {
-        let lo = levels.iter().min_by(|x, y| load_of(x).total_cmp(&load_of(y)))?;
-        let hi = levels.iter().max_by(|x, y| load_of(x).total_cmp(&load_of(y)))?;
-        let ratio = hi.ratio_to_lowest.filter(|r| *r >= 1.5)?;
-        return Some(format!(
-            "Latency grew {ratio:.1}x from {} to {} (mean {:.1} ms to {:.1} ms): response time does not scale with load.",
-            step_label(lo),
-            step_label(hi),
-            lo.latency_ms.mean,
-            hi.latency_ms.mean
-        ));
+        let lo = levels.iter().min_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
+        let hi = levels.iter().max_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
+        let ratio = hi.ratio_to_lowest.filter(|r| *r >= LATENCY_GROWTH)?;
+        return Some(Finding::LatencyGrew {
+            ratio,
+            from: lo.load(),
+            to: hi.load(),
+            from_ms: lo.latency_ms.mean,
+            to_ms: hi.latency_ms.mean,
+        });
     }
     if levels.is_empty() && loaded.len() >= 2 {
         let first = loaded[0];
-        let worst = loaded[1..]
+        let (g, ratio) = loaded[1..]
             .iter()
             .filter_map(|g| g.ratio_to_lowest.map(|r| (g, r)))
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        let (g, ratio) = worst;
-        if ratio >= 1.5 {
-            return Some(format!(
-                "Mean latency grew {ratio:.1}x from {} to {} ({:.1} ms to {:.1} ms).",
-                first.name, g.name, first.latency_ms.mean, g.latency_ms.mean
-            ));
+        if ratio >= LATENCY_GROWTH {
+            return Some(Finding::PointsDiffer {
+                ratio,
+                from: first.name.clone(),
+                to: g.name.clone(),
+                from_ms: first.latency_ms.mean,
+                to_ms: g.latency_ms.mean,
+            });
         }
     }
     None

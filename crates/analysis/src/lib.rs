@@ -1,22 +1,34 @@
-//! Pure functions over the results document.
+//! Pure functions over the results document, so that any saved run can be analysed again.
 //!
-//! Nothing here measures, reads files or formats text: it takes [`crest_model::Results`] and
-//! returns plain values that renderers display. This analysis is the end-of-run
-//! [`summary`]; steady state, knee and limits come later as further modules.
+//! Nothing here measures, reads files or writes text: it takes [`crest_model::Results`] and
+//! returns figures and typed findings; the report crate puts them in words. The modules form
+//! layers, each importing only those below it: [`figures`] and [`units`] at the bottom; then
+//! the stages ([`segment`], [`capacity`], [`failures`], [`recovery`], [`resources`],
+//! [`validity`], [`find`], [`thresholds`]); then [`summary`], [`findings`] and [`analyze`],
+//! which runs them in order; [`compare`] on top. [`expr`] and [`stop`] are the expression
+//! language and the live stop rules the engine's caller evaluates while a run is in progress.
 #![warn(missing_docs)]
 
 pub mod analyze;
 pub mod capacity;
 pub mod compare;
 pub mod failures;
+pub mod figures;
 pub mod find;
 pub mod findings;
 pub mod recovery;
 pub mod resources;
+pub mod segment;
 pub mod stop;
 pub mod summary;
 pub mod thresholds;
+pub mod units;
 pub mod validity;
 
 pub use analyze::{analyze, Analysis};
-pub use summary::{summarize, Summary};
+pub use summary::Summary;
+
+/// Summarises a results document: the summary of its full analysis.
+pub fn summarize(r: &crest_model::Results) -> Result<Summary, crest_model::HistError> {
+    analyze(r).map(|a| a.summary)
+}

@@ -1,14 +1,14 @@
 //! What the system under test did: monitored series summarised per step, and leaks.
 //!
-//! A leak is a resource that keeps growing while the load does not (seed 003: "all tasks
-//! started to fail with too many open files"). It is judged on each step's steady state only,
+//! A leak is a resource that keeps growing while the load does not: open files or memory that
+//! will, given time, fail every request. It is judged on each step's steady state only,
 //! so that growth that follows rising load is not mistaken for one. A trend must pass three
 //! tests: it is statistically clear (Mann-Kendall, one-sided p < 0.01), it is large enough to
 //! matter (at least 5% of the starting level and a minimum amount), and it does not level off
 //! (the second half still grows at a third of the first half's rate or more; caches and pools
 //! that fill up and stop do not count).
 
-use crate::analyze::{step_label, SegmentAnalysis};
+use crate::figures::{SegmentAnalysis, StepLoad};
 use crest_model::monitor::{MonitorSeries, Unit};
 use crest_model::results::Results;
 use serde::Serialize;
@@ -35,29 +35,23 @@ pub struct ResourceRow {
     pub unit: Unit,
     /// A known limit.
     pub limit: Option<f64>,
-    /// The limit as text, with its unit.
-    pub limit_shown: Option<String>,
     /// Over the whole run.
     pub all: Option<Stats>,
     /// Per step, in step order (each step's steady state when it has samples, else the step).
     pub steps: Vec<Option<Stats>>,
 }
 
-/// Mean and peak of some samples, with their text.
+/// Mean and peak of some samples, in the series' unit.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// Mean.
     pub mean: f64,
     /// Largest.
     pub peak: f64,
-    /// The mean as text, with its unit.
-    pub mean_shown: String,
-    /// The peak as text, with its unit.
-    pub peak_shown: String,
 }
 
 impl Stats {
-    fn of(unit: Unit, values: impl Iterator<Item = f64>) -> Option<Self> {
+    fn of(values: impl Iterator<Item = f64>) -> Option<Self> {
         let (mut n, mut sum, mut peak) = (0usize, 0.0, f64::MIN);
         for v in values {
             n += 1;
@@ -67,8 +61,6 @@ impl Stats {
         (n > 0).then(|| Stats {
             mean: sum / n as f64,
             peak,
-            mean_shown: show_value(unit, sum / n as f64),
-            peak_shown: show_value(unit, peak),
         })
     }
 }
@@ -83,14 +75,13 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
             title: s.title.clone(),
             unit: s.unit,
             limit: s.limit,
-            limit_shown: s.limit.map(|l| show_value(s.unit, l)),
-            all: Stats::of(s.unit, s.points.iter().map(|p| p.1)),
+            all: Stats::of(s.points.iter().map(|p| p.1)),
             steps: segments
                 .iter()
                 .map(|g| {
                     let (from, to) = steady_window(g, segments);
-                    Stats::of(s.unit, s.values_between(from, to))
-                        .or_else(|| Stats::of(s.unit, s.values_between(g.start_s, to.max(g.start_s))))
+                    Stats::of(s.values_between(from, to))
+                        .or_else(|| Stats::of(s.values_between(g.start_s, to.max(g.start_s))))
                 })
                 .collect(),
         })
@@ -113,12 +104,20 @@ fn steady_window(g: &SegmentAnalysis, segments: &[SegmentAnalysis]) -> (f64, f64
 pub struct Leak {
     /// The series.
     pub key: String,
+    /// Its metric's name.
+    pub metric: String,
     /// Its title.
     pub title: String,
+    /// Its unit.
+    pub unit: Unit,
     /// The step it was seen in.
     pub step: String,
+    /// That step's load, when the run had several steps to tell apart.
+    pub step_load: Option<StepLoad>,
     /// Growth per minute, in the series' unit.
     pub per_minute: f64,
+    /// Growth per second, in the series' unit.
+    pub per_second: f64,
     /// The trend's value at the start and end of the window.
     pub from: f64,
     /// See `from`.
@@ -129,8 +128,6 @@ pub struct Leak {
     pub limit: Option<f64>,
     /// Minutes until the limit is reached at this rate, when a limit is known.
     pub minutes_to_limit: Option<f64>,
-    /// The finding, in words.
-    pub sentence: String,
 }
 
 /// Series whose growth is a leak: memory, open files, database connections.
@@ -169,54 +166,20 @@ pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
 }
 
 fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
-    let per_minute = t.slope * 60.0;
-    // Counts are whole; the trend line's ends need not be.
-    let level = |v: f64| if s.unit == Unit::Count { v.round() } else { v };
-    // Fast growth reads better per second, slow growth per minute.
-    let rate = if per_minute >= 600.0 && s.unit == Unit::Count {
-        format!("{} a second", show_value(s.unit, round2(t.slope)))
-    } else {
-        format!("{} a minute", show_value(s.unit, round2(per_minute)))
-    };
-    let step = if several_steps {
-        format!("{}: ", step_label(g))
-    } else {
-        String::new()
-    };
-    let minutes_to_limit = s.limit.filter(|l| *l > t.to).map(|l| (l - t.to) / t.slope / 60.0);
-    let mut sentence = format!(
-        "{} {} by about {rate} under steady load ({step}from {} to {} over {})",
-        capitalise(&s.title),
-        if s.key.metric.contains("memory") {
-            "grows"
-        } else {
-            "grow"
-        },
-        show_value(s.unit, level(t.from)),
-        show_value(s.unit, level(t.to)),
-        span(t.window.1 - t.window.0)
-    );
-    match (s.limit, minutes_to_limit) {
-        (Some(l), Some(m)) => sentence.push_str(&format!(
-            "; the limit of {} is reached in about {}",
-            show_value(s.unit, l),
-            span(m * 60.0)
-        )),
-        (Some(l), None) => sentence.push_str(&format!("; it has reached its limit of {}", show_value(s.unit, l))),
-        _ => {}
-    }
-    sentence.push('.');
     Leak {
         key: s.key.to_string(),
+        metric: s.key.metric.clone(),
         title: s.title.clone(),
+        unit: s.unit,
         step: g.name.clone(),
-        per_minute,
+        step_load: several_steps.then(|| g.load()),
+        per_minute: t.slope * 60.0,
+        per_second: t.slope,
         from: t.from,
         to: t.to,
         window_s: t.window,
         limit: s.limit,
-        minutes_to_limit,
-        sentence,
+        minutes_to_limit: s.limit.filter(|l| *l > t.to).map(|l| (l - t.to) / t.slope / 60.0),
     }
 }
 
@@ -331,80 +294,10 @@ fn theil_sen(p: &[(f64, f64)]) -> Option<f64> {
     })
 }
 
-/// A value with its unit, for reports and messages.
-pub fn show_value(unit: Unit, v: f64) -> String {
-    match unit {
-        Unit::Percent => format!("{v:.1}%"),
-        Unit::Bytes => {
-            let a = v.abs();
-            if a >= 1024.0 * 1024.0 * 1024.0 {
-                format!("{:.2} GiB", v / 1024.0 / 1024.0 / 1024.0)
-            } else if a >= 1024.0 * 1024.0 {
-                format!("{:.1} MiB", v / 1024.0 / 1024.0)
-            } else if a >= 1024.0 {
-                format!("{:.1} KiB", v / 1024.0)
-            } else {
-                format!("{v:.0} B")
-            }
-        }
-        Unit::Count => {
-            if (v - v.round()).abs() < 1e-9 || v.abs() >= 100.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.1}")
-            }
-        }
-        Unit::PerSecond => format!("{v:.1}/s"),
-        Unit::Seconds => {
-            if v.abs() < 1.0 {
-                format!("{:.1} ms", v * 1000.0)
-            } else {
-                format!("{v:.2} s")
-            }
-        }
-        Unit::Number => {
-            if v.abs() >= 100.0 {
-                format!("{v:.0}")
-            } else {
-                let s = format!("{v:.2}");
-                s.trim_end_matches('0').trim_end_matches('.').to_string()
-            }
-        }
-    }
-}
-
-/// Two significant digits, as "about" deserves.
-fn round2(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let mag = 10f64.powi(v.abs().log10().floor() as i32 - 1);
-    (v / mag).round() * mag
-}
-
-fn span(secs: f64) -> String {
-    if secs < 120.0 {
-        format!("{:.0} s", secs)
-    } else if secs < 2.0 * 3600.0 {
-        format!("{:.0} minutes", secs / 60.0)
-    } else if secs < 2.0 * 86400.0 {
-        format!("{:.0} hours", secs / 3600.0)
-    } else {
-        format!("{:.0} days", secs / 86400.0)
-    }
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::segment::segments;
     use crest_model::monitor::{MonitorRecord, SeriesKey};
     use crest_model::Outcome;
     use crest_testkit::results::{ResultsBuilder, Second};
@@ -445,25 +338,14 @@ mod tests {
         let r = run_with(vec![series("process_open_fds", Unit::Count, Some(1024.0), |t| {
             (52.0 + t * 40.0 / 60.0 + 3.0 * noise(t)).round()
         })]);
-        let a = crate::analyze(&r).unwrap();
-        let leaks = &a.summary.leaks;
+        let leaks = leaks(&r, &segments(&r).unwrap());
         assert_eq!(leaks.len(), 1, "{leaks:?}");
         let l = &leaks[0];
         assert!((l.per_minute - 40.0).abs() < 2.0, "{}", l.per_minute);
         let m = l.minutes_to_limit.unwrap();
         // At the end of the steady window (~450 open files) 574 remain: about 14 minutes.
         assert!((12.0..16.0).contains(&m), "{m}");
-        assert!(
-            l.sentence.starts_with("Open files of api grow by about 40 a minute"),
-            "{}",
-            l.sentence
-        );
-        assert!(
-            l.sentence.contains("the limit of 1024 is reached in about"),
-            "{}",
-            l.sentence
-        );
-        assert!(a.findings.iter().any(|f| f == &l.sentence), "{:?}", a.findings);
+        assert_eq!(l.limit, Some(1024.0));
     }
 
     #[test]
@@ -476,11 +358,13 @@ mod tests {
             100e6 + 60e6 * (1.0 - (-t / 60.0).exp()) + 1e6 * noise(t)
         });
         let r = run_with(vec![flat, warming]);
-        let a = crate::analyze(&r).unwrap();
-        assert!(a.summary.leaks.is_empty(), "{:?}", a.summary.leaks);
+        let segments = segments(&r).unwrap();
+        let found = leaks(&r, &segments);
+        assert!(found.is_empty(), "{found:?}");
         // Each still has its figures per step.
-        assert_eq!(a.summary.resources.len(), 2);
-        let fds = &a.summary.resources[0];
+        let rows = resources(&r, &segments);
+        assert_eq!(rows.len(), 2);
+        let fds = &rows[0];
         let step = fds.steps[0].as_ref().unwrap();
         assert!((step.mean - 60.0).abs() < 1.0 && step.peak <= 64.0, "{step:?}");
     }
@@ -490,25 +374,10 @@ mod tests {
         let r = run_with(vec![series("process_resident_memory_bytes", Unit::Bytes, None, |t| {
             200e6 + t * 50_000.0 + 2e6 * noise(t)
         })]);
-        let leaks = crate::analyze(&r).unwrap().summary.leaks;
+        let leaks = leaks(&r, &segments(&r).unwrap());
         assert_eq!(leaks.len(), 1, "{leaks:?}");
-        assert!(
-            leaks[0].sentence.contains("grows by about 2.9 MiB a minute"),
-            "{}",
-            leaks[0].sentence
-        );
+        // 50 kB a second: 3 MB (2.9 MiB) a minute.
+        assert!((leaks[0].per_minute - 3e6).abs() < 1e5, "{}", leaks[0].per_minute);
         assert_eq!(leaks[0].minutes_to_limit, None);
-    }
-
-    #[test]
-    fn values_read_with_their_units() {
-        assert_eq!(show_value(Unit::Bytes, 512.0 * 1024.0 * 1024.0), "512.0 MiB");
-        assert_eq!(show_value(Unit::Percent, 97.25), "97.2%");
-        assert_eq!(show_value(Unit::Count, 1024.0), "1024");
-        assert_eq!(show_value(Unit::Seconds, 0.25), "250.0 ms");
-        assert_eq!(show_value(Unit::Number, 3.0), "3");
-        assert_eq!(show_value(Unit::Number, 3.40), "3.4");
-        assert_eq!(round2(41.7), 42.0);
-        assert_eq!(round2(0.1234), 0.12);
     }
 }

@@ -1,14 +1,15 @@
-//! Stop conditions, evaluated live on each completed interval (seed 003's rules): an error rate
-//! or latency above a bound, latency above a multiple of the first step's, throughput that stops
-//! growing from one step to the next or falls.
+//! Stop conditions, evaluated live on each completed interval, so that a run ends as soon as
+//! going on would only repeat a failure: an error rate or latency above a bound, latency above a
+//! multiple of the first step's, throughput that stops growing from one step to the next or
+//! falls.
 //!
 //! Rules that compare steps (`p95 > 3x first`, `throughput_stalls`, `throughput_falls`) are
 //! judged when a step ends, on each step's steady state (its warm-up trimmed as the step rows
 //! trim it): a window that straddles two steps, or a first step's figure mixed with its
 //! warm-up, made `p95 > 3x first` fire against a "first step's 5.0 ms" whose row said 0.68 ms.
 
-use crate::resources::show_value;
 use crest_model::expr::{Agg, Bound, Expr, Metric, Op, StopCondition};
+use crate::units::{quantity, Quantity};
 use crest_model::monitor::{SeriesKey, Unit};
 use crest_model::EncodedHistogram;
 use hdrhistogram::Histogram;
@@ -117,7 +118,56 @@ pub struct Stopped {
     /// When, in seconds from the start.
     pub at_s: f64,
     /// The figures that made it hold.
-    pub detail: String,
+    pub reason: StopReason,
+}
+
+/// The figures that made a stop condition hold; the report crate puts them in words.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StopReason {
+    /// A monitored series went beyond its bound.
+    Series {
+        /// The series.
+        key: SeriesKey,
+        /// Its value: the latest, or the aggregate over `window_s`.
+        value: Quantity,
+        /// Seconds aggregated, when the condition aggregates.
+        window_s: Option<usize>,
+        /// The bound.
+        bound: Quantity,
+    },
+    /// A request metric went beyond its bound over the last seconds.
+    Window {
+        /// The metric.
+        metric: Metric,
+        /// Its value.
+        value: Quantity,
+        /// Seconds it was measured over.
+        secs: f64,
+        /// The bound.
+        bound: Quantity,
+    },
+    /// A request metric of the step that ended went beyond a multiple of the first step's.
+    Relative {
+        /// The metric.
+        metric: Metric,
+        /// Its value in the step's steady state.
+        value: Quantity,
+        /// The bound: `times` the first step's.
+        bound: Quantity,
+        /// The multiple.
+        times: f64,
+        /// The first step's steady value.
+        reference: Quantity,
+    },
+    /// Throughput stopped growing (or fell) from one step to the next.
+    Throughput {
+        /// True when it fell rather than stalled.
+        fell: bool,
+        /// The step that ended, req/s.
+        rps: f64,
+        /// The step before, req/s.
+        previous_rps: f64,
+    },
 }
 
 /// Evaluates stop conditions as intervals complete.
@@ -196,23 +246,24 @@ impl StopWatch {
                 continue;
             };
             for (key, unit, latest) in values.iter().filter(|(k, _, _)| k.matches(&m.metric, &m.labels)) {
-                let (value, how) = match m.agg {
-                    None | Some(Agg::Last) => (*latest, String::new()),
+                let (value, window_s) = match m.agg {
+                    None | Some(Agg::Last) => (*latest, None),
                     Some(agg) => {
                         let window: Vec<f64> = self.samples.iter().filter(|s| &s.1 == key).map(|s| s.3).collect();
                         let Some(v) = agg.apply(&window) else { continue };
-                        (v, format!(" over the last {WINDOW} s"))
+                        (v, Some(WINDOW))
                     }
                 };
                 if op.holds(value, *bound) {
                     return Some(Stopped {
                         condition: text.clone(),
                         at_s: t_s,
-                        detail: format!(
-                            "{key} was {}{how}, beyond {}",
-                            show_value(*unit, value),
-                            show_value(*unit, *bound)
-                        ),
+                        reason: StopReason::Series {
+                            key: key.clone(),
+                            value: Quantity::Monitored(*unit, value),
+                            window_s,
+                            bound: Quantity::Monitored(*unit, *bound),
+                        },
                     });
                 }
             }
@@ -271,13 +322,12 @@ impl StopWatch {
                 return Some(Stopped {
                     condition: e.text.clone(),
                     at_s: f.t_s + f.len_s,
-                    detail: format!(
-                        "{} was {} over the last {:.0} s, beyond {}",
-                        metric_name(&e.metric),
-                        show(&e.metric, value),
-                        w.secs,
-                        show(&e.metric, bound)
-                    ),
+                    reason: StopReason::Window {
+                        metric: e.metric.clone(),
+                        value: quantity(&e.metric, value),
+                        secs: w.secs,
+                        bound: quantity(&e.metric, bound),
+                    },
                 });
             }
         }
@@ -294,7 +344,7 @@ impl StopWatch {
         let p50: Vec<f64> = self.step.iter().map(|i| i.p50_us).collect();
         let failed: Vec<bool> = self.step.iter().map(|i| i.failures > 0).collect();
         let mut acc = Acc::new();
-        for i in &self.step[crate::analyze::warmup(&rps, &p50, &failed)..] {
+        for i in &self.step[crate::segment::warmup(&rps, &p50, &failed)..] {
             acc.requests += i.requests;
             acc.failures += i.failures;
             acc.secs += i.secs;
@@ -328,57 +378,37 @@ impl StopWatch {
                 return Some(Stopped {
                     condition: e.text.clone(),
                     at_s: t_s,
-                    detail: format!(
-                        "{} was {} in the steady state of the step that ended, beyond {} ({k}x the first step's steady {})",
-                        metric_name(&e.metric),
-                        show(&e.metric, value),
-                        show(&e.metric, bound),
-                        show(&e.metric, reference)
-                    ),
+                    reason: StopReason::Relative {
+                        metric: e.metric.clone(),
+                        value: quantity(&e.metric, value),
+                        bound: quantity(&e.metric, bound),
+                        times: k,
+                        reference: quantity(&e.metric, reference),
+                    },
                 });
             }
         }
         let tput = steady.value(&Metric::Throughput)?;
         let previous = self.previous_tput.replace(tput)?;
         for c in &self.conditions {
-            let (holds, what) = match c {
-                StopCondition::ThroughputStalls => (tput < previous * (1.0 + GROWTH), "stopped growing"),
-                StopCondition::ThroughputFalls => (tput < previous * (1.0 - GROWTH), "fell"),
+            let (holds, fell) = match c {
+                StopCondition::ThroughputStalls => (tput < previous * (1.0 + GROWTH), false),
+                StopCondition::ThroughputFalls => (tput < previous * (1.0 - GROWTH), true),
                 StopCondition::Expr(_) => continue,
             };
             if holds {
                 return Some(Stopped {
                     condition: c.text().to_string(),
                     at_s: t_s,
-                    detail: format!("throughput {what}: {tput:.1} req/s in the steady state of the step that ended, {previous:.1} req/s in the one before"),
+                    reason: StopReason::Throughput {
+                        fell,
+                        rps: tput,
+                        previous_rps: previous,
+                    },
                 });
             }
         }
         None
-    }
-}
-
-fn metric_name(m: &Metric) -> String {
-    match m {
-        Metric::Latency(q) => format!("p{q}"),
-        Metric::Mean => "mean latency".into(),
-        Metric::Max => "max latency".into(),
-        Metric::ErrorRate => "the error rate".into(),
-        Metric::Throughput => "throughput".into(),
-        Metric::Requests => "requests".into(),
-        Metric::Failures => "failures".into(),
-        Metric::Monitored(m) => m.metric.clone(),
-    }
-}
-
-/// A metric's value in its unit.
-pub fn show(m: &Metric, v: f64) -> String {
-    match m {
-        Metric::Latency(_) | Metric::Mean | Metric::Max => format!("{v:.1} ms"),
-        Metric::ErrorRate => format!("{:.2}%", v * 100.0),
-        Metric::Throughput => format!("{v:.1}/s"),
-        Metric::Requests | Metric::Failures => format!("{v:.0}"),
-        Metric::Monitored(_) => show_value(Unit::Number, v),
     }
 }
 
@@ -412,7 +442,10 @@ mod tests {
         let s = feed(&mut w, 10, 0, 100, 60, 10).unwrap();
         assert_eq!(s.condition, "error_rate > 5%");
         assert_eq!(s.at_s, 11.0);
-        assert!(s.detail.contains("12.80%"), "{}", s.detail);
+        let StopReason::Window { value, .. } = s.reason else {
+            panic!("{s:?}")
+        };
+        assert!((value.value() - 0.128).abs() < 1e-9, "{value:?}");
     }
 
     #[test]
@@ -433,7 +466,11 @@ mod tests {
         }
         let s = feed(&mut w, 20, 3, 100, 0, 40).unwrap();
         assert_eq!(s.at_s, 20.0);
-        assert!(s.detail.contains("3x the first step's steady 10.0 ms"), "{}", s.detail);
+        assert!(
+            matches!(s.reason, StopReason::Relative { times, reference: Quantity::Ms(r), .. }
+                if times == 3.0 && (r - 10.0).abs() < 0.1),
+            "{s:?}"
+        );
     }
 
     /// Issue 11, item 6: `p95 > 3x first` fired at 29.6 ms against "the first step's 5.0 ms"
@@ -457,10 +494,17 @@ mod tests {
             assert_eq!(feed(&mut w, t, 2, 100, 0, 8), None);
         }
         let s = feed(&mut w, 30, 3, 100, 0, 8).unwrap();
-        assert_eq!(
-            s.detail,
-            "p95 was 8.0 ms in the steady state of the step that ended, beyond 6.0 ms (3x the first step's steady 2.0 ms)"
-        );
+        let StopReason::Relative {
+            value,
+            bound,
+            reference,
+            ..
+        } = s.reason
+        else {
+            panic!("{s:?}")
+        };
+        let ms = |q: Quantity| (q.value() * 10.0).round() / 10.0;
+        assert_eq!((ms(value), ms(bound), ms(reference)), (8.0, 6.0, 2.0), "{s:?}");
     }
 
     #[test]
@@ -480,7 +524,11 @@ mod tests {
         // 4x the first step's 0.2 ms, but under the 1 ms floor: no one's problem.
         assert_eq!(step(&mut w, 2, 1500), None);
         let s = step(&mut w, 3, 1500).unwrap();
-        assert!(s.detail.starts_with("p95 was 1.5 ms"), "{}", s.detail);
+        assert!(
+            matches!(s.reason, StopReason::Relative { metric: Metric::Latency(_), value: Quantity::Ms(v), .. }
+                if (v - 1.5).abs() < 0.01),
+            "{s:?}"
+        );
 
         let mut w = StopWatch::new(vec![StopCondition::parse("error_rate > 3x first").unwrap()]);
         let mut t = 0;
@@ -497,7 +545,11 @@ mod tests {
         // 0.5% is "more than 3x" a first step without failures, but under the 1% floor.
         assert_eq!(step(&mut w, 2, 20), None);
         let s = step(&mut w, 3, 20).unwrap();
-        assert!(s.detail.starts_with("the error rate was 2.00%"), "{}", s.detail);
+        assert!(
+            matches!(s.reason, StopReason::Relative { metric: Metric::ErrorRate, value: Quantity::Fraction(v), .. }
+                if (v - 0.02).abs() < 1e-9),
+            "{s:?}"
+        );
     }
 
     #[test]
@@ -515,7 +567,7 @@ mod tests {
         // The first step still growing is 290 -> 295 (under 5%), seen when a next step starts.
         assert_eq!(stopped, None, "the last step has not ended yet");
         let s = feed(&mut w, t, 4, 295, 0, 10).unwrap();
-        assert!(s.detail.contains("stopped growing"), "{}", s.detail);
+        assert!(matches!(s.reason, StopReason::Throughput { fell: false, .. }), "{s:?}");
     }
 
     #[test]
@@ -541,10 +593,26 @@ mod tests {
             )
             .unwrap();
         assert_eq!(s.condition, "mean(process_open_fds{process=api}) > 100");
-        assert!(s.detail.contains("120 over the last 5 s"), "{}", s.detail);
+        assert_eq!(
+            s.reason,
+            StopReason::Series {
+                key: fds,
+                value: Quantity::Monitored(Unit::Count, 120.0),
+                window_s: Some(5),
+                bound: Quantity::Monitored(Unit::Count, 100.0),
+            }
+        );
         let mut w = StopWatch::new(vec![StopCondition::parse("load_average > 3").unwrap()]);
-        let s = w.monitored(7.0, &[(load, Unit::Number, 3.4)]).unwrap();
+        let s = w.monitored(7.0, &[(load.clone(), Unit::Number, 3.4)]).unwrap();
         assert_eq!(s.at_s, 7.0);
-        assert_eq!(s.detail, "load_average was 3.4, beyond 3");
+        assert_eq!(
+            s.reason,
+            StopReason::Series {
+                key: load,
+                value: Quantity::Monitored(Unit::Number, 3.4),
+                window_s: None,
+                bound: Quantity::Monitored(Unit::Number, 3.0),
+            }
+        );
     }
 }

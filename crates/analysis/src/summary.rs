@@ -1,59 +1,20 @@
-//! The end-of-run summary: throughput, latency percentiles, status codes, error classes.
-//!
-//! Its serialised form is `--summary-json`, so its field names are a public interface.
+//! The end-of-run summary: throughput, latency percentiles, status codes, error classes, and
+//! what the later stages found, in one value the terminal, `--summary-json` and the exit code
+//! read. Its field names are a public interface: `--summary-json` writes them (with their text,
+//! from the report crate).
 
+use crate::capacity::Capacity;
+use crate::figures::{Percentiles, SegmentAnalysis};
+use crate::find::{capacity_summary, CapacitySummary};
+use crate::recovery::{recovery, Recovery};
+use crate::resources::{leaks, resources, Leak, ResourceRow};
 use crate::thresholds::{evaluate, ThresholdResult};
+use crate::validity::{client_limits, ClientLimit};
 use crest_model::results::{EndReason, Results};
 use crest_model::{HistError, Outcome};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// Latency percentiles in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Percentiles {
-    /// Number of values.
-    pub count: u64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-}
-
-impl Percentiles {
-    /// Percentiles of a histogram recorded in microseconds.
-    pub fn from_micros(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Percentiles::default();
-        }
-        // hdrhistogram reports the highest value equivalent to the bucket; report the bucket's
-        // median-equivalent instead so that a steady 20 ms does not read as 20.01 ms.
-        let q = |q: f64| h.median_equivalent(h.value_at_quantile(q)) as f64 / 1000.0;
-        Percentiles {
-            count: h.len(),
-            p50: q(0.5),
-            p90: q(0.9),
-            p95: q(0.95),
-            p99: q(0.99),
-            p999: q(0.999),
-            min: h.min() as f64 / 1000.0,
-            max: h.max() as f64 / 1000.0,
-            mean: h.mean() / 1000.0,
-        }
-    }
-}
 
 /// One class of failure.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -68,7 +29,7 @@ pub struct ErrorSummary {
     pub example: String,
 }
 
-/// The end-of-run summary. Serialised as-is for `--summary-json`.
+/// The end-of-run summary; `--summary-json` writes it with its text beside each figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     /// Requests completed (successes and failures).
@@ -135,16 +96,16 @@ pub struct Summary {
     pub names: Vec<GroupSummary>,
     /// After a spike profile: how long the service took to recover.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovery: Option<crate::recovery::Recovery>,
-    /// What `crest find` concluded (set by [`crate::analyze`] for capacity searches).
+    pub recovery: Option<Recovery>,
+    /// What `crest find` concluded, for capacity searches.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<crate::find::CapacitySummary>,
-    /// How crest itself limited the run (set by [`crate::analyze`]); empty when it did not.
-    pub client_bound: Vec<String>,
+    pub capacity: Option<CapacitySummary>,
+    /// How crest itself limited the run; empty when it did not.
+    pub client_bound: Vec<ClientLimit>,
     /// Monitored series with their mean and peak, over the run and per step.
-    pub resources: Vec<crate::resources::ResourceRow>,
+    pub resources: Vec<ResourceRow>,
     /// Resources that grew under steady load.
-    pub leaks: Vec<crate::resources::Leak>,
+    pub leaks: Vec<Leak>,
 }
 
 /// Figures for one segment or one request name.
@@ -188,8 +149,8 @@ impl Summary {
     }
 }
 
-/// Summarises a results document.
-pub fn summarize(r: &Results) -> Result<Summary, HistError> {
+/// Summarises a results document, given its steps' figures and what they say about capacity.
+pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity) -> Result<Summary, HistError> {
     let mut latency = crest_model::hist::new_histogram();
     let mut ttfb = crest_model::hist::new_histogram();
     let mut connect = crest_model::hist::new_histogram();
@@ -230,6 +191,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         Some(h) => Some(Percentiles::from_micros(&h.decode()?)),
         None => None,
     };
+    let latency_ms = Percentiles::from_micros(&latency);
     Ok(Summary {
         requests,
         successes,
@@ -242,7 +204,7 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         duration_s: r.duration_s,
         throughput_rps: per_s(requests),
         success_rps: per_s(successes),
-        latency_ms: Percentiles::from_micros(&latency),
+        latency_ms,
         ttfb_ms: Percentiles::from_micros(&ttfb),
         connect_ms: Percentiles::from_micros(&connect),
         connections: connect.len(),
@@ -269,28 +231,27 @@ pub fn summarize(r: &Results) -> Result<Summary, HistError> {
         stopped_by: r.stopped_by.clone(),
         thresholds: evaluate(r, &r.config.thresholds)?,
         // Steps use their steady state, as the report and the capacity figures do.
-        segments: (0..r.segments.len())
-            .map(|i| {
-                crate::analyze::segment(r, i).map(|g| GroupSummary {
-                    name: g.name,
-                    users: g.users,
-                    rate: g.rate,
-                    duration_s: Some(g.whole.duration_s),
-                    steady_s: Some(g.steady_end_s - g.steady_start_s),
-                    part_of: None,
-                    requests: g.requests,
-                    failures: g.failures,
-                    throughput_rps: g.throughput_rps,
-                    latency_ms: g.latency_ms,
-                    bytes_received: g.bytes_received,
-                })
+        segments: segments
+            .iter()
+            .map(|g| GroupSummary {
+                name: g.name.clone(),
+                users: g.users,
+                rate: g.rate,
+                duration_s: Some(g.whole.duration_s),
+                steady_s: Some(g.steady_end_s - g.steady_start_s),
+                part_of: None,
+                requests: g.requests,
+                failures: g.failures,
+                throughput_rps: g.throughput_rps,
+                latency_ms: g.latency_ms,
+                bytes_received: g.bytes_received,
             })
-            .collect::<Result<_, _>>()?,
-        recovery: crate::recovery::recovery(r)?,
-        capacity: None,
-        client_bound: Vec::new(),
-        resources: Vec::new(),
-        leaks: Vec::new(),
+            .collect(),
+        recovery: recovery(r)?,
+        capacity: capacity_summary(r, segments, capacity),
+        client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments),
+        resources: resources(r, segments),
+        leaks: leaks(r, segments),
         names: groups(
             r,
             |s| s.name as usize,

@@ -1,9 +1,9 @@
 //! Thresholds (SLOs) checked at the end of a run: `p95 < 10s`, `p99{name=replay} < 15s`,
 //! `error_rate < 1%`, `throughput > 100/s`.
 
-use crate::resources::show_value;
-use crate::stop::show;
 use crest_model::expr::{Agg, Expr, Metric, Monitored, Op, Threshold};
+use crate::units::{quantity, Quantity};
+use crest_model::monitor::Unit;
 use crest_model::results::Results;
 use crest_model::HistError;
 use serde::Serialize;
@@ -16,10 +16,27 @@ pub struct ThresholdResult {
     /// The measured value in the metric's unit (ms, fraction, req/s, count); `None` when
     /// nothing was measured (no request of that name).
     pub value: Option<f64>,
-    /// The value as text with its unit.
-    pub shown: String,
+    /// What was measured, with its unit.
+    pub measured: Measured,
     /// Whether it held. Nothing measured counts as a failure.
     pub pass: bool,
+}
+
+/// What a threshold measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measured {
+    /// Nothing to measure (no request of that name, no such series).
+    Nothing,
+    /// A figure of the requests.
+    Figure(Quantity),
+    /// The worst of the monitored series that matched, and which one it was.
+    Series {
+        /// Its value.
+        quantity: Quantity,
+        /// The series, `metric{label="value"}`.
+        key: String,
+    },
 }
 
 /// Evaluates thresholds over the whole run.
@@ -27,20 +44,24 @@ pub fn evaluate(r: &Results, thresholds: &[Threshold]) -> Result<Vec<ThresholdRe
     let mut out = Vec::new();
     for t in thresholds {
         let e = t.expr();
-        let (value, shown) = match &e.metric {
-            Metric::Monitored(m) => match monitored(r, m, e.op) {
-                Some((v, s)) => (Some(v), Some(s)),
-                None => (None, None),
-            },
-            _ => (measure(r, e)?, None),
+        let measured = match &e.metric {
+            Metric::Monitored(m) => {
+                monitored(r, m, e.op).map_or(Measured::Nothing, |(v, unit, key)| Measured::Series {
+                    quantity: Quantity::Monitored(unit, v),
+                    key,
+                })
+            }
+            _ => measure(r, e)?.map_or(Measured::Nothing, |v| Measured::Figure(quantity(&e.metric, v))),
+        };
+        let value = match &measured {
+            Measured::Figure(q) | Measured::Series { quantity: q, .. } => Some(q.value()),
+            Measured::Nothing => None,
         };
         let pass = value.is_some_and(|v| e.op.holds(v, t.bound()));
-        let shown =
-            shown.unwrap_or_else(|| value.map_or_else(|| "nothing measured".to_string(), |v| show(&e.metric, v)));
         out.push(ThresholdResult {
             threshold: e.text.clone(),
             value,
-            shown,
+            measured,
             pass,
         });
     }
@@ -49,11 +70,11 @@ pub fn evaluate(r: &Results, thresholds: &[Threshold]) -> Result<Vec<ThresholdRe
 
 /// A monitored metric over the whole run: with an aggregation, that aggregate of each matching
 /// series; without one, every sample must hold, so the worst sample counts. Of several matching
-/// series the worst counts too. Returns the value and its text.
-fn monitored(r: &Results, m: &Monitored, op: Op) -> Option<(f64, String)> {
+/// series the worst counts too. Returns the value, its unit and its series.
+fn monitored(r: &Results, m: &Monitored, op: Op) -> Option<(f64, Unit, String)> {
     let lower_is_worse = matches!(op, Op::Gt | Op::Ge);
     let worse = |a: f64, b: f64| if lower_is_worse { a < b } else { a > b };
-    let mut worst: Option<(f64, String)> = None;
+    let mut worst: Option<(f64, Unit, String)> = None;
     for s in r
         .monitor
         .as_ref()?
@@ -64,8 +85,8 @@ fn monitored(r: &Results, m: &Monitored, op: Op) -> Option<(f64, String)> {
         let values: Vec<f64> = s.points.iter().map(|p| p.1).collect();
         let agg = m.agg.unwrap_or(if lower_is_worse { Agg::Min } else { Agg::Max });
         let Some(v) = agg.apply(&values) else { continue };
-        if worst.as_ref().is_none_or(|(w, _)| worse(v, *w)) {
-            worst = Some((v, format!("{} ({})", show_value(s.unit, v), s.key)));
+        if worst.as_ref().is_none_or(|(w, _, _)| worse(v, *w)) {
+            worst = Some((v, s.unit, s.key.to_string()));
         }
     }
     worst

@@ -7,11 +7,12 @@ use crate::cli::{FindArgs, OutputArgs};
 use crate::output;
 use crate::run::{measure, Interrupt};
 use anyhow::{bail, Context, Result};
-use crest_analysis::find::{judge, next, show, Next, Probe, Slo};
+use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::plan::{LoadModel, Plan, SegmentPlan, StopRule};
 use crest_model::results::{self, EndReason, FindRecord, ProbeRecord, Results, Segment};
+use crest_report::fmt::words;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -115,14 +116,18 @@ pub fn search<W: Workload>(
     let stopped_because = loop {
         let level = match next(&probes, slo, open, start_level, max) {
             Next::Probe(l) => l,
-            Next::Done(why) => break why,
+            Next::Done(why) => break words::done(&why),
         };
         if started.elapsed() + probe_len > budget {
             break format!("the search budget of {} was used", humantime::format_duration(budget));
         }
         let plan = probe_plan(&subject.base, level, open, cap, probe_len);
         let label = Segment {
-            name: format!("probe {}: {}", probes.len() + 1, show(level, open)),
+            name: format!(
+                "probe {}: {}",
+                probes.len() + 1,
+                words::level(Level { value: level, open })
+            ),
             start_s: 0.0,
             end_s: 0.0,
             users: (!open).then_some(level as u64),
@@ -157,10 +162,14 @@ pub fn search<W: Workload>(
             p.error_rate * 100.0,
             verdict
                 .as_ref()
-                .map_or_else(|e| e.clone(), |()| "meets the service level".into())
+                .map_or_else(words::miss, |()| "meets the service level".into())
         );
         if !out.quiet {
-            eprintln!("probe {} ({}): {text}", probes.len() + 1, show(level, open));
+            eprintln!(
+                "probe {} ({}): {text}",
+                probes.len() + 1,
+                words::level(Level { value: level, open })
+            );
         }
         records.push(ProbeRecord {
             level,
@@ -178,7 +187,7 @@ pub fn search<W: Workload>(
             break format!(
                 "stop condition `{}` held at {}: {}",
                 s.condition,
-                show(level, open),
+                words::level(Level { value: level, open }),
                 s.detail
             );
         }
@@ -232,7 +241,7 @@ fn probe_plan(base: &Plan, level: f64, open: bool, cap: u64, len: Duration) -> P
             duration: Some(len),
         },
         segments: vec![SegmentPlan {
-            name: show(level, open),
+            name: words::level(Level { value: level, open }),
             start: Duration::ZERO,
             users: (!open).then_some(level as u64),
             rate: open.then_some(level),

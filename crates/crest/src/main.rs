@@ -94,7 +94,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                             .collect::<Vec<_>>()
                             .join(", "),
                         r.intervals.len(),
-                        crest_report::html::ended_by(r.ended_by)
+                        crest_report::fmt::words::ended_by(r.ended_by)
                     );
                     r
                 }
@@ -144,15 +144,16 @@ fn validate(file: &std::path::Path) -> Result<u8> {
     println!("  flows: {}", flows.join(", "));
     println!("  requests: {}", s.plan.names.join(", "));
     let load = match &s.plan.load {
-        crest_model::plan::LoadModel::Closed {
-            users,
-            iterations: Some(n),
-        } => format!("{} users x {n} iterations", users.max()),
-        crest_model::plan::LoadModel::Closed { users, .. } => format!("closed model, up to {} users", users.max()),
-        crest_model::plan::LoadModel::Open { rate, max_in_flight } => {
-            format!("open model, up to {}/s, at most {max_in_flight} in flight", rate.max())
-        }
+        crest_model::plan::LoadModel::Closed { users, iterations } => crest_report::fmt::words::Load::Closed {
+            users: users.max(),
+            iterations: *iterations,
+        },
+        crest_model::plan::LoadModel::Open { rate, max_in_flight } => crest_report::fmt::words::Load::Open {
+            rate: rate.max(),
+            max_in_flight: *max_in_flight,
+        },
     };
+    let load = crest_report::fmt::words::load(load);
     println!("  load: {load}");
     let segments: Vec<String> = s
         .plan

@@ -143,7 +143,7 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
             .context("cannot summarise the results")?,
     };
     let text = crest_report::terminal::render(results, &summary);
-    let summary_json = serde_json::to_string_pretty(&summary).context("cannot serialise the summary")?;
+    let summary_json = crest_report::json::summary_json(&summary).context("cannot serialise the summary")?;
     let json_to_stdout = out.summary_json.as_deref() == Some("-");
     if !out.quiet {
         if json_to_stdout {

@@ -280,7 +280,7 @@ pub fn measure<W: Workload>(
         stopped_by: stopped_by.map(|s| StopRecord {
             condition: s.condition,
             at_s: s.at_s,
-            detail: s.detail,
+            detail: crest_report::fmt::words::stop_detail(&s.reason),
         }),
         abandoned: report.abandoned,
         arrivals: opening.target_rps.map(|_| report.arrivals),

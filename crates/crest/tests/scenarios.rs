@@ -443,6 +443,21 @@ fn validate_reports_problems_with_locations_and_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("-c: these flags apply to a URL"));
 }
 
+/// `crest validate` describes the load in the words the reports use (it used to say "2 users x
+/// 3 iterations" where the reports say "closed model, 2 users x 3 iterations").
+#[test]
+fn validate_describes_the_load_as_the_reports_do() {
+    let (_dir, file) =
+        scenario_file("target: http://127.0.0.1:9\nsteps:\n  - request: {path: /}\nload: {threads: 2, loops: 3}\n");
+    let out = common::crest().arg("validate").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("  load: closed model, 2 users x 3 iterations\n"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn validate_says_what_the_monitor_will_watch_without_secrets() {
     let (_dir, file) = scenario_file(

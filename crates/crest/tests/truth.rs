@@ -152,21 +152,19 @@ fn a_stepping_run_stopped_by_errors_names_the_step_that_broke() {
     let broke = a.capacity.breaking.as_ref().expect("a breaking point");
     let broken = a.segments.iter().find(|g| g.index == broke.segment).unwrap();
     assert!(broken.users.unwrap() > 8, "{broke:?}");
+    let why = crest_report::fmt::words::why(&broke.why);
     assert!(
-        broke
-            .why
-            .contains(&format!("{} of {} requests failed", broken.failures, broken.requests)),
-        "{}",
-        broke.why
+        why.contains(&format!("{} of {} requests failed", broken.failures, broken.requests)),
+        "{why}"
     );
     if let Some(o) = &a.capacity.optimal {
         let g = &a.segments[o.segment];
         assert!(g.error_rate <= 0.01 && g.users < broken.users, "{o:?}");
     }
+    let findings: Vec<String> = a.findings.iter().map(crest_report::fmt::words::finding).collect();
     assert!(
-        a.findings.iter().any(|f| f.contains("The service breaks at")),
-        "{:#?}",
-        a.findings
+        findings.iter().any(|f| f.contains("The service breaks at")),
+        "{findings:#?}"
     );
 }
 

@@ -1,4 +1,5 @@
-//! CSV files; their columns are documented in docs/reports.md.
+//! CSV files, for spreadsheets and scripts: one row per interval, per request kind, per
+//! failure class; their columns are documented in docs/reports.md.
 
 use crest_analysis::Analysis;
 use crest_model::results::Results;
@@ -142,7 +143,7 @@ pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
             f(x.duration_ms.p50),
             f(x.duration_ms.p90),
             f(x.duration_ms.max),
-            x.cluster.clone().unwrap_or_default(),
+            x.cluster.as_ref().map(crate::fmt::words::cluster).unwrap_or_default(),
             crate::fmt::csv_text(&x.example),
         ])?;
     }

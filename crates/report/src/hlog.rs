@@ -7,8 +7,22 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
+/// The log could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum HlogError {
+    /// Writing its header failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A histogram in the results could not be decoded.
+    #[error(transparent)]
+    Hist(#[from] crest_model::HistError),
+    /// A histogram could not be encoded or written; hdrhistogram gives only a debug form.
+    #[error("cannot write an interval: {0}")]
+    Interval(String),
+}
+
 /// Writes the log.
-pub fn write<W: Write>(r: &Results, w: &mut W) -> Result<(), String> {
+pub fn write<W: Write>(r: &Results, w: &mut W) -> Result<(), HlogError> {
     let start = chrono::DateTime::parse_from_rfc3339(&r.started_at)
         .map(|t| SystemTime::UNIX_EPOCH + Duration::from_millis(t.timestamp_millis().max(0) as u64))
         .unwrap_or(SystemTime::UNIX_EPOCH);
@@ -18,18 +32,17 @@ pub fn write<W: Write>(r: &Results, w: &mut W) -> Result<(), String> {
         .with_start_time(start)
         .with_base_time(start)
         .with_max_value_divisor(1000.0)
-        .begin_log_with(w, &mut serializer)
-        .map_err(|e| e.to_string())?;
+        .begin_log_with(w, &mut serializer)?;
     let tag = Tag::new("total");
     for i in &r.intervals {
-        let h = i.latency.decode().map_err(|e| e.to_string())?;
+        let h = i.latency.decode()?;
         log.write_histogram(
             &h,
             Duration::from_secs_f64(i.t_s),
             Duration::from_secs_f64(r.interval_s),
             tag,
         )
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(|e| HlogError::Interval(format!("{e:?}")))?;
     }
     Ok(())
 }

@@ -1,10 +1,14 @@
-//! Markdown and HTML, rendered by minijinja templates from plain views of the analysis.
+//! Markdown and HTML, rendered by minijinja templates from plain views of the analysis: the
+//! templates lay out text that [`crate::fmt`] wrote, so both formats say the same.
 
 use crate::chart::{chart, Chart};
-use crate::fmt;
+use crate::fmt::{self, words};
+use crate::json::{comparison, summary, SummaryView};
+use crest_analysis::capacity::CapacityPoint;
 use crest_analysis::compare::Comparison;
+use crest_analysis::figures::StepLoad;
 use crest_analysis::Analysis;
-use crest_model::results::{EndReason, Environment, Results, ScenarioConfig};
+use crest_model::results::{Environment, Results, ScenarioConfig};
 use minijinja::{context, AutoEscape, Environment as Templates};
 use serde::Serialize;
 
@@ -45,33 +49,58 @@ struct RunView<'a> {
     environment: Option<&'a Environment>,
     crest_version: &'a str,
     a: &'a Analysis,
+    /// The summary with its text.
+    summary: SummaryView<'a>,
+    /// The findings in words.
+    findings: Vec<String>,
+    /// Each step's load in words, in step order.
+    step_loads: Vec<String>,
+    capacity: CapacityView,
+    failures: Vec<FailureView<'a>>,
     charts: Vec<Chart>,
     /// What the monitor watched, with its notes.
     sources: Vec<&'a crest_model::monitor::SourceRecord>,
     resource_charts: Vec<Chart>,
 }
 
-/// How a run ended, in words; a capacity search ends when its search does.
-pub fn ended(r: &Results) -> &'static str {
-    if r.find.is_some() && r.ended_by == EndReason::Completed {
-        "the capacity search finishing"
-    } else {
-        ended_by(r.ended_by)
-    }
+/// A capacity point with its text.
+#[derive(Serialize)]
+struct PointView {
+    load: String,
+    throughput_rps: f64,
+    p95_ms: f64,
+    why: String,
 }
 
-/// How a run ended, in words.
-pub fn ended_by(e: EndReason) -> &'static str {
-    match e {
-        EndReason::Duration => "duration",
-        EndReason::Requests => "request count",
-        EndReason::Sigint => "Ctrl-C (interrupted)",
-        EndReason::Sigterm => "SIGTERM (interrupted)",
-        EndReason::Completed => "every user finishing its iterations",
-        EndReason::Condition => "a stop condition",
-        EndReason::Unfinished => {
-            "nothing: crest was stopped (killed or crashed); rebuilt from its journal, its last seconds are missing"
-        }
+/// What the steps say about capacity, with its text.
+#[derive(Serialize)]
+struct CapacityView {
+    levels: usize,
+    no_optimal: Option<String>,
+    optimal: Option<PointView>,
+    saturation: Option<PointView>,
+    breaking: Option<PointView>,
+}
+
+/// A failure class with its cluster in words.
+#[derive(Serialize)]
+struct FailureView<'a> {
+    outcome: &'a str,
+    description: &'a str,
+    count: u64,
+    example: &'a str,
+    first_at_s: Option<f64>,
+    first_segment: Option<&'a str>,
+    duration_ms: &'a crest_analysis::figures::Percentiles,
+    cluster: Option<String>,
+}
+
+fn point(p: &CapacityPoint) -> PointView {
+    PointView {
+        load: words::step(&p.load),
+        throughput_rps: p.throughput_rps,
+        p95_ms: p.p95_ms,
+        why: words::why(&p.why),
     }
 }
 
@@ -82,27 +111,51 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         (None, Some(s)) => format!("scenario {}", s.path),
         _ => "run".into(),
     };
-    let load = match (c.rate, c.iterations) {
-        (Some(rate), _) => format!(
-            "open model, up to {} req/s, at most {} in flight",
-            fmt::num(rate),
-            c.concurrency
-        ),
-        (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
-        (None, None) => format!("closed model, up to {} users", c.concurrency),
-    };
+    let capacity = &a.capacity;
     RunView {
         title,
         started_at: &r.started_at,
         duration_s: r.duration_s,
-        ended_by: ended(r),
+        ended_by: words::ended(r),
         find: r.find.as_ref(),
-        load,
+        load: words::load(words::Load::of(c)),
         command_line: c.command_line.join(" "),
         scenario: c.scenario.as_ref(),
         environment: r.environment.as_ref(),
         crest_version: &r.crest_version,
         a,
+        summary: summary(&a.summary),
+        findings: a.findings.iter().map(words::finding).collect(),
+        step_loads: a
+            .segments
+            .iter()
+            .map(|s| match s.load() {
+                // The step's name is in the column before.
+                StepLoad::Named(_) => "-".to_string(),
+                l => words::step(&l),
+            })
+            .collect(),
+        capacity: CapacityView {
+            levels: capacity.levels,
+            no_optimal: capacity.no_optimal.as_ref().map(words::no_optimal),
+            optimal: capacity.optimal.as_ref().map(point),
+            saturation: capacity.saturation.as_ref().map(point),
+            breaking: capacity.breaking.as_ref().map(point),
+        },
+        failures: a
+            .failures
+            .iter()
+            .map(|f| FailureView {
+                outcome: &f.outcome,
+                description: &f.description,
+                count: f.count,
+                example: &f.example,
+                first_at_s: f.first_at_s,
+                first_segment: f.first_segment.as_deref(),
+                duration_ms: &f.duration_ms,
+                cluster: f.cluster.as_ref().map(words::cluster),
+            })
+            .collect(),
         charts: charts(r, a),
         sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
         resource_charts: resource_charts(r),
@@ -113,7 +166,7 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
 /// against throughput across steps.
 pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
     let pts =
-        |f: fn(&crest_analysis::analyze::Point) -> f64| a.series.iter().map(|p| (p.t_s, f(p))).collect::<Vec<_>>();
+        |f: fn(&crest_analysis::figures::Point) -> f64| a.series.iter().map(|p| (p.t_s, f(p))).collect::<Vec<_>>();
     let load_name = if r.config.rate.is_some() { "arrivals/s" } else { "users" };
     let mut out = vec![
         chart(
@@ -173,7 +226,7 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
 /// Most resource charts in one report; the built-in series come first, then Prometheus metrics.
 const MAX_RESOURCE_CHARTS: usize = 24;
 
-/// One chart per monitored series, in a unit a reader expects (MiB rather than bytes). A known
+/// One chart per monitored series, in the unit the tables use (MiB rather than bytes). A known
 /// limit is drawn when the values come within half of it, so that a leak's distance to its limit
 /// shows without flattening every other chart.
 pub fn resource_charts(r: &Results) -> Vec<Chart> {
@@ -187,13 +240,11 @@ pub fn resource_charts(r: &Results) -> Vec<Chart> {
         .take(MAX_RESOURCE_CHARTS)
         .enumerate()
         .map(|(i, s)| {
-            let (k, unit) = match s.unit {
-                Unit::Bytes => (1.0 / 1048576.0, "MiB"),
-                Unit::Percent => (1.0, "%"),
-                Unit::Count => (1.0, "count"),
-                Unit::PerSecond => (1.0, "per second"),
-                Unit::Seconds => (1.0, "seconds"),
-                Unit::Number => (1.0, "value"),
+            let (k, unit) = match fmt::scale(s.unit) {
+                // An axis needs a name where a value in a table needs none.
+                (k, "") => (k, if s.unit == Unit::Count { "count" } else { "value" }),
+                (k, "/s") => (k, "per second"),
+                scaled => scaled,
             };
             let points: Vec<(f64, f64)> = s.points.iter().map(|(t, v)| (*t, v * k)).collect();
             let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
@@ -219,10 +270,14 @@ pub fn html(r: &Results, a: &Analysis) -> Result<String, minijinja::Error> {
 
 /// The comparison as Markdown.
 pub fn compare_markdown(c: &Comparison) -> Result<String, minijinja::Error> {
-    templates()?.get_template("compare.md.j2")?.render(context! { c })
+    templates()?
+        .get_template("compare.md.j2")?
+        .render(context! { c => comparison(c) })
 }
 
 /// The comparison as HTML.
 pub fn compare_html(c: &Comparison) -> Result<String, minijinja::Error> {
-    templates()?.get_template("compare.html.j2")?.render(context! { c })
+    templates()?
+        .get_template("compare.html.j2")?
+        .render(context! { c => comparison(c) })
 }

@@ -8,6 +8,7 @@ pub mod csv_out;
 pub mod fmt;
 pub mod hlog;
 pub mod html;
+pub mod json;
 pub mod terminal;
 
 use crest_analysis::compare::Comparison;
@@ -32,7 +33,7 @@ pub enum ReportError {
     Io(PathBuf, std::io::Error),
     /// The interval log failed.
     #[error("cannot write latency.hlog: {0}")]
-    Hlog(String),
+    Hlog(#[from] hlog::HlogError),
 }
 
 /// Writes a report file afresh: an old one is removed first (a link is removed, never
@@ -79,7 +80,7 @@ pub fn write_run(dir: &Path, results: &Results) -> Result<Analysis, ReportError>
     csv_out::failures(&a, &mut buf).map_err(|e| ReportError::Csv("failures.csv", e))?;
     write(dir, "failures.csv", &buf)?;
     buf.clear();
-    hlog::write(results, &mut buf).map_err(ReportError::Hlog)?;
+    hlog::write(results, &mut buf)?;
     write(dir, "latency.hlog", &buf)?;
     Ok(a)
 }
@@ -90,7 +91,8 @@ pub fn write_compare(dir: &Path, c: &Comparison) -> Result<String, ReportError> 
     write(dir, "compare.md", md.as_bytes())?;
     let page = html::compare_html(c).map_err(|e| ReportError::Template("compare.html", e))?;
     write(dir, "compare.html", page.as_bytes())?;
-    let json = serde_json::to_vec_pretty(c).map_err(|e| ReportError::Io(dir.join("compare.json"), e.into()))?;
+    let json = serde_json::to_vec_pretty(&json::comparison(c))
+        .map_err(|e| ReportError::Io(dir.join("compare.json"), e.into()))?;
     write(dir, "compare.json", &json)?;
     Ok(md)
 }

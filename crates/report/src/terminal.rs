@@ -1,7 +1,9 @@
-//! The end-of-run summary printed on stdout.
+//! The end-of-run summary printed on stdout: the figures a reader checks first, laid out for a
+//! terminal, in the words [`crate::fmt`] gives every format.
 
-use crate::fmt::{bytes, int, ms, num};
-use crest_analysis::summary::{Percentiles, Summary};
+use crate::fmt::{bytes, int, ms, num, words};
+use crest_analysis::figures::Percentiles;
+use crest_analysis::summary::Summary;
 use crest_model::results::Results;
 use std::fmt::Write;
 
@@ -35,16 +37,12 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         let flows: Vec<String> = sc.flows.iter().map(|(n, w)| format!("{n} (weight {w})")).collect();
         writeln!(out, "scenario {}: {}", sc.path, flows.join(", "))?;
     }
-    let load = match (c.rate, c.iterations) {
-        (Some(rate), _) => format!(
-            "open model, up to {} req/s, at most {} in flight",
-            num(rate),
-            c.concurrency
-        ),
-        (None, Some(n)) => format!("closed model, {} users x {n} iterations", c.concurrency),
-        (None, None) => format!("closed model, up to {} users", c.concurrency),
-    };
-    writeln!(out, "  {load}, ended by {}", crate::html::ended(r))?;
+    writeln!(
+        out,
+        "  {}, ended by {}",
+        words::load(words::Load::of(c)),
+        words::ended(r)
+    )?;
     writeln!(out)?;
     writeln!(
         out,
@@ -151,7 +149,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out)?;
         writeln!(out, "  Validity     crest itself may have limited this run:")?;
         for reason in &s.client_bound {
-            writeln!(out, "    - {reason}")?;
+            writeln!(out, "    - {}", words::client_limit(reason))?;
         }
     }
     if !s.resources.is_empty() {
@@ -162,7 +160,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         )?;
         for r in &s.resources {
             if let Some(all) = &r.all {
-                writeln!(out, "    {:<52} {:>10}  {:>10}", r.key, all.mean_shown, all.peak_shown)?;
+                writeln!(
+                    out,
+                    "    {:<52} {:>10}  {:>10}",
+                    r.key,
+                    crate::fmt::value(r.unit, all.mean),
+                    crate::fmt::value(r.unit, all.peak)
+                )?;
             }
         }
     }
@@ -177,7 +181,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     if !s.leaks.is_empty() {
         writeln!(out)?;
         for l in &s.leaks {
-            writeln!(out, "  Leak         {}", l.sentence)?;
+            writeln!(out, "  Leak         {}", words::leak(l))?;
         }
     }
     if let Some(c) = &s.capacity {
@@ -197,10 +201,10 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?;
         }
         if let Some(r) = &c.recommended {
-            writeln!(out, "  Recommended  {r}")?;
+            writeln!(out, "  Recommended  {}", words::recommended(r))?;
         }
         if let Some(l) = &c.limit {
-            writeln!(out, "  Limit        {l}")?;
+            writeln!(out, "  Limit        {}", words::limit(l))?;
         }
         if let Some(u) = &c.usl {
             let peak = u
@@ -245,7 +249,12 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out, "  Thresholds")?;
         for t in &s.thresholds {
             let mark = if t.pass { "pass" } else { "FAIL" };
-            writeln!(out, "    {mark}  {:<30} measured {}", t.threshold, t.shown)?;
+            writeln!(
+                out,
+                "    {mark}  {:<30} measured {}",
+                t.threshold,
+                words::measured(&t.measured)
+            )?;
         }
     }
     Ok(())

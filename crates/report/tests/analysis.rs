@@ -1,9 +1,46 @@
-//! Analysis on synthetic runs whose shape is known.
+//! Analysis on synthetic runs whose shape is known, checked as a reader sees it: the figures,
+//! and the findings in the words every report uses.
 #![allow(clippy::unwrap_used)]
 
-use crest_analysis::analyze;
-use crest_model::Outcome;
+use crest_analysis::compare::Comparison;
+use crest_analysis::Analysis;
+use crest_model::{Outcome, Results};
+use crest_report::fmt::words;
 use crest_testkit::results::{stepping_fixture, ResultsBuilder, Second};
+use serde_json::Value;
+
+/// An analysis with its findings in words.
+struct Worded {
+    a: Analysis,
+    findings: Vec<String>,
+}
+
+impl std::ops::Deref for Worded {
+    type Target = Analysis;
+    fn deref(&self) -> &Analysis {
+        &self.a
+    }
+}
+
+fn analyze(r: &Results) -> Result<Worded, crest_model::HistError> {
+    let a = crest_analysis::analyze(r)?;
+    let findings = a.findings.iter().map(words::finding).collect();
+    Ok(Worded { a, findings })
+}
+
+fn compare(a: &Worded, a_label: &str, b: &Worded, b_label: &str) -> Value {
+    let c: Comparison = crest_analysis::compare::compare(&a.a, a_label, &b.a, b_label);
+    serde_json::to_value(crest_report::json::comparison(&c)).unwrap()
+}
+
+fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap()
+}
 
 #[test]
 fn warm_up_is_trimmed_and_steady_figures_are_exact() {
@@ -23,13 +60,15 @@ fn warm_up_is_trimmed_and_steady_figures_are_exact() {
 fn the_knee_saturation_and_breaking_point_are_found() {
     let a = analyze(&stepping_fixture()).unwrap();
     let c = &a.capacity;
-    assert_eq!(c.optimal.as_ref().unwrap().load, "40 users");
+    assert_eq!(words::step(&c.optimal.as_ref().unwrap().load), "40 users");
     let sat = c.saturation.as_ref().unwrap();
-    assert_eq!(sat.load, "80 users");
-    assert!(sat.why.contains("380.0 to 385.0 req/s"), "{}", sat.why);
+    assert_eq!(words::step(&sat.load), "80 users");
+    let why = words::why(&sat.why);
+    assert!(why.contains("380.0 to 385.0 req/s"), "{why}");
     let brk = c.breaking.as_ref().unwrap();
-    assert_eq!(brk.load, "160 users");
-    assert!(brk.why.contains("40 of 140 requests failed (28.6%)"), "{}", brk.why);
+    assert_eq!(words::step(&brk.load), "160 users");
+    let why = words::why(&brk.why);
+    assert!(why.contains("40 of 140 requests failed (28.6%)"), "{why}");
     assert!(
         a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
         "{:#?}",
@@ -44,7 +83,7 @@ fn failures_clustered_near_a_duration_are_named_as_a_timeout() {
     assert_eq!((f.outcome.as_str(), f.count), ("http_500", 40));
     assert_eq!(f.first_at_s, Some(40.0));
     assert_eq!(f.first_segment.as_deref(), Some("160 users"));
-    let c = f.cluster.as_deref().unwrap();
+    let c = words::cluster(f.cluster.as_ref().unwrap());
     assert!(
         c.contains("server or proxy timeout near 35 s") || c.contains("near 36 s"),
         "{c}"
@@ -109,7 +148,6 @@ fn one_segment_has_no_capacity_points_but_still_has_findings() {
 
 #[test]
 fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
-    use crest_analysis::compare::compare;
     let a = ResultsBuilder::new(Outcome::Reset, true)
         .segment(10, 20, |k| Second::ok(100, 100.0 + (k % 3) as f64))
         .build();
@@ -121,28 +159,19 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
         .build();
     let (a, same, slower) = (analyze(&a).unwrap(), analyze(&same).unwrap(), analyze(&slower).unwrap());
     let c = compare(&a, "a", &slower, "b");
-    let tput = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
-    assert!((tput.change_pct.unwrap() - 40.0).abs() < 0.5, "{:?}", tput.change_pct);
-    let p50 = c.rows.iter().find(|r| r.metric == "p50 latency").unwrap();
-    assert!(
-        p50.verdict.as_deref().unwrap().starts_with("beyond noise"),
-        "{:?}",
-        p50.verdict
-    );
+    let tput = row(&c, "throughput");
+    assert!((tput["change_pct"].as_f64().unwrap() - 40.0).abs() < 0.5, "{tput}");
+    let p50 = row(&c, "p50 latency");
+    assert!(p50["verdict"].as_str().unwrap().starts_with("beyond noise"), "{p50}");
     let c = compare(&a, "a", &same, "b");
-    let p50 = c.rows.iter().find(|r| r.metric == "p50 latency").unwrap();
-    assert!(
-        p50.verdict.as_deref().unwrap().starts_with("within noise"),
-        "{:?}",
-        p50.verdict
-    );
+    let p50 = row(&c, "p50 latency");
+    assert!(p50["verdict"].as_str().unwrap().starts_with("within noise"), "{p50}");
 }
 
 #[test]
 fn comparison_shows_what_the_server_used_in_each_run() {
-    use crest_analysis::compare::compare;
     use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
-    // Seed 001: memory 275 MB with 10 connections, 160 MB with 30; CPU 13% and 20%.
+    // Memory 275 MiB with 10 connections, 160 MiB with 30; CPU 13% and 20%.
     let run = |mib: f64, cpu: f64| {
         let s = |metric: &str, unit, v: f64| MonitorSeries {
             key: SeriesKey::new(metric).with("process", "fletcher"),
@@ -166,19 +195,15 @@ fn comparison_shows_what_the_server_used_in_each_run() {
         analyze(&r).unwrap()
     };
     let c = compare(&run(275.0, 13.0), "10 connections", &run(160.0, 20.0), "30 connections");
-    let mem = c
-        .rows
-        .iter()
-        .find(|r| r.metric == r#"process_resident_memory_bytes{process="fletcher"} (mean)"#)
-        .unwrap();
-    assert_eq!((mem.a, mem.b, mem.unit.as_str()), (275.0, 160.0, "MiB"));
-    assert!((mem.change_pct.unwrap() + 41.8).abs() < 0.1, "{:?}", mem.change_pct);
-    assert!(!mem.higher_is_better);
-    let cpu = c
-        .rows
-        .iter()
-        .find(|r| r.metric.starts_with("process_cpu_percent") && r.metric.ends_with("(peak)"));
-    assert_eq!(cpu.map(|r| (r.a, r.b)), Some((13.0, 20.0)));
+    let mem = row(&c, r#"process_resident_memory_bytes{process="fletcher"} (mean)"#);
+    assert_eq!(
+        (&mem["a"], &mem["b"], &mem["unit"]),
+        (&275.0.into(), &160.0.into(), &"MiB".into())
+    );
+    assert!((mem["change_pct"].as_f64().unwrap() + 41.8).abs() < 0.1, "{mem}");
+    assert_eq!(mem["higher_is_better"], false);
+    let cpu = row(&c, r#"process_cpu_percent{process="fletcher"} (peak)"#);
+    assert_eq!((&cpu["a"], &cpu["b"]), (&13.0.into(), &20.0.into()));
 }
 
 /// Failures at the start of a step are the service's answer to the load, not a warm-up: the
@@ -244,7 +269,7 @@ fn no_optimal_point_is_claimed_without_a_level_beyond_it() {
         .build();
     let a = analyze(&r).unwrap();
     assert!(a.capacity.optimal.is_none(), "{:?}", a.capacity.optimal);
-    let why = a.capacity.no_optimal.as_deref().unwrap();
+    let why = words::no_optimal(a.capacity.no_optimal.as_ref().unwrap());
     assert!(why.contains("20 users") && why.contains("200.0 req/s"), "{why}");
     assert!(
         a.findings
@@ -299,6 +324,14 @@ fn a_run_without_success_says_so_first() {
         "{:#?}",
         a.findings
     );
+    // It used to add, last, that every request succeeded.
+    assert!(
+        !a.findings
+            .iter()
+            .any(|f| f.contains("succeeded.") && f.starts_with("All ")),
+        "{:#?}",
+        a.findings
+    );
 }
 
 /// `crest find` speaks only from probes that met the service level: a probe that failed it,
@@ -337,7 +370,7 @@ fn find_figures_come_only_from_probes_that_met_the_service_level() {
         c.max_throughput_rps, 350.0,
         "the failing probe's 400 req/s does not count"
     );
-    assert_eq!(c.limit.as_deref(), Some("8 users"));
+    assert_eq!(c.limit.as_ref().map(words::limit).as_deref(), Some("8 users"));
     if let Some(u) = &c.usl {
         assert!(u.peak_users.is_none_or(|p| p <= 4.0), "{u:?}");
     }
@@ -360,19 +393,54 @@ fn a_comparison_says_when_runs_do_not_compare() {
         .segment(10, 5, |_| Second::ok(100, 10.0))
         .build();
     let b = analyze(&one).unwrap();
-    let c = crest_analysis::compare::compare(&a, "steps", &b, "one");
-    assert!(c.notes.iter().any(|n| n.contains("differ in shape")), "{:?}", c.notes);
+    let c = compare(&a, "steps", &b, "one");
+    let notes = c["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains("differ in shape")),
+        "{notes:?}"
+    );
     let empty = ResultsBuilder::new(Outcome::Status(500), true)
         .segment(10, 5, |_| Second::ok(0, 0.0))
         .build();
     let e = analyze(&empty).unwrap();
-    let c = crest_analysis::compare::compare(&b, "one", &e, "empty");
+    let c = compare(&b, "one", &e, "empty");
+    let notes = c["notes"].as_array().unwrap();
     assert!(
-        c.notes.iter().any(|n| n.contains("empty completed no request")),
-        "{:?}",
-        c.notes
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("empty completed no request")),
+        "{notes:?}"
     );
-    let tput = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
-    assert_eq!(tput.change_pct, None);
-    assert!(c.rows.iter().all(|r| r.verdict.is_none()));
+    assert_eq!(row(&c, "throughput")["change_pct"], Value::Null);
+    assert!(c["rows"].as_array().unwrap().iter().all(|r| r["verdict"].is_null()));
+}
+
+/// Every format names a step's load the same way: the step table of an open-model run said
+/// "250.0/s" where the findings said "250/s"; a monitored duration was charted in seconds where
+/// the comparison showed it in ms.
+#[test]
+fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
+    use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
+    let mut r = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(1, 5, |_| Second::ok(250, 10.0))
+        .monitor(MonitorRecord {
+            interval_s: 1.0,
+            sources: vec![],
+            series: vec![MonitorSeries {
+                key: SeriesKey::new("pg_query_seconds"),
+                source: 0,
+                title: "query time".into(),
+                unit: Unit::Seconds,
+                limit: None,
+                points: (0..5).map(|t| (t as f64, 0.25)).collect(),
+            }],
+        })
+        .build();
+    r.segments[0].users = None;
+    r.segments[0].rate = Some(250.0);
+    let a = crest_analysis::analyze(&r).unwrap();
+    let md = crest_report::html::markdown(&r, &a).unwrap();
+    assert!(md.contains(" | 250/s | "), "{md}");
+    let chart = &crest_report::html::resource_charts(&r)[0];
+    assert_eq!(chart.y_label, "ms");
 }

@@ -1,4 +1,11 @@
-//! Numbers as people read them, shared by every renderer.
+//! Every number, unit and sentence a reader sees, written once for every renderer (terminal,
+//! Markdown, HTML, CSV, the JSON summary and the binary's messages), so that the formats cannot
+//! drift apart: this module holds numbers and units, [`words`] the sentences.
+
+pub mod words;
+
+use crest_analysis::units::Quantity;
+use crest_model::monitor::Unit;
 
 /// Milliseconds with precision that fits their size.
 pub fn ms(v: f64) -> String {
@@ -42,17 +49,79 @@ pub fn pct(v: f64) -> String {
 
 /// Bytes in binary units.
 pub fn bytes(n: u64) -> String {
+    byte_size(n as f64, 1)
+}
+
+/// A size in bytes, which may be fractional or negative (a mean, a trend), in binary units, with
+/// `large_decimals` decimals from GiB on: a monitored size is compared across steps and runs,
+/// where a tenth of a GiB hides what changed.
+fn byte_size(v: f64, large_decimals: usize) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
+    let mut scaled = v;
     let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
+    while scaled.abs() >= 1024.0 && u < UNITS.len() - 1 {
+        scaled /= 1024.0;
         u += 1;
     }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+    match u {
+        0 => format!("{v:.0} B"),
+        1 | 2 => format!("{scaled:.1} {}", UNITS[u]),
+        _ => format!("{scaled:.large_decimals$} {}", UNITS[u]),
+    }
+}
+
+/// A monitored value with its unit.
+pub fn value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Percent => format!("{v:.1}%"),
+        Unit::Bytes => byte_size(v, 2),
+        Unit::Count => {
+            if (v - v.round()).abs() < 1e-9 || v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        }
+        Unit::PerSecond => format!("{v:.1}/s"),
+        Unit::Seconds => {
+            if v.abs() < 1.0 {
+                format!("{:.1} ms", v * 1000.0)
+            } else {
+                format!("{v:.2} s")
+            }
+        }
+        Unit::Number => {
+            if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                let s = format!("{v:.2}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+        }
+    }
+}
+
+/// A measured quantity with its unit.
+pub fn quantity(q: Quantity) -> String {
+    match q {
+        Quantity::Ms(v) => format!("{v:.1} ms"),
+        Quantity::Fraction(v) => format!("{:.2}%", v * 100.0),
+        Quantity::PerSecond(v) => format!("{v:.1}/s"),
+        Quantity::Count(v) => format!("{v:.0}"),
+        Quantity::Monitored(unit, v) => value(unit, v),
+    }
+}
+
+/// How a series' values are scaled for a table column or a chart axis, and the unit they are
+/// then in: sizes in MiB, durations in ms (as every latency crest reports), the rest as
+/// recorded.
+pub fn scale(unit: Unit) -> (f64, &'static str) {
+    match unit {
+        Unit::Bytes => (1.0 / 1048576.0, "MiB"),
+        Unit::Seconds => (1000.0, "ms"),
+        Unit::Percent => (1.0, "%"),
+        Unit::PerSecond => (1.0, "/s"),
+        Unit::Count | Unit::Number => (1.0, ""),
     }
 }
 
@@ -72,6 +141,22 @@ mod tests {
         assert_eq!(ms(20.04), "20.0");
         assert_eq!(ms(0.123), "0.12");
         assert_eq!(pct(0.0123), "1.23%");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024 / 2), "1.5 GiB");
+    }
+
+    #[test]
+    fn values_read_with_their_units() {
+        assert_eq!(value(Unit::Bytes, 512.0 * 1024.0 * 1024.0), "512.0 MiB");
+        assert_eq!(value(Unit::Bytes, -2048.0), "-2.0 KiB");
+        assert_eq!(value(Unit::Bytes, 100.4), "100 B");
+        assert_eq!(value(Unit::Bytes, 1.5 * 1024.0 * 1024.0 * 1024.0), "1.50 GiB");
+        assert_eq!(value(Unit::Percent, 97.25), "97.2%");
+        assert_eq!(value(Unit::Count, 1024.0), "1024");
+        assert_eq!(value(Unit::Seconds, 0.25), "250.0 ms");
+        assert_eq!(value(Unit::Number, 3.0), "3");
+        assert_eq!(value(Unit::Number, 3.40), "3.4");
+        assert_eq!(quantity(Quantity::Fraction(0.128)), "12.80%");
+        assert_eq!(quantity(Quantity::Ms(8.0)), "8.0 ms");
     }
 }
 

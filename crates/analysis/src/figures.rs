@@ -1,0 +1,183 @@
+//! The figures every stage shares: percentiles, one step's figures, one interval's point, and
+//! a step's load as a value. A leaf: it imports nothing from the crate, so every stage can use
+//! it without reaching back into the stage that produced it.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Number of values.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+}
+
+impl Percentiles {
+    /// Percentiles of a histogram recorded in microseconds.
+    pub fn from_micros(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        // hdrhistogram reports the highest value equivalent to the bucket; report the bucket's
+        // median-equivalent instead so that a steady 20 ms does not read as 20.01 ms.
+        let q = |q: f64| h.median_equivalent(h.value_at_quantile(q)) as f64 / 1000.0;
+        Percentiles {
+            count: h.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            min: h.min() as f64 / 1000.0,
+            max: h.max() as f64 / 1000.0,
+            mean: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// One segment's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct SegmentAnalysis {
+    /// Index in the run.
+    pub index: usize,
+    /// Its label.
+    pub name: String,
+    /// Load level: users (closed model).
+    pub users: Option<u64>,
+    /// Load level: arrivals per second (open model).
+    pub rate: Option<f64>,
+    /// Start and end in seconds from the start of the run.
+    pub start_s: f64,
+    /// End.
+    pub end_s: f64,
+    /// Start of the steady state used for throughput and latency.
+    pub steady_start_s: f64,
+    /// End of the steady state.
+    pub steady_end_s: f64,
+    /// Seconds of warm-up trimmed at the start.
+    pub trimmed_s: f64,
+    /// Every request of the step: each request belongs to exactly one step (the one its
+    /// iteration was due in), so the steps' requests add up to the run's.
+    pub requests: u64,
+    /// Of those, failures; never trimmed.
+    pub failures: u64,
+    /// failures / requests over the whole step.
+    pub error_rate: f64,
+    /// Requests that ended in the steady state (throughput and latency are computed over these).
+    pub steady_requests: u64,
+    /// Of those, failures.
+    pub steady_failures: u64,
+    /// Requests per second in the steady state.
+    pub throughput_rps: f64,
+    /// Successful requests per second in the steady state.
+    pub success_rps: f64,
+    /// Total time in ms, steady state.
+    pub latency_ms: Percentiles,
+    /// Time to first byte in ms, steady state.
+    pub ttfb_ms: Percentiles,
+    /// The whole step's figures, shown beside the steady state's when they differ.
+    pub whole: WholeStep,
+    /// Connect time in ms, whole segment.
+    pub connect_ms: Percentiles,
+    /// Bytes received in the whole segment.
+    pub bytes_received: u64,
+    /// Failures by outcome in the whole segment, most frequent first.
+    pub errors: Vec<(String, u64)>,
+    /// Mean latency divided by the lowest-load segment's: how much slower the service answers
+    /// at this load than when it is nearly idle.
+    pub ratio_to_lowest: Option<f64>,
+    /// Little's law: requests in flight on average against the users there were.
+    pub littles_law: Option<LittlesLaw>,
+}
+
+/// Little's law for a closed-model segment: users = throughput x (latency + time outside
+/// requests).
+#[derive(Clone, Debug, Serialize)]
+pub struct LittlesLaw {
+    /// Throughput x mean latency: requests in flight on average.
+    pub in_flight: f64,
+    /// Users at the segment's level.
+    pub users: u64,
+    /// in_flight / users.
+    pub busy_share: f64,
+    /// True when users spent much time outside requests without think time to explain it: a
+    /// queue in the load generator or the client.
+    pub flagged: bool,
+}
+
+/// A step's figures over all of it, warm-up and partial intervals included.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WholeStep {
+    /// Seconds the step lasted.
+    pub duration_s: f64,
+    /// Requests per second over the whole step.
+    pub throughput_rps: f64,
+    /// Total time in ms of every request of the step.
+    pub latency_ms: Percentiles,
+    /// True when the steady state left out requests (a warm-up trimmed, a partial interval).
+    pub differs: bool,
+}
+
+/// One interval, for charts.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// Start, seconds from the start of the run.
+    pub t_s: f64,
+    /// Requests per second.
+    pub rps: f64,
+    /// Failures per second.
+    pub errors_per_s: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// p95 latency, ms.
+    pub p95_ms: f64,
+    /// p99 latency, ms.
+    pub p99_ms: f64,
+    /// Users or arrival rate of the segment the interval is in.
+    pub load: f64,
+}
+
+/// A step's load: users (closed model), arrivals per second (open model), or, for a step that
+/// is no load level (a sweep's point), its name; renderers put it in words.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepLoad {
+    /// Users of the closed model.
+    Users(u64),
+    /// Arrivals per second of the open model.
+    Rate(f64),
+    /// A step without a load level, by its name.
+    Named(String),
+}
+
+impl SegmentAnalysis {
+    /// The step's load as a number (users or rate; 0 when unknown).
+    pub fn load_value(&self) -> f64 {
+        self.users.map(|u| u as f64).or(self.rate).unwrap_or(0.0)
+    }
+
+    /// The step's load, or its name when it has none.
+    pub fn load(&self) -> StepLoad {
+        match (self.users, self.rate) {
+            (Some(u), _) => StepLoad::Users(u),
+            (None, Some(r)) => StepLoad::Rate(r),
+            _ => StepLoad::Named(self.name.clone()),
+        }
+    }
+}

@@ -1,0 +1,712 @@
+//! The analysis's findings and figures in sentences: one wording per finding, used by every
+//! format, the JSON summary and the binary's messages alike.
+
+use super::{num, quantity, value};
+use crate::fmt::scale;
+use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
+use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
+use crest_model::expr::Metric;
+use crest_analysis::failures::{Cluster, TimeoutOf};
+use crest_analysis::figures::StepLoad;
+use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
+use crest_analysis::findings::Finding;
+use crest_analysis::recovery::Recovery;
+use crest_analysis::resources::Leak;
+use crest_analysis::stop::StopReason;
+use crest_analysis::thresholds::Measured;
+use crest_analysis::validity::ClientLimit;
+use crest_model::monitor::Unit;
+use crest_model::results::{EndReason, Results, RunConfig};
+
+/// How a run loads its target, as configured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// Open model: arrivals per second, with a cap on requests in flight.
+    Open {
+        /// The highest rate asked for.
+        rate: f64,
+        /// The cap.
+        max_in_flight: u64,
+    },
+    /// Closed model: users.
+    Closed {
+        /// The most users at once.
+        users: u64,
+        /// Iterations each user runs, when bounded.
+        iterations: Option<u64>,
+    },
+}
+
+impl Load {
+    /// The load a finished run was configured with.
+    pub fn of(c: &RunConfig) -> Self {
+        match c.rate {
+            Some(rate) => Load::Open {
+                rate,
+                max_in_flight: c.concurrency,
+            },
+            None => Load::Closed {
+                users: c.concurrency,
+                iterations: c.iterations,
+            },
+        }
+    }
+}
+
+/// The load in words: `closed model, up to 40 users`.
+pub fn load(l: Load) -> String {
+    match l {
+        Load::Open { rate, max_in_flight } => {
+            format!(
+                "open model, up to {} req/s, at most {max_in_flight} in flight",
+                num(rate)
+            )
+        }
+        Load::Closed {
+            users,
+            iterations: Some(n),
+        } => format!("closed model, {users} users x {n} iterations"),
+        Load::Closed {
+            users,
+            iterations: None,
+        } => format!("closed model, up to {users} users"),
+    }
+}
+
+/// How a run ended, in words; a capacity search ends when its search does.
+pub fn ended(r: &Results) -> &'static str {
+    if r.find.is_some() && r.ended_by == EndReason::Completed {
+        "the capacity search finishing"
+    } else {
+        ended_by(r.ended_by)
+    }
+}
+
+/// How a run ended, in words.
+pub fn ended_by(e: EndReason) -> &'static str {
+    match e {
+        EndReason::Duration => "duration",
+        EndReason::Requests => "request count",
+        EndReason::Sigint => "Ctrl-C (interrupted)",
+        EndReason::Sigterm => "SIGTERM (interrupted)",
+        EndReason::Completed => "every user finishing its iterations",
+        EndReason::Condition => "a stop condition",
+        EndReason::Unfinished => {
+            "nothing: crest was stopped (killed or crashed); rebuilt from its journal, its last seconds are missing"
+        }
+    }
+}
+
+/// A step by its load (`40 users`, `250/s`), or by its name when it has none.
+pub fn step(l: &StepLoad) -> String {
+    match l {
+        StepLoad::Users(u) => format!("{u} users"),
+        StepLoad::Rate(r) => format!("{r}/s"),
+        StepLoad::Named(n) => n.clone(),
+    }
+}
+
+/// A level of a capacity search: `12 users`, `250.0/s`.
+pub fn level(l: Level) -> String {
+    if l.open {
+        format!("{:.1}/s", l.value)
+    } else {
+        format!("{:.0} users", l.value)
+    }
+}
+
+/// How a probe missed the service level.
+pub fn miss(m: &Miss) -> String {
+    match m {
+        Miss::ErrorRate { rate, max } => format!("error rate {:.2}% above {:.2}%", rate * 100.0, max * 100.0),
+        Miss::P99 { ms, max } => format!("p99 {ms:.1} ms above {max:.1} ms"),
+        Miss::RateNotKept { share } => format!("only {:.0}% of the asked rate was served", share * 100.0),
+    }
+}
+
+/// Why a capacity search ended; results.json keeps it as `stopped_because`.
+pub fn done(d: &Done) -> String {
+    match d {
+        Done::FirstFailed(l, m) => format!("the first probe already failed at {}: {}", level(*l), miss(m)),
+        Done::HighestAllowed(l) => format!("reached the highest level allowed ({})", level(*l)),
+        Done::LimitBetween(good, bad, m) => {
+            format!("limit found between {} and {}: {}", level(*good), level(*bad), miss(m))
+        }
+        Done::Failed(l, m) => format!("{} failed: {}", level(*l), miss(m)),
+        Done::Plateau { rps, from } => format!(
+            "throughput stopped growing: {rps:.1} req/s from {} on; more load only adds latency",
+            level(*from)
+        ),
+    }
+}
+
+/// Where a capacity search found the limit.
+pub fn limit(l: &Limit) -> String {
+    match l {
+        Limit::Failed(l) => level(*l),
+        Limit::Plateau { rps, from } => format!("a throughput plateau of {rps:.1} req/s from {}", level(*from)),
+    }
+}
+
+/// The recommended operating range.
+pub fn recommended(r: &Recommended) -> String {
+    match r {
+        Recommended::About(l) => format!("about {}", level(*l)),
+        Recommended::Between(lo, hi) => format!("{} to {}", level(*lo), level(*hi)),
+    }
+}
+
+fn failed(f: &Failed) -> String {
+    format!(
+        "{} of {} requests failed ({:.1}%)",
+        f.failures,
+        f.requests,
+        f.error_rate * 100.0
+    )
+}
+
+/// Why a capacity point is the one named.
+pub fn why(w: &Why) -> String {
+    match w {
+        Why::MostPower {
+            success_rps,
+            mean_ms,
+            beyond,
+        } => {
+            let beyond = match beyond {
+                Beyond::Failed { load, failed: f } => format!("at {} {}", step(load), failed(f)),
+                Beyond::LatencyOutgrew {
+                    load,
+                    throughput_change_pct,
+                    success_rps,
+                    latency_change_pct,
+                    mean_ms,
+                } => format!(
+                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps:.1} req/s) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
+                    step(load)
+                ),
+            };
+            format!("the most throughput per unit of latency, {success_rps:.1} req/s at a mean of {mean_ms:.1} ms; {beyond}")
+        }
+        Why::Saturates {
+            load_growth,
+            from,
+            to,
+            throughput_growth,
+            from_rps,
+            to_rps,
+            from_p95_ms,
+            to_p95_ms,
+        } => format!(
+            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps:.1} to {to_rps:.1} req/s) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
+            load_growth * 100.0,
+            step(from),
+            step(to),
+            throughput_growth * 100.0,
+        ),
+        Why::Failed(f) => failed(f),
+        Why::ThroughputFell { rps, best_rps } => {
+            format!("throughput fell to {rps:.1} req/s from a best of {best_rps:.1} req/s")
+        }
+    }
+}
+
+/// Why no optimal point is named.
+pub fn no_optimal(n: &NoOptimal) -> String {
+    match n {
+        NoOptimal::EveryLevelFailed { max_error_rate } => format!(
+            "every level failed more than {:.0}% of its requests",
+            max_error_rate * 100.0
+        ),
+        NoOptimal::BestAtHighest {
+            load,
+            success_rps,
+            mean_ms,
+        } => format!(
+            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps:.1} req/s at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
+            step(load)
+        ),
+    }
+}
+
+/// One way crest limited the run.
+pub fn client_limit(l: &ClientLimit) -> String {
+    match l {
+        ClientLimit::BusyCpu {
+            share,
+            threads,
+            cpu_s,
+            duration_s,
+        } => format!(
+            "crest used {:.0}% of the CPU its {threads} engine thread(s) could use ({cpu_s:.2} CPU-seconds in {duration_s:.2} s): the load generator, not the target, may have set the pace",
+            share * 100.0
+        ),
+        ClientLimit::LateMedian {
+            lag_p50_ms,
+            latency_p50_ms,
+        } => format!(
+            "crest sent requests late: the send lag's median was {lag_p50_ms:.3} ms, {:.0}% of the median latency ({latency_p50_ms:.3} ms), so crest's own delay is part of every latency",
+            lag_p50_ms / latency_p50_ms.max(f64::MIN_POSITIVE) * 100.0
+        ),
+        ClientLimit::LateTail {
+            lag_p99_ms,
+            latency_p50_ms,
+        } => format!(
+            "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule"
+        ),
+        ClientLimit::Dropped { dropped, arrivals } => format!(
+            "{dropped} of {arrivals} arrivals ({:.2}%) were dropped at the cap on requests in flight (-c / max_in_flight)",
+            *dropped as f64 / (*arrivals).max(1) as f64 * 100.0
+        ),
+        ClientLimit::LocalExhaustion { failed } => {
+            format!("{failed} requests failed because crest ran out of file descriptors or local ports")
+        }
+        ClientLimit::WaitingUsers {
+            step,
+            in_flight,
+            users,
+        } => format!(
+            "in {step} only {in_flight:.1} of {users} users had a request in flight on average: they waited inside crest"
+        ),
+    }
+}
+
+/// Milliseconds as seconds: whole from 10 s on, else to a tenth with no trailing `.0`, so a
+/// 1.5 s timeout is not rounded into another one.
+fn seconds(ms: f64) -> String {
+    let s = ms / 1000.0;
+    if s >= 10.0 || (s * 10.0).round() % 10.0 == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.1}")
+    }
+}
+
+/// Failures that look like a timeout.
+pub fn cluster(c: &Cluster) -> String {
+    let whose = match c.whose {
+        TimeoutOf::Crest => "crest's own request timeout",
+        TimeoutOf::ServerOrProxy => "a server or proxy timeout",
+        TimeoutOf::Unknown => "a timeout",
+    };
+    format!(
+        "most of these took {} to {} s: it looks like {whose} near {} s",
+        seconds(c.p10_ms),
+        seconds(c.p90_ms),
+        seconds(c.p50_ms)
+    )
+}
+
+/// Two significant digits, as "about" deserves.
+fn round2(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let mag = 10f64.powi(v.abs().log10().floor() as i32 - 1);
+    (v / mag).round() * mag
+}
+
+/// A span of time in the unit that reads best.
+fn span(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{:.0} s", secs)
+    } else if secs < 2.0 * 3600.0 {
+        format!("{:.0} minutes", secs / 60.0)
+    } else if secs < 2.0 * 86400.0 {
+        format!("{:.0} hours", secs / 3600.0)
+    } else {
+        format!("{:.0} days", secs / 86400.0)
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A leak, with how fast it grows and when it reaches its limit.
+pub fn leak(l: &Leak) -> String {
+    // Counts are whole; the trend line's ends need not be.
+    let level = |v: f64| if l.unit == Unit::Count { v.round() } else { v };
+    // Fast growth reads better per second, slow growth per minute.
+    let rate = if l.per_minute >= 600.0 && l.unit == Unit::Count {
+        format!("{} a second", value(l.unit, round2(l.per_second)))
+    } else {
+        format!("{} a minute", value(l.unit, round2(l.per_minute)))
+    };
+    let at = l
+        .step_load
+        .as_ref()
+        .map(|s| format!("{}: ", step(s)))
+        .unwrap_or_default();
+    let mut sentence = format!(
+        "{} {} by about {rate} under steady load ({at}from {} to {} over {})",
+        capitalise(&l.title),
+        if l.metric.contains("memory") { "grows" } else { "grow" },
+        value(l.unit, level(l.from)),
+        value(l.unit, level(l.to)),
+        span(l.window_s.1 - l.window_s.0)
+    );
+    match (l.limit, l.minutes_to_limit) {
+        (Some(lim), Some(m)) => sentence.push_str(&format!(
+            "; the limit of {} is reached in about {}",
+            value(l.unit, lim),
+            span(m * 60.0)
+        )),
+        (Some(lim), None) => sentence.push_str(&format!("; it has reached its limit of {}", value(l.unit, lim))),
+        _ => {}
+    }
+    sentence.push('.');
+    sentence
+}
+
+/// What a threshold measured.
+pub fn measured(m: &Measured) -> String {
+    match m {
+        Measured::Nothing => "nothing measured".into(),
+        Measured::Figure(q) => quantity(*q),
+        Measured::Series { quantity: q, key } => format!("{} ({key})", quantity(*q)),
+    }
+}
+
+/// A metric of the expression language, as a sentence's subject.
+fn metric(m: &Metric) -> String {
+    match m {
+        Metric::Latency(q) => format!("p{q}"),
+        Metric::Mean => "mean latency".into(),
+        Metric::Max => "max latency".into(),
+        Metric::ErrorRate => "the error rate".into(),
+        Metric::Throughput => "throughput".into(),
+        Metric::Requests => "requests".into(),
+        Metric::Failures => "failures".into(),
+        Metric::Monitored(m) => m.metric.clone(),
+    }
+}
+
+/// The figures that made a stop condition hold; results.json keeps them as its `detail`.
+pub fn stop_detail(r: &StopReason) -> String {
+    match r {
+        StopReason::Series {
+            key,
+            value,
+            window_s,
+            bound,
+        } => {
+            let over = window_s.map(|w| format!(" over the last {w} s")).unwrap_or_default();
+            format!("{key} was {}{over}, beyond {}", quantity(*value), quantity(*bound))
+        }
+        StopReason::Window {
+            metric: m,
+            value,
+            secs,
+            bound,
+        } => format!(
+            "{} was {} over the last {secs:.0} s, beyond {}",
+            metric(m),
+            quantity(*value),
+            quantity(*bound)
+        ),
+        StopReason::Relative {
+            metric: m,
+            value,
+            bound,
+            times,
+            reference,
+        } => format!(
+            "{} was {} in the steady state of the step that ended, beyond {} ({times}x the first step's steady {})",
+            metric(m),
+            quantity(*value),
+            quantity(*bound),
+            quantity(*reference)
+        ),
+        StopReason::Throughput {
+            fell,
+            rps,
+            previous_rps,
+        } => format!(
+            "throughput {}: {rps:.1} req/s in the steady state of the step that ended, {previous_rps:.1} req/s in the one before",
+            if *fell { "fell" } else { "stopped growing" }
+        ),
+    }
+}
+
+fn recovery(rec: &Recovery) -> String {
+    let figures = match (rec.p95_ms, rec.error_rate) {
+        (Some(p), Some(e)) => format!(
+            "p95 {p:.1} ms and {:.2}% errors over 3 s, against the baseline's {:.1} ms and {:.2}%",
+            e * 100.0,
+            rec.baseline_p95_ms,
+            rec.baseline_error_rate * 100.0
+        ),
+        _ => format!(
+            "no 3 s after it to measure, against the baseline's p95 {:.1} ms and {:.2}% errors",
+            rec.baseline_p95_ms,
+            rec.baseline_error_rate * 100.0
+        ),
+    };
+    match rec.seconds {
+        Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s ({figures})."),
+        None => format!("After the spike the service did not return to its baseline before the run ended ({figures})."),
+    }
+}
+
+/// A finding as one or two sentences.
+pub fn finding(f: &Finding) -> String {
+    match f {
+        Finding::NothingSucceeded { requests, top } => match top {
+            Some(top) if *requests > 0 => format!(
+                "No request succeeded: all {requests} failed, most as {} ({}), e.g. \"{}\".",
+                top.description, top.count, top.example
+            ),
+            _ => "No request completed.".to_string(),
+        },
+        Finding::ClientBound(limits) => format!(
+            "The result may describe crest rather than the target: {}.",
+            limits.iter().map(client_limit).collect::<Vec<_>>().join("; ")
+        ),
+        Finding::Leak(l) => leak(l),
+        Finding::Stopped(st) => format!(
+            "The run stopped at {:.0} s because `{}` held: {}.",
+            st.at_s, st.condition, st.detail
+        ),
+        Finding::LatencyGrew {
+            ratio,
+            from,
+            to,
+            from_ms,
+            to_ms,
+        } => format!(
+            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms to {to_ms:.1} ms): response time does not scale with load.",
+            step(from),
+            step(to)
+        ),
+        Finding::PointsDiffer {
+            ratio,
+            from,
+            to,
+            from_ms,
+            to_ms,
+        } => format!("Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms to {to_ms:.1} ms)."),
+        Finding::Optimal(o) => format!(
+            "The optimal operating point is {} (p95 {:.1} ms): {}.",
+            step(&o.load),
+            o.p95_ms,
+            why(&o.why)
+        ),
+        Finding::NoOptimal(n) => format!("No optimal operating point is named: {}.", no_optimal(n)),
+        Finding::Saturates(p) => format!("The service saturates at {}: {}.", step(&p.load), why(&p.why)),
+        Finding::Breaks { point, after } => {
+            let between = after
+                .as_ref()
+                .map(|g| format!(" The breaking point lies between {} and {}.", step(g), step(&point.load)));
+            format!(
+                "The service breaks at {}: {}.{}",
+                step(&point.load),
+                why(&point.why),
+                between.unwrap_or_default()
+            )
+        }
+        Finding::Clustered {
+            count,
+            description,
+            outcome,
+            cluster: c,
+        } => format!("{count} {description} ({outcome}): {}.", cluster(c)),
+        Finding::SomeFailed {
+            failures,
+            requests,
+            error_rate,
+            top,
+        } => format!(
+            "{failures} of {requests} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",
+            error_rate * 100.0,
+            top.description,
+            top.count,
+            top.example
+        ),
+        Finding::AllSucceeded { requests } => format!("All {requests} requests succeeded."),
+        Finding::ConnectFlat { min_ms, max_ms } => format!(
+            "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
+        ),
+        Finding::Recovered(rec) => recovery(rec),
+        Finding::ThresholdsFailed(failed) => format!(
+            "Thresholds failed: {}.",
+            failed
+                .iter()
+                .map(|t| format!("`{}` (measured {})", t.threshold, measured(&t.measured)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Finding::ThresholdsHeld { count } => format!("All {count} thresholds held."),
+    }
+}
+
+/// What a comparison row compares.
+pub fn compared(m: &Compared) -> String {
+    match m {
+        Compared::Throughput => "throughput".into(),
+        Compared::SuccessfulThroughput => "successful throughput".into(),
+        Compared::Latency(s) => {
+            let name = match s {
+                LatencyStat::P50 => "p50",
+                LatencyStat::P90 => "p90",
+                LatencyStat::P95 => "p95",
+                LatencyStat::P99 => "p99",
+                LatencyStat::Max => "max",
+                LatencyStat::Mean => "mean",
+            };
+            format!("{name} latency")
+        }
+        Compared::ErrorRate => "error rate".into(),
+        Compared::Requests => "requests".into(),
+        Compared::Failures => "failures".into(),
+        Compared::OptimalLoad => "optimal load".into(),
+        Compared::OptimalThroughput => "throughput at the optimal load".into(),
+        Compared::SeriesMean(key, _) => format!("{key} (mean)"),
+        Compared::SeriesPeak(key, _) => format!("{key} (peak)"),
+    }
+}
+
+/// How a comparison row's values are scaled for display, and their unit.
+pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
+    match m {
+        Compared::Throughput | Compared::SuccessfulThroughput | Compared::OptimalThroughput => (1.0, "req/s"),
+        Compared::Latency(_) => (1.0, "ms"),
+        Compared::ErrorRate => (100.0, "%"),
+        Compared::Requests | Compared::Failures | Compared::OptimalLoad => (1.0, ""),
+        Compared::SeriesMean(_, unit) | Compared::SeriesPeak(_, unit) => scale(*unit),
+    }
+}
+
+/// Whether a difference is beyond noise.
+pub fn verdict(v: &Verdict) -> String {
+    match v {
+        Verdict::TooFewSeconds => "too few seconds to judge".into(),
+        Verdict::NoDifference => "no difference".into(),
+        Verdict::Beyond { t: None } => "beyond noise".into(),
+        Verdict::Beyond { t: Some(t) } => format!("beyond noise (t = {t:.1})"),
+        Verdict::Within { t } => format!("within noise (t = {t:.1})"),
+    }
+}
+
+fn shape(s: &Shape) -> String {
+    let model = if s.open { "open model" } else { "closed model" };
+    let steps: Vec<String> = s.steps.iter().map(step).collect();
+    format!("{model}, {} step(s): {}", steps.len(), steps.join(", "))
+}
+
+/// Why two runs may not compare like with like.
+pub fn note(n: &Note) -> String {
+    match n {
+        Note::NoRequest(label) => format!("{label} completed no request: its figures are not compared."),
+        Note::NoSuccess(label) => format!("No request of {label} succeeded: its latencies are those of its failures."),
+        Note::Shapes { a_label, a, b_label, b } => format!(
+            "The runs differ in shape ({a_label}: {}; {b_label}: {}): whole-run figures compare different loads.",
+            shape(a),
+            shape(b)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_analysis::units::Quantity;
+    use crest_model::monitor::SeriesKey;
+
+    #[test]
+    fn stop_details_read_as_results_json_keeps_them() {
+        assert_eq!(
+            stop_detail(&StopReason::Series {
+                key: SeriesKey::new("load_average"),
+                value: Quantity::Monitored(Unit::Number, 3.4),
+                window_s: None,
+                bound: Quantity::Monitored(Unit::Number, 3.0),
+            }),
+            "load_average was 3.4, beyond 3"
+        );
+        assert_eq!(
+            stop_detail(&StopReason::Relative {
+                metric: Metric::Latency(95.0),
+                value: Quantity::Ms(8.0),
+                bound: Quantity::Ms(6.0),
+                times: 3.0,
+                reference: Quantity::Ms(2.0),
+            }),
+            "p95 was 8.0 ms in the steady state of the step that ended, beyond 6.0 ms (3x the first step's steady 2.0 ms)"
+        );
+        assert_eq!(
+            stop_detail(&StopReason::Window {
+                metric: Metric::ErrorRate,
+                value: Quantity::Fraction(0.128),
+                secs: 5.0,
+                bound: Quantity::Fraction(0.05),
+            }),
+            "the error rate was 12.80% over the last 5 s, beyond 5.00%"
+        );
+    }
+
+    #[test]
+    fn a_leak_says_how_fast_and_when_it_reaches_its_limit() {
+        let l = Leak {
+            key: "process_open_fds{process=\"api\"}".into(),
+            metric: "process_open_fds".into(),
+            title: "open files of api".into(),
+            unit: Unit::Count,
+            step: "40 users".into(),
+            step_load: None,
+            per_minute: 40.3,
+            per_second: 40.3 / 60.0,
+            from: 51.2,
+            to: 449.0,
+            window_s: (0.0, 600.0),
+            limit: Some(1024.0),
+            minutes_to_limit: Some(14.2),
+        };
+        assert_eq!(
+            leak(&l),
+            "Open files of api grow by about 40 a minute under steady load (from 51 to 449 over 10 minutes); the limit of 1024 is reached in about 14 minutes."
+        );
+        let memory = Leak {
+            metric: "process_resident_memory_bytes".into(),
+            title: "resident memory of api".into(),
+            unit: Unit::Bytes,
+            per_minute: 3e6,
+            per_second: 5e4,
+            limit: None,
+            minutes_to_limit: None,
+            step_load: Some(StepLoad::Users(20)),
+            ..l
+        };
+        assert!(
+            leak(&memory).starts_with(
+                "Resident memory of api grows by about 2.9 MiB a minute under steady load (20 users: from"
+            ),
+            "{}",
+            leak(&memory)
+        );
+        assert_eq!(round2(41.7), 42.0);
+        assert_eq!(round2(0.1234), 0.12);
+    }
+
+    #[test]
+    fn the_load_reads_the_same_wherever_it_is_described() {
+        assert_eq!(
+            load(Load::Open {
+                rate: 1500.0,
+                max_in_flight: 1000
+            }),
+            "open model, up to 1,500.0 req/s, at most 1000 in flight"
+        );
+        assert_eq!(
+            load(Load::Closed {
+                users: 4,
+                iterations: Some(10)
+            }),
+            "closed model, 4 users x 10 iterations"
+        );
+    }
+}

@@ -1,0 +1,254 @@
+//! The analysis as the JSON documents and template contexts show it: the typed figures with,
+//! beside each, its text from [`crate::fmt`]. `--summary-json` and `compare.json` are public
+//! interfaces, so these views keep their field names and order.
+
+use crate::fmt::{self, words};
+use crest_analysis::compare::Comparison;
+use crest_analysis::figures::Percentiles;
+use crest_analysis::find::{CapacitySummary, OptimalPoint, Usl};
+use crest_analysis::recovery::Recovery;
+use crest_analysis::resources::{Leak, ResourceRow, Stats};
+use crest_analysis::summary::{ErrorSummary, GroupSummary, Summary};
+use crest_analysis::thresholds::ThresholdResult;
+use crest_model::monitor::Unit;
+use crest_model::results::{EndReason, StopRecord};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The end-of-run summary as `--summary-json` writes it.
+#[derive(Debug, Serialize)]
+pub struct SummaryView<'a> {
+    requests: u64,
+    successes: u64,
+    failures: u64,
+    error_rate: f64,
+    duration_s: f64,
+    throughput_rps: f64,
+    success_rps: f64,
+    latency_ms: &'a Percentiles,
+    ttfb_ms: &'a Percentiles,
+    connect_ms: &'a Percentiles,
+    connections: u64,
+    status_codes: &'a BTreeMap<String, u64>,
+    errors: &'a [ErrorSummary],
+    bytes_sent: u64,
+    bytes_received: u64,
+    abandoned: u64,
+    ended_by: EndReason,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_rps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    achieved_rps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send_lag_ms: Option<&'a Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_ms: Option<&'a Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<&'a StopRecord>,
+    thresholds: Vec<ThresholdView<'a>>,
+    segments: &'a [GroupSummary],
+    names: &'a [GroupSummary],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovery: Option<&'a Recovery>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity: Option<CapacityView<'a>>,
+    client_bound: Vec<String>,
+    resources: Vec<ResourceView<'a>>,
+    leaks: Vec<LeakView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct ThresholdView<'a> {
+    threshold: &'a str,
+    value: Option<f64>,
+    shown: String,
+    pass: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct CapacityView<'a> {
+    max_throughput_rps: f64,
+    optimal: Option<&'a OptimalPoint>,
+    limit: Option<String>,
+    stopped_because: &'a str,
+    recommended: Option<String>,
+    usl: Option<&'a Usl>,
+}
+
+#[derive(Debug, Serialize)]
+struct ResourceView<'a> {
+    key: &'a str,
+    title: &'a str,
+    unit: Unit,
+    limit: Option<f64>,
+    limit_shown: Option<String>,
+    all: Option<StatsView>,
+    steps: Vec<Option<StatsView>>,
+}
+
+#[derive(Debug, Serialize)]
+struct StatsView {
+    mean: f64,
+    peak: f64,
+    mean_shown: String,
+    peak_shown: String,
+}
+
+#[derive(Debug, Serialize)]
+struct LeakView<'a> {
+    key: &'a str,
+    title: &'a str,
+    step: &'a str,
+    per_minute: f64,
+    from: f64,
+    to: f64,
+    window_s: (f64, f64),
+    limit: Option<f64>,
+    minutes_to_limit: Option<f64>,
+    sentence: String,
+}
+
+fn threshold(t: &ThresholdResult) -> ThresholdView<'_> {
+    ThresholdView {
+        threshold: &t.threshold,
+        value: t.value,
+        shown: words::measured(&t.measured),
+        pass: t.pass,
+    }
+}
+
+fn capacity(c: &CapacitySummary) -> CapacityView<'_> {
+    CapacityView {
+        max_throughput_rps: c.max_throughput_rps,
+        optimal: c.optimal.as_ref(),
+        limit: c.limit.as_ref().map(words::limit),
+        stopped_because: &c.stopped_because,
+        recommended: c.recommended.as_ref().map(words::recommended),
+        usl: c.usl.as_ref(),
+    }
+}
+
+fn stats(unit: Unit, s: &Stats) -> StatsView {
+    StatsView {
+        mean: s.mean,
+        peak: s.peak,
+        mean_shown: fmt::value(unit, s.mean),
+        peak_shown: fmt::value(unit, s.peak),
+    }
+}
+
+fn resource(r: &ResourceRow) -> ResourceView<'_> {
+    ResourceView {
+        key: &r.key,
+        title: &r.title,
+        unit: r.unit,
+        limit: r.limit,
+        limit_shown: r.limit.map(|l| fmt::value(r.unit, l)),
+        all: r.all.as_ref().map(|s| stats(r.unit, s)),
+        steps: r.steps.iter().map(|s| s.as_ref().map(|s| stats(r.unit, s))).collect(),
+    }
+}
+
+fn leak(l: &Leak) -> LeakView<'_> {
+    LeakView {
+        key: &l.key,
+        title: &l.title,
+        step: &l.step,
+        per_minute: l.per_minute,
+        from: l.from,
+        to: l.to,
+        window_s: l.window_s,
+        limit: l.limit,
+        minutes_to_limit: l.minutes_to_limit,
+        sentence: words::leak(l),
+    }
+}
+
+/// The summary with its text, as `--summary-json` writes it and the templates read it.
+pub fn summary(s: &Summary) -> SummaryView<'_> {
+    SummaryView {
+        requests: s.requests,
+        successes: s.successes,
+        failures: s.failures,
+        error_rate: s.error_rate,
+        duration_s: s.duration_s,
+        throughput_rps: s.throughput_rps,
+        success_rps: s.success_rps,
+        latency_ms: &s.latency_ms,
+        ttfb_ms: &s.ttfb_ms,
+        connect_ms: &s.connect_ms,
+        connections: s.connections,
+        status_codes: &s.status_codes,
+        errors: &s.errors,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        abandoned: s.abandoned,
+        ended_by: s.ended_by,
+        target_rps: s.target_rps,
+        achieved_rps: s.achieved_rps,
+        dropped: s.dropped,
+        send_lag_ms: s.send_lag_ms.as_ref(),
+        service_ms: s.service_ms.as_ref(),
+        stopped_by: s.stopped_by.as_ref(),
+        thresholds: s.thresholds.iter().map(threshold).collect(),
+        segments: &s.segments,
+        names: &s.names,
+        recovery: s.recovery.as_ref(),
+        capacity: s.capacity.as_ref().map(capacity),
+        client_bound: s.client_bound.iter().map(words::client_limit).collect(),
+        resources: s.resources.iter().map(resource).collect(),
+        leaks: s.leaks.iter().map(leak).collect(),
+    }
+}
+
+/// The summary as `--summary-json` writes it.
+pub fn summary_json(s: &Summary) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&summary(s))
+}
+
+/// A comparison as compare.json holds it and its templates read it.
+#[derive(Debug, Serialize)]
+pub struct ComparisonView<'a> {
+    a_label: &'a str,
+    b_label: &'a str,
+    notes: Vec<String>,
+    rows: Vec<RowView>,
+}
+
+#[derive(Debug, Serialize)]
+struct RowView {
+    metric: String,
+    a: f64,
+    b: f64,
+    unit: &'static str,
+    change_pct: Option<f64>,
+    verdict: Option<String>,
+    higher_is_better: bool,
+}
+
+/// A comparison with its text.
+pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
+    ComparisonView {
+        a_label: &c.a_label,
+        b_label: &c.b_label,
+        notes: c.notes.iter().map(words::note).collect(),
+        rows: c
+            .rows
+            .iter()
+            .map(|r| {
+                let (k, unit) = words::compared_unit(&r.metric);
+                RowView {
+                    metric: words::compared(&r.metric),
+                    a: r.a * k,
+                    b: r.b * k,
+                    unit,
+                    change_pct: r.change_pct,
+                    verdict: r.verdict.as_ref().map(words::verdict),
+                    higher_is_better: r.higher_is_better,
+                }
+            })
+            .collect(),
+    }
+}
