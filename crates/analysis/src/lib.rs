@@ -5,8 +5,9 @@
 //! layers, each importing only those below it: [`figures`] and [`units`] at the bottom; then
 //! the stages ([`segment`], [`capacity`], [`failures`], [`recovery`], [`resources`],
 //! [`validity`], [`find`], [`thresholds`]); then [`summary`], [`findings`] and [`analyze`],
-//! which runs them in order; [`compare`] on top. [`expr`] and [`stop`] are the expression
-//! language and the live stop rules the engine's caller evaluates while a run is in progress.
+//! which runs them in order; [`compare`] on top. [`stop`] holds the live stop rules the
+//! engine's caller evaluates while a run is in progress; thresholds and stop conditions arrive
+//! parsed, as `crest_model::expr` values.
 #![warn(missing_docs)]
 
 pub mod analyze;

@@ -8,8 +8,8 @@
 //! trim it): a window that straddles two steps, or a first step's figure mixed with its
 //! warm-up, made `p95 > 3x first` fire against a "first step's 5.0 ms" whose row said 0.68 ms.
 
-use crest_model::expr::{Agg, Bound, Expr, Metric, Op, StopCondition};
 use crate::units::{quantity, Quantity};
+use crest_model::expr::{Agg, Bound, Expr, Metric, Op, StopCondition};
 use crest_model::monitor::{SeriesKey, Unit};
 use crest_model::EncodedHistogram;
 use hdrhistogram::Histogram;

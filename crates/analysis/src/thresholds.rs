@@ -1,8 +1,8 @@
 //! Thresholds (SLOs) checked at the end of a run: `p95 < 10s`, `p99{name=replay} < 15s`,
 //! `error_rate < 1%`, `throughput > 100/s`.
 
-use crest_model::expr::{Agg, Expr, Metric, Monitored, Op, Threshold};
 use crate::units::{quantity, Quantity};
+use crest_model::expr::{Agg, Expr, Metric, Monitored, Op, Threshold};
 use crest_model::monitor::Unit;
 use crest_model::results::Results;
 use crest_model::HistError;

@@ -5,7 +5,6 @@ use super::{num, quantity, value};
 use crate::fmt::scale;
 use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
 use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
-use crest_model::expr::Metric;
 use crest_analysis::failures::{Cluster, TimeoutOf};
 use crest_analysis::figures::StepLoad;
 use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
@@ -15,6 +14,7 @@ use crest_analysis::resources::Leak;
 use crest_analysis::stop::StopReason;
 use crest_analysis::thresholds::Measured;
 use crest_analysis::validity::ClientLimit;
+use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
 use crest_model::results::{EndReason, Results, RunConfig};
 
