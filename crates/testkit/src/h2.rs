@@ -4,14 +4,12 @@
 //! tests need what hyper does not expose: a GOAWAY with an error code while streams are in
 //! flight, and RST_STREAM with a chosen code.
 
-use crate::Received;
+use crate::{Listening, Received};
 use bytes::Bytes;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// What the server does with one stream.
@@ -52,20 +50,14 @@ impl H2Reply {
 
 type Behaviour = Arc<dyn Fn(&Received, u64) -> H2Reply + Send + Sync>;
 
-/// A running HTTP/2 server. It stops when dropped.
+/// A running HTTP/2 test server (see [`Listening`] for what it tells).
 #[derive(Debug)]
-pub struct H2Server {
-    pub addr: SocketAddr,
-    received: Arc<Mutex<Vec<Received>>>,
-    connections: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-    /// The CA certificate (PEM) for TLS servers.
-    pub ca_pem: Option<String>,
-}
+pub struct H2Server(Listening);
 
-impl Drop for H2Server {
-    fn drop(&mut self) {
-        self.task.abort();
+impl std::ops::Deref for H2Server {
+    type Target = Listening;
+    fn deref(&self) -> &Listening {
+        &self.0
     }
 }
 
@@ -76,71 +68,29 @@ impl H2Server {
     }
 
     /// Starts an HTTPS server that offers only `h2` in ALPN, with a certificate for `localhost`
-    /// and 127.0.0.1 signed by a fresh private CA (in [`H2Server::ca_pem`]).
+    /// and 127.0.0.1 signed by a fresh private CA (in [`Listening::ca_pem`]).
     pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> H2Reply + Send + Sync + 'static) -> H2Server {
         let (acceptor, ca_pem) = crate::tls_acceptor(&[b"h2"]);
         let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
-        s.ca_pem = Some(ca_pem);
+        s.0.ca_pem = Some(ca_pem);
         s
     }
 
     async fn spawn(behaviour: Behaviour, tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local addr");
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(AtomicU64::new(0));
         let counter = Arc::new(AtomicU64::new(0));
-        let (rec, conns) = (received.clone(), connections.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let conn_id = conns.fetch_add(1, Ordering::SeqCst);
+        H2Server(
+            Listening::start(tls, move |io, conn, rec| {
                 let shared = Shared {
                     behaviour: behaviour.clone(),
-                    rec: rec.clone(),
+                    rec,
                     counter: counter.clone(),
-                    conn: conn_id,
+                    conn,
                     gone: Arc::default(),
                 };
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    match tls {
-                        None => serve(stream, shared).await,
-                        Some(acc) => {
-                            if let Ok(s) = acc.accept(stream).await {
-                                serve(s, shared).await;
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        H2Server {
-            addr,
-            received,
-            connections,
-            task,
-            ca_pem: None,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT{path}` (or https for TLS servers).
-    pub fn url(&self, path: &str) -> String {
-        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
-        format!("{scheme}://{}{path}", self.addr)
-    }
-
-    /// Everything received so far.
-    pub fn received(&self) -> Vec<Received> {
-        self.received.lock().expect("lock").clone()
-    }
-
-    /// Connections accepted so far.
-    pub fn connections(&self) -> u64 {
-        self.connections.load(Ordering::SeqCst)
+                serve(io, shared)
+            })
+            .await,
+        )
     }
 }
 

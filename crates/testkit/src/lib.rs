@@ -122,9 +122,10 @@ impl Reply {
 
 type Behaviour = Arc<dyn Fn(&Received, u64) -> Reply + Send + Sync>;
 
-/// A running test server. It stops when dropped.
+/// A running test server of either protocol: where it listens and what it saw. It stops when
+/// dropped.
 #[derive(Debug)]
-pub struct Server {
+pub struct Listening {
     pub addr: SocketAddr,
     received: Arc<Mutex<Vec<Received>>>,
     connections: Arc<AtomicU64>,
@@ -133,55 +134,71 @@ pub struct Server {
     pub ca_pem: Option<String>,
 }
 
-impl Drop for Server {
+impl Drop for Listening {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl Server {
-    /// Starts a plain HTTP server. `behaviour` gets each request and its index (from 0).
-    pub async fn start(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
-        Self::spawn(Arc::new(behaviour), None).await
-    }
+/// A connection as a server reads it: plain, or after the TLS handshake.
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {
+    /// Closes it with a TCP reset rather than a FIN.
+    fn reset_box(self: Box<Self>);
+}
 
-    /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
-    /// fresh private CA (returned in [`Server::ca_pem`]).
-    pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
-        let (acceptor, ca_pem) = tls_acceptor(&[]);
-        let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
-        s.ca_pem = Some(ca_pem);
-        s
+impl Io for TcpStream {
+    fn reset_box(self: Box<Self>) {
+        (*self).reset();
     }
+}
 
-    async fn spawn(behaviour: Behaviour, tls: Option<tokio_rustls::TlsAcceptor>) -> Server {
+impl Io for tokio_rustls::server::TlsStream<TcpStream> {
+    fn reset_box(self: Box<Self>) {
+        (*self).reset();
+    }
+}
+
+impl AsRawSocket for Box<dyn Io> {
+    fn reset(self) {
+        self.reset_box();
+    }
+}
+
+impl Listening {
+    /// Listens on 127.0.0.1:0 and hands each connection (after the TLS handshake, when `tls`
+    /// is given) to `serve`, with its number from 0 and the list of requests to add to.
+    async fn start<S, F>(tls: Option<tokio_rustls::TlsAcceptor>, serve: S) -> Listening
+    where
+        S: Fn(Box<dyn Io>, u64, Arc<Mutex<Vec<Received>>>) -> F + Send + Sync + 'static,
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let received = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicU64::new(0));
-        let counter = Arc::new(AtomicU64::new(0));
         let (rec, conns) = (received.clone(), connections.clone());
+        let serve = Arc::new(serve);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                let _ = stream.set_nodelay(true);
                 let conn_id = conns.fetch_add(1, Ordering::SeqCst);
-                let (behaviour, rec, counter, tls) = (behaviour.clone(), rec.clone(), counter.clone(), tls.clone());
+                let (serve, rec, tls) = (serve.clone(), rec.clone(), tls.clone());
                 tokio::spawn(async move {
-                    let _ = stream.set_nodelay(true);
-                    match tls {
-                        None => serve(stream, conn_id, behaviour, rec, counter).await,
-                        Some(acc) => {
-                            if let Ok(s) = acc.accept(stream).await {
-                                serve(s, conn_id, behaviour, rec, counter).await;
-                            }
-                        }
-                    }
+                    let io: Box<dyn Io> = match tls {
+                        None => Box::new(stream),
+                        Some(acc) => match acc.accept(stream).await {
+                            Ok(s) => Box::new(s),
+                            Err(_) => return,
+                        },
+                    };
+                    serve(io, conn_id, rec).await;
                 });
             }
         });
-        Server {
+        Listening {
             addr,
             received,
             connections,
@@ -204,6 +221,43 @@ impl Server {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// A running HTTP/1.1 test server (see [`Listening`] for what it tells).
+#[derive(Debug)]
+pub struct Server(Listening);
+
+impl std::ops::Deref for Server {
+    type Target = Listening;
+    fn deref(&self) -> &Listening {
+        &self.0
+    }
+}
+
+impl Server {
+    /// Starts a plain HTTP server. `behaviour` gets each request and its index (from 0).
+    pub async fn start(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
+        Self::spawn(Arc::new(behaviour), None).await
+    }
+
+    /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
+    /// fresh private CA (returned in [`Listening::ca_pem`]).
+    pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
+        let (acceptor, ca_pem) = tls_acceptor(&[]);
+        let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
+        s.0.ca_pem = Some(ca_pem);
+        s
+    }
+
+    async fn spawn(behaviour: Behaviour, tls: Option<tokio_rustls::TlsAcceptor>) -> Server {
+        let counter = Arc::new(AtomicU64::new(0));
+        Server(
+            Listening::start(tls, move |io, conn_id, rec| {
+                serve(io, conn_id, behaviour.clone(), rec, counter.clone())
+            })
+            .await,
+        )
     }
 }
 
