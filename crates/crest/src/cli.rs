@@ -312,7 +312,7 @@ pub struct SweepArgs {
     pub param: String,
 
     /// A command run before each point with `sh -c`; {NAME} is replaced by the value, which is
-    /// also in the environment as NAME (seed 000: load data, restart the database).
+    /// also in the environment as NAME (load data, restart the database).
     #[arg(long, value_name = "COMMAND")]
     pub setup: Option<String>,
 
@@ -368,7 +368,7 @@ pub struct TargetArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub leak_bytes: usize,
 
-    /// Slots in the orchestration API's pool (/auth/token, /plans): seed 001's database
+    /// Slots in the orchestration API's pool (/auth/token, /plans): like a service's database
     /// connections.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub pool: usize,

@@ -1,5 +1,5 @@
 //! `crest sweep`: one run of a scenario per value of a parameter, with a setup command before
-//! each (seed 000: load 11k, 22k, 60k ... entities and restart the database between points).
+//! each (load 11k, 22k, 60k ... entities and restart the database between points, say).
 //! The points become the steps of one report.
 
 use crate::cli::SweepArgs;

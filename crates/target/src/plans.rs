@@ -431,7 +431,7 @@ impl Api {
             out,
             "# HELP crest_target_api_pool_wait_seconds_total Time requests spent waiting for a pool slot.\n\
              # TYPE crest_target_api_pool_wait_seconds_total counter\ncrest_target_api_pool_wait_seconds_total {:.6}\n\
-             # HELP crest_target_api_pool_size Pool slots (seed 001's database connections).\n\
+             # HELP crest_target_api_pool_size Pool slots (a service's database connections).\n\
              # TYPE crest_target_api_pool_size gauge\ncrest_target_api_pool_size {}\n\
              # HELP crest_target_api_pool_in_use Pool slots held now.\n\
              # TYPE crest_target_api_pool_in_use gauge\ncrest_target_api_pool_in_use {in_use}\n\

@@ -64,7 +64,7 @@ pub struct Config {
     pub leak_fd_every: Option<u64>,
     /// Leak this many bytes of memory per request.
     pub leak_bytes_per_request: usize,
-    /// Slots in the orchestration API's pool (seed 001's database connections).
+    /// Slots in the orchestration API's pool (a service's database connections).
     pub pool: usize,
     /// How long an API request waits for a pool slot before it gets 503.
     pub pool_wait: Duration,
@@ -379,7 +379,7 @@ async fn replay(state: Arc<State>, query: &str) -> Response<Body> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000)
         .min(5_000_000);
-    // Building the state takes longer as it grows (seed 000: the API, not the query, was slow).
+    // Building the state takes longer as it grows (in the API, not the query, as such services often are).
     if let Err(r) = state.work(state.service_time() + PER_ENTITY * entities as u32).await {
         return r;
     }
