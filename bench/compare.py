@@ -31,31 +31,44 @@ if PRIORITY:
 
 NGINX_CONF = """
 worker_processes 1;
-daemon off;
+{main_extra}daemon off;
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
-events {{ worker_connections 8192; }}
+events {{ worker_connections {connections}; }}
 http {{
   access_log off;
   keepalive_requests 100000000;
   keepalive_timeout 120s;
-  client_body_temp_path {prefix}/body;
+{http_extra}  client_body_temp_path {prefix}/body;
   proxy_temp_path {prefix}/proxy;
   fastcgi_temp_path {prefix}/fastcgi;
   uwsgi_temp_path {prefix}/uwsgi;
   scgi_temp_path {prefix}/scgi;
   server {{
-    listen 127.0.0.1:{port} backlog=8192;
-    location / {{ return 200 "ok\\n"; }}
+{listen}    location / {{ return 200 "ok\\n"; }}
   }}
 }}
 """
 
 
+def nginx_conf(prefix, listen=None, http_extra=(), main_extra=(), connections=8192):
+    """The one nginx configuration every benchmark serves "ok" from: `listen` (lines, default
+    plain HTTP/1.1 on PORT), `http_extra` and `main_extra` (lines added to the http block and
+    the top level), `connections` per worker."""
+    listen = listen or [f"listen 127.0.0.1:{PORT} backlog=8192;"]
+    return NGINX_CONF.format(
+        prefix=prefix,
+        connections=connections,
+        main_extra="".join(f"{line}\n" for line in main_extra),
+        http_extra="".join(f"  {line}\n" for line in http_extra),
+        listen="".join(f"    {line}\n" for line in listen),
+    )
+
+
 def start_nginx(prefix, conf=None, port=PORT):
-    """Starts nginx with `conf` (already formatted; default: NGINX_CONF) and waits for `port`."""
+    """Starts nginx with `conf` (from nginx_conf; default: plain HTTP/1.1) and waits for `port`."""
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(conf if conf is not None else NGINX_CONF.format(prefix=prefix, port=PORT))
+        f.write(conf if conf is not None else nginx_conf(prefix))
     proc = subprocess.Popen(
         PRIORITY + ["taskset", "-c", NGINX_CORE, "nginx", "-p", prefix, "-c", os.path.join(prefix, "nginx.conf")],
         stdout=subprocess.DEVNULL,

@@ -17,10 +17,10 @@ PORT = compare.PORT
 
 
 def start_nginx(prefix, conns):
-    conf = compare.NGINX_CONF.replace("worker_connections 8192;", f"worker_connections {conns + 1000};")
-    conf = conf.replace("worker_processes 1;", f"worker_processes 1;\nworker_rlimit_nofile {conns + 2000};")
-    conf = conf.replace("backlog=8192", "backlog=16384")
-    return compare.start_nginx(prefix, conf.format(prefix=prefix, port=PORT))
+    conf = compare.nginx_conf(prefix, connections=conns + 1000,
+                              main_extra=[f"worker_rlimit_nofile {conns + 2000};"],
+                              listen=[f"listen 127.0.0.1:{PORT} backlog=16384;"])
+    return compare.start_nginx(prefix, conf)
 
 
 def run_crest(exe, url, secs, conns):

@@ -18,40 +18,19 @@ from compare import NGINX_CORE, timed  # noqa: E402
 TLS_PORT = 18443
 H2C_PORT = 18082
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 8192; }}
-http {{
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  http2_max_requests 100000000;
-  http2_max_concurrent_streams 128;
-  client_body_temp_path {prefix}/body;
-  proxy_temp_path {prefix}/proxy;
-  fastcgi_temp_path {prefix}/fastcgi;
-  uwsgi_temp_path {prefix}/uwsgi;
-  scgi_temp_path {prefix}/scgi;
-  server {{
-    listen 127.0.0.1:{tls} ssl http2 backlog=8192;
-    listen 127.0.0.1:{h2c} http2 backlog=8192;
-    ssl_certificate {prefix}/cert.pem;
-    ssl_certificate_key {prefix}/key.pem;
-    location / {{ return 200 "ok\\n"; }}
-  }}
-}}
-"""
-
-
 def start_nginx(prefix):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                     "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", f"{prefix}/key.pem", "-out", f"{prefix}/cert.pem"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return compare.start_nginx(prefix, NGINX_CONF.format(prefix=prefix, tls=TLS_PORT, h2c=H2C_PORT), TLS_PORT)
+    conf = compare.nginx_conf(
+        prefix,
+        listen=[f"listen 127.0.0.1:{TLS_PORT} ssl http2 backlog=8192;",
+                f"listen 127.0.0.1:{H2C_PORT} http2 backlog=8192;",
+                f"ssl_certificate {prefix}/cert.pem;",
+                f"ssl_certificate_key {prefix}/key.pem;"],
+        http_extra=["http2_max_requests 100000000;", "http2_max_concurrent_streams 128;"])
+    return compare.start_nginx(prefix, conf, TLS_PORT)
 
 
 def run_crest(exe, url, secs, conns, streams):
