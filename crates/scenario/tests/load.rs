@@ -519,3 +519,34 @@ fn issue_12_hostile_scenarios_are_refused_without_panicking() {
         }
     }
 }
+
+/// Keys that take several forms read YAML scalars as text: `status: true` and `all: true` must
+/// still be booleans there (`status: true` was once refused), and known variables follow them.
+#[test]
+fn extract_flags_read_as_booleans() {
+    let s = ok(r#"target: http://127.0.0.1:9
+steps:
+  - request:
+      path: /plans
+      extract: {code: {status: true}, states: {json: "$.next[*].state", all: true}}
+  - request: {path: "/x/${code}/${states}"}
+load: {users: 1, duration: 1s}
+"#);
+    let crest_flow::plan::Step::Request(r) = &s.flow.flows[0].steps[0] else {
+        panic!("a request step")
+    };
+    assert!(matches!(r.extract[0].1, crest_flow::extract::Extractor::Status));
+    assert!(matches!(r.extract[1].1, crest_flow::extract::Extractor::JsonAll { .. }));
+    let e = err(r#"target: http://127.0.0.1:9
+steps:
+  - request: {path: /plans, extract: {code: {status: maybe}}}
+load: {users: 1, duration: 1s}
+"#);
+    assert!(e.to_string().contains("s.yaml:3"), "{e}");
+    let e = err(r#"target: http://127.0.0.1:9
+steps:
+  - request: {path: /plans, extract: {code: {header: X, all: true}}}
+load: {users: 1, duration: 1s}
+"#);
+    assert!(e.to_string().contains("`all` goes with `json`"), "{e}");
+}
