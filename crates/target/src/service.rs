@@ -225,6 +225,7 @@ impl State {
              # HELP crest_target_rejected_total Requests refused with 503 because the queue was full.\n# TYPE crest_target_rejected_total counter\ncrest_target_rejected_total {}\n\
              # HELP crest_target_timeouts_total Requests answered 500 after the server timeout.\n# TYPE crest_target_timeouts_total counter\ncrest_target_timeouts_total {}\n\
              # HELP crest_target_completed_total Jobs the workers finished.\n# TYPE crest_target_completed_total counter\ncrest_target_completed_total {}\n\
+             # HELP crest_target_worker_busy_seconds_total Time workers held jobs, overruns of the service time included.\n# TYPE crest_target_worker_busy_seconds_total counter\ncrest_target_worker_busy_seconds_total {:.6}\n\
              # HELP crest_target_queue_depth Requests waiting for a worker.\n# TYPE crest_target_queue_depth gauge\ncrest_target_queue_depth {}\n\
              # HELP crest_target_busy_workers Workers busy now.\n# TYPE crest_target_busy_workers gauge\ncrest_target_busy_workers {}\n\
              # HELP crest_target_workers Workers.\n# TYPE crest_target_workers gauge\ncrest_target_workers {}\n\
@@ -236,6 +237,7 @@ impl State {
             self.rejected.load(Ordering::Relaxed),
             self.timed_out.load(Ordering::Relaxed),
             self.pool.completed.load(Ordering::Relaxed),
+            self.pool.busy_ns.load(Ordering::Relaxed) as f64 / 1e9,
             self.pool.queued.load(Ordering::Relaxed),
             self.pool.busy.load(Ordering::Relaxed),
             self.pool.workers,

@@ -23,6 +23,10 @@ pub struct Pool {
     pub queued: Arc<AtomicU64>,
     pub busy: Arc<AtomicU64>,
     pub completed: Arc<AtomicU64>,
+    /// Nanoseconds workers actually held jobs. On a loaded machine a sleep overruns its service
+    /// time, so the capacity the pool really had is `workers * completed / busy`, not
+    /// `workers / service_time`; tests that check a found capacity read it back.
+    pub busy_ns: Arc<AtomicU64>,
     pub workers: usize,
 }
 
@@ -34,8 +38,15 @@ impl Pool {
         let queued = Arc::new(AtomicU64::new(0));
         let busy = Arc::new(AtomicU64::new(0));
         let completed = Arc::new(AtomicU64::new(0));
+        let busy_ns = Arc::new(AtomicU64::new(0));
         for i in 0..workers {
-            let (rx, queued, busy, completed) = (rx.clone(), queued.clone(), busy.clone(), completed.clone());
+            let (rx, queued, busy, completed, busy_ns) = (
+                rx.clone(),
+                queued.clone(),
+                busy.clone(),
+                completed.clone(),
+                busy_ns.clone(),
+            );
             std::thread::Builder::new()
                 .name(format!("target-worker-{i}"))
                 .spawn(move || loop {
@@ -51,7 +62,9 @@ impl Pool {
                         continue;
                     }
                     busy.fetch_add(1, Ordering::Relaxed);
+                    let held = Instant::now();
                     std::thread::sleep(job.busy);
+                    busy_ns.fetch_add(held.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     busy.fetch_sub(1, Ordering::Relaxed);
                     completed.fetch_add(1, Ordering::Relaxed);
                     let _ = job.done.send(Instant::now());
@@ -62,6 +75,7 @@ impl Pool {
             queued,
             busy,
             completed,
+            busy_ns,
             workers,
         })
     }

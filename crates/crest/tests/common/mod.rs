@@ -224,6 +224,11 @@ impl Drop for TargetProcess {
 /// Prometheus endpoint with a plain HTTP/1.0 request, so the reading shares nothing with the
 /// client under test.
 pub fn target_metric(url: &str, name: &str) -> u64 {
+    target_value(url, name) as u64
+}
+
+/// One value of a `crest target`'s Prometheus endpoint as it is written (seconds have fractions).
+pub fn target_value(url: &str, name: &str) -> f64 {
     use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://").trim_end_matches('/');
     let mut s = std::net::TcpStream::connect(addr).unwrap();
@@ -235,7 +240,7 @@ pub fn target_metric(url: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
         .trim()
         .parse::<f64>()
-        .unwrap() as u64
+        .unwrap()
 }
 
 /// Starts `crest target --listen 127.0.0.1:0 ARGS...` and reads its URL from its first line.
