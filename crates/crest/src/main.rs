@@ -106,7 +106,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                 a.dir.parent().map(Path::to_path_buf).unwrap_or_default()
             };
             let summary = crest_report::write_run(&dir, &results)?.summary;
-            print!("{}", crest_report::terminal::render(&results, &summary));
+            output::stdout(&crest_report::terminal::render(&results, &summary));
             for f in crest_report::RUN_FILES {
                 eprintln!("wrote {}", dir.join(f).display());
             }
@@ -133,16 +133,18 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
 
 /// Checks a scenario file and describes what it would run.
 fn validate(file: &std::path::Path) -> Result<u8> {
+    use std::fmt::Write;
     let s = crest_scenario::load(file)?;
+    let mut out = String::new();
     let flows: Vec<String> = s
         .flow
         .flows
         .iter()
         .map(|f| format!("{} (weight {})", f.name, f.weight))
         .collect();
-    println!("{}: valid", file.display());
-    println!("  flows: {}", flows.join(", "));
-    println!("  requests: {}", s.plan.names.join(", "));
+    let _ = writeln!(out, "{}: valid", file.display());
+    let _ = writeln!(out, "  flows: {}", flows.join(", "));
+    let _ = writeln!(out, "  requests: {}", s.plan.names.join(", "));
     let load = match &s.plan.load {
         crest_model::plan::LoadModel::Closed { users, iterations } => crest_report::fmt::words::Load::Closed {
             users: users.max(),
@@ -154,22 +156,22 @@ fn validate(file: &std::path::Path) -> Result<u8> {
         },
     };
     let load = crest_report::fmt::words::load(load);
-    println!("  load: {load}");
+    let _ = writeln!(out, "  load: {load}");
     let segments: Vec<String> = s
         .plan
         .segments
         .iter()
         .map(|g| format!("{} (from {} s)", g.name, g.start.as_secs()))
         .collect();
-    println!("  steps: {}", segments.join(", "));
+    let _ = writeln!(out, "  steps: {}", segments.join(", "));
     if let Some(d) = s.plan.stop.duration {
-        println!("  duration: {}", humantime::format_duration(d));
+        let _ = writeln!(out, "  duration: {}", humantime::format_duration(d));
     }
     for t in &s.plan.thresholds {
-        println!("  threshold: {t}");
+        let _ = writeln!(out, "  threshold: {t}");
     }
     for c in &s.plan.stop_when {
-        println!("  stop when: {c}");
+        let _ = writeln!(out, "  stop when: {c}");
     }
     let m = &s.plan.monitor;
     let mut watched: Vec<String> = Vec::new();
@@ -187,11 +189,13 @@ fn validate(file: &std::path::Path) -> Result<u8> {
             .iter()
             .map(|p| format!("PostgreSQL {}", crest_model::redact::url(&p.url))),
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  monitor: {} every {}",
         watched.join(", "),
         humantime::format_duration(m.interval)
     );
+    output::stdout(&out);
     Ok(0)
 }
 

@@ -149,11 +149,11 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
         if json_to_stdout {
             eprint!("{text}");
         } else {
-            print!("{text}");
+            stdout(&text);
         }
     }
     match out.summary_json.as_deref() {
-        Some("-") => println!("{summary_json}"),
+        Some("-") => stdout(&format!("{summary_json}\n")),
         Some(p) => {
             if let Err(e) = write_atomic(Path::new(p), summary_json.as_bytes()) {
                 eprintln!("error: --summary-json {p}: {e:#}");
@@ -219,4 +219,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// Writes `text` to standard output. A reader that went away (`crest ... | head`) is not an
+/// error worth a panic, nor a reason to lose the results being written: the rest is dropped.
+pub fn stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }

@@ -428,3 +428,51 @@ fn planted_secrets_are_written_nowhere() {
         assert_nowhere(&["SWEEPPASS1"], out.path(), &[&stdout, &stderr]);
     });
 }
+
+/// `crest ARGS... | head -c0`: the reader is gone before crest writes. Returns the exit code and
+/// stderr.
+fn with_stdout_closed(args: &[&str]) -> (i32, String) {
+    use std::process::Stdio;
+    let mut child = crest()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_closed_stdout_neither_panics_nor_loses_the_results() {
+    let (_scenario_dir, scenario) = scenario_file(&common::example("validator.yaml"));
+    let (code, stderr) = with_stdout_closed(&["validate", scenario.to_str().unwrap()]);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
+
+    let target = format!(
+        "http://{}/",
+        crest_target::spawn("127.0.0.1:0".parse().unwrap(), crest_target::Config::default()).unwrap()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let (code, stderr) = with_stdout_closed(&[
+        "run",
+        &target,
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "--out",
+        dir,
+        "--force",
+        "--summary-json",
+        "-",
+    ]);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(common::target_metric(&target, "crest_target_requests_total"), 20);
+    common::check_counts(&out.path().join("results.json"));
+    assert!(out.path().join("report.md").exists());
+}
