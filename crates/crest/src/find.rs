@@ -176,6 +176,17 @@ pub fn search<W: Workload>(
             passed: verdict.is_ok(),
             verdict: text,
         });
+        // The verdicts exist nowhere else until results.json is written: a search killed later
+        // keeps them here, and `crest report` puts them back.
+        let so_far = FindRecord {
+            model: if open { "open" } else { "closed" }.into(),
+            slo: slo_list(slo_text),
+            probes: records.clone(),
+            stopped_because: words::cut_short(records.len()),
+        };
+        if let Err(e) = crate::journal::write_find(&dir, &so_far) {
+            eprintln!("warning: {e:#}");
+        }
         let stop = m.results.stopped_by.clone();
         parts.push((label, m.results));
         probes.push(p);
@@ -212,19 +223,26 @@ pub fn search<W: Workload>(
     results.config.rate = open.then(|| records.iter().map(|r| r.level).fold(0.0, f64::max));
     results.config.duration_s = Some(results.duration_s);
     results.config.command_line = crest_model::redact::command_line(command_line);
-    let slo_list = if slo_text.is_empty() {
-        vec!["error_rate < 1%".to_string()]
-    } else {
-        slo_text.to_vec()
-    };
     results.find = Some(FindRecord {
         model: results.config.model.clone(),
-        slo: slo_list,
+        slo: slo_list(slo_text),
         probes: records,
         stopped_because,
     });
     let written = output::write_all(&dir, &results, out)?;
+    if written.complete {
+        crate::journal::remove_find(&dir);
+    }
     Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
+}
+
+/// The service level as given, or the default a search applies without one.
+fn slo_list(slo_text: &[String]) -> Vec<String> {
+    if slo_text.is_empty() {
+        vec!["error_rate < 1%".to_string()]
+    } else {
+        slo_text.to_vec()
+    }
 }
 
 /// The plan of one probe: the base plan at one level, for one probe's length.

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// the points of a sweep) writes one per part, numbered.
 pub const FILE: &str = "journal.jsonl";
 
+/// A capacity search's probes and their verdicts so far, rewritten after each probe and removed
+/// once results.json holds them.
+pub const FIND_FILE: &str = "find.json";
+
 /// Longest a closed interval may wait in the kernel's cache before it is on disk. A sync costs
 /// a disk flush, so it is not done for every line.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
@@ -121,7 +125,32 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     if unfinished {
         joined.ended_by = crest_model::results::EndReason::Unfinished;
     }
+    joined.find = read_find(dir)?;
+    if let Some(f) = &joined.find {
+        joined.config.model = f.model.clone();
+    }
     Ok(Some(joined))
+}
+
+/// Saves a search's record so far.
+pub fn write_find(dir: &Path, record: &crest_model::results::FindRecord) -> Result<()> {
+    crate::output::write_atomic(&dir.join(FIND_FILE), &serde_json::to_vec_pretty(record)?)
+}
+
+/// Drops the saved record once results.json holds it.
+pub fn remove_find(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(FIND_FILE));
+}
+
+fn read_find(dir: &Path) -> Result<Option<crest_model::results::FindRecord>> {
+    let path = dir.join(FIND_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?;
+    serde_json::from_slice(&text)
+        .map(Some)
+        .with_context(|| format!("{}: not a capacity search's record", path.display()))
 }
 
 /// The journals of a run directory, in order: `journal.jsonl`, or the numbered parts.

@@ -441,7 +441,10 @@ fn with_stdout_closed(args: &[&str]) -> (i32, String) {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]

@@ -308,3 +308,47 @@ fn a_sweep_whose_setup_fails_keeps_the_points_before_it() {
     assert_eq!(requests, 12, "2 points of 2 threads x 3 loops");
     assert_eq!(common::target_metric(&t.url, "crest_target_requests_total"), 12);
 }
+
+/// A search's verdicts are decided between probes and exist nowhere else until the end: a
+/// search killed midway keeps the verdicts of the probes it finished, and the rebuilt report
+/// shows them.
+#[test]
+fn a_killed_search_keeps_its_probe_verdicts() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "2", "--service-time", "10ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("find");
+    let mut child = crest()
+        .args(["find", &t.url, "--probe", "2s", "--budget", "60s", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for two probes' journals to end (each closes with its end record).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(out.join("journal-002.jsonl")).is_ok_and(|j| j.contains("\"end\"")) {
+        assert!(std::time::Instant::now() < deadline, "two probes did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.join("results.json").exists());
+
+    let r = crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = results(&out);
+    let probes = v["find"]["probes"].as_array().expect("the probes' verdicts");
+    assert!(probes.len() >= 2, "{probes:?}");
+    for p in probes {
+        assert!(p["verdict"].as_str().unwrap().contains("req/s ok"), "{p}");
+    }
+    assert!(
+        v["find"]["stopped_because"].as_str().unwrap().contains("cut short"),
+        "{}",
+        v["find"]
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("cut short"), "{md}");
+}

@@ -140,6 +140,11 @@ pub fn done(d: &Done) -> String {
     }
 }
 
+/// Why a capacity search rebuilt from its journals has no ending: it was killed after `probes`.
+pub fn cut_short(probes: usize) -> String {
+    format!("the search was cut short after probe {probes}, before it could conclude")
+}
+
 /// Where a capacity search found the limit.
 pub fn limit(l: &Limit) -> String {
     match l {
