@@ -115,8 +115,18 @@ pub fn draft_str(
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     check_depth(text).map_err(|p| fail(vec![p]))?;
     let options = LoaderOptions::default().error_on_duplicate_keys(true);
-    let node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
-    let raw: raw::Scenario = marked_yaml::from_node(&node).map_err(|e| fail(vec![node_error(&e, &node)]))?;
+    let mut node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
+    let substituted = compile::params::substitute_load(&mut node, env).map_err(fail)?;
+    let raw: raw::Scenario = marked_yaml::from_node(&node).map_err(|e| {
+        let mut p = node_error(&e, &node);
+        if let Some(t) = e
+            .path()
+            .and_then(|path| compile::params::template_at(&substituted, path))
+        {
+            p.message = format!("{} (the value of {t})", p.message);
+        }
+        fail(vec![p])
+    })?;
     let mut cx = compile::Cx::new(file, &node, dir, env);
     let compiled = cx.scenario(&raw);
     let mut problems = cx.problems;

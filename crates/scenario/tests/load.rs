@@ -550,3 +550,67 @@ load: {users: 1, duration: 1s}
 "#);
     assert!(e.to_string().contains("`all` goes with `json`"), "{e}");
 }
+
+#[test]
+fn every_number_of_the_load_may_come_from_the_environment() {
+    let env = |n: &str| match n {
+        "THREADS" => Some("25".to_string()),
+        "BAD" => Some("2.5".to_string()),
+        "RAMP" => Some("soon".to_string()),
+        "RATE" => Some("12.5".to_string()),
+        _ => None,
+    };
+    let load = |text: &str| load_str("s.yaml", text, Path::new("."), &env);
+    let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
+
+    let s = load(&format!(
+        "{base}  threads: ${{env:THREADS}}\n  loops: ${{env:LOOPS:-4}}\n  ramp_up: \"${{env:UP:-2s}}\"\n"
+    ))
+    .unwrap();
+    assert_eq!(s.plan.segments[0].name, "25 threads x 4 loops");
+    assert!(matches!(
+        s.plan.load,
+        LoadModel::Closed {
+            iterations: Some(4),
+            ..
+        }
+    ));
+    assert_eq!(s.plan.load.max_concurrency(), 25);
+
+    let s = load(&format!("{base}  rate: ${{env:RATE}}\n  duration: ${{env:D:-3s}}\n")).unwrap();
+    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(3)));
+    assert_eq!(s.plan.segments[0].rate, Some(12.5));
+
+    // In a flow mapping YAML needs the braces quoted; quoted or not, the value takes its type.
+    let s = load(&format!(
+        "{base}  stepping: {{start: \"${{env:THREADS}}\", step: 5, every: \"${{env:E:-10s}}\", max: 40}}\n"
+    ))
+    .unwrap();
+    assert_eq!(s.plan.segments.len(), 4);
+
+    // A value that is not what the key holds is located at the template, which it quotes
+    // (not the value: it may be a secret).
+    let e = load(&format!("{base}  threads: ${{env:BAD}}\n  loops: 1\n")).unwrap_err();
+    let (at, msg, _) = first(&e);
+    assert_eq!(at, Some((4, 12)), "{e}");
+    assert!(msg.contains("load.threads: ${env:BAD} is not a whole number"), "{msg}");
+    assert!(!msg.contains("2.5"), "{msg}");
+
+    let e = load(&format!("{base}  users: 2\n  duration: ${{env:RAMP}}\n")).unwrap_err();
+    assert!(
+        first(&e).1.contains("load.duration: ${env:RAMP} is not a duration"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("soon"), "{e}");
+
+    let e = load(&format!("{base}  users: ${{env:NOPE}}\n  duration: 1s\n")).unwrap_err();
+    assert_eq!(first(&e).0, Some((4, 10)), "{e}");
+    assert!(first(&e).1.contains("NOPE"), "{e}");
+
+    let e = load(&format!("{base}  users: ${{user}}\n  duration: 1s\n")).unwrap_err();
+    assert!(first(&e).1.contains("has no value before the run starts"), "{e}");
+
+    // Substituted values are checked like written ones: 0 users is refused where it stands.
+    let e = load(&format!("{base}  users: ${{env:Z:-0}}\n  duration: 1s\n")).unwrap_err();
+    assert_eq!(first(&e).0, Some((4, 10)), "{e}");
+}

@@ -10,6 +10,7 @@
 mod expr;
 mod load;
 mod monitor;
+pub(crate) mod params;
 mod request;
 mod sql;
 mod steps;

@@ -125,7 +125,7 @@ impl Cx<'_> {
 
 /// Renders templates that read nothing but the environment.
 #[derive(Default)]
-pub(super) struct NoScope(std::cell::RefCell<fastrand::Rng>);
+pub(crate) struct NoScope(std::cell::RefCell<fastrand::Rng>);
 
 impl crest_flow::template::Scope for NoScope {
     fn var(&self, _: &str) -> Option<&str> {
