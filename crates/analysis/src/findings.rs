@@ -27,6 +27,14 @@ pub enum Finding {
         /// The most frequent failure.
         top: Option<ErrorSummary>,
     },
+    /// Every user ran its flow a fixed number of times (`run_once`, threads x loops): how long
+    /// until all were done, how long each took, and what the watched resources peaked at.
+    UsersDone {
+        /// The users' times.
+        users: crate::summary::UsersDone,
+        /// Peaks of the watched processes' (else the host's) series over the run.
+        peaks: Vec<Peak>,
+    },
     /// crest itself may have limited the run.
     ClientBound(Vec<ClientLimit>),
     /// A resource grew under steady load.
@@ -117,6 +125,43 @@ pub enum Finding {
     },
 }
 
+/// A watched series at its highest.
+#[derive(Clone, Debug, Serialize)]
+pub struct Peak {
+    /// A human title.
+    pub title: String,
+    /// Its unit.
+    pub unit: crest_model::monitor::Unit,
+    /// The highest sample.
+    pub peak: f64,
+}
+
+/// At most this many peaks are named in a sentence; the resources table has them all.
+const PEAKS_NAMED: usize = 4;
+
+/// The peaks worth naming after a run: the watched processes' CPU and memory, or the host's
+/// when no process was watched.
+fn peaks(s: &Summary) -> Vec<Peak> {
+    let with_peak = |prefix: &'static str| {
+        s.resources
+            .iter()
+            .filter(move |r| r.key.starts_with(prefix) && (r.key.contains("cpu") || r.key.contains("memory")))
+            .filter_map(|r| {
+                r.all.as_ref().map(|a| Peak {
+                    title: r.title.clone(),
+                    unit: r.unit,
+                    peak: a.peak,
+                })
+            })
+    };
+    let mut out: Vec<Peak> = with_peak("process_").collect();
+    if out.is_empty() {
+        out = with_peak("host_").collect();
+    }
+    out.truncate(PEAKS_NAMED);
+    out
+}
+
 /// The findings for a run, most important first.
 pub fn findings(
     s: &Summary,
@@ -131,6 +176,13 @@ pub fn findings(
         out.push(Finding::NothingSucceeded {
             requests: s.requests,
             top: s.errors.first().cloned(),
+        });
+    }
+    // A run that asks how long a population of users takes leads with the answer.
+    if let Some(u) = s.users.as_ref().filter(|u| u.finished > 0) {
+        out.push(Finding::UsersDone {
+            users: u.clone(),
+            peaks: peaks(s),
         });
     }
     if !s.client_bound.is_empty() {

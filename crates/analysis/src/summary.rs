@@ -106,6 +106,24 @@ pub struct Summary {
     pub resources: Vec<ResourceRow>,
     /// Resources that grew under steady load.
     pub leaks: Vec<Leak>,
+    /// Runs whose users each run a fixed number of iterations (`run_once`, threads x loops):
+    /// when the last finished and how long each took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<UsersDone>,
+}
+
+/// How long the users of a run with a fixed number of iterations each took to finish.
+#[derive(Clone, Debug, Serialize)]
+pub struct UsersDone {
+    /// Users that ran all their iterations.
+    pub finished: u64,
+    /// Users stopped before their last iteration.
+    pub cut_short: u64,
+    /// Seconds from the start of the run until the last user finished: the time the whole
+    /// population needed.
+    pub all_done_s: f64,
+    /// Each finished user's time, from its first iteration's start to its end, in ms.
+    pub per_user_ms: Percentiles,
 }
 
 /// Figures for one segment or one request name.
@@ -248,6 +266,15 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
             })
             .collect(),
         recovery: recovery(r)?,
+        users: match &r.users {
+            Some(u) => Some(UsersDone {
+                finished: u.finished,
+                cut_short: u.cut_short,
+                all_done_s: u.last_end_s,
+                per_user_ms: Percentiles::from_micros(&u.duration.decode()?),
+            }),
+            None => None,
+        },
         capacity: capacity_summary(r, segments, capacity),
         client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments),
         resources: resources(r, segments),

@@ -289,6 +289,7 @@ pub fn measure<W: Workload>(
             peak_rss_bytes: own_peak_rss(),
         }),
         monitor,
+        users: user_times(&plan.load, &report.user_times, report.users_cut_short),
     };
     if let Some(mut j) = journal {
         j.write(&Entry::End(closing.clone()));
@@ -301,6 +302,39 @@ pub fn measure<W: Workload>(
     Ok(Measured {
         results,
         interrupted: interrupt,
+    })
+}
+
+/// The users' times of a run whose users each run a fixed number of iterations.
+fn user_times(
+    load: &LoadModel,
+    times: &[(Duration, Duration)],
+    cut_short: u64,
+) -> Option<crest_model::results::UserTimes> {
+    if !matches!(
+        load,
+        LoadModel::Closed {
+            iterations: Some(_),
+            ..
+        }
+    ) {
+        return None;
+    }
+    let mut h = crest_model::hist::new_histogram();
+    for (_, took) in times {
+        crest_model::hist::record(&mut h, *took);
+    }
+    Some(crest_model::results::UserTimes {
+        finished: times.len() as u64,
+        cut_short,
+        first_start_s: times.iter().map(|(s, _)| *s).min().unwrap_or_default().as_secs_f64(),
+        last_end_s: times
+            .iter()
+            .map(|(s, t)| *s + *t)
+            .max()
+            .unwrap_or_default()
+            .as_secs_f64(),
+        duration: crest_model::hist::EncodedHistogram::encode(&h),
     })
 }
 

@@ -178,13 +178,45 @@ fn busiest_day_runs_every_flow_to_completion() {
     let t = target_process(&["--pool", "5", "--pool-work", "5ms"]);
     let text = edit(&example("busiest-day.yaml"), "run_once: 300", "run_once: 30");
     let (_dir, file) = scenario_file(&text);
-    let run = run_scenario(&file, &[("CREST_TARGET", t.url.trim_end_matches('/'))], &["--quiet"]);
+    let pid = t.child.id().to_string();
+    let run = run_scenario(
+        &file,
+        &[("CREST_TARGET", t.url.trim_end_matches('/'))],
+        &["--quiet", "--monitor-pid", &pid],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
     assert_eq!(
         (s["requests"].as_u64(), s["failures"].as_u64()),
         (Some(180), Some(0)),
         "{s:#}"
+    );
+    // The headline of a run-once study: every user's time, and when the last was done.
+    let u = &s["users"];
+    assert_eq!(
+        (u["finished"].as_u64(), u["cut_short"].as_u64()),
+        (Some(30), Some(0)),
+        "{u:#}"
+    );
+    assert_eq!(u["per_user_ms"]["count"].as_u64(), Some(30), "{u:#}");
+    let (all_done, longest) = (
+        u["all_done_s"].as_f64().unwrap(),
+        u["per_user_ms"]["max"].as_f64().unwrap(),
+    );
+    assert!(
+        all_done * 1000.0 >= longest * 0.999 && all_done <= s["duration_s"].as_f64().unwrap() + 0.01,
+        "all done at {all_done} s, the longest user took {longest} ms: {u:#}"
+    );
+    // Six requests a user, each through a pool of 5 slots of 5 ms: no flow is quicker.
+    assert!(u["per_user_ms"]["min"].as_f64().unwrap() >= 6.0 * 5.0 * 0.9, "{u:#}");
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    let first = md
+        .lines()
+        .find(|l| l.contains("users done"))
+        .unwrap_or_else(|| panic!("no users' headline in:\n{md}"));
+    assert!(
+        first.contains("All 30 users done") && first.contains("at peak:"),
+        "{first}"
     );
     // Per request name, crest's counts are the target's per endpoint.
     for n in s["names"].as_array().unwrap() {

@@ -80,6 +80,13 @@ pub struct EngineReport<S> {
     pub abandoned: u64,
     /// Iterations started.
     pub iterations: u64,
+    /// Closed model with a fixed number of iterations per user (`run_once`, threads x loops):
+    /// each user that ran all of them, as (its first iteration's start from the run's start,
+    /// the time it took to its end). Taken once per user, so nothing on the per-request path.
+    pub user_times: Vec<(Duration, Duration)>,
+    /// Users of such a run that were stopped before their last iteration (the stop rule, a
+    /// signal, `on_failure: stop_user`).
+    pub users_cut_short: u64,
     /// Why sending stopped.
     pub cause: StopCause,
     /// When the last thread finished, requests in flight included.
@@ -125,6 +132,8 @@ where
         dropped: 0,
         abandoned: 0,
         iterations: 0,
+        user_times: Vec::new(),
+        users_cut_short: 0,
         cause: StopCause::Running,
         finished: start,
     };
@@ -137,6 +146,8 @@ where
         report.dropped += t.dropped;
         report.abandoned += t.abandoned;
         report.iterations += t.iterations;
+        report.user_times.extend(t.user_times);
+        report.users_cut_short += t.users_cut_short;
     }
     // Threads that ran out of work end on their own; only when all have is the run complete.
     stop.complete();
@@ -151,6 +162,8 @@ struct ThreadReport<S> {
     dropped: u64,
     abandoned: u64,
     iterations: u64,
+    user_times: Vec<(Duration, Duration)>,
+    users_cut_short: u64,
 }
 
 /// Counts iterations in flight on one thread and wakes the drain when none are left.
@@ -180,6 +193,9 @@ struct Local<W: Workload> {
     tracker: Tracker,
     start: Instant,
     segments: Vec<Duration>,
+    /// See [`EngineReport::user_times`].
+    user_times: RefCell<Vec<(Duration, Duration)>>,
+    users_cut_short: Cell<u64>,
 }
 
 impl<W: Workload> Local<W> {
@@ -259,6 +275,8 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         tracker: Tracker::default(),
         start,
         segments: shape.segments.clone(),
+        user_times: RefCell::new(Vec::new()),
+        users_cut_short: Cell::new(0),
     });
     let (arrivals, dropped, abandoned) = set.block_on(&rt, async {
         let ticker = {
@@ -291,6 +309,8 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         (arrivals, dropped, local.tracker.active.get())
     });
     let iterations = local.tracker.started.get();
+    let user_times = local.user_times.take();
+    let users_cut_short = local.users_cut_short.get();
     // Dropping the set drops every task still running (abandoned iterations, idle connections),
     // and with them their handles on the sink. Their sockets deregister from this runtime, so
     // it must still be entered.
@@ -308,6 +328,8 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         dropped,
         abandoned,
         iterations,
+        user_times,
+        users_cut_short,
     })
 }
 
@@ -407,11 +429,13 @@ fn spawn_user<W: Workload>(
     tokio::task::spawn_local(async move {
         let mut user = local.workload.new_user(id);
         let mut done = 0u64;
+        let mut first = None;
         while !flag.get() && iterations.is_none_or(|n| done < n) {
             let now = Instant::now();
             if !stop.claim(now) {
                 break;
             }
+            first.get_or_insert(now);
             local.iterate(&mut user, now).await;
             done += 1;
             if local.workload.stopped(&user) {
@@ -419,6 +443,15 @@ fn spawn_user<W: Workload>(
             }
         }
         local.finish(&mut user).await;
+        if let Some(n) = iterations {
+            match first {
+                Some(first) if done == n && !local.workload.stopped(&user) => local
+                    .user_times
+                    .borrow_mut()
+                    .push((first.saturating_duration_since(local.start), first.elapsed())),
+                _ => local.users_cut_short.set(local.users_cut_short.get() + 1),
+            }
+        }
         live.set(live.get() - 1);
         changed.notify_waiters();
     });

@@ -114,6 +114,9 @@ pub struct End {
     pub client: Option<ClientStats>,
     /// What the monitor sampled.
     pub monitor: Option<crate::monitor::MonitorRecord>,
+    /// How long each user took, in runs with a fixed number of iterations per user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<crate::results::UserTimes>,
 }
 
 /// A journal could not be read.
@@ -357,6 +360,7 @@ impl Fold {
             monitor: end
                 .and_then(|e| e.monitor.clone())
                 .or_else(|| self.monitor.map(crate::monitor::MonitorBuilder::finish)),
+            users: end.and_then(|e| e.users.clone()),
             interval_s: start.interval_s,
         }
     }

@@ -69,8 +69,30 @@ pub struct Results {
     /// What the monitor sampled: processes, the host, Prometheus metrics, PostgreSQL.
     #[serde(default)]
     pub monitor: Option<crate::monitor::MonitorRecord>,
+    /// Runs whose users each run a fixed number of iterations (`run_once`, threads x loops):
+    /// how long each user took, the headline of a run that asks "how long until everyone is
+    /// done".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<UserTimes>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
+}
+
+/// How long each user of a run with a fixed number of iterations per user took.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserTimes {
+    /// Users that ran every one of their iterations.
+    pub finished: u64,
+    /// Users stopped before their last iteration (the run's stop rule, a signal, or
+    /// `on_failure: stop_user`); their times are not in `duration`.
+    pub cut_short: u64,
+    /// Seconds from the start of the run to the first user's first iteration.
+    pub first_start_s: f64,
+    /// Seconds from the start of the run to the moment the last user finished.
+    pub last_end_s: f64,
+    /// Each finished user's time from its first iteration's start to its end, in µs.
+    pub duration: EncodedHistogram,
 }
 
 impl Results {
@@ -564,6 +586,8 @@ pub fn concat(
     out.abandoned = 0;
     out.duration_s = 0.0;
     out.monitor = None;
+    // Each part's users are its own; their times do not add up across parts.
+    out.users = None;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let mut service: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);

@@ -57,6 +57,8 @@ pub struct SummaryView<'a> {
     client_bound: Vec<String>,
     resources: Vec<ResourceView<'a>>,
     leaks: Vec<LeakView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    users: Option<&'a crest_analysis::summary::UsersDone>,
 }
 
 #[derive(Debug, Serialize)]
@@ -200,6 +202,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         client_bound: s.client_bound.iter().map(words::client_limit).collect(),
         resources: s.resources.iter().map(resource).collect(),
         leaks: s.leaks.iter().map(leak).collect(),
+        users: s.users.as_ref(),
     }
 }
 

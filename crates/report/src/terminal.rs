@@ -54,6 +54,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         int(s.failures),
         s.error_rate * 100.0
     )?;
+    if let Some(u) = &s.users {
+        writeln!(out, "  Users        {}", words::users_done(u))?;
+    }
     if s.abandoned > 0 {
         writeln!(
             out,

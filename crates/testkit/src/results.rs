@@ -229,6 +229,7 @@ impl ResultsBuilder {
             find: None,
             client: None,
             monitor: self.monitor,
+            users: None,
         }
     }
 }

@@ -458,6 +458,50 @@ fn recovery(rec: &Recovery) -> String {
     }
 }
 
+/// A user's flow takes seconds or less: whole seconds would hide the figures.
+fn took(secs: f64) -> String {
+    if secs < 1.0 {
+        format!("{} ms", super::ms(secs * 1000.0))
+    } else if secs < 120.0 {
+        format!("{secs:.2} s")
+    } else {
+        span(secs)
+    }
+}
+
+/// When the users of a run with fixed iterations were done and how long each took, e.g. `60
+/// users done 1.05 s after the start; each took 763.1 ms at the median, ...`.
+pub fn users_done(u: &crest_analysis::summary::UsersDone) -> String {
+    let p = &u.per_user_ms;
+    let stopped = if u.cut_short > 0 {
+        format!(" ({} more stopped before they finished)", u.cut_short)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} users done {} after the start{stopped}; each took {} at the median, {} at p95 and {} at most",
+        u.finished,
+        took(u.all_done_s),
+        took(p.p50 / 1000.0),
+        took(p.p95 / 1000.0),
+        took(p.max / 1000.0)
+    )
+}
+
+fn users_finding(u: &crest_analysis::summary::UsersDone, peaks: &[crest_analysis::findings::Peak]) -> String {
+    let all = if u.cut_short == 0 { "All " } else { "" };
+    let mut out = format!("{all}{}", users_done(u));
+    if !peaks.is_empty() {
+        let named: Vec<String> = peaks
+            .iter()
+            .map(|k| format!("{} {}", k.title, value(k.unit, k.peak)))
+            .collect();
+        out.push_str(&format!("; at peak: {}", named.join(", ")));
+    }
+    out.push('.');
+    out
+}
+
 /// A finding as one or two sentences.
 pub fn finding(f: &Finding) -> String {
     match f {
@@ -468,6 +512,7 @@ pub fn finding(f: &Finding) -> String {
             ),
             _ => "No request completed.".to_string(),
         },
+        Finding::UsersDone { users, peaks } => users_finding(users, peaks),
         Finding::ClientBound(limits) => format!(
             "The result may describe crest rather than the target: {}.",
             limits.iter().map(client_limit).collect::<Vec<_>>().join("; ")
@@ -545,6 +590,7 @@ pub fn finding(f: &Finding) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Finding::ThresholdsHeld { count: 1 } => "The threshold held.".to_string(),
         Finding::ThresholdsHeld { count } => format!("All {count} thresholds held."),
     }
 }
