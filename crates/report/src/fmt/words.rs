@@ -64,12 +64,16 @@ pub fn load(l: Load) -> String {
         }
         Load::Closed {
             users,
+            iterations: Some(1),
+        } => format!("closed model, {} once each", count(users, "user")),
+        Load::Closed {
+            users,
             iterations: Some(n),
-        } => format!("closed model, {users} users x {n} iterations"),
+        } => format!("closed model, {} x {}", count(users, "user"), count(n, "iteration")),
         Load::Closed {
             users,
             iterations: None,
-        } => format!("closed model, up to {users} users"),
+        } => format!("closed model, up to {}", count(users, "user")),
     }
 }
 
@@ -111,7 +115,16 @@ pub fn level(l: Level) -> String {
     if l.open {
         format!("{:.1}/s", l.value)
     } else {
-        format!("{:.0} users", l.value)
+        count(l.value.round() as u64, "user")
+    }
+}
+
+/// `1 user`, `12 users`: a count with its noun, singular for one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
