@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod resources;
 pub mod segment;
 pub mod stop;
+pub mod study;
 pub mod summary;
 pub mod thresholds;
 pub mod units;

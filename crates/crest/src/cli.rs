@@ -304,15 +304,24 @@ pub struct FindArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The scenario file; it reads the value as ${env:NAME}.
+    /// The scenario file; it reads each parameter as ${env:NAME}, in requests and in `load:`.
     pub scenario: PathBuf,
 
-    /// The parameter and its values: NAME=V1,V2,... (e.g. entities=11000,22000,60000).
-    #[arg(long, value_name = "NAME=VALUES")]
-    pub param: String,
+    /// One parameter and its values: NAME=V1,V2,... (e.g. threads=1,5,25,50).
+    #[arg(
+        long,
+        value_name = "NAME=VALUES",
+        required_unless_present = "points",
+        conflicts_with = "points"
+    )]
+    pub param: Option<String>,
 
-    /// A command run before each point with `sh -c`; {NAME} is replaced by the value, which is
-    /// also in the environment as NAME (load data, restart the database).
+    /// Points that set several parameters each: 'threads=5,loops=5' 'threads=5,loops=10' ...
+    #[arg(long, value_name = "NAME=VALUE,...", num_args = 1..)]
+    pub points: Vec<String>,
+
+    /// A command run before each point with `sh -c`; {NAME} is replaced by the point's value,
+    /// which is also in the environment as NAME (load data, restart the database).
     #[arg(long, value_name = "COMMAND")]
     pub setup: Option<String>,
 

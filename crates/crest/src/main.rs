@@ -110,6 +110,10 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             for f in crest_report::RUN_FILES {
                 eprintln!("wrote {}", dir.join(f).display());
             }
+            // A sweep's directory also holds the study of its points.
+            if dir.join(sweep::SWEEP_FILE).is_file() {
+                eprintln!("wrote {}", sweep::write_study(&dir)?.display());
+            }
             Ok(0)
         }
         Command::Compare(a) => {

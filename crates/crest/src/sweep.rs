@@ -1,73 +1,167 @@
-//! `crest sweep`: one run of a scenario per value of a parameter, with a setup command before
-//! each (load 11k, 22k, 60k ... entities and restart the database between points, say).
-//! The points become the steps of one report.
+//! `crest sweep`: one run of a scenario per point, each point setting one or more parameters
+//! (`--param threads=1,5,25`, or `--points 'threads=5,loops=5' 'threads=5,loops=10'`) that the
+//! scenario reads as `${env:NAME}`, anywhere including `load:`, with a setup command before
+//! each point (load 11k, 22k, 60k ... entities and restart the database, say).
+//!
+//! Each point is a whole run with its own directory (`point-001/`, ...); the sweep's directory
+//! holds the study across them (`study.md`, `.html`, `.json`) and, for the reports that read
+//! steps, all points joined as the steps of one run (`results.json`).
 
 use crate::cli::SweepArgs;
 use crate::output;
 use crate::run::{measure, Interrupt};
 use anyhow::{bail, Context, Result};
 use crest_model::results::{self, EndReason, Results, Segment};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 use std::sync::Arc;
+
+/// What a sweep's directory records of its points, so `crest report` can redo the study.
+pub const SWEEP_FILE: &str = "sweep.json";
+
+/// The parameters and each point's values, in the order run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Points {
+    pub params: Vec<String>,
+    pub points: Vec<Vec<String>>,
+}
+
+impl Points {
+    fn label(&self, k: usize) -> String {
+        self.params
+            .iter()
+            .zip(&self.points[k])
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn name_ok(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The points the flags ask for; errors name the flag.
+fn points(a: &SweepArgs) -> Result<Points> {
+    if let Some(param) = &a.param {
+        let Some((name, values)) = param.split_once('=') else {
+            bail!("--param {param:?}: write NAME=V1,V2,...");
+        };
+        let name = name.trim();
+        if !name_ok(name) {
+            bail!("--param: {name:?} is not a usable name (letters, digits, _)");
+        }
+        let values: Vec<Vec<String>> = values
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| vec![v.to_string()])
+            .collect();
+        if values.is_empty() {
+            bail!("--param {name}: give at least one value");
+        }
+        return Ok(Points {
+            params: vec![name.to_string()],
+            points: values,
+        });
+    }
+    let mut params: Vec<String> = Vec::new();
+    let mut parsed: Vec<Vec<(String, String)>> = Vec::new();
+    for (k, spec) in a.points.iter().enumerate() {
+        let mut point = Vec::new();
+        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((n, v)) = pair.split_once('=') else {
+                bail!("--points, point {} ({spec:?}): {pair:?} is not NAME=VALUE", k + 1);
+            };
+            let (n, v) = (n.trim(), v.trim());
+            if !name_ok(n) {
+                bail!(
+                    "--points, point {} ({spec:?}): {n:?} is not a usable name (letters, digits, _)",
+                    k + 1
+                );
+            }
+            if point.iter().any(|(m, _): &(String, String)| m == n) {
+                bail!("--points, point {} ({spec:?}): {n} is set twice", k + 1);
+            }
+            if !params.iter().any(|p| p == n) {
+                params.push(n.to_string());
+            }
+            point.push((n.to_string(), v.to_string()));
+        }
+        if point.is_empty() {
+            bail!("--points, point {}: give NAME=VALUE,...", k + 1);
+        }
+        parsed.push(point);
+    }
+    if parsed.is_empty() {
+        bail!("--points: give at least one point");
+    }
+    let mut points = Vec::new();
+    for (k, point) in parsed.iter().enumerate() {
+        let mut values = Vec::new();
+        for p in &params {
+            match point.iter().find(|(n, _)| n == p) {
+                Some((_, v)) => values.push(v.clone()),
+                None => bail!(
+                    "--points, point {} ({:?}): sets no {p}; every point must set the same parameters",
+                    k + 1,
+                    a.points[k]
+                ),
+            }
+        }
+        points.push(values);
+    }
+    Ok(Points { params, points })
+}
 
 /// Runs the sweep. Returns the exit code.
 pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
-    let Some((name, values)) = a.param.split_once('=') else {
-        bail!("--param {:?}: write NAME=V1,V2,...", a.param);
-    };
-    let name = name.trim();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        bail!("--param: {name:?} is not a usable name (letters, digits, _)");
-    }
-    let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
-    if values.is_empty() {
-        bail!("--param {name}: give at least one value");
-    }
+    let p = points(a)?;
     let text =
         std::fs::read_to_string(&a.scenario).with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
     let file = a.scenario.display().to_string();
     let dir_of = a.scenario.parent().unwrap_or(std::path::Path::new("."));
     // Every point must be valid before the first setup command runs.
     let mut scenarios = Vec::new();
-    for v in &values {
-        let env = |n: &str| {
-            if n == name {
-                Some(v.to_string())
-            } else {
-                std::env::var(n).ok()
-            }
+    for (k, values) in p.points.iter().enumerate() {
+        let env = |n: &str| match p.params.iter().position(|x| x == n) {
+            Some(i) => Some(values[i].clone()),
+            None => std::env::var(n).ok(),
         };
-        scenarios.push(crest_scenario::load_str(&file, &text, dir_of, &env)?);
+        let s = crest_scenario::load_str(&file, &text, dir_of, &env)
+            .with_context(|| format!("at the point {}", p.label(k)))?;
+        scenarios.push(s);
     }
     let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;
+    output::write_atomic(&dir.join(SWEEP_FILE), &serde_json::to_vec_pretty(&p)?)?;
     let mut parts: Vec<(Segment, Results)> = Vec::new();
     let mut interrupted = None;
-    for (v, s) in values.iter().zip(scenarios) {
+    let mut setup_failed = None;
+    for (k, s) in scenarios.into_iter().enumerate() {
+        let label = p.label(k);
         if let Some(cmd) = &a.setup {
-            let cmd = cmd.replace(&format!("{{{name}}}"), v);
-            if !a.output.quiet {
-                eprintln!("setup for {name}={v}: {}", crest_model::redact::text(&cmd));
+            let mut cmd = cmd.clone();
+            let mut sh = std::process::Command::new("sh");
+            for (n, v) in p.params.iter().zip(&p.points[k]) {
+                cmd = cmd.replace(&format!("{{{n}}}"), v);
+                sh.env(n, v);
             }
-            let status = std::process::Command::new("sh")
+            if !a.output.quiet {
+                eprintln!("setup for {label}: {}", crest_model::redact::text(&cmd));
+            }
+            let status = sh
                 .arg("-c")
                 .arg(&cmd)
-                .env(name, v)
                 .status()
-                .with_context(|| format!("--setup for {name}={v}: cannot start `sh`"))?;
+                .with_context(|| format!("--setup for {label}: cannot start `sh`"))?;
             if !status.success() {
-                if parts.is_empty() {
-                    output::discard_if_unused(&dir);
-                    bail!("--setup for {name}={v} failed ({status}); no point was measured");
-                }
-                bail!(
-                    "--setup for {name}={v} failed ({status}); the {} point(s) measured before it are in their journals: `crest report {}` writes their report",
-                    parts.len(),
-                    dir.display()
-                );
+                setup_failed = Some(format!("--setup for {label} failed ({status})"));
+                break;
             }
         }
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
-        let label = Segment {
-            name: format!("{name}={v}"),
+        let segment = Segment {
+            name: label.clone(),
             start_s: 0.0,
             end_s: 0.0,
             users: None,
@@ -79,25 +173,41 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             workload,
             command_line,
             a.output.quiet,
-            Some((&journal, Some(label.clone()))),
+            Some((&journal, Some(segment.clone()))),
         )?;
         if !a.output.quiet {
             eprintln!(
-                "{name}={v}: {} requests in {:.1} s",
+                "{label}: {} requests in {:.1} s",
                 m.results.stats.iter().map(|s| s.count).sum::<u64>(),
                 m.results.duration_s
             );
         }
-        parts.push((label, m.results));
+        // Each point is a run of its own, with its own reports.
+        let own = dir.join(crest_report::study::point_dir(k));
+        std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
+        output::write_atomic(&own.join("results.json"), &serde_json::to_vec_pretty(&m.results)?)?;
+        if let Err(e) = crest_report::write_run(&own, &m.results) {
+            eprintln!("warning: {label}: {e}");
+        }
+        parts.push((segment, m.results));
         if m.interrupted.is_some() {
             interrupted = m.interrupted;
             break;
         }
     }
+    if parts.is_empty() {
+        output::discard_if_unused(&dir);
+        let _ = std::fs::remove_file(dir.join(SWEEP_FILE));
+        let _ = std::fs::remove_dir(&dir);
+        match setup_failed {
+            Some(why) => bail!("{why}; no point was measured"),
+            None => bail!("no point ran"),
+        }
+    }
+    let study_path = write_study(&dir)?;
+    let kept = parts.len();
     let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else {
-        bail!("--param {name}: no point ran")
-    };
+    let first = parts.next().context("no point ran")?;
     let mut results = results::concat(first, parts)?;
     results.ended_by = match interrupted {
         Some(Interrupt::Int) => EndReason::Sigint,
@@ -106,5 +216,38 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     };
     results.config.duration_s = Some(results.duration_s);
     let written = output::write_all(&dir, &results, &a.output)?;
+    if let Some(why) = setup_failed {
+        bail!(
+            "{why}; the {kept} point(s) measured before it are kept, with their study: {}",
+            study_path.display()
+        );
+    }
+    if !a.output.quiet {
+        eprintln!("study: {}", study_path.display());
+    }
     Ok(crate::run::exit_code(results.ended_by, &written, a.output.strict))
+}
+
+/// Writes the study of the points measured in `dir` (those with a results.json); returns the
+/// path of its Markdown.
+pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
+    let path = dir.join(SWEEP_FILE);
+    let p: Points =
+        serde_json::from_slice(&std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?)
+            .with_context(|| format!("{}: not a sweep's record", path.display()))?;
+    let mut measured = Vec::new();
+    for k in 0..p.points.len() {
+        let results = dir.join(crest_report::study::point_dir(k)).join("results.json");
+        if !results.is_file() {
+            break;
+        }
+        let r = output::read_results(&results)?;
+        let a = crest_analysis::analyze(&r).with_context(|| format!("cannot analyse {}", results.display()))?;
+        measured.push((p.label(k), p.points[k].clone(), a));
+    }
+    let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> =
+        measured.iter().map(|(l, v, a)| (l.clone(), v.clone(), a)).collect();
+    let s = crest_analysis::study::study(&p.params, &points);
+    crest_report::write_study(dir, &s)?;
+    Ok(dir.join("study.md"))
 }

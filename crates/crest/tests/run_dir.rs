@@ -289,6 +289,15 @@ fn a_sweep_whose_setup_fails_keeps_the_points_before_it() {
         err.contains("n=3 failed") && err.contains("2 point(s) measured"),
         "{err}"
     );
+    // The points measured are kept whole, with the study of them.
+    let study = std::fs::read_to_string(out.join("study.md")).unwrap();
+    assert!(
+        study.contains("| n=1 | 6 |") && study.contains("| n=2 | 6 |"),
+        "{study}"
+    );
+    assert!(!study.contains("n=3"), "{study}");
+    common::check_counts(&out.join("point-002").join("results.json"));
+    assert!(!out.join("point-003").exists());
     let rep = crest().arg("report").arg(&out).output().unwrap();
     assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
     let v = results(&out);

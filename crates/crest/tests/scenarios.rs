@@ -555,3 +555,108 @@ fn sweep_runs_each_value_after_its_setup_command() {
         assert!(out_dir.path().join("report.md").exists());
     });
 }
+
+/// Seed 000's threads x loops table: six points set two load parameters each, every point is
+/// a run of its own, and the study has a row per point with a column per request name, counts
+/// that add up to what the target served, and ratios to the first point.
+#[test]
+fn a_threads_by_loops_study_has_a_row_per_point_matching_the_target() {
+    let _serial = common::serial();
+    let t = common::target_process(&["--workers", "64", "--service-time", "2ms"]);
+    let (dir, file) = scenario_file(&format!(
+        "target: {}\nsteps:\n  - request: {{name: home, path: /}}\n  - request: {{name: state, path: \"/replay/state?entities=10\"}}\nload: {{threads: \"${{env:threads}}\", loops: \"${{env:loops}}\"}}\n",
+        t.url.trim_end_matches('/')
+    ));
+    let out = dir.path().join("study");
+    let points = [
+        "threads=1,loops=1",
+        "threads=5,loops=1",
+        "threads=5,loops=5",
+        "threads=5,loops=10",
+        "threads=25,loops=1",
+        "threads=50,loops=1",
+    ];
+    let r = common::crest()
+        .arg("sweep")
+        .arg(&file)
+        .arg("--points")
+        .args(points)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let study: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("study.json")).unwrap()).unwrap();
+    assert_eq!(study["params"], serde_json::json!(["threads", "loops"]));
+    assert_eq!(study["names"], serde_json::json!(["home", "state"]));
+    let rows = study["points"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    let mut total = 0;
+    for (row, (threads, loops)) in rows.iter().zip([(1, 1), (5, 1), (5, 5), (5, 10), (25, 1), (50, 1)]) {
+        let iterations = threads * loops;
+        assert_eq!(row["label"], format!("threads={threads}, loops={loops}"));
+        assert_eq!(row["requests"].as_u64(), Some(2 * iterations), "{row}");
+        for name in row["per_name"].as_array().unwrap() {
+            assert_eq!(name["requests"].as_u64(), Some(iterations), "{row}");
+        }
+        assert_eq!(row["users"]["finished"].as_u64(), Some(threads), "{row}");
+        total += 2 * iterations;
+        common::check_counts(
+            &out.join(format!("point-{:03}", rows.iter().position(|x| x == row).unwrap() + 1))
+                .join("results.json"),
+        );
+    }
+    assert_eq!(total, common::target_metric(&t.url, "crest_target_requests_total"));
+    assert!(rows[0]["ratio"].is_null() && rows[5]["ratio"].as_f64().unwrap() > 0.0);
+    let md = std::fs::read_to_string(out.join("study.md")).unwrap();
+    assert!(md.contains("| threads=5, loops=10 | 100 | 100.00% |"), "{md}");
+    assert!(md.contains("All 312 requests of 6 points succeeded."), "{md}");
+
+    // The study is rendered again from the points' saved results.
+    std::fs::remove_file(out.join("study.md")).unwrap();
+    let rep = common::crest().arg("report").arg(&out).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    assert_eq!(std::fs::read_to_string(out.join("study.md")).unwrap(), md);
+}
+
+/// A sweep over the number of users past the point where the service's queue overflows: the
+/// study names the two points the service broke between, with the failures the target counted.
+#[test]
+fn a_sweep_finds_the_point_where_the_service_breaks() {
+    let _serial = common::serial();
+    // 2 workers of 20 ms with room for 4 waiting: 4 users always fit, 30 get 503s.
+    let t = common::target_process(&["--workers", "2", "--service-time", "20ms", "--queue", "4"]);
+    let (dir, file) = scenario_file(&format!(
+        "target: {}\nsteps: [{{request: {{path: /}}}}]\nload: {{threads: \"${{env:users}}\", loops: 4}}\n",
+        t.url.trim_end_matches('/')
+    ));
+    let out = dir.path().join("study");
+    let r = common::crest()
+        .arg("sweep")
+        .arg(&file)
+        .args(["--param", "users=2,4,30", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.code().is_some(), "{}", String::from_utf8_lossy(&r.stderr));
+    let study: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("study.json")).unwrap()).unwrap();
+    let rows = study["points"].as_array().unwrap();
+    let failures: u64 = rows.iter().map(|p| p["failures"].as_u64().unwrap()).sum();
+    assert_eq!(failures, common::target_metric(&t.url, "crest_target_rejected_total"));
+    assert_eq!(rows[0]["failures"].as_u64(), Some(0), "{study:#}");
+    assert_eq!(rows[1]["failures"].as_u64(), Some(0), "{study:#}");
+    assert!(rows[2]["failures"].as_u64().unwrap() > 0, "{study:#}");
+    let breaks = &study["findings"][0]["breaks"];
+    assert_eq!(
+        (breaks["held"].as_str(), breaks["broke"].as_str()),
+        (Some("users=4"), Some("users=30")),
+        "{study:#}"
+    );
+    let text = study["findings_text"][0].as_str().unwrap();
+    assert!(
+        text.starts_with("The service breaks between users=4 and users=30"),
+        "{text}"
+    );
+}

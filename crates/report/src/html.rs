@@ -12,7 +12,7 @@ use crest_model::results::{Environment, Results, ScenarioConfig};
 use minijinja::{context, AutoEscape, Environment as Templates};
 use serde::Serialize;
 
-fn templates() -> Result<Templates<'static>, minijinja::Error> {
+pub(crate) fn templates() -> Result<Templates<'static>, minijinja::Error> {
     let mut env = Templates::new();
     env.set_auto_escape_callback(|name| {
         if name.ends_with(".html.j2") || name.ends_with(".svg.j2") {
@@ -32,6 +32,8 @@ fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_template("chart.svg.j2", include_str!("../templates/chart.svg.j2"))?;
     env.add_template("compare.md.j2", include_str!("../templates/compare.md.j2"))?;
     env.add_template("compare.html.j2", include_str!("../templates/compare.html.j2"))?;
+    env.add_template("study.md.j2", include_str!("../templates/study.md.j2"))?;
+    env.add_template("study.html.j2", include_str!("../templates/study.html.j2"))?;
     Ok(env)
 }
 

@@ -9,6 +9,7 @@ pub mod fmt;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod study;
 pub mod terminal;
 
 use crest_analysis::compare::Comparison;
@@ -94,5 +95,16 @@ pub fn write_compare(dir: &Path, c: &Comparison) -> Result<String, ReportError> 
     let json = serde_json::to_vec_pretty(&json::comparison(c))
         .map_err(|e| ReportError::Io(dir.join("compare.json"), e.into()))?;
     write(dir, "compare.json", &json)?;
+    Ok(md)
+}
+
+/// Writes study.md, study.html and study.json into `dir`; returns the Markdown.
+pub fn write_study(dir: &Path, s: &crest_analysis::study::Study) -> Result<String, ReportError> {
+    let md = study::markdown(s).map_err(|e| ReportError::Template("study.md", e))?;
+    write(dir, "study.md", md.as_bytes())?;
+    let page = study::html(s).map_err(|e| ReportError::Template("study.html", e))?;
+    write(dir, "study.html", page.as_bytes())?;
+    let json = study::json(s).map_err(|e| ReportError::Io(dir.join("study.json"), e.into()))?;
+    write(dir, "study.json", json.as_bytes())?;
     Ok(md)
 }

@@ -81,3 +81,45 @@ fn the_interval_log_is_readable_by_hdrhistogram() {
         .count();
     assert_eq!(histograms, r.intervals.len());
 }
+
+/// A study of four points (1, 5, 25 and 50 users), each a run of its own: the third slows
+/// down, the fourth breaks with failures clustered at a timeout.
+#[test]
+fn a_study_across_points_matches_its_golden_files() {
+    use crest_model::Outcome;
+    use crest_testkit::results::{ResultsBuilder, Second};
+    let point = |users: u64, rps: u64, ms: f64, failed: u64| {
+        ResultsBuilder::new(Outcome::Status(504), false)
+            .segment(users, 10, move |_| Second {
+                ok: rps,
+                latency_ms: ms,
+                failed,
+                failure_ms: 30_000.0,
+            })
+            .build()
+    };
+    let runs = [
+        point(1, 20, 50.0, 0),
+        point(5, 100, 50.0, 0),
+        point(25, 400, 62.0, 0),
+        point(50, 300, 160.0, 20),
+    ];
+    let analyses: Vec<_> = runs.iter().map(|r| crest_analysis::analyze(r).unwrap()).collect();
+    let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> = [1, 5, 25, 50]
+        .iter()
+        .zip(&analyses)
+        .map(|(u, a)| (format!("threads={u}"), vec![u.to_string()], a))
+        .collect();
+    let study = crest_analysis::study::study(&["threads".to_string()], &points);
+    let dir = tempfile::tempdir().unwrap();
+    crest_report::write_study(dir.path(), &study).unwrap();
+    for name in ["study.md", "study.html"] {
+        golden(name, &std::fs::read_to_string(dir.path().join(name)).unwrap());
+    }
+    let md = std::fs::read_to_string(dir.path().join("study.md")).unwrap();
+    assert!(
+        md.contains("The service breaks between threads=25 and threads=50"),
+        "{md}"
+    );
+    assert!(md.contains("At threads=50, 200 requests failed"), "{md}");
+}

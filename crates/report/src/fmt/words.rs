@@ -515,6 +515,62 @@ fn users_finding(u: &crest_analysis::summary::UsersDone, peaks: &[crest_analysis
     out
 }
 
+/// A finding across the points of a study as one or two sentences.
+pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
+    use crest_analysis::study::StudyFinding as F;
+    match f {
+        F::Breaks {
+            held,
+            broke,
+            held_success,
+            broke_success,
+            held_rps,
+            broke_rps,
+            top_failure,
+        } => {
+            let why = top_failure
+                .as_ref()
+                .map(|t| format!(", most failures {t}"))
+                .unwrap_or_default();
+            format!(
+                "The service breaks between {held} and {broke}: success fell from {} to {} and throughput went from {} to {} req/s{why}.",
+                super::pct(*held_success),
+                super::pct(*broke_success),
+                num(*held_rps),
+                num(*broke_rps)
+            )
+        }
+        F::BrokenFromStart { point, success } => format!(
+            "The first point, {point}, already failed: {} of its requests succeeded.",
+            super::pct(*success)
+        ),
+        F::Slower {
+            first,
+            slowest,
+            first_ms,
+            slowest_ms,
+            ratio,
+        } => format!(
+            "Mean latency grew {ratio:.1}x from {first} ({} ms) to {slowest} ({} ms).",
+            super::ms(*first_ms),
+            super::ms(*slowest_ms)
+        ),
+        F::TimeoutCluster {
+            point,
+            count,
+            description,
+            cluster: c,
+        } => format!("At {point}, {count} requests failed as {description}: {}.", cluster(c)),
+        F::AllSucceeded { points, requests } => {
+            format!(
+                "All {} of {} succeeded.",
+                count(*requests, "request"),
+                count(*points as u64, "point")
+            )
+        }
+    }
+}
+
 /// A finding as one or two sentences.
 pub fn finding(f: &Finding) -> String {
     match f {

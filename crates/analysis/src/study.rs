@@ -1,0 +1,266 @@
+//! A study across runs: the points of a sweep (threads x loops, data volumes, pool sizes), each
+//! a whole run, tabulated side by side as engineers tabulate them by hand: figures per request
+//! name, success rate, throughput, and each point's latency as a ratio to the first point's,
+//! with findings drawn across the points rather than within one.
+//!
+//! It sits on top of [`crate::analyze`]: each point is analysed on its own first, so a point's
+//! figures in the study are exactly those of its own report.
+
+use crate::analyze::Analysis;
+use crate::failures::Cluster;
+use crate::figures::Percentiles;
+use crate::summary::UsersDone;
+use serde::Serialize;
+
+/// Above this share of failed requests a point is broken, as for a step of one run.
+const BROKEN_ERROR_RATE: f64 = 0.01;
+
+/// Latency growth from the first point below this factor is not worth a finding.
+const LATENCY_GROWTH: f64 = 1.5;
+
+/// The whole study.
+#[derive(Clone, Debug, Serialize)]
+pub struct Study {
+    /// The parameters the points set, in the order given.
+    pub params: Vec<String>,
+    /// Request names over every point, in order of first appearance: the per-name columns.
+    pub names: Vec<String>,
+    /// One per point, in the order run.
+    pub points: Vec<StudyPoint>,
+    /// What the points say together, most important first.
+    pub findings: Vec<StudyFinding>,
+}
+
+/// One point of the study.
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyPoint {
+    /// `threads=5, loops=10`.
+    pub label: String,
+    /// Each parameter's value at this point, in the order of [`Study::params`].
+    pub values: Vec<String>,
+    /// Requests completed.
+    pub requests: u64,
+    /// Of those, failures.
+    pub failures: u64,
+    /// Successes / requests, from 0 to 1 (1 with no request).
+    pub success_rate: f64,
+    /// Length of the point's run, s.
+    pub duration_s: f64,
+    /// Requests per second over the point's run.
+    pub throughput_rps: f64,
+    /// Latency of every request, ms.
+    pub latency_ms: Percentiles,
+    /// Mean latency over the first point's (seed 000's "performance ratio"); none for the first
+    /// point or when the first had no request.
+    pub ratio: Option<f64>,
+    /// Per request name, aligned with [`Study::names`]; none where the point made no such
+    /// request.
+    pub per_name: Vec<Option<NameFigures>>,
+    /// When its users each ran a fixed number of iterations: when all were done.
+    pub users: Option<UsersDone>,
+}
+
+/// One request name at one point.
+#[derive(Clone, Debug, Serialize)]
+pub struct NameFigures {
+    /// Requests.
+    pub requests: u64,
+    /// Failures.
+    pub failures: u64,
+    /// Latency, ms.
+    pub latency_ms: Percentiles,
+    /// Response body size, bytes, on average.
+    pub mean_bytes: f64,
+}
+
+/// A finding across the points, with its figures.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyFinding {
+    /// The first point that broke (more than 1% failures), and the point before it that held.
+    /// Throughput alone does not decide it: the points of a study need not be load levels (data
+    /// volumes, pool sizes), and a short run's throughput says little.
+    Breaks {
+        /// The last point before it.
+        held: String,
+        /// The point that broke.
+        broke: String,
+        /// Success rates, from 0 to 1, at each.
+        held_success: f64,
+        /// See `held_success`.
+        broke_success: f64,
+        /// Throughput at each, req/s.
+        held_rps: f64,
+        /// See `held_rps`.
+        broke_rps: f64,
+        /// The most frequent failure at the point that broke, when it failed.
+        top_failure: Option<String>,
+    },
+    /// The first point already broke.
+    BrokenFromStart {
+        /// The point.
+        point: String,
+        /// Its success rate.
+        success: f64,
+    },
+    /// Latency grew from the first point to the slowest.
+    Slower {
+        /// The first point.
+        first: String,
+        /// The slowest point.
+        slowest: String,
+        /// Mean latency at each, ms.
+        first_ms: f64,
+        /// See `first_ms`.
+        slowest_ms: f64,
+        /// Their ratio.
+        ratio: f64,
+    },
+    /// Failures of one kind at one point took nearly the same time: a timeout somewhere.
+    TimeoutCluster {
+        /// The point.
+        point: String,
+        /// How many failed this way.
+        count: u64,
+        /// The outcome's description.
+        description: String,
+        /// Their durations.
+        cluster: Cluster,
+    },
+    /// Every request of every point succeeded.
+    AllSucceeded {
+        /// Points.
+        points: usize,
+        /// Requests over all points.
+        requests: u64,
+    },
+}
+
+/// Builds the study from each point's label, parameter values and analysis, in the order run.
+pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> Study {
+    let mut names: Vec<String> = Vec::new();
+    for (_, _, a) in points {
+        for g in &a.summary.names {
+            if !names.contains(&g.name) {
+                names.push(g.name.clone());
+            }
+        }
+    }
+    let first_mean = points
+        .first()
+        .map(|(_, _, a)| &a.summary)
+        .filter(|s| s.requests > 0)
+        .map(|s| s.latency_ms.mean);
+    let rows: Vec<StudyPoint> = points
+        .iter()
+        .enumerate()
+        .map(|(i, (label, values, a))| {
+            let s = &a.summary;
+            StudyPoint {
+                label: label.clone(),
+                values: values.clone(),
+                requests: s.requests,
+                failures: s.failures,
+                success_rate: if s.requests > 0 {
+                    s.successes as f64 / s.requests as f64
+                } else {
+                    1.0
+                },
+                duration_s: s.duration_s,
+                throughput_rps: s.throughput_rps,
+                latency_ms: s.latency_ms,
+                ratio: first_mean
+                    .filter(|m| i > 0 && *m > 0.0 && s.requests > 0)
+                    .map(|m| s.latency_ms.mean / m),
+                per_name: names
+                    .iter()
+                    .map(|n| {
+                        s.names.iter().find(|g| &g.name == n).map(|g| NameFigures {
+                            requests: g.requests,
+                            failures: g.failures,
+                            latency_ms: g.latency_ms,
+                            mean_bytes: if g.requests > 0 {
+                                g.bytes_received as f64 / g.requests as f64
+                            } else {
+                                0.0
+                            },
+                        })
+                    })
+                    .collect(),
+                users: s.users.clone(),
+            }
+        })
+        .collect();
+    let findings = findings(&rows, points);
+    Study {
+        params: params.to_vec(),
+        names,
+        points: rows,
+        findings,
+    }
+}
+
+fn broken(p: &StudyPoint) -> bool {
+    p.requests > 0 && 1.0 - p.success_rate > BROKEN_ERROR_RATE
+}
+
+fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) -> Vec<StudyFinding> {
+    let mut out = Vec::new();
+    for (i, p) in rows.iter().enumerate() {
+        if broken(p) {
+            let top_failure = points[i].2.summary.errors.first().map(|e| e.description.clone());
+            match i.checked_sub(1).map(|k| &rows[k]) {
+                Some(held) => out.push(StudyFinding::Breaks {
+                    held: held.label.clone(),
+                    broke: p.label.clone(),
+                    held_success: held.success_rate,
+                    broke_success: p.success_rate,
+                    held_rps: held.throughput_rps,
+                    broke_rps: p.throughput_rps,
+                    top_failure,
+                }),
+                None => out.push(StudyFinding::BrokenFromStart {
+                    point: p.label.clone(),
+                    success: p.success_rate,
+                }),
+            }
+            break;
+        }
+    }
+    if let (Some(first), Some(slowest)) = (
+        rows.first().filter(|p| p.requests > 0),
+        rows.iter()
+            .skip(1)
+            .filter(|p| p.requests > 0)
+            .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean)),
+    ) {
+        if first.latency_ms.mean > 0.0 && slowest.latency_ms.mean >= LATENCY_GROWTH * first.latency_ms.mean {
+            out.push(StudyFinding::Slower {
+                first: first.label.clone(),
+                slowest: slowest.label.clone(),
+                first_ms: first.latency_ms.mean,
+                slowest_ms: slowest.latency_ms.mean,
+                ratio: slowest.latency_ms.mean / first.latency_ms.mean,
+            });
+        }
+    }
+    for (label, _, a) in points {
+        for f in &a.failures {
+            if let Some(c) = &f.cluster {
+                out.push(StudyFinding::TimeoutCluster {
+                    point: label.clone(),
+                    count: f.count,
+                    description: f.description.clone(),
+                    cluster: c.clone(),
+                });
+            }
+        }
+    }
+    if rows.iter().all(|p| p.failures == 0) && rows.iter().any(|p| p.requests > 0) {
+        out.push(StudyFinding::AllSucceeded {
+            points: rows.len(),
+            requests: rows.iter().map(|p| p.requests).sum(),
+        });
+    }
+    out
+}
