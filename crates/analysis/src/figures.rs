@@ -51,6 +51,35 @@ impl Percentiles {
     }
 }
 
+/// Sizes in bytes: how much each request received (status line, headers and body).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Largest.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+}
+
+impl Sizes {
+    /// The sizes of a histogram of byte counts; none when it is empty.
+    pub fn from_bytes(h: &Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        let q = |q: f64| h.median_equivalent(h.value_at_quantile(q)) as f64;
+        Some(Sizes {
+            p50: q(0.5),
+            p95: q(0.95),
+            max: h.median_equivalent(h.max()) as f64,
+            mean: h.mean(),
+        })
+    }
+}
+
 /// One segment's figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct SegmentAnalysis {

@@ -158,6 +158,9 @@ pub struct GroupSummary {
     pub latency_ms: Percentiles,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Bytes each request received (names only, and only when the results kept them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<crate::figures::Sizes>,
 }
 
 impl Summary {
@@ -263,6 +266,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
                 throughput_rps: g.throughput_rps,
                 latency_ms: g.latency_ms,
                 bytes_received: g.bytes_received,
+                size_bytes: None,
             })
             .collect(),
         recovery: recovery(r)?,
@@ -308,6 +312,7 @@ fn groups(
     for i in 0..n {
         let (name, users, rate, duration_s) = label(i);
         let mut h = crest_model::hist::new_histogram();
+        let mut size = crest_model::hist::new_histogram();
         let (mut requests, mut failures, mut bytes_received) = (0, 0, 0);
         for s in r.stats.iter().filter(|s| key(s) == i) {
             requests += s.count;
@@ -316,6 +321,9 @@ fn groups(
             }
             bytes_received += s.bytes_received;
             add(&mut h, &s.latency.decode()?);
+            if let Some(z) = &s.size {
+                add(&mut size, &z.decode()?);
+            }
         }
         let secs = duration_s.unwrap_or(r.duration_s);
         out.push(GroupSummary {
@@ -330,6 +338,7 @@ fn groups(
             throughput_rps: if secs > 0.0 { requests as f64 / secs } else { 0.0 },
             latency_ms: Percentiles::from_micros(&h),
             bytes_received,
+            size_bytes: crate::figures::Sizes::from_bytes(&size),
         });
     }
     Ok(out)

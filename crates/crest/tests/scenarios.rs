@@ -660,3 +660,42 @@ fn a_sweep_finds_the_point_where_the_service_breaks() {
         "{text}"
     );
 }
+
+/// Seed 000's payload size column: each request name keeps how much each of its responses
+/// weighed, in the summary, the reports and requests.csv.
+#[test]
+fn response_sizes_are_kept_per_request_name() {
+    let _serial = common::serial();
+    let t = common::target_process(&["--size", "5000"]);
+    let (_dir, file) = scenario_file(&format!(
+        "target: {}\nsteps:\n  - request: {{name: big, path: /}}\n  - request: {{name: small, path: \"/replay/state?entities=1\"}}\nload: {{threads: 2, loops: 5}}\n",
+        t.url.trim_end_matches('/')
+    ));
+    let run = common::run_scenario(&file, &[], &["--quiet"]);
+    let s = run.summary();
+    let size = |name: &str| {
+        s["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap()["size_bytes"]
+            .clone()
+    };
+    let (big, small) = (size("big"), size("small"));
+    // The body the target was told to send, plus its status line and headers.
+    let p50 = big["p50"].as_f64().unwrap();
+    assert!((5000.0..5400.0).contains(&p50), "{big}");
+    assert_eq!(big["max"].as_f64(), Some(p50), "every response the same size: {big}");
+    assert!(small["p50"].as_f64().unwrap() < 1000.0, "{small}");
+    let csv = std::fs::read_to_string(run.dir.path().join("requests.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with("size_p50_bytes,size_p95_bytes,size_max_bytes"),
+        "{csv}"
+    );
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    assert!(md.contains("size p50 / p95"), "{md}");
+}

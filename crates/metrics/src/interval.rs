@@ -1,6 +1,6 @@
 //! One interval's worth of measurements from one thread, or from all of them once merged.
 
-use crest_model::hist::{new_histogram, record};
+use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
 use crest_model::results::{ErrorClass, Interval, Stat};
 use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
@@ -24,6 +24,8 @@ struct StatAcc {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    /// Bytes received per request.
+    size: Option<Histogram<u64>>,
 }
 
 /// What was measured in one interval. Each request is recorded once, into the totals of its
@@ -85,6 +87,7 @@ impl IntervalAcc {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    size: None,
                 });
                 self.stats.len() - 1
             }
@@ -109,6 +112,7 @@ impl IntervalAcc {
         if let Some(v) = s.connect {
             record(stat.connect.get_or_insert_with(new_histogram), v);
         }
+        record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
         self.requests += 1;
         self.bytes_sent += s.bytes_sent;
         self.bytes_received += s.bytes_received;
@@ -159,6 +163,7 @@ impl IntervalAcc {
             let _ = s.latency.add(&o.latency);
             merge_opt(&mut s.ttfb, &o.ttfb);
             merge_opt(&mut s.connect, &o.connect);
+            merge_opt(&mut s.size, &o.size);
         }
         for (code, n) in &other.status_codes {
             *self.status_codes.entry(*code).or_default() += n;
@@ -213,6 +218,7 @@ impl IntervalAcc {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                size: s.size.as_ref().map(EncodedHistogram::encode),
             })
             .collect();
         stats.sort_by_key(|s| (s.segment, s.name, s.outcome));

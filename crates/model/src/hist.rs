@@ -25,6 +25,12 @@ pub fn record(h: &mut Histogram<u64>, d: Duration) {
     h.saturating_record(us);
 }
 
+/// Records a byte count, clamped to the histogram's range (the same bounds serve sizes: up to
+/// 3.6 GB a request, at three significant digits).
+pub fn record_bytes(h: &mut Histogram<u64>, bytes: u64) {
+    h.saturating_record(bytes.clamp(1, MAX_MICROS));
+}
+
 /// Adds `from` into `into`. Histograms from crest share bounds; a foreign one with wider bounds
 /// is clamped into them rather than refused.
 pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {

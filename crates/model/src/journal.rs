@@ -223,6 +223,7 @@ struct StatSum {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    size: Option<Histogram<u64>>,
 }
 
 /// Sums interval records into a results document: the run does this live with its own
@@ -268,6 +269,7 @@ impl Fold {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    size: None,
                 }),
             };
             sum.stat.count += s.count;
@@ -276,6 +278,7 @@ impl Fold {
             crate::hist::add(&mut sum.latency, &s.latency.decode()?);
             add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
             add_opt(&mut sum.connect, s.connect.as_ref())?;
+            add_opt(&mut sum.size, s.size.as_ref())?;
         }
         for (code, n) in &r.status_codes {
             *self.status_codes.entry(code.clone()).or_default() += n;
@@ -315,6 +318,7 @@ impl Fold {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                size: s.size.as_ref().map(EncodedHistogram::encode),
                 ..s.stat
             })
             .collect();

@@ -436,6 +436,10 @@ pub struct Stat {
     pub ttfb: Option<EncodedHistogram>,
     /// Connect time in µs for requests that opened a connection; absent when none did.
     pub connect: Option<EncodedHistogram>,
+    /// Bytes received per request (status line, headers and body), as a histogram of byte
+    /// counts rather than µs; absent in documents from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<EncodedHistogram>,
 }
 
 /// All failures of one outcome.

@@ -85,6 +85,9 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
         "ttfb_p50_ms",
         "bytes_sent",
         "bytes_received",
+        "size_p50_bytes",
+        "size_p95_bytes",
+        "size_max_bytes",
     ])?;
     for s in &r.stats {
         let h = s.latency.decode()?;
@@ -98,6 +101,15 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
             .get(s.segment as usize)
             .map_or(String::new(), |g| g.name.clone());
         let name = r.names.get(s.name as usize).cloned().unwrap_or_default();
+        let sizes = match &s.size {
+            Some(z) => {
+                let z = z.decode()?;
+                let q = |q: f64| z.median_equivalent(z.value_at_quantile(q)).to_string();
+                [q(0.5), q(0.95), z.median_equivalent(z.max()).to_string()]
+            }
+            None => Default::default(),
+        };
+        let [size_p50, size_p95, size_max] = sizes;
         out.write_record([
             segment,
             name,
@@ -112,6 +124,9 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
             ttfb,
             s.bytes_sent.to_string(),
             s.bytes_received.to_string(),
+            size_p50,
+            size_p95,
+            size_max,
         ])?;
     }
     out.flush().map_err(csv::Error::from)?;

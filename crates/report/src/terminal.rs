@@ -142,7 +142,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out)?;
         writeln!(
             out,
-            "  By request                           requests     req/s    p50 ms    p95 ms    p99 ms   failed"
+            "  By request                           requests     req/s    p50 ms    p95 ms    p99 ms   failed   size p50"
         )?;
         for g in &s.names {
             group_row(out, g)?;
@@ -276,9 +276,13 @@ fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std
     if name.chars().count() > 34 {
         name = name.chars().take(33).collect::<String>() + "…";
     }
+    let size = g
+        .size_bytes
+        .map(|z| format!(" {:>10}", crate::fmt::bytes(z.p50.round() as u64)))
+        .unwrap_or_default();
     writeln!(
         out,
-        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>7.2}%",
+        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>7.2}%{size}",
         int(g.requests),
         num(g.throughput_rps),
         ms(g.latency_ms.p50),

@@ -161,6 +161,12 @@ impl ResultsBuilder {
                 latency: EncodedHistogram::encode(acc.latency.as_ref().unwrap_or(&empty)),
                 ttfb: acc.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: acc.connect.as_ref().map(EncodedHistogram::encode),
+                // Every request of a fixture receives the same number of bytes.
+                size: (acc.count > 0).then(|| {
+                    let mut h = crest_model::hist::new_histogram();
+                    h.saturating_record_n((acc.bytes / acc.count).max(1), acc.count);
+                    EncodedHistogram::encode(&h)
+                }),
             });
         }
         let failed: u64 = self
