@@ -6,7 +6,7 @@
 //! summary, then the findings that cite them. No stage imports this module.
 
 use crate::capacity::{capacity, Capacity};
-use crate::failures::{failures, FailureAnalysis};
+use crate::failures::{failures, one_by_one, FailedRequest, FailureAnalysis};
 use crate::figures::{Point, SegmentAnalysis};
 use crate::findings::{findings, Finding};
 use crate::segment::{segments, series};
@@ -26,6 +26,8 @@ pub struct Analysis {
     pub capacity: Capacity,
     /// Per failure class.
     pub failures: Vec<FailureAnalysis>,
+    /// Each failed request, when there were few enough to list.
+    pub failed: Vec<FailedRequest>,
     /// What the figures say, most important first; renderers put each in words.
     pub findings: Vec<Finding>,
     /// One point per interval, for charts and the CSV.
@@ -45,6 +47,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         segments,
         capacity,
         failures,
+        failed: one_by_one(r),
         findings,
         series,
     })

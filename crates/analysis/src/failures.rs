@@ -13,6 +13,47 @@ const CLUSTER_SPAN: f64 = 0.3;
 /// ...and whose median is at least this long (ms), is named as a likely timeout.
 const CLUSTER_MIN_MS: f64 = 1000.0;
 
+/// One failed request, listed on its own when a run had only a few.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedRequest {
+    /// When it ended, seconds from the start.
+    pub at_s: f64,
+    /// The request's name.
+    pub name: String,
+    /// The outcome key.
+    pub outcome: String,
+    /// A short description of the outcome.
+    pub description: String,
+    /// The HTTP status, when a response head arrived.
+    pub status: Option<u16>,
+    /// How long it took, ms.
+    pub took_ms: f64,
+    /// What went wrong.
+    pub detail: String,
+}
+
+/// Every failed request of the run, in the order they ended, when the run kept them all (it
+/// keeps at most [`crest_model::results::FAILED_KEPT`]); empty otherwise, and then the failure
+/// classes say what happened.
+pub fn one_by_one(r: &Results) -> Vec<FailedRequest> {
+    let failures: u64 = r.errors.iter().map(|e| e.count).sum();
+    if failures == 0 || r.failed.len() as u64 != failures {
+        return Vec::new();
+    }
+    r.failed
+        .iter()
+        .map(|f| FailedRequest {
+            at_s: f.at_s,
+            name: r.names.get(f.name as usize).cloned().unwrap_or_default(),
+            outcome: f.outcome.key(),
+            description: f.outcome.describe(),
+            status: f.status,
+            took_ms: f.took_ms,
+            detail: f.detail.clone(),
+        })
+        .collect()
+}
+
 /// One kind of failure.
 #[derive(Clone, Debug, Serialize)]
 pub struct FailureAnalysis {

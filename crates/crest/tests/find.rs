@@ -47,8 +47,9 @@ fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir
 }
 
 /// Runs `crest find` on a target of `workers` x `service_ms`; returns the summary's `capacity`
-/// and the true capacity C/S, with S the service time the target's workers really took: on a
-/// loaded machine their sleeps overrun by a millisecond or more, which at 20 ms is 5% of C/S.
+/// and the nominal capacity C/S. The maximum found must lie between what the workers could do
+/// at the service time they really took (on a loaded machine their sleeps overrun by a
+/// millisecond or more, 5% at 20 ms; the target measures it) and C/S, 5% either side.
 fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> (Value, f64) {
     let addr = target(workers, service_ms, Duration::from_secs(5));
     let (s, _dir, code) = find(addr, extra);
@@ -57,17 +58,15 @@ fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> (Value, f64) {
     let url = format!("http://{addr}/");
     let held = common::target_value(&url, "crest_target_worker_busy_seconds_total")
         / common::target_value(&url, "crest_target_completed_total");
-    assert!(
-        held >= service_ms as f64 / 1000.0 && held < service_ms as f64 / 1000.0 * 1.5,
-        "the target's workers held each job {held} s for a service time of {service_ms} ms"
-    );
-    let truth = workers as f64 / held;
+    let nominal = workers as f64 * 1000.0 / service_ms as f64;
+    let measured = workers as f64 / held;
     let max = c["max_throughput_rps"].as_f64().unwrap();
     assert!(
-        (max - truth).abs() <= 0.05 * truth,
-        "max {max} req/s for C/S = {truth} (S = {held} s as the target measured it): {c}"
+        max >= 0.95 * measured.min(nominal) && max <= 1.05 * nominal,
+        "max {max} req/s for C/S = {nominal} ({measured:.1} at the {:.2} ms the target's workers took): {c}",
+        held * 1000.0
     );
-    (c, truth)
+    (c, nominal)
 }
 
 fn check_closed(workers: usize, service_ms: u64) {

@@ -699,3 +699,38 @@ fn response_sizes_are_kept_per_request_name() {
     let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
     assert!(md.contains("size p50 / p95"), "{md}");
 }
+
+/// A run with a few failures lists each one (when it ended, which request, how), as seed 000's
+/// report listed its 12 failed requests; the list is saved in results.json, not re-measured.
+#[test]
+fn a_few_failures_are_listed_one_by_one() {
+    let _serial = common::serial();
+    let t = common::target_process(&[]);
+    let (_dir, file) = scenario_file(&format!(
+        "target: {}\nsteps:\n  - request: {{name: home, path: /}}\n  - request: {{name: plan, path: /plans/nope}}\nload: {{threads: 1, loops: 3}}\n",
+        t.url.trim_end_matches('/')
+    ));
+    let run = common::run_scenario(&file, &[], &["--quiet"]);
+    let failed = run.results()["failed"].as_array().unwrap().clone();
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert!(
+        failed
+            .windows(2)
+            .all(|w| w[0]["at_s"].as_f64() <= w[1]["at_s"].as_f64()),
+        "{failed:?}"
+    );
+    assert!(
+        failed.iter().all(|f| f["status"] == 401 && f["name"] == 1),
+        "{failed:?}"
+    );
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    let listed: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("Every failed request"))
+        .filter(|l| l.contains("| plan |"))
+        .collect();
+    assert_eq!(listed.len(), 3, "{md}");
+    assert!(listed.iter().all(|l| l.contains("| 401 |")), "{md}");
+    let html = std::fs::read_to_string(run.dir.path().join("report.html")).unwrap();
+    assert!(html.contains("Every failed request"), "{html}");
+}

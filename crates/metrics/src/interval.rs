@@ -2,7 +2,7 @@
 
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
-use crest_model::results::{ErrorClass, Interval, Stat};
+use crest_model::results::{ErrorClass, FailedRequest, Interval, Stat, FAILED_KEPT};
 use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -55,6 +55,8 @@ pub struct IntervalAcc {
     service: Option<Histogram<u64>>,
     /// The interval's latencies, merged from its stats on first use.
     latency: Option<Histogram<u64>>,
+    /// Its first failed requests, one by one; bounded, so an error storm costs nothing more.
+    failed: Vec<FailedRequest>,
 }
 
 impl IntervalAcc {
@@ -122,18 +124,20 @@ impl IntervalAcc {
         if !s.outcome.is_success() {
             self.failures += 1;
             bump(&mut self.outcomes, s.outcome, 1);
+            if self.failed.len() < FAILED_KEPT {
+                let detail = message(s, detail);
+                self.failed.push(FailedRequest {
+                    at_s: s.end().as_secs_f64(),
+                    name: s.name,
+                    outcome: s.outcome,
+                    status: s.status,
+                    took_ms: s.total.as_secs_f64() * 1000.0,
+                    detail,
+                });
+            }
             match self.errors.iter_mut().find(|(k, _, _)| *k == s.outcome) {
                 Some((_, c, _)) => *c += 1,
-                None => {
-                    // Examples quote what servers sent; a backtick in one could open a code span
-                    // in a Markdown report around text of crest's own.
-                    let mut example = match detail {
-                        Some(d) => d.to_string().replace('`', "'"),
-                        None => s.outcome.describe(),
-                    };
-                    truncate(&mut example, MAX_EXAMPLE);
-                    self.errors.push((s.outcome, 1, example));
-                }
+                None => self.errors.push((s.outcome, 1, message(s, detail))),
             }
         }
         if open_model {
@@ -174,6 +178,8 @@ impl IntervalAcc {
                 None => self.errors.push((*o, *n, example.clone())),
             }
         }
+        let room = FAILED_KEPT.saturating_sub(self.failed.len());
+        self.failed.extend(other.failed.iter().take(room).cloned());
         merge_opt(&mut self.send_lag, &other.send_lag);
         merge_opt(&mut self.service, &other.service);
         self.latency = None;
@@ -251,6 +257,7 @@ impl IntervalAcc {
                 .collect(),
             send_lag: self.send_lag.as_ref().map(EncodedHistogram::encode),
             service: self.service.as_ref().map(EncodedHistogram::encode),
+            failed: self.failed.clone(),
         }
     }
 }
@@ -267,6 +274,18 @@ fn merge_opt(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
         // Both sides share crest's bounds, and values beyond them were clamped on record.
         let _ = into.get_or_insert_with(new_histogram).add(f);
     }
+}
+
+/// What went wrong with a failed request, as examples and the list of failures show it.
+fn message(s: &Sample, detail: Option<&dyn std::fmt::Display>) -> String {
+    // Messages quote what servers sent; a backtick in one could open a code span in a Markdown
+    // report around text of crest's own.
+    let mut m = match detail {
+        Some(d) => d.to_string().replace('`', "'"),
+        None => s.outcome.describe(),
+    };
+    truncate(&mut m, MAX_EXAMPLE);
+    m
 }
 
 fn truncate(s: &mut String, max: usize) {

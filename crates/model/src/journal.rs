@@ -94,6 +94,9 @@ pub struct IntervalRecord {
     pub send_lag: Option<EncodedHistogram>,
     /// Open model: service times, in µs.
     pub service: Option<EncodedHistogram>,
+    /// The first failed requests of the interval, one by one (see `Results::failed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<crate::results::FailedRequest>,
 }
 
 /// What is known only when the run ends.
@@ -233,6 +236,7 @@ pub struct Fold {
     stats: BTreeMap<(u32, u32, Outcome), StatSum>,
     status_codes: BTreeMap<String, u64>,
     errors: Vec<ErrorClass>,
+    failed: Vec<crate::results::FailedRequest>,
     send_lag: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     intervals: Vec<Interval>,
@@ -284,6 +288,11 @@ impl Fold {
             *self.status_codes.entry(code.clone()).or_default() += n;
         }
         // The run's example of a class is the first one seen: records come in time order.
+        for f in &r.failed {
+            if self.failed.len() < crate::results::FAILED_KEPT {
+                self.failed.push(f.clone());
+            }
+        }
         for e in &r.errors {
             match self.errors.iter_mut().find(|x| x.outcome == e.outcome) {
                 Some(x) => x.count += e.count,
@@ -365,6 +374,11 @@ impl Fold {
                 .and_then(|e| e.monitor.clone())
                 .or_else(|| self.monitor.map(crate::monitor::MonitorBuilder::finish)),
             users: end.and_then(|e| e.users.clone()),
+            failed: {
+                let mut f = self.failed;
+                f.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+                f
+            },
             interval_s: start.interval_s,
         }
     }

@@ -74,8 +74,34 @@ pub struct Results {
     /// done".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<UserTimes>,
+    /// The first failed requests one by one, at most [`FAILED_KEPT`] of them, in the order they
+    /// ended: a run with a few failures lists each (when, which, how) rather than a rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedRequest>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
+}
+
+/// At most this many failed requests are kept one by one; past it a run's failures are
+/// described by their classes and clusters.
+pub const FAILED_KEPT: usize = 20;
+
+/// One failed request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailedRequest {
+    /// When it ended, seconds from the start of the run.
+    pub at_s: f64,
+    /// Index into `names`.
+    pub name: u32,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The HTTP status, when a response head arrived.
+    pub status: Option<u16>,
+    /// How long it took, ms (from its intended start).
+    pub took_ms: f64,
+    /// What went wrong, as the error classes' examples say it.
+    pub detail: String,
 }
 
 /// How long each user of a run with a fixed number of iterations per user took.
@@ -592,6 +618,7 @@ pub fn concat(
     out.monitor = None;
     // Each part's users are its own; their times do not add up across parts.
     out.users = None;
+    out.failed.clear();
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let mut service: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);

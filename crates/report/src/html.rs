@@ -59,6 +59,8 @@ struct RunView<'a> {
     step_loads: Vec<String>,
     capacity: CapacityView,
     failures: Vec<FailureView<'a>>,
+    /// Each failed request, when there were few.
+    failed: &'a [crest_analysis::failures::FailedRequest],
     charts: Vec<Chart>,
     /// What the monitor watched, with its notes.
     sources: Vec<&'a crest_model::monitor::SourceRecord>,
@@ -158,6 +160,7 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
                 cluster: f.cluster.as_ref().map(words::cluster),
             })
             .collect(),
+        failed: &a.failed,
         charts: charts(r, a),
         sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
         resource_charts: resource_charts(r),

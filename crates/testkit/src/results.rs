@@ -236,6 +236,7 @@ impl ResultsBuilder {
             client: None,
             monitor: self.monitor,
             users: None,
+            failed: Vec::new(),
         }
     }
 }
