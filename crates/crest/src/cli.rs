@@ -40,7 +40,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write every report of a run again from its results.json.
     Report(ReportArgs),
-    /// Compare two runs: throughput, latency and errors side by side, with the change.
+    /// Compare runs: throughput, latency, errors and monitored series side by side, each with
+    /// its change against the first.
     Compare(CompareArgs),
     /// Find the maximum sustainable throughput and the optimal operating point.
     Find(Box<FindArgs>),
@@ -78,10 +79,9 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run A: a run directory or its results.json.
-    pub a: PathBuf,
-    /// Run B.
-    pub b: PathBuf,
+    /// The runs, the first being the baseline: run directories or their results.json files.
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
     /// Directory for compare.md, compare.html and compare.json [default: crest-results/compare-<timestamp>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
