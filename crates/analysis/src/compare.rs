@@ -14,7 +14,8 @@ use serde::Serialize;
 pub enum Metric {
     /// Requests per second.
     Throughput,
-    /// The best step's requests per second (the run's, when it had one step).
+    /// The best step's requests per second over the whole step, every request it counted (the
+    /// run's throughput, when it had one step).
     PeakThroughput,
     /// Successful requests per second.
     SuccessfulThroughput,
@@ -266,17 +267,21 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     let mut rows = Rows { runs, rows: Vec::new() };
     rows.add(Metric::Throughput, true, |a| Some(a.summary.throughput_rps));
     rows.add(Metric::PeakThroughput, true, |a| {
-        a.segments.iter().map(|s| s.throughput_rps).reduce(f64::max)
+        a.segments.iter().map(|s| s.whole.throughput_rps).reduce(f64::max)
     });
     rows.add(Metric::SuccessfulThroughput, true, |a| Some(a.summary.success_rps));
-    rows.add(Metric::OptimalLoad, true, |a| a.capacity.optimal.as_ref().map(|p| p.load_value));
+    rows.add(Metric::OptimalLoad, true, |a| {
+        a.capacity.optimal.as_ref().map(|p| p.load_value)
+    });
     rows.add(Metric::OptimalThroughput, true, |a| {
         a.capacity.optimal.as_ref().map(|p| p.throughput_rps)
     });
     rows.add(Metric::SaturationLoad, true, |a| {
         a.capacity.saturation.as_ref().map(|p| p.load_value)
     });
-    rows.add(Metric::BreakingLoad, true, |a| a.capacity.breaking.as_ref().map(|p| p.load_value));
+    rows.add(Metric::BreakingLoad, true, |a| {
+        a.capacity.breaking.as_ref().map(|p| p.load_value)
+    });
     rows.latency(LatencyStat::P50, |a| a.summary.latency_ms.p50, Some(|p| p.p50_ms));
     rows.latency(LatencyStat::P90, |a| a.summary.latency_ms.p90, None);
     rows.latency(LatencyStat::P95, |a| a.summary.latency_ms.p95, Some(|p| p.p95_ms));
@@ -306,8 +311,12 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         };
         // Less use of a resource is better; more of a rate (transactions, rows) is.
         let more_is_better = unit == Unit::PerSecond;
-        rows.add(Metric::SeriesMean(key.into(), unit), more_is_better, |a| of(a).map(|s| s.mean));
-        rows.add(Metric::SeriesPeak(key.into(), unit), more_is_better, |a| of(a).map(|s| s.peak));
+        rows.add(Metric::SeriesMean(key.into(), unit), more_is_better, |a| {
+            of(a).map(|s| s.mean)
+        });
+        rows.add(Metric::SeriesPeak(key.into(), unit), more_is_better, |a| {
+            of(a).map(|s| s.peak)
+        });
     }
     Comparison {
         labels: runs.iter().map(|(_, l)| (*l).to_string()).collect(),

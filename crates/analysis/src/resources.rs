@@ -96,7 +96,10 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
 /// only a label that is the pid itself gives way to the name.
 fn same_as(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
     let by_pid = |s: &&SourceRecord| !s.label.is_empty() && s.label.bytes().all(|b| b.is_ascii_digit());
-    match source.filter(by_pid).and_then(|s| s.name.as_ref().map(|n| (&s.label, n))) {
+    match source
+        .filter(by_pid)
+        .and_then(|s| s.name.as_ref().map(|n| (&s.label, n)))
+    {
         Some((pid, name)) if key.labels.get("process") == Some(pid) => {
             key.clone().with("process", name.as_str()).to_string()
         }

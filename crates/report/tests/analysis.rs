@@ -502,22 +502,34 @@ fn runs_watched_by_pid_compare_by_process_name_in_any_number() {
         .iter()
         .map(|v| v.as_f64().unwrap())
         .collect();
-    assert!((change[0] - 20.0).abs() < 1e-9 && (change[1] + 20.0).abs() < 1e-9, "{mem}");
+    assert!(
+        (change[0] - 20.0).abs() < 1e-9 && (change[1] + 20.0).abs() < 1e-9,
+        "{mem}"
+    );
     assert_eq!(mem["change_pct"][0], Value::Null);
     let cpu = row(&cmp, r#"process_cpu_percent{process="crest"} (peak)"#);
     assert_eq!(cpu["values"], serde_json::json!([10.0, 20.0, 40.0]));
     assert!(
-        !cmp["rows"].as_array().unwrap().iter().any(|r| r["metric"]
-            .as_str()
+        !cmp["rows"]
+            .as_array()
             .unwrap()
-            .contains("4101")),
+            .iter()
+            .any(|r| r["metric"].as_str().unwrap().contains("4101")),
         "no row is keyed by a pid"
     );
     let peak = row(&cmp, "peak throughput (best step)");
     let tput = row(&cmp, "throughput");
     assert_eq!(peak["values"], tput["values"], "one step: its throughput is the run's");
-    let v: Vec<f64> = peak["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-    assert!((v[1] / v[0] - 1.5).abs() < 0.01 && (v[2] / v[0] - 2.0).abs() < 0.01, "{peak}");
+    let v: Vec<f64> = peak["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(
+        (v[1] / v[0] - 1.5).abs() < 0.01 && (v[2] / v[0] - 2.0).abs() < 0.01,
+        "{peak}"
+    );
 }
 
 /// Each run that differs in shape from the first is named in a note; the optimal load and the
