@@ -4,6 +4,7 @@ mod cli;
 mod environment;
 mod find;
 mod journal;
+mod levels;
 mod limits;
 mod output;
 mod plan;
@@ -36,7 +37,10 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
     match cli.command {
         Command::Run(a) if a.url.contains("://") => {
             let plan = plan::resolve(&a)?;
-            run::quick(plan, args, &a.output)
+            match plan::levels(&a)?.as_slice() {
+                [_] => run::quick(plan, args, &a.output),
+                levels => levels::run(plan, levels, &a, args),
+            }
         }
         Command::Run(a) => {
             let given = plan::quick_flags_given(&a);
