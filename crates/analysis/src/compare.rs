@@ -1,6 +1,7 @@
-//! Comparing two runs, metric by metric (A, B, change %), with a word on whether each latency
-//! difference is beyond run-to-run noise, and notes on why the runs may not compare like with
-//! like.
+//! Comparing runs, metric by metric: each run a column, with its change against the first and,
+//! for latencies, a word on whether that change is beyond run-to-run noise; and notes on why the
+//! runs may not compare like with like. Monitored series are matched across runs by what the
+//! user called them, never by a pid, which is new in every run.
 
 use crate::analyze::Analysis;
 use crate::figures::{Point, StepLoad};
@@ -13,6 +14,9 @@ use serde::Serialize;
 pub enum Metric {
     /// Requests per second.
     Throughput,
+    /// The best step's requests per second over the whole step, every request it counted (the
+    /// run's throughput, when it had one step).
+    PeakThroughput,
     /// Successful requests per second.
     SuccessfulThroughput,
     /// A latency figure, ms.
@@ -27,6 +31,10 @@ pub enum Metric {
     OptimalLoad,
     /// Throughput at the optimal operating point.
     OptimalThroughput,
+    /// The load at which throughput stopped growing.
+    SaturationLoad,
+    /// The load at which the run broke (errors above 1% or throughput falling).
+    BreakingLoad,
     /// A monitored series' mean, in its unit.
     SeriesMean(String, Unit),
     /// A monitored series' peak, in its unit.
@@ -55,7 +63,7 @@ pub enum LatencyStat {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Fewer than three seconds in a run.
+    /// Fewer than three seconds in one of the runs.
     TooFewSeconds,
     /// Both runs were constant and equal.
     NoDifference,
@@ -76,14 +84,15 @@ pub enum Verdict {
 pub struct Row {
     /// What is compared.
     pub metric: Metric,
-    /// Run A's value, in the metric's unit.
-    pub a: f64,
-    /// Run B's value.
-    pub b: f64,
-    /// (B - A) / A in percent; `None` when A is 0.
-    pub change_pct: Option<f64>,
-    /// For latencies: whether the difference is beyond the noise between seconds of each run.
-    pub verdict: Option<Verdict>,
+    /// Each run's value in the metric's unit, in the order the runs were given; `None` where a
+    /// run has none (a point it did not find, a series it did not record).
+    pub values: Vec<Option<f64>>,
+    /// Each run's change against the first, (x - first) / first in percent; `None` for the
+    /// first run, and where either value is missing or the first is 0.
+    pub change_pct: Vec<Option<f64>>,
+    /// For latencies: whether each run's difference from the first is beyond the noise between
+    /// seconds of the two runs; `None` for the first.
+    pub verdict: Vec<Option<Verdict>>,
     /// True when a higher value is better (throughput), for colouring.
     pub higher_is_better: bool,
 }
@@ -105,26 +114,24 @@ pub enum Note {
     NoRequest(String),
     /// No request of this run succeeded.
     NoSuccess(String),
-    /// The runs differ in shape.
+    /// A run differs in shape from the first.
     Shapes {
-        /// Run A's label.
+        /// The first run's label.
         a_label: String,
-        /// Run A's shape.
+        /// The first run's shape.
         a: Shape,
-        /// Run B's label.
+        /// The other run's label.
         b_label: String,
-        /// Run B's shape.
+        /// The other run's shape.
         b: Shape,
     },
 }
 
-/// Two runs side by side.
+/// Runs side by side.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    /// Labels of the runs (their directories).
-    pub a_label: String,
-    /// Label of B.
-    pub b_label: String,
+    /// Labels of the runs (their directories), in the order given; the first is the baseline.
+    pub labels: Vec<String>,
     /// Why the rows may not compare like with like, said before the table.
     pub notes: Vec<Note>,
     /// The rows.
@@ -138,24 +145,29 @@ fn shape(a: &Analysis) -> Shape {
     }
 }
 
-/// What makes two runs' figures not comparable as they stand.
-fn notes(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Vec<Note> {
+/// What makes the runs' figures not comparable as they stand.
+fn notes(runs: &[(&Analysis, &str)]) -> Vec<Note> {
     let mut out = Vec::new();
-    for (x, label) in [(a, a_label), (b, b_label)] {
+    for (x, label) in runs {
         if x.summary.requests == 0 {
-            out.push(Note::NoRequest(label.into()));
+            out.push(Note::NoRequest((*label).into()));
         } else if x.summary.successes == 0 {
-            out.push(Note::NoSuccess(label.into()));
+            out.push(Note::NoSuccess((*label).into()));
         }
     }
-    let (sa, sb) = (shape(a), shape(b));
-    if sa != sb {
-        out.push(Note::Shapes {
-            a_label: a_label.into(),
-            a: sa,
-            b_label: b_label.into(),
-            b: sb,
-        });
+    if let Some(((first, a_label), rest)) = runs.split_first() {
+        let a = shape(first);
+        for (x, b_label) in rest {
+            let b = shape(x);
+            if a != b {
+                out.push(Note::Shapes {
+                    a_label: (*a_label).into(),
+                    a: a.clone(),
+                    b_label: (*b_label).into(),
+                    b,
+                });
+            }
+        }
     }
     out
 }
@@ -200,97 +212,115 @@ fn verdict(a: &[f64], b: &[f64]) -> Verdict {
     }
 }
 
-/// Compares run A with run B.
-pub fn compare(a: &Analysis, a_label: &str, b: &Analysis, b_label: &str) -> Comparison {
-    let (sa, sb) = (&a.summary, &b.summary);
-    let notes = notes(a, a_label, b, b_label);
-    // A run that completed nothing has no figure to compare: its zeros are no measurement.
-    let comparable = sa.requests > 0 && sb.requests > 0;
-    let mut rows = Vec::new();
-    let mut row = |metric: Metric, x: f64, y: f64, verdict: Option<Verdict>, higher_is_better: bool| {
+/// The rows as they are built: one value per run.
+struct Rows<'a> {
+    runs: &'a [(&'a Analysis, &'a str)],
+    rows: Vec<Row>,
+}
+
+impl Rows<'_> {
+    /// Adds a row of one figure read from every run, unless no run has it.
+    fn add(&mut self, metric: Metric, higher_is_better: bool, value: impl Fn(&Analysis) -> Option<f64>) {
+        let values: Vec<Option<f64>> = self.runs.iter().map(|(a, _)| value(a)).collect();
+        if values.iter().all(Option::is_none) {
+            return;
+        }
+        // A run that completed nothing has no figure to compare: its zeros are no measurement.
         let counted = matches!(metric, Metric::Requests | Metric::Failures);
-        rows.push(Row {
+        let measured = |k: usize| counted || self.runs[k].0.summary.requests > 0;
+        let first = values[0].filter(|x| *x != 0.0 && measured(0));
+        let change_pct = values
+            .iter()
+            .enumerate()
+            .map(|(k, v)| match (k, first, v) {
+                (1.., Some(x), Some(y)) if measured(k) => Some((y - x) / x * 100.0),
+                _ => None,
+            })
+            .collect();
+        self.rows.push(Row {
+            verdict: vec![None; values.len()],
             metric,
-            a: x,
-            b: y,
-            change_pct: (x != 0.0 && (comparable || counted)).then(|| (y - x) / x * 100.0),
-            verdict: verdict.filter(|_| comparable),
+            values,
+            change_pct,
             higher_is_better,
         });
-    };
-    row(Metric::Throughput, sa.throughput_rps, sb.throughput_rps, None, true);
-    row(Metric::SuccessfulThroughput, sa.success_rps, sb.success_rps, None, true);
-    type Pick = fn(&Point) -> f64;
-    let latency: [(LatencyStat, f64, f64, Option<Pick>); 6] = [
-        (
-            LatencyStat::P50,
-            sa.latency_ms.p50,
-            sb.latency_ms.p50,
-            Some(|p| p.p50_ms),
-        ),
-        (LatencyStat::P90, sa.latency_ms.p90, sb.latency_ms.p90, None),
-        (
-            LatencyStat::P95,
-            sa.latency_ms.p95,
-            sb.latency_ms.p95,
-            Some(|p| p.p95_ms),
-        ),
-        (
-            LatencyStat::P99,
-            sa.latency_ms.p99,
-            sb.latency_ms.p99,
-            Some(|p| p.p99_ms),
-        ),
-        (LatencyStat::Max, sa.latency_ms.max, sb.latency_ms.max, None),
-        (LatencyStat::Mean, sa.latency_ms.mean, sb.latency_ms.mean, None),
-    ];
-    for (stat, x, y, pick) in latency {
-        let v = pick.map(|p| verdict(&per_second(a, p), &per_second(b, p)));
-        row(Metric::Latency(stat), x, y, v, false);
     }
-    row(Metric::ErrorRate, sa.error_rate, sb.error_rate, None, false);
-    row(Metric::Requests, sa.requests as f64, sb.requests as f64, None, true);
-    row(Metric::Failures, sa.failures as f64, sb.failures as f64, None, false);
-    if let (Some(x), Some(y)) = (&a.capacity.optimal, &b.capacity.optimal) {
-        row(Metric::OptimalLoad, x.load_value, y.load_value, None, true);
-        row(
-            Metric::OptimalThroughput,
-            x.throughput_rps,
-            y.throughput_rps,
-            None,
-            true,
-        );
-    }
-    // What the system did in each (memory, CPU, connections): every monitored series both runs
-    // recorded, by its mean and its peak.
-    for ra in &sa.resources {
-        let Some(rb) = sb.resources.iter().find(|r| r.key == ra.key) else {
-            continue;
+
+    /// Adds a latency row, with each run's verdict against the first where seconds tell.
+    fn latency(&mut self, stat: LatencyStat, value: fn(&Analysis) -> f64, pick: Option<fn(&Point) -> f64>) {
+        self.add(Metric::Latency(stat), false, |a| Some(value(a)));
+        let (Some(pick), Some(row)) = (pick, self.rows.last_mut()) else {
+            return;
         };
-        let (Some(x), Some(y)) = (&ra.all, &rb.all) else {
-            continue;
+        let (first, _) = self.runs[0];
+        let base = per_second(first, pick);
+        for (k, (a, _)) in self.runs.iter().enumerate().skip(1) {
+            if first.summary.requests > 0 && a.summary.requests > 0 {
+                row.verdict[k] = Some(verdict(&base, &per_second(a, pick)));
+            }
+        }
+    }
+}
+
+/// Compares runs, each with its label, against the first.
+pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
+    let mut rows = Rows { runs, rows: Vec::new() };
+    rows.add(Metric::Throughput, true, |a| Some(a.summary.throughput_rps));
+    rows.add(Metric::PeakThroughput, true, |a| {
+        a.segments.iter().map(|s| s.whole.throughput_rps).reduce(f64::max)
+    });
+    rows.add(Metric::SuccessfulThroughput, true, |a| Some(a.summary.success_rps));
+    rows.add(Metric::OptimalLoad, true, |a| {
+        a.capacity.optimal.as_ref().map(|p| p.load_value)
+    });
+    rows.add(Metric::OptimalThroughput, true, |a| {
+        a.capacity.optimal.as_ref().map(|p| p.throughput_rps)
+    });
+    rows.add(Metric::SaturationLoad, true, |a| {
+        a.capacity.saturation.as_ref().map(|p| p.load_value)
+    });
+    rows.add(Metric::BreakingLoad, true, |a| {
+        a.capacity.breaking.as_ref().map(|p| p.load_value)
+    });
+    rows.latency(LatencyStat::P50, |a| a.summary.latency_ms.p50, Some(|p| p.p50_ms));
+    rows.latency(LatencyStat::P90, |a| a.summary.latency_ms.p90, None);
+    rows.latency(LatencyStat::P95, |a| a.summary.latency_ms.p95, Some(|p| p.p95_ms));
+    rows.latency(LatencyStat::P99, |a| a.summary.latency_ms.p99, Some(|p| p.p99_ms));
+    rows.latency(LatencyStat::Max, |a| a.summary.latency_ms.max, None);
+    rows.latency(LatencyStat::Mean, |a| a.summary.latency_ms.mean, None);
+    rows.add(Metric::ErrorRate, false, |a| Some(a.summary.error_rate));
+    rows.add(Metric::Requests, true, |a| Some(a.summary.requests as f64));
+    rows.add(Metric::Failures, false, |a| Some(a.summary.failures as f64));
+    // What the system did in each (memory, CPU, connections): every monitored series, by its
+    // mean and its peak, in the order the runs first recorded them.
+    let mut series: Vec<(&str, Unit)> = Vec::new();
+    for (a, _) in runs {
+        for r in &a.summary.resources {
+            if !series.iter().any(|(k, _)| *k == r.same_as) {
+                series.push((&r.same_as, r.unit));
+            }
+        }
+    }
+    for (key, unit) in series {
+        let of = |a: &Analysis| {
+            a.summary
+                .resources
+                .iter()
+                .find(|r| r.same_as == key)
+                .and_then(|r| r.all.clone())
         };
         // Less use of a resource is better; more of a rate (transactions, rows) is.
-        let more_is_better = ra.unit == Unit::PerSecond;
-        row(
-            Metric::SeriesMean(ra.key.clone(), ra.unit),
-            x.mean,
-            y.mean,
-            None,
-            more_is_better,
-        );
-        row(
-            Metric::SeriesPeak(ra.key.clone(), ra.unit),
-            x.peak,
-            y.peak,
-            None,
-            more_is_better,
-        );
+        let more_is_better = unit == Unit::PerSecond;
+        rows.add(Metric::SeriesMean(key.into(), unit), more_is_better, |a| {
+            of(a).map(|s| s.mean)
+        });
+        rows.add(Metric::SeriesPeak(key.into(), unit), more_is_better, |a| {
+            of(a).map(|s| s.peak)
+        });
     }
     Comparison {
-        a_label: a_label.into(),
-        b_label: b_label.into(),
-        notes,
-        rows,
+        labels: runs.iter().map(|(_, l)| (*l).to_string()).collect(),
+        notes: notes(runs),
+        rows: rows.rows,
     }
 }

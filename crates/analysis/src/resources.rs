@@ -9,7 +9,7 @@
 //! that fill up and stop do not count).
 
 use crate::figures::{SegmentAnalysis, StepLoad};
-use crest_model::monitor::{MonitorSeries, Unit};
+use crest_model::monitor::{MonitorSeries, SeriesKey, SourceRecord, Unit};
 use crest_model::results::Results;
 use serde::Serialize;
 
@@ -29,6 +29,9 @@ const MAX_POINTS: usize = 400;
 pub struct ResourceRow {
     /// The series, `metric{label="value"}`.
     pub key: String,
+    /// What another run's series is matched by: the key, with the process's name in place of
+    /// a pid, which differs from run to run.
+    pub same_as: String,
     /// A human title.
     pub title: String,
     /// Its unit.
@@ -72,6 +75,7 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
         .iter()
         .map(|s| ResourceRow {
             key: s.key.to_string(),
+            same_as: same_as(&s.key, m.sources.get(s.source as usize)),
             title: s.title.clone(),
             unit: s.unit,
             limit: s.limit,
@@ -86,6 +90,21 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
                 .collect(),
         })
         .collect()
+}
+
+/// See [`ResourceRow::same_as`]. A label the user gave (or a process name, a pattern) is kept:
+/// only a label that is the pid itself gives way to the name.
+fn same_as(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
+    let by_pid = |s: &&SourceRecord| !s.label.is_empty() && s.label.bytes().all(|b| b.is_ascii_digit());
+    match source
+        .filter(by_pid)
+        .and_then(|s| s.name.as_ref().map(|n| (&s.label, n)))
+    {
+        Some((pid, name)) if key.labels.get("process") == Some(pid) => {
+            key.clone().with("process", name.as_str()).to_string()
+        }
+        _ => key.to_string(),
+    }
 }
 
 /// The span of a step's monitor samples that describe its steady state: never past the step's

@@ -137,8 +137,12 @@ fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
         decode(&i.latency, &mut latency)?;
         decode(&i.ttfb, &mut ttfb)?;
     }
-    let steady_start_s = steady.first().map_or(g.start_s, |&k| r.intervals[k].t_s);
-    let steady_end_s = steady.last().map_or(g.end_s, |&k| r.intervals[k].t_s + r.interval_s);
+    // A step shorter than one interval (a quick level of 10 requests per user) lies within
+    // partial intervals: its rate is over its own span, not over the whole interval.
+    let steady_start_s = steady.first().map_or(g.start_s, |&k| r.intervals[k].t_s.max(g.start_s));
+    let steady_end_s = steady
+        .last()
+        .map_or(g.end_s, |&k| (r.intervals[k].t_s + r.interval_s).min(g.end_s));
     let secs = (steady_end_s - steady_start_s).max(0.0);
     let mut connect = crest_model::hist::new_histogram();
     let mut whole_latency = crest_model::hist::new_histogram();

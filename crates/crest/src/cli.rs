@@ -40,7 +40,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write every report of a run again from its results.json.
     Report(ReportArgs),
-    /// Compare two runs: throughput, latency and errors side by side, with the change.
+    /// Compare runs: throughput, latency, errors and monitored series side by side, each with
+    /// its change against the first.
     Compare(CompareArgs),
     /// Find the maximum sustainable throughput and the optimal operating point.
     Find(Box<FindArgs>),
@@ -78,10 +79,9 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run A: a run directory or its results.json.
-    pub a: PathBuf,
-    /// Run B.
-    pub b: PathBuf,
+    /// The runs, the first being the baseline: run directories or their results.json files.
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
     /// Directory for compare.md, compare.html and compare.json [default: crest-results/compare-<timestamp>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -98,14 +98,16 @@ pub struct RunArgs {
     /// The URL to load (http:// or https://), or a scenario file (YAML; see docs/scenario.md).
     pub url: String,
 
-    /// Concurrent users, each with its own connection (closed model). With --rate: the most
-    /// requests in flight at once [default: 50, or 1000 with --rate]
-    #[arg(short = 'c', long = "concurrency", value_name = "N")]
-    pub concurrency: Option<u64>,
+    /// Concurrent users, each with its own connection (closed model). A list (-c 10,20,50)
+    /// runs one level after another into one run, a step per level, -n or -d applying to each.
+    /// With --rate: the most requests in flight at once [default: 50, or 1000 with --rate]
+    #[arg(short = 'c', long = "concurrency", value_name = "N[,N...]", value_parser = parse_levels)]
+    pub concurrency: Option<Levels>,
 
-    /// Stop after N requests.
-    #[arg(short = 'n', long = "requests", value_name = "N")]
-    pub requests: Option<u64>,
+    /// Stop after N requests; `10x` for 10 per user (-c 20 -n 10x sends 200, as `ab -c 20 -n
+    /// 200` does). With several -c levels, per level.
+    #[arg(short = 'n', long = "requests", value_name = "N|Nx", value_parser = parse_count)]
+    pub requests: Option<Count>,
 
     /// Stop after this long, e.g. 30s, 5m, 250ms [default: 10s when -n is not given]
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
@@ -394,6 +396,62 @@ pub struct TargetArgs {
     /// Plans kept; past that the oldest is forgotten (and answers 404).
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_plans: usize,
+}
+
+/// The users of `-c`: one level, or several run one after another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Levels(pub Vec<u64>);
+
+impl Levels {
+    /// The first level (the only one, usually).
+    pub fn first(&self) -> u64 {
+        self.0[0]
+    }
+}
+
+/// Parses `50` or `10,20,50,100`.
+pub fn parse_levels(s: &str) -> Result<Levels, String> {
+    let levels = s
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{part:?} is not a whole number of users (write levels as 10,20,50)"))
+        })
+        .collect::<Result<Vec<u64>, String>>()?;
+    if let Some(n) = levels
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| levels[..i].contains(n).then_some(n))
+    {
+        return Err(format!("{n} users is given twice: each level is run once"));
+    }
+    Ok(Levels(levels))
+}
+
+/// What `-n` counts: requests, or requests per user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// `-n 500`.
+    Requests(u64),
+    /// `-n 10x`: this many for each user of the level.
+    PerUser(u64),
+}
+
+/// Parses `500` or `10x`.
+pub fn parse_count(s: &str) -> Result<Count, String> {
+    let (digits, per_user) = match s.strip_suffix(['x', 'X']) {
+        Some(d) => (d, true),
+        None => (s, false),
+    };
+    let n = digits
+        .parse::<u64>()
+        .map_err(|_| "write a number of requests (500) or of requests per user (10x)".to_string())?;
+    Ok(if per_user {
+        Count::PerUser(n)
+    } else {
+        Count::Requests(n)
+    })
 }
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.

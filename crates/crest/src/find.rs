@@ -203,26 +203,12 @@ pub fn search<W: Workload>(
             );
         }
     };
-    let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else {
+    if parts.is_empty() {
         bail!("no probe ran: {stopped_because}");
-    };
-    let mut results = results::concat(first, parts)?;
-    results.ended_by = match interrupted {
-        Some(Interrupt::Int) => EndReason::Sigint,
-        Some(Interrupt::Term) => EndReason::Sigterm,
-        None => EndReason::Completed,
-    };
+    }
+    let mut results = joined(parts, interrupted, open, cap, command_line)?;
+    // The search says why it stopped; a stop condition was a probe's verdict, not the run's.
     results.stopped_by = None;
-    results.config.model = if open { "open" } else { "closed" }.into();
-    results.config.concurrency = if open {
-        cap
-    } else {
-        records.iter().map(|r| r.level as u64).max().unwrap_or(0)
-    };
-    results.config.rate = open.then(|| records.iter().map(|r| r.level).fold(0.0, f64::max));
-    results.config.duration_s = Some(results.duration_s);
-    results.config.command_line = crest_model::redact::command_line(command_line);
     results.find = Some(FindRecord {
         model: results.config.model.clone(),
         slo: slo_list(slo_text),
@@ -247,24 +233,70 @@ fn slo_list(slo_text: &[String]) -> Vec<String> {
 
 /// The plan of one probe: the base plan at one level, for one probe's length.
 fn probe_plan(base: &Plan, level: f64, open: bool, cap: u64, len: Duration) -> Plan {
+    let stop = StopRule {
+        requests: None,
+        duration: Some(len),
+    };
+    Plan {
+        // The service level is the search's own, judged probe by probe.
+        thresholds: Vec::new(),
+        ..level_plan(base, Level { value: level, open }, cap, stop)
+    }
+}
+
+/// The base plan at one level (users, or arrivals per second up to `cap` in flight) until
+/// `stop`, as one step named after its level: a probe of a search, a level of quick mode.
+pub fn level_plan(base: &Plan, level: Level, cap: u64, stop: StopRule) -> Plan {
+    let Level { value, open } = level;
     let load = if open {
-        LoadModel::rate(level, cap)
+        LoadModel::rate(value, cap)
     } else {
-        LoadModel::users(level.max(1.0) as u64)
+        LoadModel::users(value.max(1.0) as u64)
     };
     Plan {
         load,
-        stop: StopRule {
-            requests: None,
-            duration: Some(len),
-        },
+        stop,
         segments: vec![SegmentPlan {
-            name: words::level(Level { value: level, open }),
+            name: words::level(level),
             start: Duration::ZERO,
-            users: (!open).then_some(level as u64),
-            rate: open.then_some(level),
+            users: (!open).then_some(value as u64),
+            rate: open.then_some(value),
         }],
-        thresholds: Vec::new(),
         ..base.clone()
     }
+}
+
+/// Runs made one level after another, joined into one results document with a step per level:
+/// its load is the highest level's, and it ended as the last part did.
+pub fn joined(
+    parts: Vec<(Segment, Results)>,
+    interrupted: Option<Interrupt>,
+    open: bool,
+    cap: u64,
+    command_line: &[String],
+) -> Result<Results> {
+    let levels: Vec<f64> = parts
+        .iter()
+        .filter_map(|(s, _)| if open { s.rate } else { s.users.map(|u| u as f64) })
+        .collect();
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        bail!("no level ran");
+    };
+    let mut results = results::concat(first, parts)?;
+    results.ended_by = match interrupted {
+        Some(Interrupt::Int) => EndReason::Sigint,
+        Some(Interrupt::Term) => EndReason::Sigterm,
+        None => EndReason::Completed,
+    };
+    results.config.model = if open { "open" } else { "closed" }.into();
+    results.config.concurrency = if open {
+        cap
+    } else {
+        levels.iter().fold(0.0, |a: f64, b| a.max(*b)) as u64
+    };
+    results.config.rate = open.then(|| levels.iter().fold(0.0, |a: f64, b| a.max(*b)));
+    results.config.duration_s = Some(results.duration_s);
+    results.config.command_line = crest_model::redact::command_line(command_line);
+    Ok(results)
 }

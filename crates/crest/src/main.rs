@@ -4,6 +4,7 @@ mod cli;
 mod environment;
 mod find;
 mod journal;
+mod levels;
 mod limits;
 mod output;
 mod plan;
@@ -36,7 +37,10 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
     match cli.command {
         Command::Run(a) if a.url.contains("://") => {
             let plan = plan::resolve(&a)?;
-            run::quick(plan, args, &a.output)
+            match plan::levels(&a)?.as_slice() {
+                [_] => run::quick(plan, args, &a.output),
+                levels => levels::run(plan, levels, &a, args),
+            }
         }
         Command::Run(a) => {
             let given = plan::quick_flags_given(&a);
@@ -117,13 +121,20 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             Ok(0)
         }
         Command::Compare(a) => {
-            let (ra, rb) = (output::read_results(&a.a)?, output::read_results(&a.b)?);
-            let (xa, xb) = (crest_analysis::analyze(&ra)?, crest_analysis::analyze(&rb)?);
+            // A run is called by its directory, also when its results.json was named.
             let label = |p: &Path| {
-                p.file_name()
+                let dir = if p.is_file() { p.parent().unwrap_or(p) } else { p };
+                dir.file_name()
                     .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
             };
-            let c = crest_analysis::compare::compare(&xa, &label(&a.a), &xb, &label(&a.b));
+            let mut runs = Vec::with_capacity(a.runs.len());
+            for p in &a.runs {
+                let analysis = crest_analysis::analyze(&output::read_results(p)?)
+                    .with_context(|| format!("cannot analyse {}", p.display()))?;
+                runs.push((analysis, label(p)));
+            }
+            let runs: Vec<_> = runs.iter().map(|(x, l)| (x, l.as_str())).collect();
+            let c = crest_analysis::compare::compare(&runs);
             let dir = output::prepare_named(a.out.as_deref(), "compare-", false)?;
             let md = crest_report::write_compare(&dir, &c)?;
             print!("{md}");

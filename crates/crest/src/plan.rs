@@ -2,7 +2,7 @@
 //! any draft (a scenario's, `crest find`'s) onto it, and every draft into a [`Plan`] through the
 //! one resolver, [`Draft::resolve`]. Every error names the flag at fault.
 
-use crate::cli::{MonitorArgs, RequestArgs, RunArgs};
+use crate::cli::{Count, MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
 use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
@@ -14,43 +14,79 @@ use crest_model::protocol::{HttpOptions, HttpVersion};
 use crest_monitor::spec;
 use std::time::Duration;
 
-/// Quick mode: one URL and its flags.
+/// Quick mode: one URL and its flags; with several `-c` levels, the plan of the first (see
+/// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
+    let levels = levels(args)?;
     let model = match args.rate {
         Some(rate) => {
             if let Some(problem) = plan::rate_problem(rate) {
                 bail!("--rate {rate}: {problem}");
             }
-            let cap = args.concurrency.unwrap_or(defaults::MAX_IN_FLIGHT);
+            let cap = args.concurrency.as_ref().map_or(defaults::MAX_IN_FLIGHT, |c| c.first());
             check_concurrency(cap)?;
             LoadModel::rate(rate, cap)
         }
-        None => {
-            let users = args.concurrency.unwrap_or(defaults::USERS);
-            check_concurrency(users)?;
-            LoadModel::users(users)
-        }
+        None => LoadModel::users(levels[0]),
     };
-    if args.requests == Some(0) {
-        bail!("-n 0: the number of requests must be at least 1");
-    }
     if args.duration == Some(Duration::ZERO) {
         bail!("-d 0s: the duration must be above 0");
     }
-    let stop = StopRule {
-        requests: args.requests,
-        duration: args.duration.or(if args.requests.is_none() {
+    let (request, name) = request(&args.url, &args.request)?;
+    let mut draft = url_draft(request, name);
+    draft.stop = stop_at(args, model.max_concurrency())?;
+    draft.load = model;
+    add_flags(&mut draft, &Flags::of_run(args))?;
+    finish(draft)
+}
+
+/// The users of each level `-c` gives (one level without a list), checked.
+pub fn levels(args: &RunArgs) -> Result<Vec<u64>> {
+    let levels = args
+        .concurrency
+        .as_ref()
+        .map_or_else(|| vec![defaults::USERS], |c| c.0.clone());
+    if levels.len() > 1 && args.rate.is_some() {
+        bail!(
+            "-c {}: levels are numbers of users; with --rate, -c is the most requests in flight",
+            join(&levels)
+        );
+    }
+    for n in &levels {
+        check_concurrency(*n)?;
+    }
+    Ok(levels)
+}
+
+fn join(levels: &[u64]) -> String {
+    levels.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// When a quick-mode run (or one level of it) with `users` stops: after `-n` requests (`-n 10x`:
+/// ten per user), or after `-d`; after 10 s when neither is given.
+pub fn stop_at(args: &RunArgs, users: u64) -> Result<StopRule> {
+    let requests = match args.requests {
+        None => None,
+        Some(Count::Requests(0) | Count::PerUser(0)) => {
+            bail!("-n 0: the number of requests must be at least 1")
+        }
+        Some(Count::Requests(n)) => Some(n),
+        Some(Count::PerUser(_)) if args.rate.is_some() => {
+            bail!("-n ...x counts requests per user; with --rate, give a number of requests")
+        }
+        Some(Count::PerUser(n)) => Some(
+            n.checked_mul(users)
+                .ok_or_else(|| anyhow::anyhow!("-n {n}x: too many requests for {users} users"))?,
+        ),
+    };
+    Ok(StopRule {
+        requests,
+        duration: args.duration.or(if requests.is_none() {
             Some(defaults::DURATION)
         } else {
             None
         }),
-    };
-    let (request, name) = request(&args.url, &args.request)?;
-    let mut draft = url_draft(request, name);
-    draft.load = model;
-    draft.stop = stop;
-    add_flags(&mut draft, &Flags::of_run(args))?;
-    finish(draft)
+    })
 }
 
 /// The flags that add to any plan: a scenario's, `crest find`'s, quick mode's.
@@ -340,6 +376,15 @@ mod tests {
     }
 
     #[test]
+    fn levels_start_at_the_first_and_count_per_user() {
+        let p = args(&["http://h/", "-c", "10,20,50", "-n", "10x"]).unwrap();
+        assert_eq!(p.load, LoadModel::users(10));
+        assert_eq!(p.stop.requests, Some(100));
+        let p = args(&["http://h/", "-c", "10,20", "-n", "500"]).unwrap();
+        assert_eq!(p.stop.requests, Some(500), "a plain -n is per level");
+    }
+
+    #[test]
     fn bad_flags_are_named() {
         for (flags, needle) in [
             (vec!["http://h/", "-c", "0"], "-c 0"),
@@ -349,6 +394,13 @@ mod tests {
             (vec!["ftp://h/"], "URL"),
             (vec!["http://h/", "--body-file", "/nonexistent/crest"], "--body-file"),
             (vec!["http://h/", "-d", "soon"], "--duration"),
+            (vec!["http://h/", "-c", "10,x"], "--concurrency"),
+            (vec!["http://h/", "-c", "10,20,10"], "--concurrency"),
+            (vec!["http://h/", "-c", "5,0"], "-c 0"),
+            (vec!["http://h/", "-c", "5,20", "--rate", "10"], "-c 5,20"),
+            (vec!["http://h/", "-n", "10x", "--rate", "10"], "-n"),
+            (vec!["http://h/", "-n", "0x"], "-n 0"),
+            (vec!["http://h/", "-n", "ten"], "--requests"),
         ] {
             let err = format!("{:#}", args(&flags).unwrap_err());
             assert!(err.contains(needle), "{flags:?}: {err}");

@@ -233,3 +233,117 @@ fn busiest_day_runs_every_flow_to_completion() {
         "every user's plan went through all its states"
     );
 }
+
+/// One busiest-day run of `users` against `crest target --pool N`, its process watched by its
+/// pid (as a user who started it by hand would), and what the target served per second of the
+/// run by its own counters.
+fn pool_run(pool: &str, users: u32) -> (common::Run, f64) {
+    let t = target_process(&["--pool", pool, "--pool-work", "10ms"]);
+    let text = example("busiest-day.yaml");
+    // The example's pattern would also match the other tests' targets: this run watches its
+    // own by pid instead.
+    let text = text[..text.find("# The demo service's process").unwrap()].to_string();
+    let text = edit(&text, "run_once: 300", &format!("run_once: {users}"));
+    let (_dir, file) = scenario_file(&text);
+    let pid = t.child.id().to_string();
+    let run = run_scenario(
+        &file,
+        &[("CREST_TARGET", t.url.trim_end_matches('/'))],
+        &["--quiet", "--monitor-pid", &pid, "--monitor-interval", "100ms"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let served: u64 = [
+        "POST /auth/token",
+        "POST /plans",
+        "GET /plans/{id}",
+        "PUT /plans/{id}/state",
+    ]
+    .iter()
+    .map(|e| counter(&t, "crest_target_api_served_total", e))
+    .sum();
+    assert_eq!(served, 6 * users as u64, "every flow served");
+    let rate = served as f64 / run.results()["duration_s"].as_f64().unwrap();
+    (run, rate)
+}
+
+fn compare_runs(runs: &[&common::Run]) -> Value {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = common::crest()
+        .arg("compare")
+        .args(runs.iter().map(|r| r.dir.path()))
+        .arg("--out")
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(out_dir.path().join("compare.md")).unwrap();
+    assert!(md.ends_with(".\n"), "compare.md ends with a newline");
+    serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("compare.json")).unwrap()).unwrap()
+}
+
+fn compared<'a>(c: &'a Value, metric: &str) -> &'a Value {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric:?} in {c:#}"))
+}
+
+/// Issue 14 (seed 001): two pool sizes compared. The service is watched by pid, a new one in
+/// each run; its memory and CPU rows are there all the same, keyed by the process's name, and
+/// the peak-throughput row is what the target counted as served over each run's duration.
+#[test]
+fn two_pool_sizes_compare_with_the_service_memory_and_cpu() {
+    let _serial = common::serial();
+    let (a, rate_a) = pool_run("10", 60);
+    let (b, rate_b) = pool_run("30", 60);
+    let c = compare_runs(&[&a, &b]);
+    for metric in [
+        r#"process_resident_memory_bytes{process="crest"} (mean)"#,
+        r#"process_resident_memory_bytes{process="crest"} (peak)"#,
+        r#"process_cpu_percent{process="crest"} (mean)"#,
+        r#"process_cpu_percent{process="crest"} (peak)"#,
+    ] {
+        let row = compared(&c, metric);
+        let v = row["values"].as_array().unwrap();
+        assert!(v.iter().all(|x| x.as_f64().is_some()), "{row}");
+        assert!(row["change_pct"][1].as_f64().is_some(), "{row}");
+    }
+    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest"} (peak)"#);
+    assert!(mem["values"][0].as_f64().unwrap() > 1.0, "MiB of a live process: {mem}");
+    let peak = compared(&c, "peak throughput (best step)");
+    for (k, rate) in [rate_a, rate_b].into_iter().enumerate() {
+        let shown = peak["values"][k].as_f64().unwrap();
+        assert!(
+            (shown / rate - 1.0).abs() < 0.01,
+            "run {k}: {shown} shown, {rate} served per second"
+        );
+    }
+    assert!(
+        rate_b > rate_a,
+        "three times the pool serves faster: {rate_a} vs {rate_b}"
+    );
+}
+
+/// Three runs, each a column with its change against the first; a run of another shape is
+/// noted.
+#[test]
+fn three_runs_compare_against_the_first() {
+    let _serial = common::serial();
+    let (a, _) = pool_run("10", 30);
+    let (b, _) = pool_run("30", 30);
+    let (c3, _) = pool_run("30", 60);
+    let c = compare_runs(&[&a, &b, &c3]);
+    assert_eq!(c["labels"].as_array().unwrap().len(), 3);
+    let req = compared(&c, "requests");
+    assert_eq!(req["values"], serde_json::json!([180.0, 180.0, 360.0]));
+    assert_eq!(req["change_pct"], serde_json::json!([null, 0.0, 100.0]));
+    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest"} (mean)"#);
+    assert!(mem["values"].as_array().unwrap().iter().all(Value::is_f64), "{mem}");
+    let notes = c["notes"].as_array().unwrap();
+    assert!(
+        notes.len() == 1 && notes[0].as_str().unwrap().contains("differ in shape"),
+        "30 users then 60: {notes:?}"
+    );
+}

@@ -101,6 +101,10 @@ pub struct SourceRecord {
     pub kind: String,
     /// Its label: a process label, a redacted URL.
     pub label: String,
+    /// For a process watched by its id: its name when watching began. Runs are compared by it,
+    /// as the same service has another pid in every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Events seen while watching: a process that exited or could not be found, a scrape that
     /// failed. Each says when.
     pub notes: Vec<String>,
@@ -410,6 +414,7 @@ mod tests {
             sources: vec![SourceRecord {
                 kind: "process".into(),
                 label: "db".into(),
+                name: None,
                 notes: Vec::new(),
             }],
         };

@@ -133,7 +133,7 @@ impl Sampler {
         let mut processes = Vec::new();
         for p in &plan.processes {
             let w = process::Watched::new(p.clone())?;
-            processes.push((store.source("process", &p.label), w));
+            processes.push((store.named_source("process", &p.label, w.name()), w));
         }
         let several = |n: usize| n > 1;
         let mut scrapers = Vec::new();
@@ -376,6 +376,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("host monitoring is off"));
+    }
+
+    /// Issue 14: a process watched by its pid is recorded with its name, which runs are
+    /// compared by (the pid is new in every run).
+    #[test]
+    fn a_process_watched_by_pid_is_recorded_with_its_name() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let plan = MonitorPlan {
+            host: false,
+            processes: vec![ProcessSpec {
+                label: child.id().to_string(),
+                select: ProcessSelect::Pid(child.id()),
+            }],
+            ..MonitorPlan::default()
+        };
+        let record = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap().finish();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(record.sources[0].name.as_deref(), Some("sleep"));
     }
 
     #[test]

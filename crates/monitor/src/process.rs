@@ -54,6 +54,16 @@ impl Watched {
         })
     }
 
+    /// The name of a process watched by its id, as `ps -o comm` shows it; `None` for the
+    /// other selections, whose label already names what is watched, or when it is not running.
+    pub(crate) fn name(&self) -> Option<String> {
+        if !matches!(self.spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_)) {
+            return None;
+        }
+        let pid = *self.resolve().ok()?.first()?;
+        Process::new(pid).ok()?.stat().ok().map(|s| s.comm)
+    }
+
     fn describe(&self) -> String {
         match &self.spec.select {
             ProcessSelect::Pid(p) => format!("pid {p}"),

@@ -41,9 +41,15 @@ impl Store {
 
     /// Registers a source (before sampling starts); its index goes into its series.
     pub(crate) fn source(&mut self, kind: &str, label: &str) -> u32 {
+        self.named_source(kind, label, None)
+    }
+
+    /// Registers a source that has a name apart from its label (a process watched by pid).
+    pub(crate) fn named_source(&mut self, kind: &str, label: &str, name: Option<String>) -> u32 {
         self.sources.push(SourceRecord {
             kind: kind.into(),
             label: label.into(),
+            name,
             notes: Vec::new(),
         });
         (self.sources.len() - 1) as u32

@@ -273,11 +273,13 @@ pub fn html(r: &Results, a: &Analysis) -> Result<String, minijinja::Error> {
     templates()?.get_template("report.html.j2")?.render(view(r, a))
 }
 
-/// The comparison as Markdown.
+/// The comparison as Markdown, ending with a newline as a text file does.
 pub fn compare_markdown(c: &Comparison) -> Result<String, minijinja::Error> {
-    templates()?
+    let mut md = templates()?
         .get_template("compare.md.j2")?
-        .render(context! { c => comparison(c) })
+        .render(context! { c => comparison(c) })?;
+    md.push('\n');
+    Ok(md)
 }
 
 /// The comparison as HTML.

@@ -211,11 +211,11 @@ pub fn summary_json(s: &Summary) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&summary(s))
 }
 
-/// A comparison as compare.json holds it and its templates read it.
+/// A comparison as compare.json holds it and its templates read it: the runs in order, the
+/// first being the baseline, and per row each run's value and change against the first.
 #[derive(Debug, Serialize)]
 pub struct ComparisonView<'a> {
-    a_label: &'a str,
-    b_label: &'a str,
+    labels: &'a [String],
     notes: Vec<String>,
     rows: Vec<RowView>,
 }
@@ -223,19 +223,17 @@ pub struct ComparisonView<'a> {
 #[derive(Debug, Serialize)]
 struct RowView {
     metric: String,
-    a: f64,
-    b: f64,
     unit: &'static str,
-    change_pct: Option<f64>,
-    verdict: Option<String>,
+    values: Vec<Option<f64>>,
+    change_pct: Vec<Option<f64>>,
+    verdict: Vec<Option<String>>,
     higher_is_better: bool,
 }
 
 /// A comparison with its text.
 pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
     ComparisonView {
-        a_label: &c.a_label,
-        b_label: &c.b_label,
+        labels: &c.labels,
         notes: c.notes.iter().map(words::note).collect(),
         rows: c
             .rows
@@ -244,11 +242,10 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                 let (k, unit) = words::compared_unit(&r.metric);
                 RowView {
                     metric: words::compared(&r.metric),
-                    a: r.a * k,
-                    b: r.b * k,
                     unit,
-                    change_pct: r.change_pct,
-                    verdict: r.verdict.as_ref().map(words::verdict),
+                    values: r.values.iter().map(|v| v.map(|v| v * k)).collect(),
+                    change_pct: r.change_pct.clone(),
+                    verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),
                     higher_is_better: r.higher_is_better,
                 }
             })

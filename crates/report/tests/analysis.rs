@@ -29,7 +29,12 @@ fn analyze(r: &Results) -> Result<Worded, crest_model::HistError> {
 }
 
 fn compare(a: &Worded, a_label: &str, b: &Worded, b_label: &str) -> Value {
-    let c: Comparison = crest_analysis::compare::compare(&a.a, a_label, &b.a, b_label);
+    compare_all(&[(a, a_label), (b, b_label)])
+}
+
+fn compare_all(runs: &[(&Worded, &str)]) -> Value {
+    let runs: Vec<_> = runs.iter().map(|(w, l)| (&w.a, *l)).collect();
+    let c: Comparison = crest_analysis::compare::compare(&runs);
     serde_json::to_value(crest_report::json::comparison(&c)).unwrap()
 }
 
@@ -160,12 +165,12 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
     let (a, same, slower) = (analyze(&a).unwrap(), analyze(&same).unwrap(), analyze(&slower).unwrap());
     let c = compare(&a, "a", &slower, "b");
     let tput = row(&c, "throughput");
-    assert!((tput["change_pct"].as_f64().unwrap() - 40.0).abs() < 0.5, "{tput}");
+    assert!((tput["change_pct"][1].as_f64().unwrap() - 40.0).abs() < 0.5, "{tput}");
     let p50 = row(&c, "p50 latency");
-    assert!(p50["verdict"].as_str().unwrap().starts_with("beyond noise"), "{p50}");
+    assert!(p50["verdict"][1].as_str().unwrap().starts_with("beyond noise"), "{p50}");
     let c = compare(&a, "a", &same, "b");
     let p50 = row(&c, "p50 latency");
-    assert!(p50["verdict"].as_str().unwrap().starts_with("within noise"), "{p50}");
+    assert!(p50["verdict"][1].as_str().unwrap().starts_with("within noise"), "{p50}");
 }
 
 #[test]
@@ -197,13 +202,13 @@ fn comparison_shows_what_the_server_used_in_each_run() {
     let c = compare(&run(275.0, 13.0), "10 connections", &run(160.0, 20.0), "30 connections");
     let mem = row(&c, r#"process_resident_memory_bytes{process="fletcher"} (mean)"#);
     assert_eq!(
-        (&mem["a"], &mem["b"], &mem["unit"]),
+        (&mem["values"][0], &mem["values"][1], &mem["unit"]),
         (&275.0.into(), &160.0.into(), &"MiB".into())
     );
-    assert!((mem["change_pct"].as_f64().unwrap() + 41.8).abs() < 0.1, "{mem}");
+    assert!((mem["change_pct"][1].as_f64().unwrap() + 41.8).abs() < 0.1, "{mem}");
     assert_eq!(mem["higher_is_better"], false);
     let cpu = row(&c, r#"process_cpu_percent{process="fletcher"} (peak)"#);
-    assert_eq!((&cpu["a"], &cpu["b"]), (&13.0.into(), &20.0.into()));
+    assert_eq!(cpu["values"], serde_json::json!([13.0, 20.0]));
 }
 
 /// Failures at the start of a step are the service's answer to the load, not a warm-up: the
@@ -411,8 +416,12 @@ fn a_comparison_says_when_runs_do_not_compare() {
             .any(|n| n.as_str().unwrap().contains("empty completed no request")),
         "{notes:?}"
     );
-    assert_eq!(row(&c, "throughput")["change_pct"], Value::Null);
-    assert!(c["rows"].as_array().unwrap().iter().all(|r| r["verdict"].is_null()));
+    assert_eq!(row(&c, "throughput")["change_pct"], serde_json::json!([null, null]));
+    assert!(c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["verdict"] == serde_json::json!([null, null])));
 }
 
 /// Every format names a step's load the same way: the step table of an open-model run said
@@ -443,4 +452,108 @@ fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
     assert!(md.contains(" | 250/s | "), "{md}");
     let chart = &crest_report::html::resource_charts(&r)[0];
     assert_eq!(chart.y_label, "ms");
+}
+
+/// A run whose service was watched by `--monitor-pid`, with its pid, and the name the monitor
+/// read for it.
+fn watched_by_pid(pid: u32, rps: u64, mib: f64, cpu: f64) -> Worded {
+    use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
+    let s = |metric: &str, unit, v: f64| MonitorSeries {
+        key: SeriesKey::new(metric).with("process", pid.to_string()),
+        source: 0,
+        title: metric.into(),
+        unit,
+        limit: None,
+        points: (0..20).map(|t| (t as f64, v)).collect(),
+    };
+    let r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(10, 20, |_| Second::ok(rps, 100.0))
+        .monitor(MonitorRecord {
+            interval_s: 1.0,
+            sources: vec![SourceRecord {
+                kind: "process".into(),
+                label: pid.to_string(),
+                name: Some("crest".into()),
+                notes: Vec::new(),
+            }],
+            series: vec![
+                s("process_resident_memory_bytes", Unit::Bytes, mib * 1048576.0),
+                s("process_cpu_percent", Unit::Percent, cpu),
+            ],
+        })
+        .build();
+    analyze(&r).unwrap()
+}
+
+/// Issue 14: the same service has a new pid in every run; its memory and CPU rows are matched
+/// by the process's name, and every run is a column with its change against the first.
+#[test]
+fn runs_watched_by_pid_compare_by_process_name_in_any_number() {
+    let (a, b, c) = (
+        watched_by_pid(4101, 100, 100.0, 10.0),
+        watched_by_pid(5202, 150, 120.0, 20.0),
+        watched_by_pid(6303, 200, 80.0, 40.0),
+    );
+    let cmp = compare_all(&[(&a, "pool-10"), (&b, "pool-20"), (&c, "pool-30")]);
+    assert_eq!(cmp["labels"], serde_json::json!(["pool-10", "pool-20", "pool-30"]));
+    let mem = row(&cmp, r#"process_resident_memory_bytes{process="crest"} (mean)"#);
+    assert_eq!(mem["values"], serde_json::json!([100.0, 120.0, 80.0]));
+    let change: Vec<f64> = mem["change_pct"].as_array().unwrap()[1..]
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(
+        (change[0] - 20.0).abs() < 1e-9 && (change[1] + 20.0).abs() < 1e-9,
+        "{mem}"
+    );
+    assert_eq!(mem["change_pct"][0], Value::Null);
+    let cpu = row(&cmp, r#"process_cpu_percent{process="crest"} (peak)"#);
+    assert_eq!(cpu["values"], serde_json::json!([10.0, 20.0, 40.0]));
+    assert!(
+        !cmp["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["metric"].as_str().unwrap().contains("4101")),
+        "no row is keyed by a pid"
+    );
+    let peak = row(&cmp, "peak throughput (best step)");
+    let tput = row(&cmp, "throughput");
+    assert_eq!(peak["values"], tput["values"], "one step: its throughput is the run's");
+    let v: Vec<f64> = peak["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(
+        (v[1] / v[0] - 1.5).abs() < 0.01 && (v[2] / v[0] - 2.0).abs() < 0.01,
+        "{peak}"
+    );
+}
+
+/// Each run that differs in shape from the first is named in a note; the optimal load and the
+/// limit are rows when a run found them, with "-" for a run that did not.
+#[test]
+fn an_n_way_comparison_notes_each_shape_and_shows_points_found() {
+    let steps = analyze(&stepping_fixture()).unwrap();
+    let one = watched_by_pid(4101, 100, 100.0, 10.0);
+    let cmp = compare_all(&[(&steps, "steps"), (&one, "one"), (&steps, "again")]);
+    let notes = cmp["notes"].as_array().unwrap();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.as_str().unwrap().contains("differ in shape"))
+            .count(),
+        1,
+        "{notes:?}"
+    );
+    let optimal = row(&cmp, "optimal load");
+    assert_eq!(optimal["values"][1], Value::Null, "{optimal}");
+    assert_eq!(optimal["values"][0], optimal["values"][2]);
+    assert!(optimal["values"][0].as_f64().is_some());
+    row(&cmp, "breaking load");
+    // A series only the second run recorded is still a row, "-" in the others.
+    let mem = row(&cmp, r#"process_resident_memory_bytes{process="crest"} (peak)"#);
+    assert_eq!(mem["values"][0], Value::Null);
 }

@@ -123,3 +123,21 @@ fn a_study_across_points_matches_its_golden_files() {
     );
     assert!(md.contains("At threads=50, 200 requests failed"), "{md}");
 }
+
+/// The N-way comparison, in Markdown and HTML: the stepping fixture, the same run again, and a
+/// one-step run of another shape.
+#[test]
+fn a_three_way_comparison_matches_its_golden_files() {
+    use crest_model::Outcome;
+    use crest_testkit::results::{ResultsBuilder, Second};
+    let steps = crest_analysis::analyze(&stepping_fixture()).unwrap();
+    let one = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(40, 10, |k| Second::ok(300, 90.0 + (k % 3) as f64))
+        .build();
+    let one = crest_analysis::analyze(&one).unwrap();
+    let c = crest_analysis::compare::compare(&[(&steps, "pool-10"), (&steps, "pool-20"), (&one, "pool-30")]);
+    let md = crest_report::html::compare_markdown(&c).unwrap();
+    assert!(md.ends_with("|t| > 2).\n"), "{md}");
+    golden("compare.md", &md);
+    golden("compare.html", &crest_report::html::compare_html(&c).unwrap());
+}

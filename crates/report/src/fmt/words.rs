@@ -668,6 +668,7 @@ pub fn finding(f: &Finding) -> String {
 pub fn compared(m: &Compared) -> String {
     match m {
         Compared::Throughput => "throughput".into(),
+        Compared::PeakThroughput => "peak throughput (best step)".into(),
         Compared::SuccessfulThroughput => "successful throughput".into(),
         Compared::Latency(s) => {
             let name = match s {
@@ -685,6 +686,8 @@ pub fn compared(m: &Compared) -> String {
         Compared::Failures => "failures".into(),
         Compared::OptimalLoad => "optimal load".into(),
         Compared::OptimalThroughput => "throughput at the optimal load".into(),
+        Compared::SaturationLoad => "saturation load".into(),
+        Compared::BreakingLoad => "breaking load".into(),
         Compared::SeriesMean(key, _) => format!("{key} (mean)"),
         Compared::SeriesPeak(key, _) => format!("{key} (peak)"),
     }
@@ -693,10 +696,17 @@ pub fn compared(m: &Compared) -> String {
 /// How a comparison row's values are scaled for display, and their unit.
 pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
     match m {
-        Compared::Throughput | Compared::SuccessfulThroughput | Compared::OptimalThroughput => (1.0, "req/s"),
+        Compared::Throughput
+        | Compared::PeakThroughput
+        | Compared::SuccessfulThroughput
+        | Compared::OptimalThroughput => (1.0, "req/s"),
         Compared::Latency(_) => (1.0, "ms"),
         Compared::ErrorRate => (100.0, "%"),
-        Compared::Requests | Compared::Failures | Compared::OptimalLoad => (1.0, ""),
+        Compared::Requests
+        | Compared::Failures
+        | Compared::OptimalLoad
+        | Compared::SaturationLoad
+        | Compared::BreakingLoad => (1.0, ""),
         Compared::SeriesMean(_, unit) | Compared::SeriesPeak(_, unit) => scale(*unit),
     }
 }
@@ -718,7 +728,7 @@ fn shape(s: &Shape) -> String {
     format!("{model}, {} step(s): {}", steps.len(), steps.join(", "))
 }
 
-/// Why two runs may not compare like with like.
+/// Why runs may not compare like with like.
 pub fn note(n: &Note) -> String {
     match n {
         Note::NoRequest(label) => format!("{label} completed no request: its figures are not compared."),

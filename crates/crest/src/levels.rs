@@ -1,0 +1,65 @@
+//! Quick-mode levels (`crest run URL -c 10,20,50 -n 10x`): one level after another, as an `ab`
+//! loop over concurrency runs them, joined into one run with a step per level, so that the
+//! per-step analysis (optimal load, saturation, breaking point) reads them as it reads a
+//! stepping profile. Each level is measured like a probe of `crest find`, by the same code.
+
+use crate::cli::RunArgs;
+use crate::find::{joined, level_plan};
+use crate::output;
+use crate::run::{exit_code, measure};
+use anyhow::{Context, Result};
+use crest_analysis::find::Level;
+use crest_http::HttpWorkload;
+use crest_model::plan::{Plan, Target};
+use crest_model::results::Segment;
+use crest_report::fmt::words;
+use std::sync::Arc;
+
+/// Runs `base` (quick mode's plan at the first level) at each of `levels` users in turn and
+/// writes the joined results. Returns the exit code.
+pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
+    let Target::Http(http) = &base.target else {
+        anyhow::bail!("internal: quick mode without a URL")
+    };
+    let workload =
+        Arc::new(HttpWorkload::new(http, 0).with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))?);
+    let out = &args.output;
+    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
+    let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
+    for (k, &users) in levels.iter().enumerate() {
+        let level = Level {
+            value: users as f64,
+            open: false,
+        };
+        let plan = level_plan(&base, level, users, crate::plan::stop_at(args, users)?);
+        let label = Segment {
+            name: words::level(level),
+            start_s: 0.0,
+            end_s: 0.0,
+            users: Some(users),
+            rate: None,
+        };
+        if !out.quiet {
+            eprintln!("level {} of {}: {}", k + 1, levels.len(), label.name);
+        }
+        let journal = dir.join(crate::journal::part_file(k));
+        let m = measure(
+            &plan,
+            Arc::clone(&workload),
+            command_line,
+            out.quiet,
+            Some((&journal, Some(label.clone()))),
+        )?;
+        // A stop condition or a signal ends the study, not just its level.
+        stopped_by = m.results.stopped_by.clone();
+        parts.push((label, m.results));
+        if m.interrupted.is_some() || stopped_by.is_some() {
+            interrupted = m.interrupted;
+            break;
+        }
+    }
+    let mut results = joined(parts, interrupted, false, 0, command_line)?;
+    results.stopped_by = stopped_by;
+    let written = output::write_all(&dir, &results, out)?;
+    Ok(exit_code(results.ended_by, &written, out.strict))
+}

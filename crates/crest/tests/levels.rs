@@ -1,0 +1,107 @@
+//! Quick-mode levels (issue 14): `crest run URL -c 2,4,40 -d 2s` (or `-n 10x`) runs one level
+//! after another, as an `ab` loop over concurrency does, into one run with a step per level;
+//! checked against `crest target`'s own counters.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{run, target_metric, target_process};
+use serde_json::Value;
+
+fn steps(summary: &Value) -> Vec<(String, u64, u64)> {
+    summary["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap().to_string(),
+                g["requests"].as_u64().unwrap(),
+                g["failures"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Two workers of 10 ms (about 200 req/s) and a 400 ms server timeout: 1 and 2 users keep the
+/// workers only partly busy and wait 10 ms, far from the timeout, so a loaded machine neither
+/// fails them nor makes the second level slower than the first; 150 users would queue 750 ms
+/// and more, past the timeout. The breaking point lies between 2 and 150 users, and every
+/// level's requests are what the target counted.
+#[test]
+fn levels_run_one_after_another_and_the_break_falls_between_the_right_two() {
+    let _serial = common::serial();
+    let t = target_process(&[
+        "--workers",
+        "2",
+        "--service-time",
+        "10ms",
+        "--queue",
+        "1000",
+        "--server-timeout",
+        "400ms",
+    ]);
+    let r = run(&t.url, &["-c", "1,2,150", "-d", "2s", "--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = r.summary();
+    let steps = steps(&s);
+    let users: Vec<u64> = s["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["users"].as_u64().unwrap())
+        .collect();
+    assert_eq!(users, [1, 2, 150], "a step per level");
+    for (name, requests, failures) in &steps[..2] {
+        assert!(*failures * 100 <= *requests, "{name}: {failures} of {requests} failed");
+    }
+    let (_, requests, failures) = &steps[2];
+    assert!(*failures * 10 > *requests, "150 users: {failures} of {requests} failed");
+    let report = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(
+        report.contains("The breaking point lies between 2 users and 150 users"),
+        "{report}"
+    );
+    // What crest counted is what the target counted, level by level added up.
+    let total: u64 = steps.iter().map(|(_, n, _)| n).sum();
+    assert_eq!(s["requests"].as_u64(), Some(total));
+    assert_eq!(target_metric(&t.url, "crest_target_requests_total"), total);
+    assert_eq!(target_metric(&t.url, "crest_target_rejected_total"), 0);
+    assert_eq!(
+        target_metric(&t.url, "crest_target_timeouts_total"),
+        r.error_count("http_500"),
+        "crest's 500s are the target's timeouts"
+    );
+    assert_eq!(s["failures"].as_u64(), Some(r.error_count("http_500")));
+}
+
+/// `-n 10x`: each level sends ten requests per user, as `ab -c C -n 10C` does.
+#[test]
+fn requests_per_user_count_per_level() {
+    let _serial = common::serial();
+    let t = target_process(&["--service-time", "1ms"]);
+    let r = run(&t.url, &["-c", "3,7", "-n", "10x", "--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        steps(&r.summary()),
+        [("3 users".to_string(), 30, 0), ("7 users".to_string(), 70, 0)]
+    );
+    assert_eq!(target_metric(&t.url, "crest_target_requests_total"), 100);
+    // Each level lasted well under a second: its rate is over its own span, not over the
+    // whole second it fell in (30 requests read as 30 req/s).
+    for g in r.summary()["segments"].as_array().unwrap() {
+        let (rps, n, secs) = (
+            g["throughput_rps"].as_f64().unwrap(),
+            g["requests"].as_f64().unwrap(),
+            g["duration_s"].as_f64().unwrap(),
+        );
+        assert!(secs < 0.9, "a short level: {g}");
+        assert!(
+            (rps * secs / n - 1.0).abs() < 0.05,
+            "{rps} req/s for {n} in {secs} s: {g}"
+        );
+    }
+    // One level: the same count, as one step.
+    let one = run(&t.url, &["-c", "4", "-n", "10x", "--quiet"]);
+    assert_eq!(one.summary()["requests"].as_u64(), Some(40));
+}
