@@ -118,6 +118,15 @@ impl Endpoint {
     /// cost after parsing. The armed deadline never lies after the real one, so no request can
     /// outlive its timeout.
     pub async fn call(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
+        let proxied = self.for_proxy(call.request);
+        let routed;
+        let call = match &proxied {
+            Some(request) => {
+                routed = Call { request, ..*call };
+                &routed
+            }
+            None => call,
+        };
         let started = Instant::now();
         let deadline = started + call.timeout;
         let mut p = h1::Progress::default();

@@ -180,6 +180,16 @@ pub struct Defaults {
     pub compression: Option<Sp<bool>>,
     /// Keep cookies per user and send them back (default true).
     pub cookies: Option<Sp<bool>>,
+    /// An HTTP proxy for every request, `http://[user:pass@]host:port` (default: the
+    /// HTTP_PROXY, HTTPS_PROXY and NO_PROXY environment); may read the environment.
+    pub proxy: Option<Sp<String>>,
+    /// A client certificate (PEM, relative to the scenario file) for mutual TLS; with `key`.
+    pub cert: Option<Sp<String>>,
+    /// The client certificate's private key (PEM).
+    pub key: Option<Sp<String>>,
+    /// Addresses used for `host:port` instead of resolving it, in turn:
+    /// `host:port:addr[,addr...]`.
+    pub resolve: Option<Vec<Sp<String>>>,
 }
 
 /// A PostgreSQL database.

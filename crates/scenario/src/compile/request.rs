@@ -33,7 +33,7 @@ impl Cx<'_> {
         if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
             return Some(i);
         }
-        match Endpoint::parse_with(base, &self.tls, &self.http) {
+        match Endpoint::parse_on(base, &self.tls, &self.http, &self.network) {
             Ok((e, _)) => {
                 self.endpoints.push((base.to_string(), e));
                 Some(self.endpoints.len() - 1)
