@@ -247,8 +247,8 @@ impl Endpoint {
         Ok(stream)
     }
 
-    /// Asks the proxy for a tunnel to the origin with CONNECT; what the proxy answers other
-    /// than 2xx is the request's status (407 when it wants credentials).
+    /// Asks the proxy for a tunnel to the origin with CONNECT; a proxy that answers other
+    /// than 2xx (407 when it wants credentials) refused the connection.
     async fn tunnel(&self, tcp: &mut TcpStream, p: &Proxy) -> Result<(), Failure> {
         let mut req = format!("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n", self.host_port);
         if let Some(auth) = &p.auth {
@@ -280,15 +280,17 @@ impl Endpoint {
             Ok(httparse::Status::Complete(_)) => resp.code.unwrap_or(0),
             _ => return Err(Failure::h1(crate::h1::H1Error::Parse("the proxy's answer to CONNECT"))),
         };
-        if !(200..300).contains(&status) || end != head.len() {
+        if !(200..300).contains(&status) {
+            // No connection to the origin was made: the origin's statuses stay its own.
             return Err(Failure {
-                outcome: if (200..300).contains(&status) {
-                    Outcome::Protocol
-                } else {
-                    Outcome::Status(status)
-                },
-                detail: crate::Detail::Text("the proxy refused the tunnel"),
+                outcome: Outcome::ConnectRefused,
+                detail: crate::Detail::ProxyRefused(status),
             });
+        }
+        if end != head.len() {
+            return Err(Failure::h1(crate::h1::H1Error::Parse(
+                "the proxy sent bytes before the tunnel was used",
+            )));
         }
         Ok(())
     }

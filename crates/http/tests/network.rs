@@ -103,7 +103,8 @@ async fn a_proxy_that_refuses_the_tunnel_is_the_status_and_http2_over_cleartext_
     };
     let e = endpoint(&server.url("/"), &TlsOptions::default(), http2, &via(&proxy.url(None)));
     let x = send(&e, &mut Session::default(), "/").await;
-    assert_eq!(x.outcome, Outcome::Status(407));
+    assert_eq!(x.outcome, Outcome::ConnectRefused);
+    assert!(x.error().unwrap().to_string().contains("407"));
     assert!(proxy.asked()[0].line.starts_with("CONNECT "), "{:?}", proxy.asked());
     assert!(server.received().is_empty());
 }
