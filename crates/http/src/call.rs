@@ -23,6 +23,9 @@ pub struct Session {
     h2_request: Option<CachedH2>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
+    /// The user's sessions with servers that redirects led to (boxed: most users have none,
+    /// and at 10,000 users a session's size is memory).
+    pub(crate) others: Option<Box<Vec<(std::sync::Arc<Endpoint>, Session)>>>,
 }
 
 impl fmt::Debug for Session {
@@ -137,6 +140,7 @@ impl Endpoint {
                 seat,
                 h2_request,
                 timer,
+                ..
             } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
             let work = self.attempt(

@@ -46,6 +46,11 @@ pub struct Endpoint {
     pub(crate) pool: Option<http2::Pool>,
     /// `Auto` over TLS: whether the server chose `h2`, learnt from the first connection.
     pub(crate) alpn_h2: tokio::sync::OnceCell<bool>,
+    /// What this endpoint was made with, for the servers its redirects lead to.
+    made_with: Box<(TlsOptions, Network)>,
+    /// Servers that redirects led to, by `scheme://authority`, resolved once and shared by
+    /// users.
+    others: std::sync::Mutex<Vec<(String, Arc<Endpoint>)>>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -153,6 +158,7 @@ impl Endpoint {
         http: &HttpOptions,
         net: &Network,
     ) -> Result<(Endpoint, String), InvalidRequest> {
+        let made_with = Box::new((tls.clone(), net.clone()));
         let url = address::parse(url, address::HTTP).map_err(|e| invalid(e.to_string()))?;
         let https = url.scheme() == "https";
         let host = url.host_str().unwrap_or_default().to_string();
@@ -203,9 +209,34 @@ impl Endpoint {
                 version: http.version,
                 pool,
                 alpn_h2: tokio::sync::OnceCell::new(),
+                made_with,
+                others: std::sync::Mutex::new(Vec::new()),
             },
             path,
         ))
+    }
+
+    /// The endpoint for another server (`scheme://authority`) a redirect leads to, made with
+    /// this one's TLS, HTTP and proxy settings; made once, then shared.
+    pub(crate) fn other(&self, base: &str) -> Result<Arc<Endpoint>, InvalidRequest> {
+        if let Some((_, e)) = self
+            .others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(b, _)| b == base)
+        {
+            return Ok(e.clone());
+        }
+        // Resolved outside the lock; two users racing here make two, and one is kept.
+        let (tls, net) = &*self.made_with;
+        let made = Arc::new(Self::parse_on(base, tls, &self.options, net)?.0);
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, e)) = others.iter().find(|(b, _)| b == base) {
+            return Ok(e.clone());
+        }
+        others.push((base.to_string(), made.clone()));
+        Ok(made)
     }
 
     pub(crate) fn https(&self) -> bool {
@@ -222,9 +253,9 @@ impl Endpoint {
     pub(crate) async fn connect(&self) -> Result<Stream, Failure> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         let tcp = match &self.proxy {
-            None => tcp_connect(self.addrs[turn % self.addrs.len()]).await?,
+            None => tcp_connect(&self.addrs, turn).await?,
             Some(p) => {
-                let mut tcp = tcp_connect(p.addrs[turn % p.addrs.len()]).await?;
+                let mut tcp = tcp_connect(&p.addrs, turn).await?;
                 if p.tunnel {
                     self.tunnel(&mut tcp, p).await?;
                 }
@@ -316,17 +347,39 @@ impl Endpoint {
     }
 }
 
-async fn tcp_connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()
-    } else {
-        TcpSocket::new_v6()
+/// Connects to `addrs[turn]`, or to the addresses after it in turn when it refuses (a name
+/// with an IPv6 address where the server listens on IPv4 only, a host that is down), as curl
+/// does; the last failure is the result.
+async fn tcp_connect(addrs: &[SocketAddr], turn: usize) -> Result<TcpStream, Failure> {
+    let mut last = None;
+    for i in 0..addrs.len() {
+        let addr = addrs[(turn + i) % addrs.len()];
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(Failure::io)?;
+        match socket.connect(addr).await {
+            Ok(tcp) => {
+                // Requests are written whole; Nagle would only add delay.
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+                ) || e.raw_os_error() == Some(libc::ENETUNREACH) =>
+            {
+                last = Some(e)
+            }
+            Err(e) => return Err(Failure::io(e)),
+        }
     }
-    .map_err(Failure::io)?;
-    let tcp = socket.connect(addr).await.map_err(Failure::io)?;
-    // Requests are written whole; Nagle would only add delay.
-    let _ = tcp.set_nodelay(true);
-    Ok(tcp)
+    Err(Failure::io(
+        last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
+    ))
 }
 
 /// RFC 9110 token characters, which header names and methods are made of.

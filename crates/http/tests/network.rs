@@ -94,7 +94,7 @@ async fn https_goes_through_a_connect_tunnel_with_tls_to_the_origin() {
 }
 
 #[tokio::test]
-async fn a_proxy_that_refuses_the_tunnel_is_the_status_and_http2_over_cleartext_tunnels_too() {
+async fn a_proxy_that_refuses_the_tunnel_is_a_refused_connection_and_http2_over_cleartext_tunnels_too() {
     let server = Server::start(|_, _| Reply::ok()).await;
     let proxy = Proxy::start(Some("Basic secret")).await;
     let http2 = HttpOptions {
