@@ -252,7 +252,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
                 client_pem,
             },
             http,
-            network,
+            network: Box::new(network),
         },
         name,
     ))

@@ -25,7 +25,7 @@ pub struct Session {
     timer: Option<Pin<Box<Sleep>>>,
     /// The user's sessions with servers that redirects led to (boxed: most users have none,
     /// and at 10,000 users a session's size is memory).
-    pub(crate) others: Option<Box<Vec<(std::sync::Arc<Endpoint>, Session)>>>,
+    pub(crate) others: Option<Box<OtherSessions>>,
 }
 
 impl fmt::Debug for Session {
@@ -35,6 +35,9 @@ impl fmt::Debug for Session {
             .finish()
     }
 }
+
+/// A user's sessions with the servers redirects led to, by endpoint.
+pub(crate) type OtherSessions = Vec<(std::sync::Arc<Endpoint>, Session)>;
 
 /// A request's bytes and their HTTP/2 translation.
 type CachedH2 = Box<(Vec<u8>, http2::H2Request)>;

@@ -166,8 +166,10 @@ async fn connections_go_round_robin_over_every_address_of_a_host() {
     else {
         panic!("cannot listen on 127.0.0.2");
     };
-    let mut net = Network::default();
-    net.resolve = vec![format!("api.test:{port}:127.0.0.1,127.0.0.2").parse().unwrap()];
+    let net = Network {
+        resolve: vec![format!("api.test:{port}:127.0.0.1,127.0.0.2").parse().unwrap()],
+        ..Network::default()
+    };
     let e = endpoint(
         &format!("http://api.test:{port}/"),
         &TlsOptions::default(),

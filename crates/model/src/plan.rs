@@ -473,7 +473,7 @@ pub struct HttpRequest {
     /// The HTTP version and client features.
     pub http: crate::protocol::HttpOptions,
     /// Proxies and address overrides.
-    pub network: crate::protocol::Network,
+    pub network: Box<crate::protocol::Network>,
 }
 
 /// How TLS servers are verified, and how crest proves itself to those that ask.
