@@ -234,6 +234,24 @@ pub struct RequestArgs {
     /// HTTP/2: most users sharing one connection, one stream each [default: 100]
     #[arg(long, value_name = "N")]
     pub max_streams: Option<u32>,
+
+    /// Send through this HTTP proxy (http://[user:pass@]host:port): plain HTTP in absolute
+    /// form, HTTPS through a CONNECT tunnel [default: HTTP_PROXY, HTTPS_PROXY, less NO_PROXY]
+    #[arg(long, value_name = "URL")]
+    pub proxy: Option<String>,
+
+    /// A client certificate (PEM) for servers that require mutual TLS; with --key.
+    #[arg(long, value_name = "PATH", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "PATH", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// Connect to these addresses for HOST:PORT instead of resolving it, in turn
+    /// (HOST:PORT:ADDR[,ADDR...]). Repeatable.
+    #[arg(long = "resolve", value_name = "HOST:PORT:ADDRS")]
+    pub resolve: Vec<crest_model::protocol::Resolve>,
 }
 
 #[derive(Debug, Args, Clone)]

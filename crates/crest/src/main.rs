@@ -318,6 +318,10 @@ fn demo_request() -> cli::RequestArgs {
         http_version: None,
         http2: false,
         max_streams: None,
+        proxy: None,
+        cert: None,
+        key: None,
+        resolve: Vec::new(),
     }
 }
 

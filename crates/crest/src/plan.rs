@@ -10,7 +10,7 @@ use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec
 use crest_model::plan::{
     self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
 };
-use crest_model::protocol::{HttpOptions, HttpVersion};
+use crest_model::protocol::{HttpOptions, HttpVersion, Network};
 use crest_monitor::spec;
 use std::time::Duration;
 
@@ -238,6 +238,18 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
         }
         None => None,
     };
+    let client_pem = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => Some((
+            std::fs::read(cert).with_context(|| format!("--cert {}: cannot read the file", cert.display()))?,
+            std::fs::read(key).with_context(|| format!("--key {}: cannot read the file", key.display()))?,
+        )),
+        _ => None,
+    };
+    let mut network = Network::from_env(&|k| std::env::var(k).ok());
+    if let Some(p) = &args.proxy {
+        network.set_proxy(p);
+    }
+    network.resolve = args.resolve.clone();
     if args.connect_timeout == Some(Duration::ZERO) {
         bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
@@ -273,8 +285,10 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
             tls: TlsOptions {
                 insecure: args.insecure,
                 ca_pem,
+                client_pem,
             },
             http,
+            network: Box::new(network),
         },
         name,
     ))
@@ -300,7 +314,7 @@ pub fn url_draft(request: HttpRequest, name: String) -> Draft {
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 16] = [
+    let checks: [(&'static str, bool); 20] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
@@ -317,6 +331,10 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("--http", a.request.http_version.is_some()),
         ("--http2", a.request.http2),
         ("--max-streams", a.request.max_streams.is_some()),
+        ("--proxy", a.request.proxy.is_some()),
+        ("--cert", a.request.cert.is_some()),
+        ("--key", a.request.key.is_some()),
+        ("--resolve", !a.request.resolve.is_empty()),
     ];
     checks
         .iter()

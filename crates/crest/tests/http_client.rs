@@ -79,6 +79,8 @@ fn issue_15_http2_flags_share_connections_over_prior_knowledge_and_tls() {
         assert_eq!(server.received().len(), 60);
         // Two engine threads of 3 users each, one connection each.
         assert_eq!(server.connections(), 2, "6 users at 3 streams per connection");
+        // The summary counts connections opened, not streams.
+        assert_eq!(r.summary()["connections"], 2, "{}", r.stdout);
 
         let tls = crest_testkit::h2::H2Server::start_tls(|_, _| crest_testkit::h2::H2Reply::ok()).await;
         let dir = tempfile::tempdir().unwrap();

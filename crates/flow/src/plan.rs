@@ -177,6 +177,35 @@ pub enum Body {
     Text(Template),
     /// Bytes from a file.
     Bytes(Vec<u8>),
+    /// `application/x-www-form-urlencoded` fields, values templated.
+    Form(Vec<(String, Template)>),
+    /// `multipart/form-data` parts.
+    Multipart(Vec<Part>),
+}
+
+/// One part of a multipart body.
+#[derive(Debug)]
+pub struct Part {
+    /// The field name.
+    pub name: String,
+    /// What it holds.
+    pub content: PartContent,
+}
+
+/// A multipart field's value, or a file read when the scenario was loaded.
+#[derive(Debug)]
+pub enum PartContent {
+    /// A templated value.
+    Value(Template),
+    /// A file: its name as sent, its media type and its bytes.
+    File {
+        /// The file name sent in `Content-Disposition`.
+        filename: String,
+        /// Its `Content-Type`.
+        content_type: String,
+        /// Its bytes.
+        bytes: Vec<u8>,
+    },
 }
 
 /// A JSON value whose strings may be templates.

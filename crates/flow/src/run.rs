@@ -1,7 +1,7 @@
 //! Running a flow plan: the engine workload for scenarios.
 
 use crate::extract::LazyJson;
-use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, PollStep, RequestStep, Step};
+use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, Part, PartContent, PollStep, RequestStep, Step};
 use crate::template::{Scope, Template};
 use crest_engine::{Ctx, Workload};
 use crest_http::{build_request, Call, CookieJar, Response, Session};
@@ -523,6 +523,19 @@ impl FlowWorkload {
                 }
                 serde_json::to_vec(&render_json(j, scope)).map_err(|e| e.to_string())?
             }
+            Body::Form(fields) => {
+                let mut f = form_urlencoded::Serializer::new(String::new());
+                for (k, v) in fields {
+                    f.append_pair(k, &v.render(scope));
+                }
+                set_content_type(&mut headers, "application/x-www-form-urlencoded".into());
+                f.finish().into_bytes()
+            }
+            Body::Multipart(parts) => {
+                let (body, boundary) = multipart(parts, scope);
+                set_content_type(&mut headers, format!("multipart/form-data; boundary={boundary}"));
+                body
+            }
         };
         build_request(&r.method, &target, authority, &headers, &body, self.plan.keepalive).map_err(|e| e.to_string())
     }
@@ -684,6 +697,76 @@ enum PollVerdict {
     Done,
     Again,
     GiveUp(String),
+}
+
+/// Sets the body's media type unless the request set its own.
+fn set_content_type(headers: &mut Vec<(String, String)>, value: String) {
+    if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("content-type")) {
+        headers.push(("Content-Type".into(), value));
+    }
+}
+
+/// A multipart/form-data body (RFC 7578) and its boundary, which is random and checked not to
+/// occur in any part.
+fn multipart(parts: &[Part], scope: &dyn Scope) -> (Vec<u8>, String) {
+    let values: Vec<Option<String>> = parts
+        .iter()
+        .map(|p| match &p.content {
+            PartContent::Value(t) => Some(t.render(scope)),
+            PartContent::File { .. } => None,
+        })
+        .collect();
+    let boundary = loop {
+        // Drawn after the values are rendered, which may use the same generator.
+        let b = format!("crest-{:016x}", scope.rng().borrow_mut().u64(..));
+        let inside = |bytes: &[u8]| bytes.windows(b.len()).any(|w| w == b.as_bytes());
+        let clash = parts.iter().zip(&values).any(|(p, v)| match (&p.content, v) {
+            (_, Some(v)) => inside(v.as_bytes()),
+            (PartContent::File { bytes, .. }, None) => inside(bytes),
+            _ => false,
+        });
+        if !clash {
+            break b;
+        }
+    };
+    // Quotes and line breaks in names would end the header they sit in.
+    let quoted = |s: &str| s.replace('"', "%22").replace('\r', "%0D").replace('\n', "%0A");
+    let mut out = Vec::new();
+    for (p, v) in parts.iter().zip(values) {
+        out.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"",
+                quoted(&p.name)
+            )
+            .as_bytes(),
+        );
+        match (&p.content, v) {
+            (
+                PartContent::File {
+                    filename,
+                    content_type,
+                    bytes,
+                },
+                _,
+            ) => {
+                out.extend_from_slice(
+                    format!(
+                        "; filename=\"{}\"\r\nContent-Type: {content_type}\r\n\r\n",
+                        quoted(filename)
+                    )
+                    .as_bytes(),
+                );
+                out.extend_from_slice(bytes);
+            }
+            (_, v) => {
+                out.extend_from_slice(b"\r\n\r\n");
+                out.extend_from_slice(v.unwrap_or_default().as_bytes());
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (out, boundary)
 }
 
 fn render_json(j: &JsonTemplate, scope: &dyn Scope) -> serde_json::Value {

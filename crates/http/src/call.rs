@@ -23,6 +23,9 @@ pub struct Session {
     h2_request: Option<CachedH2>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
+    /// The user's sessions with servers that redirects led to (boxed: most users have none,
+    /// and at 10,000 users a session's size is memory).
+    pub(crate) others: Option<Box<OtherSessions>>,
 }
 
 impl fmt::Debug for Session {
@@ -32,6 +35,9 @@ impl fmt::Debug for Session {
             .finish()
     }
 }
+
+/// A user's sessions with the servers redirects led to, by endpoint.
+pub(crate) type OtherSessions = Vec<(std::sync::Arc<Endpoint>, Session)>;
 
 /// A request's bytes and their HTTP/2 translation.
 type CachedH2 = Box<(Vec<u8>, http2::H2Request)>;
@@ -118,6 +124,15 @@ impl Endpoint {
     /// cost after parsing. The armed deadline never lies after the real one, so no request can
     /// outlive its timeout.
     pub async fn call(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
+        let proxied = self.for_proxy(call.request);
+        let routed;
+        let call = match &proxied {
+            Some(request) => {
+                routed = Call { request, ..*call };
+                &routed
+            }
+            None => call,
+        };
         let started = Instant::now();
         let deadline = started + call.timeout;
         let mut p = h1::Progress::default();
@@ -128,6 +143,7 @@ impl Endpoint {
                 seat,
                 h2_request,
                 timer,
+                ..
             } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
             let work = self.attempt(

@@ -11,19 +11,21 @@ use crate::endpoint::Endpoint;
 use crate::h1::Response;
 use crate::Detail;
 use crest_model::Outcome;
+use std::sync::Arc;
 
 /// One redirect followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
     /// The 3xx status.
     pub status: u16,
-    /// Where it pointed (path and query on the same server).
+    /// Where it pointed: path and query on the same server, or a whole URL on another.
     pub location: String,
 }
 
 impl Endpoint {
     /// Sends `call` like [`Endpoint::call`], then follows redirects up to the endpoint's limit
-    /// (same server only: a redirect elsewhere is the result), keeps and sends cookies in
+    /// (a redirect to another server opens a connection there, and sends it neither
+    /// `Authorization` nor this server's cookies), keeps and sends cookies in
     /// `jar` when given and the endpoint keeps cookies, and decodes a compressed body kept in
     /// `keep`.
     pub async fn fetch(
@@ -48,17 +50,22 @@ impl Endpoint {
         };
         let mut total: Option<Exchange> = None;
         let mut hops = Vec::new();
+        // The server the current hop goes to: this one until a redirect leads elsewhere.
+        let mut other: Option<Arc<Endpoint>> = None;
         loop {
-            let cookie = jar
-                .as_deref()
-                .and_then(|j| j.header(&self.host, &req.target, self.https()));
+            let ep: &Endpoint = other.as_deref().unwrap_or(self);
+            let cookie = jar.as_deref().and_then(|j| j.header(&ep.host, &req.target, ep.https()));
             let bytes = req.render(cookie.as_deref(), opts.compression);
             let hop_call = Call {
                 request: &bytes,
                 head: req.method == "HEAD",
                 ..*call
             };
-            let ex = self.call(session, &hop_call, Some(resp)).await;
+            let hop_session = match &other {
+                None => &mut *session,
+                Some(o) => user_session(session, o),
+            };
+            let ex = ep.call(hop_session, &hop_call, Some(resp)).await;
             let ok = matches!(ex.outcome, Outcome::Success | Outcome::Status(_));
             let ex = merge(total.take(), ex);
             if !ok {
@@ -71,15 +78,15 @@ impl Endpoint {
                     .iter()
                     .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
                     .map(|(_, v)| v.as_str());
-                j.store(&self.host, &req.target, set);
+                j.store(&ep.host, &req.target, set);
             }
             let status = resp.status;
             let location = resp.header("location").map(str::to_string);
             let next = match (matches!(status, 301 | 302 | 303 | 307 | 308), location) {
-                (true, Some(loc)) if opts.max_redirects > 0 => self.same_server(&req.target, &loc),
+                (true, Some(loc)) if opts.max_redirects > 0 => ep.next_hop(&req.target, &loc),
                 _ => None,
             };
-            let Some(target) = next else {
+            let Some(next) = next else {
                 total = Some(ex);
                 break;
             };
@@ -91,9 +98,27 @@ impl Endpoint {
                 total = Some(ex);
                 break;
             }
+            let (target, shown) = match next {
+                Next::Here(target) => (target.clone(), target),
+                Next::Elsewhere { base, target } => match self.other(&base) {
+                    Ok(e) => {
+                        req.leave_for(e.authority());
+                        other = Some(e);
+                        (target.clone(), format!("{base}{target}"))
+                    }
+                    Err(_) => {
+                        let mut ex = ex;
+                        ex.outcome = Outcome::Other;
+                        ex.status = None;
+                        ex.set_error(Detail::Text("a redirect led to a server that cannot be reached"));
+                        total = Some(ex);
+                        break;
+                    }
+                },
+            };
             hops.push(Hop {
                 status,
-                location: target.clone(),
+                location: shown,
             });
             req.redirect(status, target);
             total = Some(ex);
@@ -117,16 +142,47 @@ impl Endpoint {
         ex
     }
 
-    /// The path and query a `Location` points to, when it is on this server.
-    fn same_server(&self, current: &str, location: &str) -> Option<String> {
+    /// Where a `Location` leads from `current` on this server.
+    fn next_hop(&self, current: &str, location: &str) -> Option<Next> {
         let scheme = if self.https() { "https" } else { "http" };
         let base = url::Url::parse(&format!("{scheme}://{}{current}", self.authority())).ok()?;
         let next = base.join(location).ok()?;
+        let target = crest_model::address::path_and_query(&next).to_string();
         let same = next.scheme() == base.scheme()
             && next.host_str() == base.host_str()
             && next.port_or_known_default() == base.port_or_known_default();
-        same.then(|| crest_model::address::path_and_query(&next).to_string())
+        if same {
+            return Some(Next::Here(target));
+        }
+        if !matches!(next.scheme(), "http" | "https") {
+            return None;
+        }
+        Some(Next::Elsewhere {
+            base: format!("{}://{}", next.scheme(), crest_model::address::authority(&next)),
+            target,
+        })
     }
+}
+
+/// Where a redirect leads.
+enum Next {
+    /// This path and query on the same server.
+    Here(String),
+    /// Another server (`scheme://authority`) and the path and query there.
+    Elsewhere { base: String, target: String },
+}
+
+/// The user's session with `other`, made on the first redirect there.
+fn user_session<'s>(session: &'s mut Session, other: &Arc<Endpoint>) -> &'s mut Session {
+    let others = session.others.get_or_insert_with(Default::default);
+    let i = match others.iter().position(|(e, _)| Arc::ptr_eq(e, other)) {
+        Some(i) => i,
+        None => {
+            others.push((other.clone(), Session::default()));
+            others.len() - 1
+        }
+    };
+    &mut others[i].1
 }
 
 /// A hop's exchange folded into the request's: one start, one end, the bytes and connects of
@@ -187,6 +243,18 @@ impl Parsed {
             });
         }
         self.target = target;
+    }
+
+    /// Going to another server: its Host, and none of the credentials meant for this one
+    /// (as curl and browsers do).
+    fn leave_for(&mut self, authority: &str) {
+        self.headers
+            .retain(|(n, _)| !["authorization", "cookie"].iter().any(|h| n.eq_ignore_ascii_case(h)));
+        for (n, v) in &mut self.headers {
+            if n.eq_ignore_ascii_case("host") {
+                *v = authority.to_string();
+            }
+        }
     }
 
     /// The request's bytes, with the jar's cookies after any the request set itself.

@@ -7,11 +7,13 @@ use crate::tls;
 use crate::Failure;
 use crest_model::address;
 use crest_model::plan::TlsOptions;
-use crest_model::protocol::{HttpOptions, HttpVersion};
+use crest_model::protocol::{HttpOptions, HttpVersion, Network};
 use crest_model::Outcome;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
@@ -27,6 +29,12 @@ pub(crate) fn invalid(msg: impl Into<String>) -> InvalidRequest {
 /// A server that requests are sent to. Resolved once, when the plan is prepared.
 pub struct Endpoint {
     addrs: Vec<SocketAddr>,
+    /// Which address the next connection uses: connections go to every address in turn, as
+    /// a load balancer in front of several hosts expects.
+    next: AtomicUsize,
+    /// `host:port`, as a CONNECT request names it.
+    host_port: String,
+    proxy: Option<Box<Proxy>>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     authority: String,
     /// The host alone, lowercase, for cookies.
@@ -38,6 +46,11 @@ pub struct Endpoint {
     pub(crate) pool: Option<http2::Pool>,
     /// `Auto` over TLS: whether the server chose `h2`, learnt from the first connection.
     pub(crate) alpn_h2: tokio::sync::OnceCell<bool>,
+    /// What this endpoint was made with, for the servers its redirects lead to.
+    made_with: Box<(TlsOptions, Network)>,
+    /// Servers that redirects led to, by `scheme://authority`, resolved once and shared by
+    /// users.
+    others: std::sync::Mutex<Vec<(String, Arc<Endpoint>)>>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -47,8 +60,82 @@ impl fmt::Debug for Endpoint {
             .field("tls", &self.tls.is_some())
             .field("authority", &self.authority)
             .field("version", &self.version)
+            .field("proxy", &self.proxy.as_ref().map(|p| p.addrs[0]))
             .finish()
     }
+}
+
+/// The proxy an endpoint is reached through.
+struct Proxy {
+    addrs: Vec<SocketAddr>,
+    /// The `Proxy-Authorization` value, from `user:pass@` in the proxy's URL: a secret.
+    auth: Option<String>,
+    /// Tunnel with CONNECT (HTTPS, and HTTP/2 which needs the connection to itself), rather
+    /// than sending each request to the proxy in absolute form.
+    tunnel: bool,
+}
+
+impl Proxy {
+    fn parse(url: &str, tunnel: bool) -> Result<Proxy, InvalidRequest> {
+        // Shown without its credentials, whatever went wrong.
+        let shown = crest_model::redact::url(url);
+        let with_scheme = if url.contains("://") {
+            url.to_string()
+        } else {
+            format!("http://{url}")
+        };
+        let parsed = url::Url::parse(&with_scheme).map_err(|e| invalid(format!("proxy {shown}: {e}")))?;
+        if parsed.scheme() != "http" {
+            return Err(invalid(format!(
+                "proxy {shown}: only http:// proxies are supported (HTTPS targets go through them with CONNECT)"
+            )));
+        }
+        let host = parsed.host_str().unwrap_or_default();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let addrs: Vec<SocketAddr> = (bare, port)
+            .to_socket_addrs()
+            .map_err(|e| invalid(format!("proxy {shown}: cannot resolve {host:?}: {e}")))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(invalid(format!("proxy {shown}: {host:?} resolved to no address")));
+        }
+        let auth = (!parsed.username().is_empty()).then(|| {
+            use base64::Engine;
+            let pair = format!(
+                "{}:{}",
+                percent_decode(parsed.username()),
+                percent_decode(parsed.password().unwrap_or(""))
+            );
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+        });
+        Ok(Proxy { addrs, auth, tunnel })
+    }
+}
+
+/// `%XX` escapes in a URL's user name or password, decoded.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Endpoint {
@@ -60,16 +147,37 @@ impl Endpoint {
 
     /// Like [`Endpoint::parse`], speaking the version `http` asks for.
     pub fn parse_with(url: &str, tls: &TlsOptions, http: &HttpOptions) -> Result<(Endpoint, String), InvalidRequest> {
+        Self::parse_on(url, tls, http, &Network::default())
+    }
+
+    /// Like [`Endpoint::parse_with`], reached as `net` says: through its proxy for this URL,
+    /// at the addresses it gives for the host.
+    pub fn parse_on(
+        url: &str,
+        tls: &TlsOptions,
+        http: &HttpOptions,
+        net: &Network,
+    ) -> Result<(Endpoint, String), InvalidRequest> {
+        let made_with = Box::new((tls.clone(), net.clone()));
         let url = address::parse(url, address::HTTP).map_err(|e| invalid(e.to_string()))?;
         let https = url.scheme() == "https";
         let host = url.host_str().unwrap_or_default().to_string();
         let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
         let bare_host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let addrs: Vec<SocketAddr> = (bare_host.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| invalid(format!("cannot resolve host {host:?}: {e}")))?
-            .collect();
-        if addrs.is_empty() {
+        let proxy = net
+            .proxy_for(https, &bare_host)
+            .map(|p| Proxy::parse(p, https || http.version == HttpVersion::Http2).map(Box::new))
+            .transpose()?;
+        let addrs: Vec<SocketAddr> = match net.resolved(&bare_host, port) {
+            Some(given) => given.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
+            // Behind a proxy, the proxy resolves the name.
+            None if proxy.is_some() => Vec::new(),
+            None => (bare_host.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| invalid(format!("cannot resolve host {host:?}: {e}")))?
+                .collect(),
+        };
+        if addrs.is_empty() && proxy.is_none() {
             return Err(invalid(format!("host {host:?} resolved to no address")));
         }
         let authority = address::authority(&url);
@@ -91,6 +199,9 @@ impl Endpoint {
         Ok((
             Endpoint {
                 addrs,
+                next: AtomicUsize::new(0),
+                host_port: format!("{host}:{port}"),
+                proxy,
                 tls,
                 authority,
                 host: bare_host.to_ascii_lowercase(),
@@ -98,9 +209,34 @@ impl Endpoint {
                 version: http.version,
                 pool,
                 alpn_h2: tokio::sync::OnceCell::new(),
+                made_with,
+                others: std::sync::Mutex::new(Vec::new()),
             },
             path,
         ))
+    }
+
+    /// The endpoint for another server (`scheme://authority`) a redirect leads to, made with
+    /// this one's TLS, HTTP and proxy settings; made once, then shared.
+    pub(crate) fn other(&self, base: &str) -> Result<Arc<Endpoint>, InvalidRequest> {
+        if let Some((_, e)) = self
+            .others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(b, _)| b == base)
+        {
+            return Ok(e.clone());
+        }
+        // Resolved outside the lock; two users racing here make two, and one is kept.
+        let (tls, net) = &*self.made_with;
+        let made = Arc::new(Self::parse_on(base, tls, &self.options, net)?.0);
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, e)) = others.iter().find(|(b, _)| b == base) {
+            return Ok(e.clone());
+        }
+        others.push((base.to_string(), made.clone()));
+        Ok(made)
     }
 
     pub(crate) fn https(&self) -> bool {
@@ -112,18 +248,20 @@ impl Endpoint {
         &self.authority
     }
 
-    /// Opens a transport: TCP, then TLS for https.
+    /// Opens a transport: TCP (to the next address in turn, or to the proxy and through its
+    /// tunnel), then TLS for https.
     pub(crate) async fn connect(&self) -> Result<Stream, Failure> {
-        let addr = self.addrs[0];
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()
-        } else {
-            TcpSocket::new_v6()
-        }
-        .map_err(Failure::io)?;
-        let tcp: TcpStream = socket.connect(addr).await.map_err(Failure::io)?;
-        // Requests are written whole; Nagle would only add delay.
-        let _ = tcp.set_nodelay(true);
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        let tcp = match &self.proxy {
+            None => tcp_connect(&self.addrs, turn).await?,
+            Some(p) => {
+                let mut tcp = tcp_connect(&p.addrs, turn).await?;
+                if p.tunnel {
+                    self.tunnel(&mut tcp, p).await?;
+                }
+                tcp
+            }
+        };
         let stream = match &self.tls {
             None => Stream::Plain(tcp),
             Some((connector, name)) => {
@@ -139,6 +277,109 @@ impl Endpoint {
         };
         Ok(stream)
     }
+
+    /// Asks the proxy for a tunnel to the origin with CONNECT; a proxy that answers other
+    /// than 2xx (407 when it wants credentials) refused the connection.
+    async fn tunnel(&self, tcp: &mut TcpStream, p: &Proxy) -> Result<(), Failure> {
+        let mut req = format!("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n", self.host_port);
+        if let Some(auth) = &p.auth {
+            req.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+        }
+        req.push_str("\r\n");
+        tcp.write_all(req.as_bytes()).await.map_err(Failure::io)?;
+        // The proxy says nothing more until the client speaks through the tunnel, so reading
+        // past the head cannot swallow the origin's bytes.
+        let mut head = Vec::with_capacity(256);
+        let mut chunk = [0u8; 1024];
+        let end = loop {
+            if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            if head.len() > 16 * 1024 {
+                return Err(Failure::h1(crate::h1::H1Error::Parse(
+                    "the proxy's answer to CONNECT is too long",
+                )));
+            }
+            match tcp.read(&mut chunk).await.map_err(Failure::io)? {
+                0 => return Err(Failure::h1(crate::h1::H1Error::Closed)),
+                n => head.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut headers);
+        let status = match resp.parse(&head[..end]) {
+            Ok(httparse::Status::Complete(_)) => resp.code.unwrap_or(0),
+            _ => return Err(Failure::h1(crate::h1::H1Error::Parse("the proxy's answer to CONNECT"))),
+        };
+        if !(200..300).contains(&status) {
+            // No connection to the origin was made: the origin's statuses stay its own.
+            return Err(Failure {
+                outcome: Outcome::ConnectRefused,
+                detail: crate::Detail::ProxyRefused(status),
+            });
+        }
+        if end != head.len() {
+            return Err(Failure::h1(crate::h1::H1Error::Parse(
+                "the proxy sent bytes before the tunnel was used",
+            )));
+        }
+        Ok(())
+    }
+
+    /// Through a forwarding proxy: `request` with its target in absolute form and the proxy's
+    /// credentials added. `None` when the request goes as it is.
+    pub(crate) fn for_proxy(&self, request: &[u8]) -> Option<Vec<u8>> {
+        let p = self.proxy.as_deref().filter(|p| !p.tunnel)?;
+        let line_end = request.windows(2).position(|w| w == b"\r\n")? + 2;
+        let target_at = request.iter().position(|b| *b == b' ')? + 1;
+        let mut out = Vec::with_capacity(request.len() + 64 + self.authority.len());
+        out.extend_from_slice(&request[..target_at]);
+        if request[target_at] == b'/' {
+            out.extend_from_slice(b"http://");
+            out.extend_from_slice(self.authority.as_bytes());
+        }
+        out.extend_from_slice(&request[target_at..line_end]);
+        if let Some(auth) = &p.auth {
+            push(&mut out, &["Proxy-Authorization: ", auth, "\r\n"]);
+        }
+        out.extend_from_slice(&request[line_end..]);
+        Some(out)
+    }
+}
+
+/// Connects to `addrs[turn]`, or to the addresses after it in turn when it refuses (a name
+/// with an IPv6 address where the server listens on IPv4 only, a host that is down), as curl
+/// does; the last failure is the result.
+async fn tcp_connect(addrs: &[SocketAddr], turn: usize) -> Result<TcpStream, Failure> {
+    let mut last = None;
+    for i in 0..addrs.len() {
+        let addr = addrs[(turn + i) % addrs.len()];
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(Failure::io)?;
+        match socket.connect(addr).await {
+            Ok(tcp) => {
+                // Requests are written whole; Nagle would only add delay.
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+                ) || e.raw_os_error() == Some(libc::ENETUNREACH) =>
+            {
+                last = Some(e)
+            }
+            Err(e) => return Err(Failure::io(e)),
+        }
+    }
+    Err(Failure::io(
+        last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
+    ))
 }
 
 /// RFC 9110 token characters, which header names and methods are made of.

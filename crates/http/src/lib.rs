@@ -43,6 +43,8 @@ enum Detail {
     H1(H1Error),
     H2(h2::Error),
     Text(&'static str),
+    /// The proxy answered CONNECT with this status.
+    ProxyRefused(u16),
 }
 
 impl fmt::Display for Detail {
@@ -52,6 +54,7 @@ impl fmt::Display for Detail {
             Detail::H1(e) => write!(f, "{e}"),
             Detail::H2(e) => write!(f, "{e}"),
             Detail::Text(t) => f.write_str(t),
+            Detail::ProxyRefused(status) => write!(f, "the proxy refused the tunnel with status {status}"),
         }
     }
 }

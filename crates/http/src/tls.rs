@@ -1,4 +1,5 @@
-//! TLS client configuration: webpki roots, an optional private CA, or no verification at all.
+//! TLS client configuration: webpki roots, an optional private CA, or no verification at all;
+//! and a client certificate for servers that require mutual TLS.
 
 use crest_model::plan::TlsOptions;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -14,11 +15,10 @@ pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientC
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup failed: {e}"))?;
-    let mut config = if opts.insecure {
+    let builder = if opts.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-            .with_no_client_auth()
     } else {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -35,7 +35,25 @@ pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientC
                 return Err("the CA file holds no PEM certificate".into());
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match &opts.client_pem {
+        None => builder.with_no_client_auth(),
+        Some((cert_pem, key_pem)) => {
+            let chain = rustls_pemfile::certs(&mut cert_pem.as_slice())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("the client certificate file is not valid PEM: {e}"))?;
+            if chain.is_empty() {
+                return Err("the client certificate file holds no PEM certificate".into());
+            }
+            // The key's bytes never go into a message.
+            let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+                .map_err(|_| "the client key file is not valid PEM".to_string())?
+                .ok_or_else(|| "the client key file holds no private key".to_string())?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("the client certificate and key do not go together: {e}"))?
+        }
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(config)

@@ -32,7 +32,7 @@ impl fmt::Debug for HttpWorkload {
 impl HttpWorkload {
     /// Prepares `req`; its statistics are grouped under `name`. Resolves the host once, here.
     pub fn new(req: &HttpRequest, name: NameId) -> Result<Self, InvalidRequest> {
-        let (endpoint, path) = Endpoint::parse_with(&req.url, &req.tls, &req.http)?;
+        let (endpoint, path) = Endpoint::parse_on(&req.url, &req.tls, &req.http, &req.network)?;
         if !crate::is_token(&req.method) {
             return Err(invalid(format!("{:?} is not a valid HTTP method", req.method)));
         }

@@ -92,11 +92,11 @@ async fn redirects_follow_each_status_semantics_and_a_loop_stops_at_the_limit() 
         .iter()
         .any(|(n, _)| n.eq_ignore_ascii_case("content-length")));
 
-    // A redirect to another server is the result, not followed.
+    // A redirect to another server is followed there; one that refuses fails the request.
     let x = fetch(&e, "GET", "/302", b"", None, None).await;
     assert_eq!(
         (x.outcome, x.status, x.redirects.len()),
-        (Outcome::Success, Some(302), 0)
+        (Outcome::ConnectRefused, None, 1)
     );
 
     let before = server.received().len();
@@ -183,4 +183,85 @@ async fn compressed_bodies_are_decoded_for_checks_and_counted_as_they_came() {
         .headers
         .iter()
         .any(|(n, v)| n.eq_ignore_ascii_case("accept-encoding") && v == "gzip, deflate, br")));
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_server_opens_a_connection_there_without_this_ones_credentials() {
+    // B sends the user back to A by name, on A's port (known once A listens).
+    let a_port = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(0));
+    let back = a_port.clone();
+    let b = Server::start(move |r, _| match r.path.as_str() {
+        "/there?x=1" => Reply::redirect(
+            307,
+            &format!(
+                "http://localhost:{}/back",
+                back.load(std::sync::atomic::Ordering::SeqCst)
+            ),
+        ),
+        _ => Reply::json(404, "{}"),
+    })
+    .await;
+    let b_addr = b.addr;
+    let a = Server::start(move |r, _| match r.path.as_str() {
+        "/go" => Reply::redirect(302, &format!("http://{b_addr}/there?x=1")),
+        _ => Reply::json(200, "{}"),
+    })
+    .await;
+    a_port.store(a.addr.port(), std::sync::atomic::Ordering::SeqCst);
+    let a_port = a.addr.port();
+    let e = endpoint(&a, redirects(5));
+    let mut session = Session::default();
+    for round in 0..2 {
+        let request = build_request(
+            "GET",
+            "/go",
+            e.authority(),
+            &[("Authorization".into(), "Bearer only-for-a".into())],
+            b"",
+            true,
+        )
+        .unwrap();
+        let call = Call {
+            request: &request,
+            head: false,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            keepalive: true,
+        };
+        let x = e.fetch(&mut session, &call, None, None).await;
+        assert_eq!((x.outcome, x.status), (Outcome::Success, Some(200)), "round {round}");
+        assert_eq!(
+            x.redirects.iter().map(|h| h.location.clone()).collect::<Vec<_>>(),
+            vec![
+                format!("http://{b_addr}/there?x=1"),
+                format!("http://localhost:{a_port}/back")
+            ]
+        );
+        // Connections open on the first round only: each server's is kept for the next.
+        assert_eq!(x.connect.is_some(), round == 0);
+    }
+    let at_b = b.received();
+    assert_eq!(at_b.len(), 2);
+    assert_eq!(b.connections(), 1);
+    let host = |r: &crest_testkit::Received| {
+        r.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert_eq!(host(&at_b[0]), b_addr.to_string());
+    assert!(at_b[0]
+        .headers
+        .iter()
+        .all(|(n, _)| !n.eq_ignore_ascii_case("authorization")));
+    // localhost:PORT is another server by name, though the same listener: a second connection.
+    let at_a = a.received();
+    assert_eq!(
+        at_a.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+        ["/go", "/back", "/go", "/back"]
+    );
+    assert_eq!(host(&at_a[1]), format!("localhost:{a_port}"));
+    assert_eq!(a.connections(), 2);
 }

@@ -14,6 +14,7 @@ fn endpoint(url: &str, ca: Option<&str>, version: HttpVersion, max_streams: u32)
     let tls = TlsOptions {
         insecure: false,
         ca_pem: ca.map(|c| c.as_bytes().to_vec()),
+        client_pem: None,
     };
     let http = HttpOptions {
         version,

@@ -472,13 +472,29 @@ pub struct HttpRequest {
     pub tls: TlsOptions,
     /// The HTTP version and client features.
     pub http: crate::protocol::HttpOptions,
+    /// Proxies and address overrides.
+    pub network: Box<crate::protocol::Network>,
 }
 
-/// How TLS servers are verified.
-#[derive(Clone, Debug, Default)]
+/// How TLS servers are verified, and how crest proves itself to those that ask.
+#[derive(Clone, Default)]
 pub struct TlsOptions {
     /// Accept any certificate (self-signed test servers).
     pub insecure: bool,
     /// PEM bytes of extra trusted CA certificates.
     pub ca_pem: Option<Vec<u8>>,
+    /// A client certificate chain and its private key (PEM), for servers that require mutual
+    /// TLS. The key is a secret: never show it.
+    pub client_pem: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The client key is left out: it is a secret.
+        f.debug_struct("TlsOptions")
+            .field("insecure", &self.insecure)
+            .field("ca_pem", &self.ca_pem.is_some())
+            .field("client_pem", &self.client_pem.is_some())
+            .finish()
+    }
 }

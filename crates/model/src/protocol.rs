@@ -77,3 +77,148 @@ impl Default for HttpOptions {
         }
     }
 }
+
+/// How connections reach servers: through which proxy, and at which addresses. Shared by quick
+/// mode and scenarios, like [`HttpOptions`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Network {
+    /// The proxy for `http://` URLs (`--proxy`, `HTTP_PROXY`). May hold `user:pass@`: a secret.
+    pub http_proxy: Option<String>,
+    /// The proxy for `https://` URLs (`--proxy`, `HTTPS_PROXY`).
+    pub https_proxy: Option<String>,
+    /// Hosts reached directly (`NO_PROXY`): a name matches itself and its subdomains; `*` all.
+    pub no_proxy: Vec<String>,
+    /// Addresses given for `host:port`, in place of the resolver's (`--resolve`).
+    pub resolve: Vec<Resolve>,
+}
+
+impl fmt::Debug for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = |p: &Option<String>| p.as_deref().map(crate::redact::url);
+        f.debug_struct("Network")
+            .field("http_proxy", &shown(&self.http_proxy))
+            .field("https_proxy", &shown(&self.https_proxy))
+            .field("no_proxy", &self.no_proxy)
+            .field("resolve", &self.resolve)
+            .finish()
+    }
+}
+
+/// `--resolve host:port:addr[,addr...]`: the addresses connections to `host:port` use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolve {
+    /// The host name, lowercase.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The addresses, used in turn.
+    pub addrs: Vec<std::net::IpAddr>,
+}
+
+impl FromStr for Resolve {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let form = || format!("{s:?} is not host:port:address[,address...]");
+        let (host, rest) = s.split_once(':').ok_or_else(form)?;
+        let (port, addrs) = rest.split_once(':').ok_or_else(form)?;
+        let port = port.parse().map_err(|_| form())?;
+        let addrs = addrs
+            .split(',')
+            .map(|a| a.trim().trim_start_matches('[').trim_end_matches(']').parse())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| form())?;
+        if host.is_empty() || addrs.is_empty() {
+            return Err(form());
+        }
+        Ok(Resolve {
+            host: host.to_ascii_lowercase(),
+            port,
+            addrs,
+        })
+    }
+}
+
+impl Network {
+    /// The proxies the environment names (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`, or their
+    /// lower-case forms, which curl prefers), read through `get`.
+    pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Network {
+        let var = |name: &str| {
+            get(&name.to_ascii_lowercase())
+                .or_else(|| get(name))
+                .filter(|v| !v.trim().is_empty())
+        };
+        Network {
+            http_proxy: var("HTTP_PROXY"),
+            https_proxy: var("HTTPS_PROXY"),
+            no_proxy: var("NO_PROXY")
+                .map(|v| {
+                    v.split(',')
+                        .map(|h| h.trim().trim_start_matches('.').to_ascii_lowercase())
+                        .filter(|h| !h.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            resolve: Vec::new(),
+        }
+    }
+
+    /// One proxy for every URL (`--proxy`), over what the environment said.
+    pub fn set_proxy(&mut self, url: &str) {
+        self.http_proxy = Some(url.to_string());
+        self.https_proxy = Some(url.to_string());
+    }
+
+    /// The proxy for a URL of this scheme and host, unless `NO_PROXY` names the host.
+    pub fn proxy_for(&self, https: bool, host: &str) -> Option<&str> {
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let direct = self.no_proxy.iter().any(|n| {
+            n == "*"
+                || host == *n
+                || (host.len() > n.len() && host.ends_with(n.as_str()) && host[..host.len() - n.len()].ends_with('.'))
+        });
+        if direct {
+            return None;
+        }
+        if https { &self.https_proxy } else { &self.http_proxy }.as_deref()
+    }
+
+    /// The addresses `--resolve` gives for `host:port`.
+    pub fn resolved(&self, host: &str, port: u16) -> Option<&[std::net::IpAddr]> {
+        self.resolve
+            .iter()
+            .find(|r| r.port == port && r.host.eq_ignore_ascii_case(host))
+            .map(|r| r.addrs.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxies_come_from_the_environment_lower_case_first_and_no_proxy_skips_them() {
+        let env = |k: &str| match k {
+            "https_proxy" => Some("http://lower:1".to_string()),
+            "HTTPS_PROXY" => Some("http://upper:1".to_string()),
+            "HTTP_PROXY" => Some("http://plain:2".to_string()),
+            "NO_PROXY" => Some("internal.example, .corp".to_string()),
+            _ => None,
+        };
+        let n = Network::from_env(&env);
+        assert_eq!(n.proxy_for(true, "example.com"), Some("http://lower:1"));
+        assert_eq!(n.proxy_for(false, "example.com"), Some("http://plain:2"));
+        assert_eq!(n.proxy_for(false, "internal.example"), None);
+        assert_eq!(n.proxy_for(true, "a.corp"), None);
+        assert_eq!(n.proxy_for(true, "notcorp"), Some("http://lower:1"));
+        assert!(!format!("{n:?}").contains("lower:1@"));
+    }
+
+    #[test]
+    fn resolve_overrides_parse_several_addresses() {
+        let r: Resolve = "API.test:8080:127.0.0.1,127.0.0.2".parse().unwrap();
+        assert_eq!((r.host.as_str(), r.port, r.addrs.len()), ("api.test", 8080, 2));
+        assert!("api.test:8080".parse::<Resolve>().is_err());
+        assert!("api.test:x:127.0.0.1".parse::<Resolve>().is_err());
+    }
+}

@@ -180,6 +180,16 @@ pub struct Defaults {
     pub compression: Option<Sp<bool>>,
     /// Keep cookies per user and send them back (default true).
     pub cookies: Option<Sp<bool>>,
+    /// An HTTP proxy for every request, `http://[user:pass@]host:port` (default: the
+    /// HTTP_PROXY, HTTPS_PROXY and NO_PROXY environment); may read the environment.
+    pub proxy: Option<Sp<String>>,
+    /// A client certificate (PEM, relative to the scenario file) for mutual TLS; with `key`.
+    pub cert: Option<Sp<String>>,
+    /// The client certificate's private key (PEM).
+    pub key: Option<Sp<String>>,
+    /// Addresses used for `host:port` instead of resolving it, in turn:
+    /// `host:port:addr[,addr...]`.
+    pub resolve: Option<Vec<Sp<String>>>,
 }
 
 /// A PostgreSQL database.
@@ -340,6 +350,10 @@ pub struct Request {
     pub body: Option<Sp<String>>,
     /// A body read from a file (relative to the scenario file), sent as it is.
     pub body_file: Option<Sp<String>>,
+    /// An `application/x-www-form-urlencoded` body: field → value; values are templates.
+    pub form: Option<IndexMap<String, Sp<String>>>,
+    /// A `multipart/form-data` body: parts in order, each a `value` or a `file`.
+    pub multipart: Option<Vec<Sp<MultipartPart>>>,
     /// Values to keep from the response, by variable name.
     pub extract: Option<IndexMap<String, Sp<Extract>>>,
     /// Conditions on the response; a failed one counts as `check_failed` (as `http_NNN` on a
@@ -347,6 +361,20 @@ pub struct Request {
     pub check: Option<Check>,
     /// This request's timeout.
     pub timeout: Option<Sp<String>>,
+}
+
+/// One part of a multipart body.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MultipartPart {
+    /// The field name.
+    pub name: String,
+    /// A text value; a template.
+    pub value: Option<Sp<String>>,
+    /// A file sent as it is (relative to the scenario file), read when the scenario loads.
+    pub file: Option<Sp<String>>,
+    /// The file's media type (default `application/octet-stream`).
+    pub content_type: Option<String>,
 }
 
 /// Where an extracted value comes from: a JSONPath (`$.id`), or one of the keys.

@@ -70,7 +70,7 @@ impl H2Server {
     /// Starts an HTTPS server that offers only `h2` in ALPN, with a certificate for `localhost`
     /// and 127.0.0.1 signed by a fresh private CA (in [`Listening::ca_pem`]).
     pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> H2Reply + Send + Sync + 'static) -> H2Server {
-        let (acceptor, ca_pem) = crate::tls_acceptor(&[b"h2"]);
+        let (acceptor, ca_pem, _) = crate::tls_acceptor(&[b"h2"], false);
         let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
         s.0.ca_pem = Some(ca_pem);
         s

@@ -6,6 +6,7 @@
 #![allow(missing_docs)]
 
 pub mod h2;
+pub mod proxy;
 pub mod results;
 
 use std::net::SocketAddr;
@@ -172,7 +173,16 @@ impl Listening {
         S: Fn(Box<dyn Io>, u64, Arc<Mutex<Vec<Received>>>) -> F + Send + Sync + 'static,
         F: std::future::Future<Output = ()> + Send + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        Self::start_at("127.0.0.1:0".parse().expect("addr"), tls, serve).await
+    }
+
+    /// Like [`Listening::start`], on `at`.
+    async fn start_at<S, F>(at: SocketAddr, tls: Option<tokio_rustls::TlsAcceptor>, serve: S) -> Listening
+    where
+        S: Fn(Box<dyn Io>, u64, Arc<Mutex<Vec<Received>>>) -> F + Send + Sync + 'static,
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind(at).await.unwrap_or_else(|e| panic!("bind {at}: {e}"));
         let addr = listener.local_addr().expect("local addr");
         let received = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicU64::new(0));
@@ -244,10 +254,36 @@ impl Server {
     /// Starts an HTTPS server whose certificate, for `localhost` and 127.0.0.1, is signed by a
     /// fresh private CA (returned in [`Listening::ca_pem`]).
     pub async fn start_tls(behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static) -> Server {
-        let (acceptor, ca_pem) = tls_acceptor(&[]);
+        let (acceptor, ca_pem, _) = tls_acceptor(&[], false);
         let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
         s.0.ca_pem = Some(ca_pem);
         s
+    }
+
+    /// Starts an HTTPS server that requires a client certificate signed by its own CA (mutual
+    /// TLS), and returns one such certificate with its key, in PEM.
+    pub async fn start_mtls(
+        behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static,
+    ) -> (Server, ClientCert) {
+        let (acceptor, ca_pem, client) = tls_acceptor(&[], true);
+        let mut s = Self::spawn(Arc::new(behaviour), Some(acceptor)).await;
+        s.0.ca_pem = Some(ca_pem);
+        (s, client.expect("client certificate"))
+    }
+
+    /// Starts a plain HTTP server on `at` (another loopback address, say `127.0.0.2:PORT`).
+    pub async fn start_at(
+        at: SocketAddr,
+        behaviour: impl Fn(&Received, u64) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let behaviour: Behaviour = Arc::new(behaviour);
+        let counter = Arc::new(AtomicU64::new(0));
+        Server(
+            Listening::start_at(at, None, move |io, conn_id, rec| {
+                serve(io, conn_id, behaviour.clone(), rec, counter.clone())
+            })
+            .await,
+        )
     }
 
     async fn spawn(behaviour: Behaviour, tls: Option<tokio_rustls::TlsAcceptor>) -> Server {
@@ -427,8 +463,16 @@ impl AsRawSocket for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
-/// A TLS acceptor offering `alpn` (none: no ALPN), and its CA's certificate in PEM.
-fn tls_acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
+/// A client certificate and its private key, in PEM.
+#[derive(Clone, Debug)]
+pub struct ClientCert {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// A TLS acceptor offering `alpn` (none: no ALPN), and its CA's certificate in PEM; with
+/// `client_auth`, it requires a client certificate signed by the same CA, and one is returned.
+fn tls_acceptor(alpn: &[&[u8]], client_auth: bool) -> (tokio_rustls::TlsAcceptor, String, Option<ClientCert>) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
@@ -442,12 +486,32 @@ fn tls_acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
         CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("leaf params");
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).expect("leaf cert");
     let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key der");
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .with_no_client_auth()
+        .expect("protocols");
+    let (builder, client) = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der().clone()).expect("ca root");
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .expect("client verifier");
+        let client_key = KeyPair::generate().expect("client key");
+        let client_cert = CertificateParams::new(vec!["crest-client".to_string()])
+            .expect("client params")
+            .signed_by(&client_key, &ca, &ca_key)
+            .expect("client cert");
+        let pems = ClientCert {
+            cert_pem: client_cert.pem(),
+            key_pem: client_key.serialize_pem(),
+        };
+        (builder.with_client_cert_verifier(verifier), Some(pems))
+    } else {
+        (builder.with_no_client_auth(), None)
+    };
+    let mut config = builder
         .with_single_cert(vec![leaf.der().clone()], key)
         .expect("server config");
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem(), client)
 }

@@ -24,7 +24,7 @@ use crest_http::Endpoint;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec};
 use crest_model::plan::{self, defaults, Given, LoadModel, SegmentPlan, StopRule, TlsOptions};
-use crest_model::protocol::{HttpOptions, HttpVersion};
+use crest_model::protocol::{HttpOptions, HttpVersion, Network};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,6 +71,7 @@ pub(crate) struct Cx<'a> {
     endpoints: Vec<(String, Endpoint)>,
     tls: TlsOptions,
     http: HttpOptions,
+    network: Network,
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
     target_invalid: bool,
@@ -102,6 +103,7 @@ impl<'a> Cx<'a> {
                 cookies: true,
                 ..HttpOptions::default()
             },
+            network: Network::from_env(env),
             target: None,
             target_invalid: false,
             loop_depth: 0,
@@ -405,6 +407,39 @@ impl Cx<'_> {
         }
         if let Some(b) = &d.cookies {
             self.http.cookies = **b;
+        }
+        self.network_options(d);
+    }
+
+    /// The proxy, client certificate and address overrides of `defaults`.
+    fn network_options(&mut self, d: &raw::Defaults) {
+        if let Some(p) = &d.proxy {
+            // The proxy may come from the environment: `${env:PROXY}`.
+            match crest_flow::template::Template::parse(p, self.env) {
+                Ok(t) if t.vars().is_empty() => self.network.set_proxy(&t.render(&vars::NoScope::default())),
+                _ => self.err(p.at(), "proxy: a URL, or one read from the environment", None),
+            }
+        }
+        match (&d.cert, &d.key) {
+            (Some(c), Some(k)) => {
+                let read = |cx: &mut Self, f: &Sp<String>, what: &str| {
+                    std::fs::read(cx.resolve(f))
+                        .map_err(|e| cx.err(f.at(), format!("{what} {:?}: cannot read it: {e}", f.as_str()), None))
+                        .ok()
+                };
+                if let (Some(cert), Some(key)) = (read(self, c, "cert"), read(self, k, "key")) {
+                    self.tls.client_pem = Some((cert, key));
+                }
+            }
+            (Some(c), None) => self.err(c.at(), "cert needs `key`, the certificate's private key", None),
+            (None, Some(k)) => self.err(k.at(), "key goes with `cert`, the client certificate", None),
+            (None, None) => {}
+        }
+        for r in d.resolve.iter().flatten() {
+            match r.parse() {
+                Ok(r) => self.network.resolve.push(r),
+                Err(e) => self.err(r.at(), format!("resolve: {e}"), None),
+            }
         }
     }
 }

@@ -4,7 +4,7 @@ use super::vars::{Known, NoScope};
 use super::{exactly_one, Cx};
 use crate::raw::{self, Sp};
 use crest_flow::extract::{Check, Extractor, JsonPath};
-use crest_flow::plan::{Body, RequestStep};
+use crest_flow::plan::{Body, Part, PartContent, RequestStep};
 use crest_flow::template::Template;
 use crest_http::Endpoint;
 use crest_model::address;
@@ -33,7 +33,7 @@ impl Cx<'_> {
         if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
             return Some(i);
         }
-        match Endpoint::parse_with(base, &self.tls, &self.http) {
+        match Endpoint::parse_on(base, &self.tls, &self.http, &self.network) {
             Ok((e, _)) => {
                 self.endpoints.push((base.to_string(), e));
                 Some(self.endpoints.len() - 1)
@@ -108,14 +108,20 @@ impl Cx<'_> {
                 (self.endpoint(&base, u.at()), self.template_at(&rest, u.at(), known))
             }
         };
-        let has_body = r.json.is_some() || r.body.is_some() || r.body_file.is_some();
-        if [r.json.is_some(), r.body.is_some(), r.body_file.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count()
-            > 1
-        {
-            self.err(at, "a request has one body: `json`, `body` or `body_file`", None);
+        let bodies = [
+            r.json.is_some(),
+            r.body.is_some(),
+            r.body_file.is_some(),
+            r.form.is_some(),
+            r.multipart.is_some(),
+        ];
+        let has_body = bodies.contains(&true);
+        if bodies.iter().filter(|b| **b).count() > 1 {
+            self.err(
+                at,
+                "a request has one body: `json`, `body`, `body_file`, `form` or `multipart`",
+                None,
+            );
         }
         let method = match &r.method {
             Some(m) => {
@@ -167,6 +173,16 @@ impl Cx<'_> {
                     Body::None
                 }
             }
+        } else if let Some(fields) = &r.form {
+            let mut out = Vec::new();
+            for (k, v) in fields {
+                if let Some(t) = self.template(v, known) {
+                    out.push((k.clone(), t));
+                }
+            }
+            Body::Form(out)
+        } else if let Some(parts) = &r.multipart {
+            Body::Multipart(parts.iter().filter_map(|p| self.part(p, known)).collect())
         } else {
             Body::None
         };
@@ -201,6 +217,51 @@ impl Cx<'_> {
             extract,
             checks,
             timeout,
+        })
+    }
+
+    /// One multipart part: a templated value, or a file read now.
+    fn part(&mut self, p: &Sp<raw::MultipartPart>, known: &Known) -> Option<Part> {
+        let content = match (&p.value, &p.file) {
+            (Some(v), None) => PartContent::Value(self.template(v, known)?),
+            (None, Some(f)) => match std::fs::read(self.resolve(f)) {
+                Ok(bytes) => PartContent::File {
+                    filename: std::path::Path::new(f.as_str())
+                        .file_name()
+                        .map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned()),
+                    content_type: p
+                        .content_type
+                        .clone()
+                        .unwrap_or_else(|| "application/octet-stream".into()),
+                    bytes,
+                },
+                Err(e) => {
+                    self.err(
+                        f.at(),
+                        format!("multipart file {:?}: cannot read it: {e}", f.as_str()),
+                        None,
+                    );
+                    return None;
+                }
+            },
+            _ => {
+                self.err(
+                    p.at(),
+                    format!("multipart part {:?}: give `value` or `file`", p.name),
+                    None,
+                );
+                return None;
+            }
+        };
+        if let Some(t) = &p.content_type {
+            if t.bytes().any(|b| b == b'\r' || b == b'\n') {
+                self.err(p.at(), "multipart content_type: contains a line break", None);
+                return None;
+            }
+        }
+        Some(Part {
+            name: p.name.clone(),
+            content,
         })
     }
 
