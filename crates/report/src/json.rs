@@ -225,6 +225,8 @@ struct RowView {
     metric: String,
     unit: &'static str,
     values: Vec<Option<f64>>,
+    /// Each value as the tables show it, with its unit.
+    cells: Vec<Option<String>>,
     change_pct: Vec<Option<f64>>,
     verdict: Vec<Option<String>>,
     higher_is_better: bool,
@@ -244,6 +246,11 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                     metric: words::compared(&r.metric),
                     unit,
                     values: r.values.iter().map(|v| v.map(|v| v * k)).collect(),
+                    cells: r
+                        .values
+                        .iter()
+                        .map(|v| v.map(|v| words::compared_cell(&r.metric, v)))
+                        .collect(),
                     change_pct: r.change_pct.clone(),
                     verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),
                     higher_is_better: r.higher_is_better,
