@@ -307,6 +307,12 @@ impl Endpoint {
     /// Opens a transport: TCP (to the next address in turn, or to the proxy and through its
     /// tunnel), then TLS for https. `resolved` holds this connection's own addresses when it
     /// resolved the host itself.
+    ///
+    /// The tunnel and the TLS handshake are boxed: their futures (a ClientConnection, a read
+    /// buffer) are over a kilobyte, and every user of a plain-TCP run would otherwise carry
+    /// that room while it connects. With 10,000 users connecting at once, that room was the
+    /// run's peak resident memory, which malloc does not give back after the connect storm
+    /// (bench/README.md).
     pub(crate) async fn connect(&self, resolved: Option<&[SocketAddr]>) -> Result<Stream, Failure> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         let tcp = match &self.proxy {
@@ -314,25 +320,15 @@ impl Endpoint {
             Some(p) => {
                 let mut tcp = tcp_connect(&p.addrs, turn).await?;
                 if p.tunnel {
-                    self.tunnel(&mut tcp, p).await?;
+                    Box::pin(self.tunnel(&mut tcp, p)).await?;
                 }
                 tcp
             }
         };
-        let stream = match &self.tls {
-            None => Stream::Plain(tcp),
-            Some((connector, name)) => {
-                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
-                    let mut f = Failure::io(e);
-                    if matches!(f.outcome, Outcome::Other | Outcome::Protocol) {
-                        f.outcome = Outcome::Tls;
-                    }
-                    f
-                })?;
-                Stream::Tls(Box::new(tls))
-            }
-        };
-        Ok(stream)
+        match &self.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some((connector, name)) => Box::pin(handshake(connector, name, tcp)).await,
+        }
     }
 
     /// Asks the proxy for a tunnel to the origin with CONNECT; a proxy that answers other
@@ -402,6 +398,22 @@ impl Endpoint {
         out.extend_from_slice(&request[line_end..]);
         Some(out)
     }
+}
+
+/// The TLS handshake over `tcp`; a failure that is not the network's is a TLS failure.
+async fn handshake(
+    connector: &TlsConnector,
+    name: &rustls::pki_types::ServerName<'static>,
+    tcp: TcpStream,
+) -> Result<Stream, Failure> {
+    let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+        let mut f = Failure::io(e);
+        if matches!(f.outcome, Outcome::Other | Outcome::Protocol) {
+            f.outcome = Outcome::Tls;
+        }
+        f
+    })?;
+    Ok(Stream::Tls(Box::new(tls)))
 }
 
 /// Connects to `addrs[turn]`, or to the addresses after it in turn when it refuses (a name
