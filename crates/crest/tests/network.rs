@@ -195,6 +195,27 @@ fn issue_15_dns_per_connection_times_each_new_connections_lookup_beside_connect(
 }
 
 #[test]
+fn issue_15_dns_per_connection_from_a_scenario_and_a_bad_value_named_by_line() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::ok()).await;
+        let text = format!(
+            "target: http://localhost:{}\ndefaults: {{dns_per_connection: true}}\nsteps:\n  - request: {{path: /}}\nload: {{threads: 3, loops: 2}}\n",
+            server.addr.port()
+        );
+        let (_d, file) = scenario_file(&text);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.summary()["dns_ms"]["count"], 3, "one lookup per user's connection");
+
+        let (_d, file) = scenario_file(&text.replace("dns_per_connection: true", "dns_per_connection: maybe"));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("scenario.yaml:2:"), "{}", r.stderr);
+    });
+}
+
+#[test]
 fn issue_15_a_name_that_does_not_resolve_fails_every_request_as_dns_failed() {
     let _serial = common::serial();
     rt().block_on(async {
