@@ -252,6 +252,12 @@ pub struct RequestArgs {
     /// (HOST:PORT:ADDR[,ADDR...]). Repeatable.
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDRS")]
     pub resolve: Vec<crest_model::protocol::Resolve>,
+
+    /// Each new connection resolves the host itself, timed as its own phase (dns) beside
+    /// connect; a name that does not resolve fails that request as dns_failed [default: resolve
+    /// once, before the run]
+    #[arg(long)]
+    pub dns_per_connection: bool,
 }
 
 #[derive(Debug, Args, Clone)]

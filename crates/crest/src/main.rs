@@ -322,6 +322,7 @@ fn demo_request() -> cli::RequestArgs {
         cert: None,
         key: None,
         resolve: Vec::new(),
+        dns_per_connection: false,
     }
 }
 

@@ -250,6 +250,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
         network.set_proxy(p);
     }
     network.resolve = args.resolve.clone();
+    network.dns_per_connection = args.dns_per_connection;
     if args.connect_timeout == Some(Duration::ZERO) {
         bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
@@ -314,7 +315,7 @@ pub fn url_draft(request: HttpRequest, name: String) -> Draft {
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 20] = [
+    let checks: [(&'static str, bool); 21] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
@@ -335,6 +336,7 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("--cert", a.request.cert.is_some()),
         ("--key", a.request.key.is_some()),
         ("--resolve", !a.request.resolve.is_empty()),
+        ("--dns-per-connection", a.request.dns_per_connection),
     ];
     checks
         .iter()

@@ -319,6 +319,10 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         drop(set);
     }
     drop(local);
+    // A workload's blocking work still running (a host lookup with --dns-per-connection whose
+    // resolver does not answer) finishes on its own thread: the end of the run does not wait
+    // for it, as dropping the runtime would.
+    rt.shutdown_background();
     let sink = Rc::try_unwrap(sink)
         .map_err(|_| std::io::Error::other("engine sink still in use after the run"))?
         .into_inner();

@@ -25,6 +25,7 @@ impl Workload for Sleepy {
             segment: 0,
             intended: ctx.offset(ctx.intended()),
             send_lag: started.saturating_duration_since(ctx.intended()),
+            dns: None,
             connect: None,
             ttfb: None,
             total: Instant::now() - ctx.intended(),

@@ -24,6 +24,7 @@ struct StatAcc {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    dns: Option<Histogram<u64>>,
     /// Bytes received per request.
     size: Option<Histogram<u64>>,
 }
@@ -89,6 +90,7 @@ impl IntervalAcc {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    dns: None,
                     size: None,
                 });
                 self.stats.len() - 1
@@ -113,6 +115,9 @@ impl IntervalAcc {
         }
         if let Some(v) = s.connect {
             record(stat.connect.get_or_insert_with(new_histogram), v);
+        }
+        if let Some(v) = s.dns {
+            record(stat.dns.get_or_insert_with(new_histogram), v);
         }
         record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
         self.requests += 1;
@@ -167,6 +172,7 @@ impl IntervalAcc {
             let _ = s.latency.add(&o.latency);
             merge_opt(&mut s.ttfb, &o.ttfb);
             merge_opt(&mut s.connect, &o.connect);
+            merge_opt(&mut s.dns, &o.dns);
             merge_opt(&mut s.size, &o.size);
         }
         for (code, n) in &other.status_codes {
@@ -224,6 +230,7 @@ impl IntervalAcc {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                dns: s.dns.as_ref().map(EncodedHistogram::encode),
                 size: s.size.as_ref().map(EncodedHistogram::encode),
             })
             .collect();

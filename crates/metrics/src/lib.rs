@@ -30,6 +30,7 @@ mod tests {
             segment: 0,
             intended: Duration::from_millis(end_ms - total_ms),
             send_lag: Duration::ZERO,
+            dns: None,
             connect: None,
             ttfb: Some(Duration::from_millis(total_ms / 2)),
             total: Duration::from_millis(total_ms),

@@ -226,6 +226,7 @@ struct StatSum {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    dns: Option<Histogram<u64>>,
     size: Option<Histogram<u64>>,
 }
 
@@ -273,6 +274,7 @@ impl Fold {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    dns: None,
                     size: None,
                 }),
             };
@@ -282,6 +284,7 @@ impl Fold {
             crate::hist::add(&mut sum.latency, &s.latency.decode()?);
             add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
             add_opt(&mut sum.connect, s.connect.as_ref())?;
+            add_opt(&mut sum.dns, s.dns.as_ref())?;
             add_opt(&mut sum.size, s.size.as_ref())?;
         }
         for (code, n) in &r.status_codes {
@@ -327,6 +330,7 @@ impl Fold {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                dns: s.dns.as_ref().map(EncodedHistogram::encode),
                 size: s.size.as_ref().map(EncodedHistogram::encode),
                 ..s.stat
             })

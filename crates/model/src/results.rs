@@ -462,6 +462,10 @@ pub struct Stat {
     pub ttfb: Option<EncodedHistogram>,
     /// Connect time in µs for requests that opened a connection; absent when none did.
     pub connect: Option<EncodedHistogram>,
+    /// Name resolution time in µs for requests whose new connection resolved the host
+    /// (`--dns-per-connection`), failed resolutions included; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<EncodedHistogram>,
     /// Bytes received per request (status line, headers and body), as a histogram of byte
     /// counts rather than µs; absent in documents from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,6 +23,9 @@ pub struct Sample {
     pub intended: Duration,
     /// How late the request actually started compared with `intended`.
     pub send_lag: Duration,
+    /// Time to resolve the host's name, when this request opened a connection that resolved
+    /// it (`--dns-per-connection`); not part of `connect`.
+    pub dns: Option<Duration>,
     /// Time to establish a new connection (TCP plus TLS), when this request opened one.
     pub connect: Option<Duration>,
     /// From the actual start until the first byte of the response arrived.

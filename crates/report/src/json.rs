@@ -29,6 +29,8 @@ pub struct SummaryView<'a> {
     ttfb_ms: &'a Percentiles,
     connect_ms: &'a Percentiles,
     connections: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dns_ms: Option<&'a Percentiles>,
     status_codes: &'a BTreeMap<String, u64>,
     errors: &'a [ErrorSummary],
     bytes_sent: u64,
@@ -182,6 +184,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         ttfb_ms: &s.ttfb_ms,
         connect_ms: &s.connect_ms,
         connections: s.connections,
+        dns_ms: s.dns_ms.as_ref(),
         status_codes: &s.status_codes,
         errors: &s.errors,
         bytes_sent: s.bytes_sent,

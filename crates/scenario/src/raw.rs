@@ -190,6 +190,10 @@ pub struct Defaults {
     /// Addresses used for `host:port` instead of resolving it, in turn:
     /// `host:port:addr[,addr...]`.
     pub resolve: Option<Vec<Sp<String>>>,
+    /// Each new connection resolves its host itself, timed as its own phase (`dns`), and a
+    /// name that does not resolve fails the request as `dns_failed` (default false: resolved
+    /// once before the run).
+    pub dns_per_connection: Option<Sp<bool>>,
 }
 
 /// A PostgreSQL database.

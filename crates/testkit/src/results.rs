@@ -161,6 +161,7 @@ impl ResultsBuilder {
                 latency: EncodedHistogram::encode(acc.latency.as_ref().unwrap_or(&empty)),
                 ttfb: acc.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: acc.connect.as_ref().map(EncodedHistogram::encode),
+                dns: None,
                 // Every request of a fixture receives the same number of bytes.
                 size: (acc.count > 0).then(|| {
                     let mut h = crest_model::hist::new_histogram();

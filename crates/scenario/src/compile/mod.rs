@@ -441,5 +441,8 @@ impl Cx<'_> {
                 Err(e) => self.err(r.at(), format!("resolve: {e}"), None),
             }
         }
+        if let Some(b) = &d.dns_per_connection {
+            self.network.dns_per_connection = **b;
+        }
     }
 }
