@@ -130,6 +130,11 @@ pub fn measure<W: Workload>(
     let config = run_config(plan, command_line, threads);
     let environment = Some(crate::environment::capture());
     let (journal, part) = journal.unzip();
+    // The request log sits beside the journal; a run without a journal (none today) has none.
+    let reqlog = match journal {
+        Some(j) if plan.log_requests => Some(crate::reqlog::Log::create(&crate::reqlog::beside(j), &plan.names)?),
+        _ => None,
+    };
     let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
@@ -168,7 +173,18 @@ pub fn measure<W: Workload>(
             Entry::Monitor(_) | Entry::Start(_) | Entry::End(_) => Ok(()),
         }
     };
-    let interval_entry = |done: &IntervalAcc| Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
+    // Requests so far, statements included: a closed interval's record carries its requests one
+    // by one while the run has made few enough for the results to keep them (Fold counts alike).
+    let mut samples = 0u64;
+    let mut interval_entry = |done: &mut IntervalAcc| {
+        samples += done.samples();
+        let record = done.to_record(INTERVAL.as_secs_f64(), samples <= results::POINTS_KEPT);
+        let rows = std::mem::take(&mut done.rows);
+        if let Some(log) = &reqlog {
+            log.send(rows);
+        }
+        Entry::Interval(record)
+    };
     let monitor = if sampler.is_empty() {
         None
     } else {
@@ -178,9 +194,12 @@ pub fn measure<W: Workload>(
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
         let part_of = plan.part_of.clone();
+        let logging = reqlog.is_some();
         std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
             crest_engine::run(&shape, start, &stop, workload, |_| {
-                Recorder::new(INTERVAL, open_model, tx.clone()).with_parts(&part_of)
+                Recorder::new(INTERVAL, open_model, tx.clone())
+                    .with_parts(&part_of)
+                    .logging(logging)
             })
         })?
     };
@@ -205,8 +224,9 @@ pub fn measure<W: Workload>(
                     for acc in rx.try_iter() {
                         for mut done in series.add(acc) {
                             progress.interval(&done);
+                            let entry = interval_entry(&mut done);
                             if kept.is_ok() {
-                                kept = keep(interval_entry(&done));
+                                kept = keep(entry);
                             }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
                             let figures = IntervalFigures {
@@ -255,10 +275,17 @@ pub fn measure<W: Workload>(
     let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
     let mut rest: Vec<IntervalAcc> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
     rest.extend(series.finish(end_index));
-    for done in &rest {
+    for done in &mut rest {
         progress.interval(done);
+        let entry = interval_entry(done);
         if kept.is_ok() {
-            kept = keep(interval_entry(done));
+            kept = keep(entry);
+        }
+    }
+    if let Some(log) = reqlog {
+        if let Err(e) = log.finish() {
+            // As for the journal: the run and its figures are whole, only this copy is not.
+            eprintln!("warning: {e:#}");
         }
     }
     kept?;

@@ -2,7 +2,7 @@
 
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
-use crest_model::results::{ErrorClass, FailedRequest, Interval, Stat, FAILED_KEPT};
+use crest_model::results::{ErrorClass, FailedRequest, Interval, RequestPoint, Stat, FAILED_KEPT};
 use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -57,6 +57,10 @@ pub struct IntervalAcc {
     latency: Option<Histogram<u64>>,
     /// Its first failed requests, one by one; bounded, so an error storm costs nothing more.
     failed: Vec<FailedRequest>,
+    /// The requests that ended in it, one by one, as far as the recorder keeps them (see
+    /// [`crate::Recorder::logging`]): for the request log and a small run's points. Not merged
+    /// by [`IntervalAcc::merge`], which copies; [`crate::Series`] moves them.
+    pub rows: Vec<Sample>,
 }
 
 impl IntervalAcc {
@@ -206,8 +210,16 @@ impl IntervalAcc {
         out
     }
 
-    /// The interval as a journal record, with the figures the results document keeps of it.
-    pub fn to_record(&self, interval_s: f64) -> IntervalRecord {
+    /// Requests that ended in the interval, statements inside transactions included: what
+    /// [`crest_model::results::POINTS_KEPT`] counts.
+    pub fn samples(&self) -> u64 {
+        self.stats.iter().map(|s| s.count).sum()
+    }
+
+    /// The interval as a journal record, with the figures the results document keeps of it;
+    /// with `points`, each of its requests too (the run passes it while it has made few enough
+    /// for the results to keep them).
+    pub fn to_record(&self, interval_s: f64, points: bool) -> IntervalRecord {
         let empty = new_histogram();
         let latency = self.merged(|s| Some(&s.latency));
         let ttfb = self.merged(|s| s.ttfb.as_ref());
@@ -258,6 +270,24 @@ impl IntervalAcc {
             send_lag: self.send_lag.as_ref().map(EncodedHistogram::encode),
             service: self.service.as_ref().map(EncodedHistogram::encode),
             failed: self.failed.clone(),
+            points: if points {
+                let mut p: Vec<RequestPoint> = self
+                    .rows
+                    .iter()
+                    .map(|s| {
+                        RequestPoint(
+                            s.intended.as_micros() as u64,
+                            s.total.as_micros() as u64,
+                            s.name,
+                            s.outcome,
+                        )
+                    })
+                    .collect();
+                p.sort_unstable();
+                p
+            } else {
+                Vec::new()
+            },
         }
     }
 }

@@ -97,6 +97,10 @@ pub struct IntervalRecord {
     /// The first failed requests of the interval, one by one (see `Results::failed`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<crate::results::FailedRequest>,
+    /// Each request of the interval (see `Results::points`), while the run has made at most
+    /// [`crate::results::POINTS_KEPT`]; absent once it has made more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<crate::results::RequestPoint>,
 }
 
 /// What is known only when the run ends.
@@ -237,6 +241,10 @@ pub struct Fold {
     status_codes: BTreeMap<String, u64>,
     errors: Vec<ErrorClass>,
     failed: Vec<crate::results::FailedRequest>,
+    /// Requests (statements included) in the records added so far, and their points while
+    /// there are few enough to keep.
+    samples: u64,
+    points: Vec<crate::results::RequestPoint>,
     send_lag: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     intervals: Vec<Interval>,
@@ -286,6 +294,12 @@ impl Fold {
         }
         for (code, n) in &r.status_codes {
             *self.status_codes.entry(code.clone()).or_default() += n;
+        }
+        self.samples += r.stats.iter().map(|s| s.count).sum::<u64>();
+        if self.samples <= crate::results::POINTS_KEPT {
+            self.points.extend_from_slice(&r.points);
+        } else {
+            self.points = Vec::new();
         }
         // The run's example of a class is the first one seen: records come in time order.
         for f in &r.failed {
@@ -378,6 +392,11 @@ impl Fold {
                 let mut f = self.failed;
                 f.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
                 f
+            },
+            points: {
+                let mut p = self.points;
+                p.sort_unstable();
+                p
             },
             interval_s: start.interval_s,
         }
