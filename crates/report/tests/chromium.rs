@@ -3,7 +3,8 @@
 //! must run (.ci/run installs Chromium); elsewhere it is skipped when Chromium is missing.
 #![allow(clippy::unwrap_used)]
 
-use crest_testkit::results::stepping_fixture;
+use crest_model::Outcome;
+use crest_testkit::results::{small_fixture, stepping_fixture, ResultsBuilder, Second};
 use std::path::Path;
 use std::process::Command;
 
@@ -29,6 +30,89 @@ fn headless(profile: &Path) -> Command {
     ])
     .arg(format!("--user-data-dir={}", profile.display()));
     c
+}
+
+/// Skips (outside CI) when Chromium is missing.
+fn have_chromium() -> bool {
+    if chromium().is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Chromium is missing in CI: .ci/run must install it"
+        );
+        eprintln!("skipped: no Chromium here (apt-get install chromium)");
+        return false;
+    }
+    true
+}
+
+/// The page as Chromium renders it, and what it logged.
+fn rendered(dir: &Path) -> (String, String) {
+    let page = format!("file://{}", dir.join("report.html").display());
+    let dom = headless(&dir.join("profile-dom"))
+        .args(["--dump-dom", &page])
+        .output()
+        .unwrap();
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    (
+        String::from_utf8_lossy(&dom.stdout).into_owned(),
+        String::from_utf8_lossy(&dom.stderr).into_owned(),
+    )
+}
+
+/// The marks of the scatter's series `class` as (legend, count, marks in its path).
+fn marks(html: &str, class: &str) -> Vec<(String, usize, usize)> {
+    let re = regex::Regex::new(&format!(
+        r#"<path d="([^"]*)" class="{class}" data-name="([^"]*)" data-count="(\d+)""#
+    ))
+    .unwrap();
+    re.captures_iter(html)
+        .map(|c| (c[2].to_string(), c[3].parse().unwrap(), c[1].matches('M').count()))
+        .collect()
+}
+
+#[test]
+fn a_small_runs_report_plots_each_request_with_failures_marked() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    crest_report::write_run(dir.path(), &small_fixture()).unwrap();
+    let (html, log) = rendered(dir.path());
+    assert!(html.contains(r#"id="each-request""#), "the scatter is drawn");
+    assert!(html.contains("Each request: latency against its start"));
+    // 236 successes as dots, the 4 503s as crosses of their own colour, with a legend each.
+    assert_eq!(marks(&html, "marks"), vec![("success (236)".to_string(), 236, 236)]);
+    assert_eq!(marks(&html, "marks failed"), vec![("HTTP 503 (4)".to_string(), 4, 4)]);
+    assert!(!html.contains("each-request-absent"));
+    assert!(!log.contains("Uncaught"), "{log}");
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let png = artifacts.join("each-request.png");
+    let _ = std::fs::remove_file(&png);
+    let page = format!("file://{}#each-request", dir.path().join("report.html").display());
+    let shot = headless(&dir.path().join("profile-shot"))
+        .args(["--window-size=1100,2600", &format!("--screenshot={}", png.display()), &page])
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    eprintln!("screenshot: {}", png.display());
+
+    // Past the cap no request is kept one by one, and the report says why instead.
+    let big = ResultsBuilder::new(Outcome::Status(503), true)
+        .points()
+        .segment(10, 11, |_| Second::ok(1000, 5.0))
+        .build();
+    assert!(big.points.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    crest_report::write_run(dir.path(), &big).unwrap();
+    let (html, _) = rendered(dir.path());
+    assert!(!html.contains(r#"id="each-request""#));
+    assert!(marks(&html, "marks").is_empty());
+    assert!(
+        html.contains("each-request-absent") && html.contains("at most 10,000 requests; this one made 11,000"),
+        "{html}"
+    );
 }
 
 #[test]
