@@ -131,11 +131,11 @@ pub fn measure<W: Workload>(
     let environment = Some(crate::environment::capture());
     let (journal, part) = journal.unzip();
     // The request log sits beside the journal; a run without a journal (none today) has none.
-    let reqlog = match journal {
-        Some(j) if plan.log_requests => Some(crate::reqlog::Log::create(&crate::reqlog::beside(j), &plan.names)?),
-        _ => None,
-    };
+    let log_path = journal.filter(|_| plan.log_requests).map(crate::reqlog::beside);
     let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
+    let reqlog = log_path
+        .map(|p| crate::reqlog::Log::create(&p, &plan.names))
+        .transpose()?;
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
