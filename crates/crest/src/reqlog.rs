@@ -183,7 +183,10 @@ mod tests {
 
     #[test]
     fn a_log_sits_beside_its_journal() {
-        assert_eq!(beside(Path::new("/r/journal.jsonl")), Path::new("/r/request-log.csv.gz"));
+        assert_eq!(
+            beside(Path::new("/r/journal.jsonl")),
+            Path::new("/r/request-log.csv.gz")
+        );
         assert_eq!(
             beside(Path::new("/r/journal-003.jsonl")),
             Path::new("/r/request-log-003.csv.gz")

@@ -32,7 +32,10 @@ fn read_log(path: &Path) -> Vec<Row> {
         .map(|l| {
             let cells: Vec<&str> = l.split(',').collect();
             assert_eq!(cells.len(), cols.len(), "{l}");
-            cols.iter().map(|c| c.to_string()).zip(cells.iter().map(|c| c.to_string())).collect()
+            cols.iter()
+                .map(|c| c.to_string())
+                .zip(cells.iter().map(|c| c.to_string()))
+                .collect()
         })
         .collect()
 }
@@ -89,7 +92,9 @@ fn each_request_is_a_row_with_its_user_iteration_and_outcome() {
         let unavailable = (0..90u64).filter(|i| i % 7 == 3).count();
         let failed: Vec<&Row> = rows.iter().filter(|r| r["outcome"] != "success").collect();
         assert_eq!(failed.len(), unavailable);
-        assert!(failed.iter().all(|r| r["outcome"] == "http_503" && r["status"] == "503"));
+        assert!(failed
+            .iter()
+            .all(|r| r["outcome"] == "http_503" && r["status"] == "503"));
         assert!(rows
             .iter()
             .filter(|r| r["outcome"] == "success")
@@ -106,7 +111,10 @@ fn each_request_is_a_row_with_its_user_iteration_and_outcome() {
         assert_eq!(connected.len(), 3);
         assert!(connected.iter().all(|r| r["iteration"] == "0"));
         // Rows come in the order the requests ended.
-        let ends: Vec<u64> = rows.iter().map(|r| num(r, "intended_us") + num(r, "total_us")).collect();
+        let ends: Vec<u64> = rows
+            .iter()
+            .map(|r| num(r, "intended_us") + num(r, "total_us"))
+            .collect();
         assert!(ends.windows(2).all(|w| w[0] <= w[1]));
 
         // The same requests are in results.json one by one, for the report's scatter.
@@ -125,7 +133,12 @@ fn each_request_is_a_row_with_its_user_iteration_and_outcome() {
             .arg(r.dir.path())
             .output()
             .unwrap();
-        assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+        assert_eq!(
+            again.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&again.stderr)
+        );
         assert_eq!(read_log(&path).len(), 5);
     });
 }
@@ -214,7 +227,17 @@ fn a_killed_runs_log_reads_up_to_the_kill() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut child = crest()
-        .args(["run", &t.url, "-c", "4", "-d", "30s", "--quiet", "--log-requests", "--out"])
+        .args([
+            "run",
+            &t.url,
+            "-c",
+            "4",
+            "-d",
+            "30s",
+            "--quiet",
+            "--log-requests",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

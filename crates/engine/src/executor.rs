@@ -464,6 +464,10 @@ fn spawn_user<W: Workload>(
     retire
 }
 
+/// The open model's idle users, each with its id and the iterations it has run, so every
+/// request is labelled with the user that sent it, as in the closed model.
+type IdleUsers<U> = Rc<RefCell<Vec<(u64, u64, U)>>>;
+
 /// Open model: start iterations on this thread's share of the schedule.
 async fn open<W: Workload>(
     k: usize,
@@ -473,9 +477,7 @@ async fn open<W: Workload>(
     local: &Rc<Local<W>>,
     stop: &Stop,
 ) -> (u64, u64) {
-    // Idle users with their ids and the iterations each has run, so every request is labelled
-    // with the user that sent it, as in the closed model.
-    let pool: Rc<RefCell<Vec<(u64, u64, W::User)>>> = Rc::new(RefCell::new(Vec::new()));
+    let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let mut next_id = k as u64;
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;

@@ -256,15 +256,12 @@ pub fn chart(
 /// a few timeouts at 30 s would otherwise press every other request onto the x axis.
 const LOG_RATIO: f64 = 50.0;
 
+/// A scatter plot's series: its legend, whether its marks are crosses (failures), its points.
+pub type ScatterSeries = (String, bool, Vec<(f64, f64)>);
+
 /// A scatter plot of series of (x, y) points; `cross` series are drawn as crosses on top of the
 /// dots. The y axis starts at 0, or is logarithmic when the values span too much.
-pub fn scatter(
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[(String, bool, Vec<(f64, f64)>)],
-) -> Chart {
+pub fn scatter(id: &str, title: &str, x_label: &str, y_label: &str, series: &[ScatterSeries]) -> Chart {
     let mut c = chart(id, title, x_label, y_label, &[], &[]);
     let mut ys: Vec<f64> = series.iter().flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y)).collect();
     ys.sort_by(f64::total_cmp);
@@ -387,7 +384,10 @@ mod tests {
             "S",
             "seconds",
             "ms",
-            &[("success".into(), false, ok), ("timeout".into(), true, vec![(4.0, 30_000.0)])],
+            &[
+                ("success".into(), false, ok),
+                ("timeout".into(), true, vec![(4.0, 30_000.0)]),
+            ],
         );
         assert_eq!((c.marks[0].count, c.marks[1].count), (100, 1));
         assert_eq!(c.marks[0].path.matches('M').count(), 100);
@@ -397,7 +397,13 @@ mod tests {
         let labels: Vec<&str> = c.y_ticks.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, ["1", "10", "100", "1000", "10000", "100000"]);
         // Linear when nothing stands out.
-        let c = scatter("s", "S", "seconds", "ms", &[("success".into(), false, vec![(1.0, 5.0), (2.0, 9.0)])]);
+        let c = scatter(
+            "s",
+            "S",
+            "seconds",
+            "ms",
+            &[("success".into(), false, vec![(1.0, 5.0), (2.0, 9.0)])],
+        );
         assert!(!c.y_label.contains("log"));
         assert_eq!(c.y_ticks[0].label, "0");
     }

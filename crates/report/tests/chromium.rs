@@ -92,7 +92,11 @@ fn a_small_runs_report_plots_each_request_with_failures_marked() {
     let _ = std::fs::remove_file(&png);
     let page = format!("file://{}#each-request", dir.path().join("report.html").display());
     let shot = headless(&dir.path().join("profile-shot"))
-        .args(["--window-size=1100,2600", &format!("--screenshot={}", png.display()), &page])
+        .args([
+            "--window-size=1100,2600",
+            &format!("--screenshot={}", png.display()),
+            &page,
+        ])
         .output()
         .unwrap();
     assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));

@@ -395,7 +395,10 @@ pub fn check_counts(r: &Results) -> Result<(), String> {
                 .map(|t| t.count)
                 .sum();
             if n != total {
-                problems.push(format!("{n} points of name {} {}, {total} in the stats", s.name, s.outcome));
+                problems.push(format!(
+                    "{n} points of name {} {}, {total} in the stats",
+                    s.name, s.outcome
+                ));
             }
         }
     }
