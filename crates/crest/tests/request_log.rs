@@ -11,7 +11,6 @@ use crest_testkit::{Reply, Server};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 const HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,connect_us,first_byte_us,total_us,bytes_sent,bytes_received";
@@ -226,26 +225,12 @@ fn a_killed_runs_log_reads_up_to_the_kill() {
     let t = target_process(&["--workers", "4", "--service-time", "5ms"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut child = crest()
-        .args([
-            "run",
-            &t.url,
-            "-c",
-            "4",
-            "-d",
-            "30s",
-            "--quiet",
-            "--log-requests",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::spawn_out(
+        &["run", &t.url, "-c", "4", "-d", "30s", "--quiet", "--log-requests"],
+        &out,
+    );
     std::thread::sleep(Duration::from_millis(5_500));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::kill(child);
     let served = common::target_metric(&t.url, "crest_target_requests_total");
     let path = out.join("request-log.csv.gz");
     let rows = read_log(&path);

@@ -59,6 +59,25 @@ fn rendered(dir: &Path) -> (String, String) {
     )
 }
 
+/// A screenshot of `page` kept in the target directory as `name`, an artifact to look at.
+fn screenshot(profile: &Path, page: &str, name: &str) -> Vec<u8> {
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let png = artifacts.join(name);
+    let _ = std::fs::remove_file(&png);
+    let shot = headless(profile)
+        .args([
+            "--window-size=1100,2600",
+            &format!("--screenshot={}", png.display()),
+            page,
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    eprintln!("screenshot: {}", png.display());
+    std::fs::read(&png).unwrap()
+}
+
 /// The marks of the scatter's series `class` as (legend, count, marks in its path).
 fn marks(html: &str, class: &str) -> Vec<(String, usize, usize)> {
     let re = regex::Regex::new(&format!(
@@ -86,21 +105,9 @@ fn a_small_runs_report_plots_each_request_with_failures_marked() {
     assert!(!html.contains("each-request-absent"));
     assert!(!log.contains("Uncaught"), "{log}");
 
-    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let png = artifacts.join("each-request.png");
-    let _ = std::fs::remove_file(&png);
-    let page = format!("file://{}#each-request", dir.path().join("report.html").display());
-    let shot = headless(&dir.path().join("profile-shot"))
-        .args([
-            "--window-size=1100,2600",
-            &format!("--screenshot={}", png.display()),
-            &page,
-        ])
-        .output()
-        .unwrap();
-    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
-    eprintln!("screenshot: {}", png.display());
+    let page = format!("file://{}", dir.path().join("report.html").display());
+    let png = screenshot(&dir.path().join("profile-shot"), &page, "each-request.png");
+    assert!(png.starts_with(b"\x89PNG"));
 
     // Past the cap no request is kept one by one, and the report says why instead.
     let big = ResultsBuilder::new(Outcome::Status(503), true)
@@ -121,52 +128,27 @@ fn a_small_runs_report_plots_each_request_with_failures_marked() {
 
 #[test]
 fn report_html_renders_its_charts_in_chromium_without_errors() {
-    if chromium().is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Chromium is missing in CI: .ci/run must install it"
-        );
-        eprintln!("skipped: no Chromium here (apt-get install chromium)");
+    if !have_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
     let page = format!("file://{}", dir.path().join("report.html").display());
 
-    let dom = headless(&dir.path().join("profile-dom"))
-        .args(["--dump-dom", &page])
-        .output()
-        .unwrap();
-    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
-    let html = String::from_utf8_lossy(&dom.stdout);
+    let (html, log) = rendered(dir.path());
     assert_eq!(html.matches("<svg").count(), 5, "five charts in the rendered page");
     assert!(html.matches("<polyline").count() >= 7, "every series drawn");
     assert!(html.contains("Key findings") && html.contains("Breaking point: 160 users"));
-    let log = String::from_utf8_lossy(&dom.stderr);
     let console_errors: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
         .collect();
     assert!(console_errors.is_empty(), "the page logged errors: {console_errors:#?}");
 
-    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let png = artifacts.join("report.png");
-    let _ = std::fs::remove_file(&png);
-    let shot = headless(&dir.path().join("profile-shot"))
-        .args([
-            "--window-size=1100,2600",
-            &format!("--screenshot={}", png.display()),
-            &page,
-        ])
-        .output()
-        .unwrap();
-    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
-    let bytes = std::fs::read(&png).unwrap();
+    let bytes = screenshot(&dir.path().join("profile-shot"), &page, "report.png");
     assert!(
         bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000,
         "a real screenshot ({} bytes)",
         bytes.len()
     );
-    eprintln!("screenshot: {}", png.display());
 }
