@@ -168,6 +168,10 @@ pub fn measure<W: Workload>(
         }
         match &entry {
             Entry::Interval(record) => fold.add(record).context("cannot add up an interval"),
+            Entry::Points { points } => {
+                fold.add_points(points);
+                Ok(())
+            }
             // The end's record carries the whole series (the monitor thread builds it), so the
             // samples are only for a reader of the journal after a crash.
             Entry::Monitor(_) | Entry::Start(_) | Entry::End(_) => Ok(()),
@@ -176,14 +180,16 @@ pub fn measure<W: Workload>(
     // Requests so far, statements included: a closed interval's record carries its requests one
     // by one while the run has made few enough for the results to keep them (Fold counts alike).
     let mut samples = 0u64;
-    let mut interval_entry = |done: &mut IntervalAcc| {
+    let mut interval_entries = |done: &mut IntervalAcc| {
         samples += done.samples();
-        let record = done.to_record(INTERVAL.as_secs_f64(), samples <= results::POINTS_KEPT);
+        let record = Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
+        let points =
+            (samples <= results::POINTS_KEPT && done.samples() > 0).then(|| Entry::Points { points: done.points() });
         let rows = std::mem::take(&mut done.rows);
         if let Some(log) = &reqlog {
             log.send(rows);
         }
-        Entry::Interval(record)
+        std::iter::once(record).chain(points)
     };
     let monitor = if sampler.is_empty() {
         None
@@ -224,9 +230,10 @@ pub fn measure<W: Workload>(
                     for acc in rx.try_iter() {
                         for mut done in series.add(acc) {
                             progress.interval(&done);
-                            let entry = interval_entry(&mut done);
-                            if kept.is_ok() {
-                                kept = keep(entry);
+                            for entry in interval_entries(&mut done) {
+                                if kept.is_ok() {
+                                    kept = keep(entry);
+                                }
                             }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
                             let figures = IntervalFigures {
@@ -277,9 +284,10 @@ pub fn measure<W: Workload>(
     rest.extend(series.finish(end_index));
     for done in &mut rest {
         progress.interval(done);
-        let entry = interval_entry(done);
-        if kept.is_ok() {
-            kept = keep(entry);
+        for entry in interval_entries(done) {
+            if kept.is_ok() {
+                kept = keep(entry);
+            }
         }
     }
     if let Some(log) = reqlog {

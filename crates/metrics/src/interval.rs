@@ -216,10 +216,27 @@ impl IntervalAcc {
         self.stats.iter().map(|s| s.count).sum()
     }
 
-    /// The interval as a journal record, with the figures the results document keeps of it;
-    /// with `points`, each of its requests too (the run passes it while it has made few enough
-    /// for the results to keep them).
-    pub fn to_record(&self, interval_s: f64, points: bool) -> IntervalRecord {
+    /// Its requests one by one, as far as they were kept, in the order they were meant to start
+    /// (the run journals them while it has made few enough for the results to keep them).
+    pub fn points(&self) -> Vec<RequestPoint> {
+        let mut p: Vec<RequestPoint> = self
+            .rows
+            .iter()
+            .map(|s| {
+                RequestPoint(
+                    s.intended.as_micros() as u64,
+                    s.total.as_micros() as u64,
+                    s.name,
+                    s.outcome,
+                )
+            })
+            .collect();
+        p.sort_unstable();
+        p
+    }
+
+    /// The interval as a journal record, with the figures the results document keeps of it.
+    pub fn to_record(&self, interval_s: f64) -> IntervalRecord {
         let empty = new_histogram();
         let latency = self.merged(|s| Some(&s.latency));
         let ttfb = self.merged(|s| s.ttfb.as_ref());
@@ -270,24 +287,6 @@ impl IntervalAcc {
             send_lag: self.send_lag.as_ref().map(EncodedHistogram::encode),
             service: self.service.as_ref().map(EncodedHistogram::encode),
             failed: self.failed.clone(),
-            points: if points {
-                let mut p: Vec<RequestPoint> = self
-                    .rows
-                    .iter()
-                    .map(|s| {
-                        RequestPoint(
-                            s.intended.as_micros() as u64,
-                            s.total.as_micros() as u64,
-                            s.name,
-                            s.outcome,
-                        )
-                    })
-                    .collect();
-                p.sort_unstable();
-                p
-            } else {
-                Vec::new()
-            },
         }
     }
 }

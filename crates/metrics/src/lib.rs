@@ -72,7 +72,7 @@ mod tests {
         );
         closed.extend(series.finish(3));
         assert_eq!(closed.len(), 4);
-        let records: Vec<_> = closed.iter().map(|i| i.to_record(1.0, true)).collect();
+        let records: Vec<_> = closed.iter().map(|i| i.to_record(1.0)).collect();
         assert_eq!(
             records.iter().map(|r| r.interval.requests).collect::<Vec<_>>(),
             vec![2, 0, 0, 2]
@@ -116,7 +116,7 @@ mod tests {
         let mut series = Series::new(1);
         let mut closed: Vec<_> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
         closed.extend(series.finish(0));
-        let r = closed[0].to_record(1.0, true);
+        let r = closed[0].to_record(1.0);
         assert_eq!(r.interval.requests, 1);
         assert_eq!(r.interval.latency.decode().unwrap().len(), 1, "the transaction's only");
         assert_eq!(r.stats.iter().map(|s| s.count).sum::<u64>(), 2);
