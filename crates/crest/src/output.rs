@@ -187,6 +187,10 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
         eprintln!("report:  {}", dir.join("report.html").display());
+        let log = dir.join(crate::reqlog::FILE);
+        if log.is_file() {
+            eprintln!("log:     {}", log.display());
+        }
     }
     Ok(Written {
         summary,
