@@ -12,7 +12,7 @@
 //! installing anything, and `flate2` is already crest's.
 
 use anyhow::{Context, Result};
-use crest_model::Sample;
+use crest_metrics::Row;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::fs::File;
@@ -60,7 +60,7 @@ pub fn is_log(name: &str) -> bool {
 /// An open request log, written on its own thread.
 #[derive(Debug)]
 pub struct Log {
-    tx: Sender<Vec<Sample>>,
+    tx: Sender<Vec<Row>>,
     thread: JoinHandle<Result<u64>>,
     path: PathBuf,
 }
@@ -87,7 +87,7 @@ impl Log {
     }
 
     /// Hands over one closed interval's rows; never blocks the run loop.
-    pub fn send(&self, rows: Vec<Sample>) {
+    pub fn send(&self, rows: Vec<Row>) {
         if !rows.is_empty() {
             // A thread that stopped on an error says so when the log is finished.
             let _ = self.tx.send(rows);
@@ -106,7 +106,7 @@ impl Log {
 }
 
 /// The thread: each wake-up writes every batch waiting as one gzip member.
-fn write_rows(mut file: File, names: &[String], rx: &Receiver<Vec<Sample>>) -> Result<u64> {
+fn write_rows(mut file: File, names: &[String], rx: &Receiver<Vec<Row>>) -> Result<u64> {
     let mut text = Vec::with_capacity(1 << 20);
     let mut synced = Instant::now();
     let mut written = 0u64;
@@ -116,7 +116,7 @@ fn write_rows(mut file: File, names: &[String], rx: &Receiver<Vec<Sample>>) -> R
             rows.extend(more);
         }
         // In the order they ended, as the intervals are; threads' rows interleave within one.
-        rows.sort_by_key(Sample::end);
+        rows.sort_by_key(Row::end_us);
         text.clear();
         for s in &rows {
             row(&mut text, s, names)?;
@@ -141,30 +141,29 @@ fn member(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
 
 /// One row. Times are whole µs from the run's start (results.json's `started_at`); a missing
 /// value (no status, no new connection, no first byte) is an empty field.
-fn row(out: &mut Vec<u8>, s: &Sample, names: &[String]) -> std::io::Result<()> {
-    let us = |d: Duration| d.as_micros() as u64;
-    let name = names.get(s.name as usize).map_or("", String::as_str);
+fn row(out: &mut Vec<u8>, r: &Row, names: &[String]) -> std::io::Result<()> {
+    let name = names.get(r.name as usize).map_or("", String::as_str);
     write!(
         out,
         "{},{},{},{},{},",
-        us(s.intended),
-        us(s.intended + s.send_lag),
+        r.intended_us,
+        r.intended_us + u64::from(r.lag_us),
         name,
-        s.user,
-        s.iteration
+        r.user,
+        r.iteration
     )?;
-    if let Some(code) = s.status {
+    if let Some(code) = r.status {
         write!(out, "{code}")?;
     }
-    write!(out, ",{},", s.outcome)?;
-    if let Some(c) = s.connect {
-        write!(out, "{}", us(c))?;
+    write!(out, ",{},", r.outcome)?;
+    if let Some(c) = r.connect_us {
+        write!(out, "{c}")?;
     }
     out.push(b',');
-    if let Some(t) = s.ttfb {
-        write!(out, "{}", us(t))?;
+    if let Some(t) = r.ttfb_us {
+        write!(out, "{t}")?;
     }
-    writeln!(out, ",{},{},{}", us(s.total), s.bytes_sent, s.bytes_received)
+    writeln!(out, ",{},{},{}", r.total_us, r.bytes_sent, r.bytes_received)
 }
 
 /// A name as a CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
@@ -196,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_row_has_every_column_and_empty_fields_for_what_is_missing() {
-        let s = Sample {
+        let s = crest_model::Sample {
             name: 1,
             segment: 0,
             user: 7,
@@ -212,7 +211,7 @@ mod tests {
             outcome: Outcome::Timeout,
         };
         let mut out = Vec::new();
-        row(&mut out, &s, &["a".into(), csv_field("GET /x, \"y\"")]).unwrap();
+        row(&mut out, &Row::of(&s), &["a".into(), csv_field("GET /x, \"y\"")]).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "1000500,1000520,\"GET /x, \"\"y\"\"\",7,3,,timeout,,,30000000,80,0\n"

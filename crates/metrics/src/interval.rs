@@ -60,7 +60,7 @@ pub struct IntervalAcc {
     /// The requests that ended in it, one by one, as far as the recorder keeps them (see
     /// [`crate::Recorder::logging`]): for the request log and a small run's points. Not merged
     /// by [`IntervalAcc::merge`], which copies; [`crate::Series`] moves them.
-    pub rows: Vec<Sample>,
+    pub rows: Vec<crate::Row>,
 }
 
 impl IntervalAcc {
@@ -222,14 +222,7 @@ impl IntervalAcc {
         let mut p: Vec<RequestPoint> = self
             .rows
             .iter()
-            .map(|s| {
-                RequestPoint(
-                    s.intended.as_micros() as u64,
-                    s.total.as_micros() as u64,
-                    s.name,
-                    s.outcome,
-                )
-            })
+            .map(|r| RequestPoint(r.intended_us, r.total_us, r.name, r.outcome))
             .collect();
         p.sort_unstable();
         p

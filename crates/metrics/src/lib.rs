@@ -11,10 +11,12 @@
 
 mod interval;
 mod recorder;
+mod row;
 mod series;
 
 pub use interval::IntervalAcc;
 pub use recorder::Recorder;
+pub use row::Row;
 pub use series::Series;
 
 #[cfg(test)]

@@ -68,7 +68,11 @@ impl Recorder {
     fn advance(&mut self, at: Duration) {
         let idx = self.index_of(at);
         while self.current.index < idx {
-            let next = IntervalAcc::new(self.current.index + 1);
+            let mut next = IntervalAcc::new(self.current.index + 1);
+            if self.keep > 0 {
+                // As many as the last second held: a steady run grows no Vec on the hot path.
+                next.rows.reserve(self.current.rows.len());
+            }
             let done = std::mem::replace(&mut self.current, next);
             let _ = self.out.send(done);
         }
@@ -84,7 +88,7 @@ impl Sink for Recorder {
         self.current.record(s, part, self.open_model, detail);
         if self.keep > 0 {
             self.keep -= 1;
-            self.current.rows.push(s.clone());
+            self.current.rows.push(crate::Row::of(s));
         }
     }
 
