@@ -251,3 +251,36 @@ fn a_killed_runs_log_reads_up_to_the_kill() {
     assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
     common::check_counts(&out.join("results.json"));
 }
+
+/// Open model: arrivals go to idle users, and each row still names the user that sent it and
+/// that user's own count of iterations, with no pair twice and no gap.
+#[test]
+fn open_model_rows_name_the_user_and_its_iteration() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(3))).await;
+        let r = run_async(
+            &server.url("/"),
+            &["--rate", "300", "-d", "2s", "-c", "20", "--log-requests"],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let rows = read_log(&r.dir.path().join("request-log.csv.gz"));
+        assert_eq!(rows.len(), server.received().len());
+        assert!(rows.len() >= 300, "{} rows", rows.len());
+        let mut seen: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for row in &rows {
+            assert!(num(row, "intended_us") <= num(row, "start_us"), "{row:?}");
+            seen.entry(num(row, "user")).or_default().push(num(row, "iteration"));
+        }
+        for (user, mut its) in seen {
+            its.sort_unstable();
+            assert_eq!(its, (0..its.len() as u64).collect::<Vec<_>>(), "user {user}");
+        }
+        // Each started at its slot on the schedule (n/300 s), whatever the server did.
+        for row in &rows {
+            let slots = num(row, "intended_us") as f64 * 300.0 / 1e6;
+            assert!((slots - slots.round()).abs() < 0.001, "{row:?} is not on a slot");
+        }
+    });
+}
