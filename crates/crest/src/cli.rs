@@ -282,6 +282,11 @@ pub struct OutputArgs {
     /// Replace the run already in --out (its results, journal and reports) instead of refusing.
     #[arg(long)]
     pub force: bool,
+
+    /// Write every request as a row of request-log.csv.gz in the run directory: its intended and
+    /// actual start, name, user, iteration, status, outcome, timings and bytes.
+    #[arg(long)]
+    pub log_requests: bool,
 }
 
 #[derive(Debug, Args)]

@@ -47,6 +47,7 @@ pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
         thresholds: &[],
         stop_when: &[],
         monitor: &a.monitor,
+        log_requests: a.output.log_requests,
     }
 }
 

@@ -9,6 +9,7 @@ mod limits;
 mod output;
 mod plan;
 mod progress;
+mod reqlog;
 mod run;
 mod sweep;
 

@@ -95,6 +95,7 @@ pub struct Flags<'a> {
     pub thresholds: &'a [String],
     pub stop_when: &'a [String],
     pub monitor: &'a MonitorArgs,
+    pub log_requests: bool,
 }
 
 impl<'a> Flags<'a> {
@@ -104,6 +105,7 @@ impl<'a> Flags<'a> {
             thresholds: &a.thresholds,
             stop_when: &a.stop_when,
             monitor: &a.monitor,
+            log_requests: a.output.log_requests,
         }
     }
 }
@@ -117,6 +119,8 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
             origin: Origin::Flag("--threads"),
         });
     }
+    // The flag adds the log to a scenario that does not ask for it; it never takes it away.
+    draft.log_requests |= flags.log_requests;
     add_monitors(flags.monitor, &mut draft.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
@@ -310,6 +314,7 @@ pub fn url_draft(request: HttpRequest, name: String) -> Draft {
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
+        log_requests: false,
     }
 }
 

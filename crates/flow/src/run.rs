@@ -405,6 +405,8 @@ impl FlowWorkload {
                 let sample = crest_model::Sample {
                     name: r.name,
                     segment: 0,
+                    user: 0,
+                    iteration: 0,
                     intended: ctx.offset(intended.unwrap_or(now)),
                     send_lag: Duration::ZERO,
                     dns: None,
@@ -556,6 +558,8 @@ impl FlowWorkload {
         let sample = |name, total: Duration, connect: Option<Duration>, outcome| crest_model::Sample {
             name,
             segment: 0,
+            user: 0,
+            iteration: 0,
             intended: ctx.offset(intended),
             send_lag: started - intended,
             dns: None,
@@ -634,6 +638,8 @@ impl FlowWorkload {
                 let one = crest_model::Sample {
                     name: st.name,
                     segment: 0,
+                    user: 0,
+                    iteration: 0,
                     intended: ctx.offset(t0),
                     send_lag: Duration::ZERO,
                     dns: None,

@@ -103,6 +103,8 @@ impl Exchange {
         Sample {
             name,
             segment: 0,
+            user: 0,
+            iteration: 0,
             intended: offset,
             send_lag: self.started - intended,
             dns: self.dns,

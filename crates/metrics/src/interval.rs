@@ -2,7 +2,7 @@
 
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
-use crest_model::results::{ErrorClass, FailedRequest, Interval, Stat, FAILED_KEPT};
+use crest_model::results::{ErrorClass, FailedRequest, Interval, RequestPoint, Stat, FAILED_KEPT};
 use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -58,6 +58,10 @@ pub struct IntervalAcc {
     latency: Option<Histogram<u64>>,
     /// Its first failed requests, one by one; bounded, so an error storm costs nothing more.
     failed: Vec<FailedRequest>,
+    /// The requests that ended in it, one by one, as far as the recorder keeps them (see
+    /// [`crate::Recorder::logging`]): for the request log and a small run's points. Not merged
+    /// by [`IntervalAcc::merge`], which copies; [`crate::Series`] moves them.
+    pub rows: Vec<crate::Row>,
 }
 
 impl IntervalAcc {
@@ -210,6 +214,24 @@ impl IntervalAcc {
             let _ = out.get_or_insert_with(new_histogram).add(h);
         }
         out
+    }
+
+    /// Requests that ended in the interval, statements inside transactions included: what
+    /// [`crest_model::results::POINTS_KEPT`] counts.
+    pub fn samples(&self) -> u64 {
+        self.stats.iter().map(|s| s.count).sum()
+    }
+
+    /// Its requests one by one, as far as they were kept, in the order they were meant to start
+    /// (the run journals them while it has made few enough for the results to keep them).
+    pub fn points(&self) -> Vec<RequestPoint> {
+        let mut p: Vec<RequestPoint> = self
+            .rows
+            .iter()
+            .map(|r| RequestPoint(r.intended_us, r.total_us, r.name, r.outcome))
+            .collect();
+        p.sort_unstable();
+        p
     }
 
     /// The interval as a journal record, with the figures the results document keeps of it.

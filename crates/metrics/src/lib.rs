@@ -11,10 +11,12 @@
 
 mod interval;
 mod recorder;
+mod row;
 mod series;
 
 pub use interval::IntervalAcc;
 pub use recorder::Recorder;
+pub use row::Row;
 pub use series::Series;
 
 #[cfg(test)]
@@ -28,6 +30,8 @@ mod tests {
         Sample {
             name: 0,
             segment: 0,
+            user: 0,
+            iteration: 0,
             intended: Duration::from_millis(end_ms - total_ms),
             send_lag: Duration::ZERO,
             dns: None,

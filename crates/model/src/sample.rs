@@ -18,6 +18,12 @@ pub struct Sample {
     pub name: NameId,
     /// Which segment of the run the iteration that made this request started in.
     pub segment: u32,
+    /// The virtual user that made it: unique in the run, counting from 0 (the engine's id, set
+    /// when the sample is reported, like `segment`).
+    pub user: u64,
+    /// Which of its user's iterations made it, counting from 0; requests of a user's `on_stop`
+    /// carry the number of iterations it ran.
+    pub iteration: u64,
     /// When the request was meant to start. In the closed model this is when it did start; in the
     /// open model it is its slot on the schedule, so a stalled target shows in the latency.
     pub intended: Duration,

@@ -5,7 +5,7 @@ use super::{num, quantity, value};
 use crate::fmt::scale;
 use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
 use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
-use crest_analysis::failures::{Cluster, TimeoutOf};
+use crest_analysis::failures::{Cluster, EachRequest, TimeoutOf};
 use crest_analysis::figures::StepLoad;
 use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
 use crest_analysis::findings::Finding;
@@ -297,6 +297,25 @@ fn seconds(ms: f64) -> String {
         format!("{s:.0}")
     } else {
         format!("{s:.1}")
+    }
+}
+
+/// Why a run's requests are not plotted one by one; `None` when they are (or there were none).
+pub fn each_request_absent(e: &EachRequest) -> Option<String> {
+    match e {
+        EachRequest::TooMany { requests, kept } => Some(format!(
+            "Each request's latency is plotted for runs of at most {} requests; this one made {}. \
+             The charts above show its percentiles per second, and --log-requests keeps every \
+             request in request-log.csv.gz.",
+            super::int(*kept),
+            super::int(*requests)
+        )),
+        EachRequest::NotKept => Some(
+            "These results do not hold each request one by one (written by an older crest, or \
+             joined from parts that did not keep theirs), so they are not plotted one by one."
+                .into(),
+        ),
+        EachRequest::Plotted { .. } | EachRequest::NoRequests => None,
     }
 }
 
