@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 pub const FILE: &str = "request-log.csv.gz";
 
 /// The header row; docs/reports.md says what each column means.
-pub const HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,connect_us,first_byte_us,total_us,bytes_sent,bytes_received\n";
+pub const HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,dns_us,connect_us,first_byte_us,total_us,bytes_sent,bytes_received\n";
 
 /// Longest rows may wait in the kernel's cache before they are on disk, as for the journal.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
@@ -156,11 +156,15 @@ fn row(out: &mut Vec<u8>, r: &Row, names: &[String]) -> std::io::Result<()> {
         write!(out, "{code}")?;
     }
     write!(out, ",{},", r.outcome)?;
-    if let Some(c) = r.connect_us {
+    if let Some(d) = r.dns_us.get() {
+        write!(out, "{d}")?;
+    }
+    out.push(b',');
+    if let Some(c) = r.connect_us.get() {
         write!(out, "{c}")?;
     }
     out.push(b',');
-    if let Some(t) = r.ttfb_us {
+    if let Some(t) = r.ttfb_us.get() {
         write!(out, "{t}")?;
     }
     writeln!(out, ",{},{},{}", r.total_us, r.bytes_sent, r.bytes_received)
@@ -202,6 +206,7 @@ mod tests {
             iteration: 3,
             intended: Duration::from_micros(1_000_500),
             send_lag: Duration::from_micros(20),
+            dns: None,
             connect: None,
             ttfb: None,
             total: Duration::from_micros(30_000_000),
@@ -214,8 +219,8 @@ mod tests {
         row(&mut out, &Row::of(&s), &["a".into(), csv_field("GET /x, \"y\"")]).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "1000500,1000520,\"GET /x, \"\"y\"\"\",7,3,,timeout,,,30000000,80,0\n"
+            "1000500,1000520,\"GET /x, \"\"y\"\"\",7,3,,timeout,,,,30000000,80,0\n"
         );
-        assert_eq!(HEADER.split(',').count(), 12);
+        assert_eq!(HEADER.split(',').count(), 13);
     }
 }

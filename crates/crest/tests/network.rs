@@ -175,9 +175,29 @@ fn issue_15_dns_per_connection_times_each_new_connections_lookup_beside_connect(
         assert!(report.contains("| DNS resolution (4 lookups) |"), "{report}");
 
         // A new connection per request: a lookup per request.
-        let r = run_async(&url, &["-c", "2", "-n", "10", "--no-keepalive", "--dns-per-connection"]).await;
+        let r = run_async(
+            &url,
+            &[
+                "-c",
+                "2",
+                "-n",
+                "10",
+                "--no-keepalive",
+                "--dns-per-connection",
+                "--log-requests",
+            ],
+        )
+        .await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert_eq!(r.summary()["dns_ms"]["count"], 10);
+        // The request log gives each request's lookup beside its connect.
+        let rows = common::read_log(&r.dir.path().join("request-log.csv.gz"));
+        assert_eq!(rows.len(), 10);
+        assert!(
+            rows.iter()
+                .all(|r| !r["dns_us"].is_empty() && !r["connect_us"].is_empty()),
+            "{rows:?}"
+        );
 
         // Addresses given with --resolve are not looked up: no DNS phase. Nor without the flag.
         let resolve = format!("localhost:{port}:127.0.0.1");

@@ -6,38 +6,11 @@
 
 mod common;
 
-use common::{crest, rt, run_async, run_scenario, scenario_file, target_process};
+use common::{crest, read_log, rt, run_async, run_scenario, scenario_file, target_process, LogRow as Row};
 use crest_testkit::{Reply, Server};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
-
-const HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,connect_us,first_byte_us,total_us,bytes_sent,bytes_received";
-
-/// One row of the log, by column name.
-type Row = BTreeMap<String, String>;
-
-/// Every member of the gzip file, decompressed; the header checked.
-fn read_log(path: &Path) -> Vec<Row> {
-    let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(HEADER));
-    let cols: Vec<&str> = HEADER.split(',').collect();
-    lines
-        .map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
-            assert_eq!(cells.len(), cols.len(), "{l}");
-            cols.iter()
-                .map(|c| c.to_string())
-                .zip(cells.iter().map(|c| c.to_string()))
-                .collect()
-        })
-        .collect()
-}
 
 fn num(r: &Row, col: &str) -> u64 {
     r[col].parse().unwrap_or_else(|_| panic!("{col} of {r:?}"))

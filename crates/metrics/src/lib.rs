@@ -16,7 +16,7 @@ mod series;
 
 pub use interval::IntervalAcc;
 pub use recorder::Recorder;
-pub use row::Row;
+pub use row::{Row, Span};
 pub use series::Series;
 
 #[cfg(test)]

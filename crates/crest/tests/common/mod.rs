@@ -283,3 +283,31 @@ pub fn target_process(args: &[&str]) -> TargetProcess {
         .to_string();
     TargetProcess { child, url }
 }
+
+/// The request log's first line.
+pub const LOG_HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,dns_us,connect_us,first_byte_us,total_us,bytes_sent,bytes_received";
+
+/// One row of the request log (`--log-requests`), by column name.
+pub type LogRow = std::collections::BTreeMap<String, String>;
+
+/// Every member of the gzip file, decompressed; the header checked.
+pub fn read_log(path: &std::path::Path) -> Vec<LogRow> {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(LOG_HEADER));
+    let cols: Vec<&str> = LOG_HEADER.split(',').collect();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), cols.len(), "{l}");
+            cols.iter()
+                .map(|c| c.to_string())
+                .zip(cells.iter().map(|c| c.to_string()))
+                .collect()
+        })
+        .collect()
+}
