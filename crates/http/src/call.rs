@@ -161,7 +161,7 @@ impl Endpoint {
                 }
                 if !call.keepalive {
                     if let Some(h2) = &mut session.h2 {
-                        h2.leave(true);
+                        h2.retire();
                     }
                 }
                 (

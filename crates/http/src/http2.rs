@@ -58,13 +58,11 @@ pub(crate) struct H2Session {
 }
 
 impl H2Session {
-    /// Leaves the seat, letting no one else sit on its connection when `retire`.
-    pub fn leave(&mut self, retire: bool) {
+    /// Leaves the seat for good: no one else sits on its connection from now on.
+    pub fn retire(&mut self) {
         self.send = None;
         if let Some(seat) = self.seat.take() {
-            if retire {
-                seat.retire();
-            }
+            seat.retire();
         }
     }
 }
