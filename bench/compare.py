@@ -13,7 +13,8 @@ import sys
 import tempfile
 import time
 
-PORT = 18080
+# CREST_BENCH_PORT moves the benchmark's nginx when another program holds the usual port.
+PORT = int(os.environ.get("CREST_BENCH_PORT", "18080"))
 NGINX_CORE = "0"
 GEN_CORE = "1"
 # Benchmarks run on shared machines: at the highest priority (root only) the generator and nginx
@@ -67,6 +68,17 @@ def nginx_conf(prefix, listen=None, http_extra=(), main_extra=(), connections=81
 
 def start_nginx(prefix, conf=None, port=PORT):
     """Starts nginx with `conf` (from nginx_conf; default: plain HTTP/1.1) and waits for `port`."""
+    import socket
+
+    # A port already taken would let the wait below succeed against another program's server,
+    # and every generator would then measure that server instead of this nginx.
+    with socket.socket() as probe:
+        # As nginx binds: connections of an earlier run waiting out TIME_WAIT are no obstacle.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            sys.exit(f"port {port} is in use by another program ({e}); set CREST_BENCH_PORT to another port")
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
         f.write(conf if conf is not None else nginx_conf(prefix))
     proc = subprocess.Popen(
@@ -76,8 +88,6 @@ def start_nginx(prefix, conf=None, port=PORT):
     )
     for _ in range(50):
         try:
-            import socket
-
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return proc
         except OSError:

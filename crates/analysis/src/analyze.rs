@@ -6,7 +6,7 @@
 //! summary, then the findings that cite them. No stage imports this module.
 
 use crate::capacity::{capacity, Capacity};
-use crate::failures::{failures, one_by_one, FailedRequest, FailureAnalysis};
+use crate::failures::{each_request, failures, one_by_one, EachRequest, FailedRequest, FailureAnalysis};
 use crate::figures::{Point, SegmentAnalysis};
 use crate::findings::{findings, Finding};
 use crate::segment::{segments, series};
@@ -28,6 +28,8 @@ pub struct Analysis {
     pub failures: Vec<FailureAnalysis>,
     /// Each failed request, when there were few enough to list.
     pub failed: Vec<FailedRequest>,
+    /// Each request, when the run was small enough to keep them, for latency against start.
+    pub each_request: EachRequest,
     /// What the figures say, most important first; renderers put each in words.
     pub findings: Vec<Finding>,
     /// One point per interval, for charts and the CSV.
@@ -48,6 +50,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         capacity,
         failures,
         failed: one_by_one(r),
+        each_request: each_request(r),
         findings,
         series,
     })

@@ -54,6 +54,68 @@ pub fn one_by_one(r: &Results) -> Vec<FailedRequest> {
         .collect()
 }
 
+/// Each request of a run, for a chart of latency against start time, or why there is none.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EachRequest {
+    /// Every request, in the order they were meant to start.
+    Plotted {
+        /// The requests.
+        points: Vec<RequestDot>,
+    },
+    /// The run made more requests than results.json keeps one by one.
+    TooMany {
+        /// Requests the run made (statements inside transactions included).
+        requests: u64,
+        /// The most that are kept.
+        kept: u64,
+    },
+    /// The results hold none one by one though the run was small: written by a crest from
+    /// before they were kept, or joined from parts of which one kept none.
+    NotKept,
+    /// The run made no request.
+    NoRequests,
+}
+
+/// One request as the chart plots it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestDot {
+    /// When it was meant to start, seconds from the start of the run.
+    pub start_s: f64,
+    /// Its latency, ms.
+    pub latency_ms: f64,
+    /// How it ended.
+    pub outcome: crest_model::Outcome,
+}
+
+/// The run's requests one by one, when results.json kept them (see
+/// [`crest_model::results::POINTS_KEPT`]).
+pub fn each_request(r: &Results) -> EachRequest {
+    let requests: u64 = r.stats.iter().map(|s| s.count).sum();
+    if requests == 0 {
+        EachRequest::NoRequests
+    } else if requests > crest_model::results::POINTS_KEPT {
+        EachRequest::TooMany {
+            requests,
+            kept: crest_model::results::POINTS_KEPT,
+        }
+    } else if r.points.len() as u64 != requests {
+        EachRequest::NotKept
+    } else {
+        EachRequest::Plotted {
+            points: r
+                .points
+                .iter()
+                .map(|p| RequestDot {
+                    start_s: p.start_us() as f64 / 1e6,
+                    latency_ms: p.latency_us() as f64 / 1e3,
+                    outcome: p.outcome(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// One kind of failure.
 #[derive(Clone, Debug, Serialize)]
 pub struct FailureAnalysis {

@@ -54,6 +54,9 @@ pub struct Summary {
     pub connect_ms: Percentiles,
     /// Connections opened.
     pub connections: u64,
+    /// Name resolution time, in ms, of connections that resolved the host themselves
+    /// (`--dns-per-connection`), failed lookups included; `None` when none did.
+    pub dns_ms: Option<Percentiles>,
     /// Responses by status code.
     pub status_codes: BTreeMap<String, u64>,
     /// Failures by outcome, most frequent first.
@@ -175,6 +178,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
     let mut latency = crest_model::hist::new_histogram();
     let mut ttfb = crest_model::hist::new_histogram();
     let mut connect = crest_model::hist::new_histogram();
+    let mut dns = crest_model::hist::new_histogram();
     let (mut requests, mut successes, mut bytes_sent, mut bytes_received) = (0, 0, 0, 0);
     for s in r.stats.iter().filter(|s| r.counts(s)) {
         requests += s.count;
@@ -189,6 +193,9 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         }
         if let Some(h) = &s.connect {
             add(&mut connect, &h.decode()?);
+        }
+        if let Some(h) = &s.dns {
+            add(&mut dns, &h.decode()?);
         }
     }
     let failures = requests - successes;
@@ -229,6 +236,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         ttfb_ms: Percentiles::from_micros(&ttfb),
         connect_ms: Percentiles::from_micros(&connect),
         connections: connect.len(),
+        dns_ms: (!dns.is_empty()).then(|| Percentiles::from_micros(&dns)),
         status_codes: r.status_codes.clone(),
         errors: r
             .errors

@@ -252,6 +252,12 @@ pub struct RequestArgs {
     /// (HOST:PORT:ADDR[,ADDR...]). Repeatable.
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDRS")]
     pub resolve: Vec<crest_model::protocol::Resolve>,
+
+    /// Each new connection resolves the host itself, timed as its own phase (dns) beside
+    /// connect; a name that does not resolve fails that request as dns_failed [default: resolve
+    /// once, before the run]
+    #[arg(long)]
+    pub dns_per_connection: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -276,6 +282,11 @@ pub struct OutputArgs {
     /// Replace the run already in --out (its results, journal and reports) instead of refusing.
     #[arg(long)]
     pub force: bool,
+
+    /// Write every request as a row of request-log.csv.gz in the run directory: its intended and
+    /// actual start, name, user, iteration, status, outcome, timings and bytes.
+    #[arg(long)]
+    pub log_requests: bool,
 }
 
 #[derive(Debug, Args)]

@@ -47,6 +47,7 @@ pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
         thresholds: &[],
         stop_when: &[],
         monitor: &a.monitor,
+        log_requests: a.output.log_requests,
     }
 }
 
@@ -279,15 +280,19 @@ pub fn joined(
         .iter()
         .filter_map(|(s, _)| if open { s.rate } else { s.users.map(|u| u as f64) })
         .collect();
+    // Levels run one after another, so the last one's end is the whole run's: its duration or
+    // its request count, not "every user finishing its iterations".
+    let last_end = parts.last().map(|(_, r)| r.ended_by);
     let mut parts = parts.into_iter();
     let Some(first) = parts.next() else {
         bail!("no level ran");
     };
     let mut results = results::concat(first, parts)?;
-    results.ended_by = match interrupted {
-        Some(Interrupt::Int) => EndReason::Sigint,
-        Some(Interrupt::Term) => EndReason::Sigterm,
-        None => EndReason::Completed,
+    results.ended_by = match (interrupted, last_end) {
+        (Some(Interrupt::Int), _) => EndReason::Sigint,
+        (Some(Interrupt::Term), _) => EndReason::Sigterm,
+        (None, Some(end)) => end,
+        (None, None) => EndReason::Completed,
     };
     results.config.model = if open { "open" } else { "closed" }.into();
     results.config.concurrency = if open {

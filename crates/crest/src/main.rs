@@ -9,6 +9,7 @@ mod limits;
 mod output;
 mod plan;
 mod progress;
+mod reqlog;
 mod run;
 mod sweep;
 
@@ -322,6 +323,7 @@ fn demo_request() -> cli::RequestArgs {
         cert: None,
         key: None,
         resolve: Vec::new(),
+        dns_per_connection: false,
     }
 }
 

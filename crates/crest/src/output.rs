@@ -75,7 +75,8 @@ fn check_out(d: &Path, force: bool) -> Result<()> {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let ours = OWN_FILES.contains(&name)
             || crest_report::RUN_FILES.contains(&name)
-            || (name.starts_with("journal") && name.ends_with(".jsonl"));
+            || (name.starts_with("journal") && name.ends_with(".jsonl"))
+            || crate::reqlog::is_log(name);
         if ours {
             // Removing a link removes the link, never what it points to.
             std::fs::remove_file(&p).with_context(|| format!("--force: cannot remove {}", p.display()))?;
@@ -94,11 +95,12 @@ pub fn create_new(path: &Path) -> Result<File> {
 }
 
 /// Removes a run directory that a run which failed before sending anything left empty (but
-/// for a journal with no interval in it).
+/// for a journal with no interval in it, and its request log).
 pub fn discard_if_unused(dir: &Path) {
     for j in crate::journal::in_dir(dir) {
         if crate::journal::read(&j).is_ok_and(|j| j.intervals.is_empty()) {
-            let _ = std::fs::remove_file(j);
+            let _ = std::fs::remove_file(&j);
+            let _ = std::fs::remove_file(crate::reqlog::beside(&j));
         }
     }
     let _ = std::fs::remove_dir(dir);
@@ -185,6 +187,10 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
         eprintln!("report:  {}", dir.join("report.html").display());
+        let log = dir.join(crate::reqlog::FILE);
+        if log.is_file() {
+            eprintln!("log:     {}", log.display());
+        }
     }
     Ok(Written {
         summary,

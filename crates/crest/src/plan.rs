@@ -95,6 +95,7 @@ pub struct Flags<'a> {
     pub thresholds: &'a [String],
     pub stop_when: &'a [String],
     pub monitor: &'a MonitorArgs,
+    pub log_requests: bool,
 }
 
 impl<'a> Flags<'a> {
@@ -104,6 +105,7 @@ impl<'a> Flags<'a> {
             thresholds: &a.thresholds,
             stop_when: &a.stop_when,
             monitor: &a.monitor,
+            log_requests: a.output.log_requests,
         }
     }
 }
@@ -117,6 +119,8 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
             origin: Origin::Flag("--threads"),
         });
     }
+    // The flag adds the log to a scenario that does not ask for it; it never takes it away.
+    draft.log_requests |= flags.log_requests;
     add_monitors(flags.monitor, &mut draft.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
@@ -250,6 +254,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
         network.set_proxy(p);
     }
     network.resolve = args.resolve.clone();
+    network.dns_per_connection = args.dns_per_connection;
     if args.connect_timeout == Some(Duration::ZERO) {
         bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
@@ -309,12 +314,13 @@ pub fn url_draft(request: HttpRequest, name: String) -> Draft {
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
+        log_requests: false,
     }
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 20] = [
+    let checks: [(&'static str, bool); 21] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
@@ -335,6 +341,7 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         ("--cert", a.request.cert.is_some()),
         ("--key", a.request.key.is_some()),
         ("--resolve", !a.request.resolve.is_empty()),
+        ("--dns-per-connection", a.request.dns_per_connection),
     ];
     checks
         .iter()

@@ -130,7 +130,12 @@ pub fn measure<W: Workload>(
     let config = run_config(plan, command_line, threads);
     let environment = Some(crate::environment::capture());
     let (journal, part) = journal.unzip();
+    // The request log sits beside the journal; a run without a journal (none today) has none.
+    let log_path = journal.filter(|_| plan.log_requests).map(crate::reqlog::beside);
     let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
+    let reqlog = log_path
+        .map(|p| crate::reqlog::Log::create(&p, &plan.names))
+        .transpose()?;
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
@@ -163,12 +168,29 @@ pub fn measure<W: Workload>(
         }
         match &entry {
             Entry::Interval(record) => fold.add(record).context("cannot add up an interval"),
+            Entry::Points { points } => {
+                fold.add_points(points);
+                Ok(())
+            }
             // The end's record carries the whole series (the monitor thread builds it), so the
             // samples are only for a reader of the journal after a crash.
             Entry::Monitor(_) | Entry::Start(_) | Entry::End(_) => Ok(()),
         }
     };
-    let interval_entry = |done: &IntervalAcc| Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
+    // Requests so far, statements included: a closed interval's record carries its requests one
+    // by one while the run has made few enough for the results to keep them (Fold counts alike).
+    let mut samples = 0u64;
+    let mut interval_entries = |done: &mut IntervalAcc| {
+        samples += done.samples();
+        let record = Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
+        let points =
+            (samples <= results::POINTS_KEPT && done.samples() > 0).then(|| Entry::Points { points: done.points() });
+        let rows = std::mem::take(&mut done.rows);
+        if let Some(log) = &reqlog {
+            log.send(rows);
+        }
+        std::iter::once(record).chain(points)
+    };
     let monitor = if sampler.is_empty() {
         None
     } else {
@@ -178,9 +200,12 @@ pub fn measure<W: Workload>(
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
         let part_of = plan.part_of.clone();
+        let logging = reqlog.is_some();
         std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
             crest_engine::run(&shape, start, &stop, workload, |_| {
-                Recorder::new(INTERVAL, open_model, tx.clone()).with_parts(&part_of)
+                Recorder::new(INTERVAL, open_model, tx.clone())
+                    .with_parts(&part_of)
+                    .logging(logging)
             })
         })?
     };
@@ -205,8 +230,10 @@ pub fn measure<W: Workload>(
                     for acc in rx.try_iter() {
                         for mut done in series.add(acc) {
                             progress.interval(&done);
-                            if kept.is_ok() {
-                                kept = keep(interval_entry(&done));
+                            for entry in interval_entries(&mut done) {
+                                if kept.is_ok() {
+                                    kept = keep(entry);
+                                }
                             }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
                             let figures = IntervalFigures {
@@ -255,10 +282,18 @@ pub fn measure<W: Workload>(
     let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
     let mut rest: Vec<IntervalAcc> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
     rest.extend(series.finish(end_index));
-    for done in &rest {
+    for done in &mut rest {
         progress.interval(done);
-        if kept.is_ok() {
-            kept = keep(interval_entry(done));
+        for entry in interval_entries(done) {
+            if kept.is_ok() {
+                kept = keep(entry);
+            }
+        }
+    }
+    if let Some(log) = reqlog {
+        if let Err(e) = log.finish() {
+            // As for the journal: the run and its figures are whole, only this copy is not.
+            eprintln!("warning: {e:#}");
         }
     }
     kept?;

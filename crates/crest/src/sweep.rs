@@ -128,8 +128,9 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             Some(i) => Some(values[i].clone()),
             None => std::env::var(n).ok(),
         };
-        let s = crest_scenario::load_str(&file, &text, dir_of, &env)
+        let mut s = crest_scenario::load_str(&file, &text, dir_of, &env)
             .with_context(|| format!("at the point {}", p.label(k)))?;
+        s.plan.log_requests |= a.output.log_requests;
         scenarios.push(s);
     }
     let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;

@@ -52,6 +52,10 @@ fn levels_run_one_after_another_and_the_break_falls_between_the_right_two() {
         .map(|g| g["users"].as_u64().unwrap())
         .collect();
     assert_eq!(users, [1, 2, 150], "a step per level");
+    // Each level ran for its duration: so did the run, not "every user finishing its iterations".
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r.dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["ended_by"], "duration");
     for (name, requests, failures) in &steps[..2] {
         assert!(*failures * 100 <= *requests, "{name}: {failures} of {requests} failed");
     }
@@ -87,6 +91,9 @@ fn requests_per_user_count_per_level() {
         [("3 users".to_string(), 30, 0), ("7 users".to_string(), 70, 0)]
     );
     assert_eq!(target_metric(&t.url, "crest_target_requests_total"), 100);
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r.dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["ended_by"], "requests");
     // Each level lasted well under a second: its rate is over its own span, not over the
     // whole second it fell in (30 requests read as 30 req/s).
     for g in r.summary()["segments"].as_array().unwrap() {

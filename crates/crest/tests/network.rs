@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{rt, run_async, run_scenario, scenario_file};
+use common::{f, rt, run_async, run_scenario, scenario_file};
 use crest_testkit::proxy::Proxy;
 use crest_testkit::{Received, Reply, Server};
 
@@ -143,6 +143,108 @@ fn issue_15_a_host_resolved_to_two_loopback_addresses_spreads_connections_over_b
         assert!(first.connections() >= 2 && second.connections() >= 2);
         assert!(first.received().len() >= 10 && second.received().len() >= 10);
         assert_eq!(first.received().len() + second.received().len(), 80);
+    });
+}
+
+#[test]
+fn issue_15_dns_per_connection_times_each_new_connections_lookup_beside_connect() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::ok()).await;
+        let port = server.addr.port();
+        // `localhost` is in /etc/hosts: resolved without the network, to loopback.
+        let url = format!("http://localhost:{port}/");
+        let r = run_async(&url, &["-c", "4", "-n", "40", "--dns-per-connection"]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let s = r.summary();
+        assert_eq!(s["failures"], 0, "{s}");
+        assert_eq!(s["connections"], 4, "keep-alive: one connection per user");
+        assert_eq!(s["dns_ms"]["count"], 4, "one lookup per new connection: {s}");
+        let (p50, max) = (f(&s, &["dns_ms", "p50"]), f(&s, &["dns_ms", "max"]));
+        // A lookup in /etc/hosts takes microseconds; a second would be the network or a stall.
+        assert!(
+            max > 0.0 && p50 <= max && max < 1000.0,
+            "dns p50 {p50} ms, max {max} ms"
+        );
+        assert!(f(&s, &["connect_ms", "max"]) > 0.0);
+        // Its own histogram per request name in results.json, beside connect.
+        let results = r.results();
+        let stat = &results["stats"][0];
+        assert!(stat["dns"].is_string() && stat["connect"].is_string(), "{stat}");
+        let report = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+        assert!(report.contains("| DNS resolution (4 lookups) |"), "{report}");
+
+        // A new connection per request: a lookup per request.
+        let r = run_async(&url, &["-c", "2", "-n", "10", "--no-keepalive", "--dns-per-connection"]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.summary()["dns_ms"]["count"], 10);
+
+        // Addresses given with --resolve are not looked up: no DNS phase. Nor without the flag.
+        let resolve = format!("localhost:{port}:127.0.0.1");
+        for args in [
+            &["-c", "2", "-n", "10", "--dns-per-connection", "--resolve", &resolve][..],
+            &["-c", "2", "-n", "10"][..],
+        ] {
+            let r = run_async(&url, args).await;
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            let s = r.summary();
+            assert!(s.get("dns_ms").is_none(), "{args:?}: {s}");
+            assert!(!r.results_text().contains("\"dns\""), "{args:?}");
+        }
+    });
+}
+
+#[test]
+fn issue_15_dns_per_connection_from_a_scenario_and_a_bad_value_named_by_line() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::ok()).await;
+        let text = format!(
+            "target: http://localhost:{}\ndefaults: {{dns_per_connection: true}}\nsteps:\n  - request: {{path: /}}\nload: {{threads: 3, loops: 2}}\n",
+            server.addr.port()
+        );
+        let (_d, file) = scenario_file(&text);
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.summary()["dns_ms"]["count"], 3, "one lookup per user's connection");
+
+        let (_d, file) = scenario_file(&text.replace("dns_per_connection: true", "dns_per_connection: maybe"));
+        let r = tokio::task::spawn_blocking(move || run_scenario(&file, &[], &[])).await.unwrap();
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("scenario.yaml:2:"), "{}", r.stderr);
+    });
+}
+
+#[test]
+fn issue_15_a_name_that_does_not_resolve_fails_every_request_as_dns_failed() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        // `.invalid` never resolves (RFC 6761).
+        let url = "http://crest-test.invalid:9/";
+        let r = run_async(url, &["-c", "2", "-n", "12", "--dns-per-connection"]).await;
+        assert_eq!(r.code, 1, "no request succeeded: {}\n{}", r.stdout, r.stderr);
+        let s = r.summary();
+        assert_eq!(
+            (s["requests"].as_u64(), s["failures"].as_u64()),
+            (Some(12), Some(12)),
+            "{s}"
+        );
+        assert_eq!(r.error_count("dns_failed"), 12, "{s}");
+        assert_eq!(s["connections"], 0, "no connection was opened");
+        assert_eq!(s["dns_ms"]["count"], 12, "failed lookups are timed too: {s}");
+        let example = s["errors"][0]["example"].as_str().unwrap();
+        assert!(
+            example.starts_with("cannot resolve host \"crest-test.invalid\""),
+            "{example}"
+        );
+        // Without the flag the name is resolved once, before the run, which then cannot start.
+        let r = run_async(url, &["-c", "2", "-n", "12"]).await;
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("cannot resolve host \"crest-test.invalid\""),
+            "{}",
+            r.stderr
+        );
     });
 }
 

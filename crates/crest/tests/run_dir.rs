@@ -6,7 +6,6 @@ mod common;
 
 use common::{crest, target_process};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 fn results(dir: &Path) -> serde_json::Value {
@@ -23,27 +22,12 @@ fn a_killed_run_is_rebuilt_from_its_journal() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let pid = t.child.id().to_string();
-    let mut child = crest()
-        .args([
-            "run",
-            &t.url,
-            "-c",
-            "4",
-            "-d",
-            "30s",
-            "--quiet",
-            "--monitor-pid",
-            &pid,
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::spawn_out(
+        &["run", &t.url, "-c", "4", "-d", "30s", "--quiet", "--monitor-pid", &pid],
+        &out,
+    );
     std::thread::sleep(Duration::from_millis(5_500));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::kill(child);
     let served = common::target_metric(&t.url, "crest_target_requests_total");
     assert!(!out.join("results.json").exists());
 
@@ -327,13 +311,7 @@ fn a_killed_search_keeps_its_probe_verdicts() {
     let t = target_process(&["--workers", "2", "--service-time", "10ms"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("find");
-    let mut child = crest()
-        .args(["find", &t.url, "--probe", "2s", "--budget", "60s", "--quiet", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::spawn_out(&["find", &t.url, "--probe", "2s", "--budget", "60s", "--quiet"], &out);
     // Wait for two probes' journals to end (each closes with its end record).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(out.join("journal-002.jsonl")).is_ok_and(|j| j.contains("\"end\"")) {
@@ -341,8 +319,7 @@ fn a_killed_search_keeps_its_probe_verdicts() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(300));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::kill(child);
     assert!(!out.join("results.json").exists());
 
     let r = crest().arg("report").arg(&out).output().unwrap();

@@ -200,7 +200,8 @@ struct Local<W: Workload> {
 
 impl<W: Workload> Local<W> {
     /// Runs the workload's `finish` for a user that stops, counted as in flight while it runs.
-    async fn finish(&self, user: &mut W::User) {
+    /// `who` is the user's id and the number of iterations it ran.
+    async fn finish(&self, user: &mut W::User, who: (u64, u64)) {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
         let now = Instant::now();
@@ -209,6 +210,8 @@ impl<W: Workload> Local<W> {
             start: self.start,
             intended: now,
             segment,
+            user: who.0,
+            iteration: who.1,
             sink: &*self.sink,
         };
         self.workload.finish(user, ctx).await;
@@ -226,19 +229,22 @@ impl<W: Workload> Local<W> {
         t.started.set(t.started.get() + 1);
     }
 
-    async fn iterate(&self, user: &mut W::User, intended: Instant) {
+    /// Runs one iteration of `user`; `who` is its id and the iteration's number.
+    async fn iterate(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
         self.reserve();
-        self.run_reserved(user, intended).await;
+        self.run_reserved(user, who, intended).await;
     }
 
     /// Runs an iteration already counted by [`Local::reserve`].
-    async fn run_reserved(&self, user: &mut W::User, intended: Instant) {
+    async fn run_reserved(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
         let t = &self.tracker;
         let segment = segment_at(&self.segments, intended.saturating_duration_since(self.start)) as u32;
         let ctx = Ctx {
             start: self.start,
             intended,
             segment,
+            user: who.0,
+            iteration: who.1,
             sink: &*self.sink,
         };
         self.workload.iterate(user, ctx).await;
@@ -319,6 +325,10 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         drop(set);
     }
     drop(local);
+    // A workload's blocking work still running (a host lookup with --dns-per-connection whose
+    // resolver does not answer) finishes on its own thread: the end of the run does not wait
+    // for it, as dropping the runtime would.
+    rt.shutdown_background();
     let sink = Rc::try_unwrap(sink)
         .map_err(|_| std::io::Error::other("engine sink still in use after the run"))?
         .into_inner();
@@ -436,13 +446,13 @@ fn spawn_user<W: Workload>(
                 break;
             }
             first.get_or_insert(now);
-            local.iterate(&mut user, now).await;
+            local.iterate(&mut user, (id, done), now).await;
             done += 1;
             if local.workload.stopped(&user) {
                 break;
             }
         }
-        local.finish(&mut user).await;
+        local.finish(&mut user, (id, done)).await;
         if let Some(n) = iterations {
             match first {
                 Some(first) if done == n && !local.workload.stopped(&user) => local
@@ -458,6 +468,10 @@ fn spawn_user<W: Workload>(
     retire
 }
 
+/// The open model's idle users, each with its id and the iterations it has run, so every
+/// request is labelled with the user that sent it, as in the closed model.
+type IdleUsers<U> = Rc<RefCell<Vec<(u64, u64, U)>>>;
+
 /// Open model: start iterations on this thread's share of the schedule.
 async fn open<W: Workload>(
     k: usize,
@@ -467,7 +481,7 @@ async fn open<W: Workload>(
     local: &Rc<Local<W>>,
     stop: &Stop,
 ) -> (u64, u64) {
-    let pool: Rc<RefCell<Vec<W::User>>> = Rc::new(RefCell::new(Vec::new()));
+    let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let mut next_id = k as u64;
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
@@ -512,10 +526,10 @@ async fn open<W: Workload>(
             local.sink.borrow_mut().dropped(at);
             continue;
         }
-        let mut user = match pool.borrow_mut().pop() {
+        let (id, done, mut user) = match pool.borrow_mut().pop() {
             Some(u) => u,
             None => {
-                let u = local.workload.new_user(next_id);
+                let u = (next_id, 0, local.workload.new_user(next_id));
                 next_id += threads as u64;
                 u
             }
@@ -523,9 +537,9 @@ async fn open<W: Workload>(
         local.reserve();
         let (local, pool) = (Rc::clone(local), Rc::clone(&pool));
         tokio::task::spawn_local(async move {
-            local.run_reserved(&mut user, due).await;
+            local.run_reserved(&mut user, (id, done), due).await;
             if !local.workload.stopped(&user) {
-                pool.borrow_mut().push(user);
+                pool.borrow_mut().push((id, done + 1, user));
             }
         });
     }

@@ -35,6 +35,8 @@ pub struct Ctx<'a> {
     start: Instant,
     intended: Instant,
     segment: u32,
+    user: u64,
+    iteration: u64,
     sink: &'a RefCell<dyn Sink>,
 }
 
@@ -47,12 +49,15 @@ impl std::fmt::Debug for Ctx<'_> {
 }
 
 impl<'a> Ctx<'a> {
-    /// A context for running a workload outside the engine (tests, probes).
+    /// A context for running a workload outside the engine (tests, probes), as user 0's first
+    /// iteration.
     pub fn new(start: Instant, intended: Instant, segment: u32, sink: &'a RefCell<dyn Sink>) -> Self {
         Ctx {
             start,
             intended,
             segment,
+            user: 0,
+            iteration: 0,
             sink,
         }
     }
@@ -72,9 +77,12 @@ impl<'a> Ctx<'a> {
         self.segment
     }
 
-    /// Reports one request, labelled with this iteration's segment.
+    /// Reports one request, labelled with this iteration's segment, user and iteration: the
+    /// engine knows them, so no workload has to carry them.
     pub fn record(&self, mut sample: Sample, detail: Option<&dyn std::fmt::Display>) {
         sample.segment = self.segment;
+        sample.user = self.user;
+        sample.iteration = self.iteration;
         self.sink.borrow_mut().record(&sample, detail);
     }
 }

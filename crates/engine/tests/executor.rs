@@ -23,8 +23,11 @@ impl Workload for Sleepy {
         let s = Sample {
             name: 0,
             segment: 0,
+            user: 0,
+            iteration: 0,
             intended: ctx.offset(ctx.intended()),
             send_lag: started.saturating_duration_since(ctx.intended()),
+            dns: None,
             connect: None,
             ttfb: None,
             total: Instant::now() - ctx.intended(),

@@ -12,6 +12,7 @@ use crate::h1::Response;
 use crate::Detail;
 use crest_model::Outcome;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One redirect followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,13 +192,19 @@ fn merge(total: Option<Exchange>, hop: Exchange) -> Exchange {
     let Some(t) = total else { return hop };
     Exchange {
         started: t.started,
-        connect: match (t.connect, hop.connect) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        },
+        connect: sum(t.connect, hop.connect),
+        dns: sum(t.dns, hop.dns),
         bytes_sent: t.bytes_sent + hop.bytes_sent,
         bytes_received: t.bytes_received + hop.bytes_received,
         ..hop
+    }
+}
+
+/// Two hops' times for one phase: either's, or both added.
+fn sum(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
     }
 }
 

@@ -13,6 +13,7 @@ use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
@@ -26,9 +27,14 @@ pub(crate) fn invalid(msg: impl Into<String>) -> InvalidRequest {
     InvalidRequest(msg.into())
 }
 
-/// A server that requests are sent to. Resolved once, when the plan is prepared.
+/// A server that requests are sent to. Resolved once, when the plan is prepared, unless each
+/// connection resolves it ([`Network::dns_per_connection`]).
 pub struct Endpoint {
+    /// Empty when each connection resolves the host (`resolve_each`) or a proxy does.
     addrs: Vec<SocketAddr>,
+    /// The host and port that each new connection resolves for itself, timed as its own
+    /// phase; `None` when the addresses above are used.
+    resolve_each: Option<Box<(Arc<str>, u16)>>,
     /// Which address the next connection uses: connections go to every address in turn, as
     /// a load balancer in front of several hosts expects.
     next: AtomicUsize,
@@ -57,6 +63,7 @@ impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Endpoint")
             .field("addrs", &self.addrs)
+            .field("resolve_each", &self.resolve_each)
             .field("tls", &self.tls.is_some())
             .field("authority", &self.authority)
             .field("version", &self.version)
@@ -168,16 +175,23 @@ impl Endpoint {
             .proxy_for(https, &bare_host)
             .map(|p| Proxy::parse(p, https || http.version == HttpVersion::Http2).map(Box::new))
             .transpose()?;
+        // Per connection, only a name that crest itself would resolve: not one `--resolve`
+        // gives addresses for, not an address literal, not one a proxy resolves.
+        let resolve_each = (net.dns_per_connection
+            && proxy.is_none()
+            && net.resolved(&bare_host, port).is_none()
+            && bare_host.parse::<std::net::IpAddr>().is_err())
+        .then(|| Box::new((Arc::from(bare_host.as_str()), port)));
         let addrs: Vec<SocketAddr> = match net.resolved(&bare_host, port) {
             Some(given) => given.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
             // Behind a proxy, the proxy resolves the name.
-            None if proxy.is_some() => Vec::new(),
+            None if proxy.is_some() || resolve_each.is_some() => Vec::new(),
             None => (bare_host.as_str(), port)
                 .to_socket_addrs()
                 .map_err(|e| invalid(format!("cannot resolve host {host:?}: {e}")))?
                 .collect(),
         };
-        if addrs.is_empty() && proxy.is_none() {
+        if addrs.is_empty() && proxy.is_none() && resolve_each.is_none() {
             return Err(invalid(format!("host {host:?} resolved to no address")));
         }
         let authority = address::authority(&url);
@@ -199,6 +213,7 @@ impl Endpoint {
         Ok((
             Endpoint {
                 addrs,
+                resolve_each,
                 next: AtomicUsize::new(0),
                 host_port: format!("{host}:{port}"),
                 proxy,
@@ -239,6 +254,11 @@ impl Endpoint {
         Ok(made)
     }
 
+    /// Whether each new connection resolves the host itself.
+    pub(crate) fn resolves_each(&self) -> bool {
+        self.resolve_each.is_some()
+    }
+
     pub(crate) fn https(&self) -> bool {
         self.tls.is_some()
     }
@@ -248,34 +268,67 @@ impl Endpoint {
         &self.authority
     }
 
+    /// Resolves the host for one new connection when the endpoint asks for that, timing the
+    /// resolver alone: `Ok(None)` when the addresses resolved up front are used.
+    ///
+    /// The lookup is the system's (getaddrinfo: /etc/hosts, nsswitch and resolv.conf, as curl
+    /// and the service's other clients see them), which blocks, so it runs on the runtime's
+    /// blocking pool, never on the engine thread's event loop. It is timed inside that thread,
+    /// so a wait for a free pool thread is not counted as resolution.
+    pub(crate) async fn resolve(&self, timing: &mut Opened) -> Result<Option<Vec<SocketAddr>>, Failure> {
+        let Some(each) = &self.resolve_each else {
+            return Ok(None);
+        };
+        let (host, port) = (each.0.clone(), each.1);
+        let looked = tokio::task::spawn_blocking(move || {
+            let t0 = Instant::now();
+            let addrs = (&*host, port).to_socket_addrs().map(Iterator::collect::<Vec<_>>);
+            (addrs, t0.elapsed(), host)
+        })
+        .await;
+        let (addrs, took, host) = looked.map_err(|_| Failure {
+            outcome: Outcome::Other,
+            detail: crate::Detail::Text("the resolver's thread failed"),
+        })?;
+        timing.dns = Some(took);
+        match addrs {
+            Ok(addrs) if !addrs.is_empty() => Ok(Some(addrs)),
+            Ok(_) => Err(Failure {
+                outcome: Outcome::DnsFailed,
+                detail: crate::Detail::Dns(host, None),
+            }),
+            Err(e) => Err(Failure {
+                outcome: Outcome::DnsFailed,
+                detail: crate::Detail::Dns(host, Some(e)),
+            }),
+        }
+    }
+
     /// Opens a transport: TCP (to the next address in turn, or to the proxy and through its
-    /// tunnel), then TLS for https.
-    pub(crate) async fn connect(&self) -> Result<Stream, Failure> {
+    /// tunnel), then TLS for https. `resolved` holds this connection's own addresses when it
+    /// resolved the host itself.
+    ///
+    /// The tunnel and the TLS handshake are boxed: their futures (a ClientConnection, a read
+    /// buffer) are over a kilobyte, and every user of a plain-TCP run would otherwise carry
+    /// that room while it connects. With 10,000 users connecting at once, that room was the
+    /// run's peak resident memory, which malloc does not give back after the connect storm
+    /// (bench/README.md).
+    pub(crate) async fn connect(&self, resolved: Option<&[SocketAddr]>) -> Result<Stream, Failure> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         let tcp = match &self.proxy {
-            None => tcp_connect(&self.addrs, turn).await?,
+            None => tcp_connect(resolved.unwrap_or(&self.addrs), turn).await?,
             Some(p) => {
                 let mut tcp = tcp_connect(&p.addrs, turn).await?;
                 if p.tunnel {
-                    self.tunnel(&mut tcp, p).await?;
+                    Box::pin(self.tunnel(&mut tcp, p)).await?;
                 }
                 tcp
             }
         };
-        let stream = match &self.tls {
-            None => Stream::Plain(tcp),
-            Some((connector, name)) => {
-                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
-                    let mut f = Failure::io(e);
-                    if matches!(f.outcome, Outcome::Other | Outcome::Protocol) {
-                        f.outcome = Outcome::Tls;
-                    }
-                    f
-                })?;
-                Stream::Tls(Box::new(tls))
-            }
-        };
-        Ok(stream)
+        match &self.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some((connector, name)) => Box::pin(handshake(connector, name, tcp)).await,
+        }
     }
 
     /// Asks the proxy for a tunnel to the origin with CONNECT; a proxy that answers other
@@ -347,6 +400,22 @@ impl Endpoint {
     }
 }
 
+/// The TLS handshake over `tcp`; a failure that is not the network's is a TLS failure.
+async fn handshake(
+    connector: &TlsConnector,
+    name: &rustls::pki_types::ServerName<'static>,
+    tcp: TcpStream,
+) -> Result<Stream, Failure> {
+    let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+        let mut f = Failure::io(e);
+        if matches!(f.outcome, Outcome::Other | Outcome::Protocol) {
+            f.outcome = Outcome::Tls;
+        }
+        f
+    })?;
+    Ok(Stream::Tls(Box::new(tls)))
+}
+
 /// Connects to `addrs[turn]`, or to the addresses after it in turn when it refuses (a name
 /// with an IPv6 address where the server listens on IPv4 only, a host that is down), as curl
 /// does; the last failure is the result.
@@ -380,6 +449,15 @@ async fn tcp_connect(addrs: &[SocketAddr], turn: usize) -> Result<TcpStream, Fai
     Err(Failure::io(
         last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
     ))
+}
+
+/// How long opening a connection took, by phase.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Opened {
+    /// Resolving the host, when this connection did (failed lookups included).
+    pub dns: Option<Duration>,
+    /// TCP, the proxy's tunnel and TLS.
+    pub connect: Option<Duration>,
 }
 
 /// RFC 9110 token characters, which header names and methods are made of.

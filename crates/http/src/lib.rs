@@ -45,6 +45,8 @@ enum Detail {
     Text(&'static str),
     /// The proxy answered CONNECT with this status.
     ProxyRefused(u16),
+    /// Resolving this host failed; without an error, it resolved to no address.
+    Dns(std::sync::Arc<str>, Option<std::io::Error>),
 }
 
 impl fmt::Display for Detail {
@@ -55,6 +57,8 @@ impl fmt::Display for Detail {
             Detail::H2(e) => write!(f, "{e}"),
             Detail::Text(t) => f.write_str(t),
             Detail::ProxyRefused(status) => write!(f, "the proxy refused the tunnel with status {status}"),
+            Detail::Dns(host, Some(e)) => write!(f, "cannot resolve host {host:?}: {e}"),
+            Detail::Dns(host, None) => write!(f, "host {host:?} resolved to no address"),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
-use crest_model::results::{ErrorClass, FailedRequest, Interval, Stat, FAILED_KEPT};
+use crest_model::results::{ErrorClass, FailedRequest, Interval, RequestPoint, Stat, FAILED_KEPT};
 use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -24,6 +24,7 @@ struct StatAcc {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    dns: Option<Histogram<u64>>,
     /// Bytes received per request.
     size: Option<Histogram<u64>>,
 }
@@ -57,6 +58,10 @@ pub struct IntervalAcc {
     latency: Option<Histogram<u64>>,
     /// Its first failed requests, one by one; bounded, so an error storm costs nothing more.
     failed: Vec<FailedRequest>,
+    /// The requests that ended in it, one by one, as far as the recorder keeps them (see
+    /// [`crate::Recorder::logging`]): for the request log and a small run's points. Not merged
+    /// by [`IntervalAcc::merge`], which copies; [`crate::Series`] moves them.
+    pub rows: Vec<crate::Row>,
 }
 
 impl IntervalAcc {
@@ -89,6 +94,7 @@ impl IntervalAcc {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    dns: None,
                     size: None,
                 });
                 self.stats.len() - 1
@@ -113,6 +119,9 @@ impl IntervalAcc {
         }
         if let Some(v) = s.connect {
             record(stat.connect.get_or_insert_with(new_histogram), v);
+        }
+        if let Some(v) = s.dns {
+            record(stat.dns.get_or_insert_with(new_histogram), v);
         }
         record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
         self.requests += 1;
@@ -167,6 +176,7 @@ impl IntervalAcc {
             let _ = s.latency.add(&o.latency);
             merge_opt(&mut s.ttfb, &o.ttfb);
             merge_opt(&mut s.connect, &o.connect);
+            merge_opt(&mut s.dns, &o.dns);
             merge_opt(&mut s.size, &o.size);
         }
         for (code, n) in &other.status_codes {
@@ -206,6 +216,24 @@ impl IntervalAcc {
         out
     }
 
+    /// Requests that ended in the interval, statements inside transactions included: what
+    /// [`crest_model::results::POINTS_KEPT`] counts.
+    pub fn samples(&self) -> u64 {
+        self.stats.iter().map(|s| s.count).sum()
+    }
+
+    /// Its requests one by one, as far as they were kept, in the order they were meant to start
+    /// (the run journals them while it has made few enough for the results to keep them).
+    pub fn points(&self) -> Vec<RequestPoint> {
+        let mut p: Vec<RequestPoint> = self
+            .rows
+            .iter()
+            .map(|r| RequestPoint(r.intended_us, r.total_us, r.name, r.outcome))
+            .collect();
+        p.sort_unstable();
+        p
+    }
+
     /// The interval as a journal record, with the figures the results document keeps of it.
     pub fn to_record(&self, interval_s: f64) -> IntervalRecord {
         let empty = new_histogram();
@@ -224,6 +252,7 @@ impl IntervalAcc {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                dns: s.dns.as_ref().map(EncodedHistogram::encode),
                 size: s.size.as_ref().map(EncodedHistogram::encode),
             })
             .collect();

@@ -11,10 +11,12 @@
 
 mod interval;
 mod recorder;
+mod row;
 mod series;
 
 pub use interval::IntervalAcc;
 pub use recorder::Recorder;
+pub use row::Row;
 pub use series::Series;
 
 #[cfg(test)]
@@ -28,8 +30,11 @@ mod tests {
         Sample {
             name: 0,
             segment: 0,
+            user: 0,
+            iteration: 0,
             intended: Duration::from_millis(end_ms - total_ms),
             send_lag: Duration::ZERO,
+            dns: None,
             connect: None,
             ttfb: Some(Duration::from_millis(total_ms / 2)),
             total: Duration::from_millis(total_ms),

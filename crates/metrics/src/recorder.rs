@@ -18,6 +18,10 @@ pub struct Recorder {
     /// Indexed by name: true for a sub-measure (a statement inside a transaction), which is kept
     /// under its own name only, so every total counts each unit of work once.
     parts: Vec<bool>,
+    /// How many more requests to keep one by one in the intervals' rows. Enough by default for
+    /// a small run's points (past them the run has too many to keep anyway), so the hot path
+    /// costs one comparison once a large run has passed them; unbounded with the request log.
+    keep: u64,
 }
 
 impl Recorder {
@@ -30,7 +34,16 @@ impl Recorder {
             current: IntervalAcc::new(0),
             out,
             parts: Vec::new(),
+            keep: crest_model::results::POINTS_KEPT + 1,
         }
+    }
+
+    /// Keeps every request in its interval's rows, for the request log (`--log-requests`).
+    pub fn logging(mut self, on: bool) -> Self {
+        if on {
+            self.keep = u64::MAX;
+        }
+        self
     }
 
     /// Marks the names that are parts of another (see [`crest_model::plan::Plan::part_of`]).
@@ -55,7 +68,11 @@ impl Recorder {
     fn advance(&mut self, at: Duration) {
         let idx = self.index_of(at);
         while self.current.index < idx {
-            let next = IntervalAcc::new(self.current.index + 1);
+            let mut next = IntervalAcc::new(self.current.index + 1);
+            if self.keep > 0 {
+                // As many as the last second held: a steady run grows no Vec on the hot path.
+                next.rows.reserve(self.current.rows.len());
+            }
             let done = std::mem::replace(&mut self.current, next);
             let _ = self.out.send(done);
         }
@@ -69,6 +86,10 @@ impl Sink for Recorder {
         self.advance(s.end());
         let part = self.parts.get(s.name as usize).copied().unwrap_or(false);
         self.current.record(s, part, self.open_model, detail);
+        if self.keep > 0 {
+            self.keep -= 1;
+            self.current.rows.push(crate::Row::of(s));
+        }
     }
 
     fn dropped(&mut self, at: Duration) {

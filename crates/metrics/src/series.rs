@@ -24,13 +24,15 @@ impl Series {
     }
 
     /// Adds one thread's interval; returns the intervals this closed, in order.
-    pub fn add(&mut self, acc: IntervalAcc) -> Vec<IntervalAcc> {
+    pub fn add(&mut self, mut acc: IntervalAcc) -> Vec<IntervalAcc> {
         let entry = self
             .pending
             .entry(acc.index)
             .or_insert_with(|| (0, IntervalAcc::new(acc.index)));
         entry.0 += 1;
         entry.1.merge(&acc);
+        // Moved, not copied: with the request log on they are every request of the second.
+        entry.1.rows.append(&mut acc.rows);
         let mut closed = Vec::new();
         while let Some((n, _)) = self.pending.get(&self.next) {
             if *n < self.threads {

@@ -25,9 +25,10 @@ use std::io::BufRead;
 
 /// The value of [`Start::schema`].
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
-/// The journal format's version. Version 2 added monitor samples; a version-1 journal (which
-/// has none) is read as it is, a later version refused.
-pub const JOURNAL_VERSION: u32 = 2;
+/// The journal format's version. Version 2 added monitor samples, version 3 a small run's
+/// requests one by one; an older journal (which has none) is read as it is, a later version
+/// refused.
+pub const JOURNAL_VERSION: u32 = 3;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
@@ -41,6 +42,14 @@ pub enum Entry {
     Interval(IntervalRecord),
     /// One round of the monitor's sampling.
     Monitor(crate::monitor::MonitorSample),
+    /// The requests of the interval before it one by one (see `Results::points`), while the run
+    /// has made at most [`crate::results::POINTS_KEPT`]. A line of their own, so interval
+    /// records stay the same size whatever the run keeps, and a disk that fills on a long line
+    /// of points has already taken the interval.
+    Points {
+        /// The requests.
+        points: Vec<crate::results::RequestPoint>,
+    },
     /// The last line, written when the run ended normally (a signal included).
     End(End),
 }
@@ -153,6 +162,8 @@ pub struct Journal {
     pub intervals: Vec<IntervalRecord>,
     /// The monitor's samples, in order.
     pub monitor: Vec<crate::monitor::MonitorSample>,
+    /// The requests kept one by one, in the order they were journaled.
+    pub points: Vec<crate::results::RequestPoint>,
     /// Its last line, absent when the run was killed.
     pub end: Option<End>,
     /// True when the last line was cut off mid-write (and left out).
@@ -172,6 +183,7 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
     let mut start = None;
     let mut intervals = Vec::new();
     let mut monitor = Vec::new();
+    let mut points = Vec::new();
     let mut end = None;
     let mut truncated = false;
     let n = lines.len();
@@ -200,6 +212,7 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
             (_, None) => return Err(JournalError::NotAJournal("the first line is not its start".into())),
             (Entry::Interval(r), Some(_)) if end.is_none() => intervals.push(r),
             (Entry::Monitor(m), Some(_)) if end.is_none() => monitor.push(m),
+            (Entry::Points { points: p }, Some(_)) if end.is_none() => points.extend(p),
             (Entry::End(e), Some(_)) if end.is_none() => end = Some(e),
             _ => {
                 return Err(JournalError::Entry {
@@ -214,6 +227,7 @@ pub fn read(r: impl BufRead) -> Result<Journal, JournalError> {
         start,
         intervals,
         monitor,
+        points,
         end,
         truncated,
     })
@@ -226,6 +240,7 @@ struct StatSum {
     latency: Histogram<u64>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
+    dns: Option<Histogram<u64>>,
     size: Option<Histogram<u64>>,
 }
 
@@ -237,6 +252,10 @@ pub struct Fold {
     status_codes: BTreeMap<String, u64>,
     errors: Vec<ErrorClass>,
     failed: Vec<crate::results::FailedRequest>,
+    /// Requests (statements included) in the records added so far, and their points while
+    /// there are few enough to keep.
+    samples: u64,
+    points: Vec<crate::results::RequestPoint>,
     send_lag: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     intervals: Vec<Interval>,
@@ -253,6 +272,16 @@ fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> R
 }
 
 impl Fold {
+    /// Adds requests kept one by one; none once the intervals added have more requests than
+    /// results keep, so memory stays bounded whatever a journal holds.
+    pub fn add_points(&mut self, p: &[crate::results::RequestPoint]) {
+        if self.samples <= crate::results::POINTS_KEPT
+            && self.points.len() + p.len() <= crate::results::POINTS_KEPT as usize
+        {
+            self.points.extend_from_slice(p);
+        }
+    }
+
     /// Adds one round of the monitor's sampling.
     pub fn add_monitor(&mut self, s: &crate::monitor::MonitorSample) {
         self.monitor.get_or_insert_with(Default::default).apply(s);
@@ -273,6 +302,7 @@ impl Fold {
                     latency: new_histogram(),
                     ttfb: None,
                     connect: None,
+                    dns: None,
                     size: None,
                 }),
             };
@@ -282,10 +312,15 @@ impl Fold {
             crate::hist::add(&mut sum.latency, &s.latency.decode()?);
             add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
             add_opt(&mut sum.connect, s.connect.as_ref())?;
+            add_opt(&mut sum.dns, s.dns.as_ref())?;
             add_opt(&mut sum.size, s.size.as_ref())?;
         }
         for (code, n) in &r.status_codes {
             *self.status_codes.entry(code.clone()).or_default() += n;
+        }
+        self.samples += r.stats.iter().map(|s| s.count).sum::<u64>();
+        if self.samples > crate::results::POINTS_KEPT {
+            self.points = Vec::new();
         }
         // The run's example of a class is the first one seen: records come in time order.
         for f in &r.failed {
@@ -327,6 +362,7 @@ impl Fold {
                 latency: EncodedHistogram::encode(&s.latency),
                 ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: s.connect.as_ref().map(EncodedHistogram::encode),
+                dns: s.dns.as_ref().map(EncodedHistogram::encode),
                 size: s.size.as_ref().map(EncodedHistogram::encode),
                 ..s.stat
             })
@@ -379,6 +415,15 @@ impl Fold {
                 f.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
                 f
             },
+            // Kept only when they are every request of the run: a journal cut short, or a
+            // run past the cap, keeps none.
+            points: if self.samples <= crate::results::POINTS_KEPT && self.points.len() as u64 == self.samples {
+                let mut p = self.points;
+                p.sort_unstable();
+                p
+            } else {
+                Vec::new()
+            },
             interval_s: start.interval_s,
         }
     }
@@ -394,6 +439,7 @@ impl Journal {
         for m in &self.monitor {
             fold.add_monitor(m);
         }
+        fold.add_points(&self.points);
         Ok(fold.finish(&self.start, self.end.as_ref()))
     }
 }

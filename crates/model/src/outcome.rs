@@ -18,6 +18,9 @@ pub enum Outcome {
     ConnectRefused,
     /// The connection was not established within the timeout.
     ConnectTimeout,
+    /// The host name did not resolve, when each connection resolves it
+    /// (`--dns-per-connection`): no address, or the resolver failed.
+    DnsFailed,
     /// The peer reset or closed the connection before the response was complete.
     Reset,
     /// The request did not complete within the request timeout.
@@ -80,6 +83,7 @@ impl Outcome {
             Outcome::Status(_) => "http_status",
             Outcome::ConnectRefused => "connect_refused",
             Outcome::ConnectTimeout => "connect_timeout",
+            Outcome::DnsFailed => "dns_failed",
             Outcome::Reset => "reset",
             Outcome::Timeout => "timeout",
             Outcome::Tls => "tls",
@@ -108,6 +112,7 @@ impl Outcome {
             Outcome::Status(code) => format!("HTTP {code}"),
             Outcome::ConnectRefused => "connection refused".into(),
             Outcome::ConnectTimeout => "connect timeout".into(),
+            Outcome::DnsFailed => "host name did not resolve".into(),
             Outcome::Reset => "connection reset".into(),
             Outcome::Timeout => "request timeout".into(),
             Outcome::Tls => "TLS error".into(),
@@ -185,6 +190,7 @@ impl FromStr for Outcome {
             "success" => Outcome::Success,
             "connect_refused" => Outcome::ConnectRefused,
             "connect_timeout" => Outcome::ConnectTimeout,
+            "dns_failed" => Outcome::DnsFailed,
             "reset" => Outcome::Reset,
             "timeout" => Outcome::Timeout,
             "tls" => Outcome::Tls,
@@ -231,7 +237,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -249,6 +255,7 @@ mod tests {
             Outcome::Status(503),
             Outcome::ConnectRefused,
             Outcome::ConnectTimeout,
+            Outcome::DnsFailed,
             Outcome::Reset,
             Outcome::Timeout,
             Outcome::Tls,

@@ -139,6 +139,8 @@ pub struct Draft {
     pub stop_when: Vec<Given<StopCondition>>,
     /// See [`Plan::monitor`].
     pub monitor: MonitorPlan,
+    /// See [`Plan::log_requests`].
+    pub log_requests: bool,
 }
 
 /// Tells whether the monitor of a plan records a metric; the error says why not.
@@ -249,6 +251,7 @@ impl Draft {
             stop_when: self.stop_when.into_iter().map(|c| c.value).collect(),
             thresholds: self.thresholds.into_iter().map(|t| t.value).collect(),
             monitor: self.monitor,
+            log_requests: self.log_requests,
         })
     }
 }
@@ -280,6 +283,9 @@ pub struct Plan {
     pub thresholds: Vec<Threshold>,
     /// What is sampled while the load runs.
     pub monitor: crate::monitor::MonitorPlan,
+    /// Write every request as a row of the run's request log (`--log-requests`,
+    /// `log_requests: true`), beside its journal.
+    pub log_requests: bool,
 }
 
 /// How load is generated.

@@ -90,6 +90,11 @@ pub struct Network {
     pub no_proxy: Vec<String>,
     /// Addresses given for `host:port`, in place of the resolver's (`--resolve`).
     pub resolve: Vec<Resolve>,
+    /// Each new connection resolves its host itself, timed as its own phase
+    /// (`--dns-per-connection`), rather than every connection using the addresses resolved
+    /// once when the plan was prepared. Names with `--resolve` addresses, IP literals and
+    /// hosts behind a proxy are not resolved by crest, so they have no such phase.
+    pub dns_per_connection: bool,
 }
 
 impl fmt::Debug for Network {
@@ -100,6 +105,7 @@ impl fmt::Debug for Network {
             .field("https_proxy", &shown(&self.https_proxy))
             .field("no_proxy", &self.no_proxy)
             .field("resolve", &self.resolve)
+            .field("dns_per_connection", &self.dns_per_connection)
             .finish()
     }
 }
@@ -160,6 +166,7 @@ impl Network {
                 })
                 .unwrap_or_default(),
             resolve: Vec::new(),
+            dns_per_connection: false,
         }
     }
 

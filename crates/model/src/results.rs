@@ -78,6 +78,11 @@ pub struct Results {
     /// ended: a run with a few failures lists each (when, which, how) rather than a rate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<FailedRequest>,
+    /// A small run's requests one by one, for a chart of each request's latency against its
+    /// start: kept when the run made at most [`POINTS_KEPT`] requests (statements inside
+    /// transactions included), sorted by start; empty past that.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<RequestPoint>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
 }
@@ -85,6 +90,43 @@ pub struct Results {
 /// At most this many failed requests are kept one by one; past it a run's failures are
 /// described by their classes and clusters.
 pub const FAILED_KEPT: usize = 20;
+
+/// A run of at most this many requests keeps each one as a [`RequestPoint`]; past it, a chart
+/// of them would be a smear and results.json would grow with the run, so none are kept.
+pub const POINTS_KEPT: u64 = 10_000;
+
+/// One request of a small run, as a chart plots it: `[start_us, latency_us, name, outcome]`.
+/// An array rather than an object keeps 10,000 of them to about 300 KB of results.json.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub struct RequestPoint(
+    /// When it was meant to start, µs from the start of the run (its latency counts from here).
+    pub u64,
+    /// Its latency, µs, from that start to its end.
+    pub u64,
+    /// Index into `names`.
+    pub u32,
+    /// How it ended.
+    pub Outcome,
+);
+
+impl RequestPoint {
+    /// When it was meant to start, µs from the start of the run.
+    pub fn start_us(&self) -> u64 {
+        self.0
+    }
+    /// Its latency, µs.
+    pub fn latency_us(&self) -> u64 {
+        self.1
+    }
+    /// Index into `names`.
+    pub fn name(&self) -> u32 {
+        self.2
+    }
+    /// How it ended.
+    pub fn outcome(&self) -> Outcome {
+        self.3
+    }
+}
 
 /// One failed request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -462,6 +504,10 @@ pub struct Stat {
     pub ttfb: Option<EncodedHistogram>,
     /// Connect time in µs for requests that opened a connection; absent when none did.
     pub connect: Option<EncodedHistogram>,
+    /// Name resolution time in µs for requests whose new connection resolved the host
+    /// (`--dns-per-connection`), failed resolutions included; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<EncodedHistogram>,
     /// Bytes received per request (status line, headers and body), as a histogram of byte
     /// counts rather than µs; absent in documents from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -619,6 +665,9 @@ pub fn concat(
     // Each part's users are its own; their times do not add up across parts.
     out.users = None;
     out.failed.clear();
+    out.points.clear();
+    // Points are kept only when every part kept all of its own and they add up to few enough.
+    let mut points_whole = true;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let mut service: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);
@@ -631,6 +680,7 @@ pub fn concat(
             end_s: offset + part.duration_s,
             ..label
         });
+        let samples: u64 = part.stats.iter().map(|s| s.count).sum();
         for mut s in part.stats {
             s.segment = k as u32;
             out.stats.push(s);
@@ -639,6 +689,11 @@ pub fn concat(
             i.t_s += offset;
             out.intervals.push(i);
         }
+        points_whole &= part.points.len() as u64 == samples;
+        // Offsets are whole intervals, so the shift is exact in µs.
+        let shift = (offset * 1e6).round() as u64;
+        out.points
+            .extend(part.points.iter().map(|p| RequestPoint(p.0 + shift, p.1, p.2, p.3)));
         for (code, n) in part.status_codes {
             *out.status_codes.entry(code).or_default() += n;
         }
@@ -688,6 +743,9 @@ pub fn concat(
             }
         }
         out.duration_s = offset + len;
+    }
+    if !points_whole || out.points.len() as u64 > POINTS_KEPT {
+        out.points.clear();
     }
     out.errors.sort_by_key(|e| std::cmp::Reverse(e.count));
     out.open = send_lag.map(|h| OpenStats {

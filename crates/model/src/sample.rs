@@ -18,11 +18,20 @@ pub struct Sample {
     pub name: NameId,
     /// Which segment of the run the iteration that made this request started in.
     pub segment: u32,
+    /// The virtual user that made it: unique in the run, counting from 0 (the engine's id, set
+    /// when the sample is reported, like `segment`).
+    pub user: u64,
+    /// Which of its user's iterations made it, counting from 0; requests of a user's `on_stop`
+    /// carry the number of iterations it ran.
+    pub iteration: u64,
     /// When the request was meant to start. In the closed model this is when it did start; in the
     /// open model it is its slot on the schedule, so a stalled target shows in the latency.
     pub intended: Duration,
     /// How late the request actually started compared with `intended`.
     pub send_lag: Duration,
+    /// Time to resolve the host's name, when this request opened a connection that resolved
+    /// it (`--dns-per-connection`); not part of `connect`.
+    pub dns: Option<Duration>,
     /// Time to establish a new connection (TCP plus TLS), when this request opened one.
     pub connect: Option<Duration>,
     /// From the actual start until the first byte of the response arrived.

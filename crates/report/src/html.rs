@@ -1,14 +1,16 @@
 //! Markdown and HTML, rendered by minijinja templates from plain views of the analysis: the
 //! templates lay out text that [`crate::fmt`] wrote, so both formats say the same.
 
-use crate::chart::{chart, Chart};
+use crate::chart::{chart, scatter, Chart};
 use crate::fmt::{self, words};
 use crate::json::{comparison, summary, SummaryView};
 use crest_analysis::capacity::CapacityPoint;
 use crest_analysis::compare::Comparison;
+use crest_analysis::failures::EachRequest;
 use crest_analysis::figures::StepLoad;
 use crest_analysis::Analysis;
 use crest_model::results::{Environment, Results, ScenarioConfig};
+use crest_model::Outcome;
 use minijinja::{context, AutoEscape, Environment as Templates};
 use serde::Serialize;
 
@@ -62,6 +64,10 @@ struct RunView<'a> {
     /// Each failed request, when there were few.
     failed: &'a [crest_analysis::failures::FailedRequest],
     charts: Vec<Chart>,
+    /// Each request's latency against its start, for a small run.
+    each_request: Option<Chart>,
+    /// Why there is no such chart, when the run had requests.
+    each_request_absent: Option<String>,
     /// What the monitor watched, with its notes.
     sources: Vec<&'a crest_model::monitor::SourceRecord>,
     resource_charts: Vec<Chart>,
@@ -162,6 +168,8 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
             .collect(),
         failed: &a.failed,
         charts: charts(r, a),
+        each_request: each_request(a),
+        each_request_absent: words::each_request_absent(&a.each_request),
         sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
         resource_charts: resource_charts(r),
     }
@@ -226,6 +234,52 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         &dots,
     ));
     out
+}
+
+/// Failure outcomes with a colour of their own in the scatter; the rest share one series.
+const SCATTER_FAILURE_SERIES: usize = 3;
+
+/// Each request's latency against when it was meant to start: successes as dots, failures as
+/// crosses with a series per outcome (the commonest few), so a stall, a burst of timeouts or
+/// one slow user stands out as it would in JMeter's or Gatling's scatter.
+pub fn each_request(a: &Analysis) -> Option<Chart> {
+    let EachRequest::Plotted { points } = &a.each_request else {
+        return None;
+    };
+    let mut by_outcome: Vec<(Outcome, Vec<(f64, f64)>)> = Vec::new();
+    for p in points {
+        match by_outcome.iter_mut().find(|(o, _)| *o == p.outcome) {
+            Some((_, v)) => v.push((p.start_s, p.latency_ms)),
+            None => by_outcome.push((p.outcome, vec![(p.start_s, p.latency_ms)])),
+        }
+    }
+    let ok = by_outcome
+        .iter()
+        .position(|(o, _)| o.is_success())
+        .map(|i| by_outcome.remove(i));
+    by_outcome.sort_by_key(|(o, v)| (std::cmp::Reverse(v.len()), *o));
+    let mut series = Vec::new();
+    if let Some((_, v)) = ok {
+        series.push((format!("success ({})", fmt::int(v.len() as u64)), false, v));
+    }
+    let rest: Vec<(f64, f64)> = by_outcome
+        .iter()
+        .skip(SCATTER_FAILURE_SERIES)
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    for (o, v) in by_outcome.into_iter().take(SCATTER_FAILURE_SERIES) {
+        series.push((format!("{} ({})", o.describe(), fmt::int(v.len() as u64)), true, v));
+    }
+    if !rest.is_empty() {
+        series.push((format!("other failures ({})", fmt::int(rest.len() as u64)), true, rest));
+    }
+    Some(scatter(
+        "each-request",
+        "Each request: latency against its start",
+        "seconds (intended start)",
+        "ms",
+        &series,
+    ))
 }
 
 /// Most resource charts in one report; the built-in series come first, then Prometheus metrics.

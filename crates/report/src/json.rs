@@ -29,6 +29,8 @@ pub struct SummaryView<'a> {
     ttfb_ms: &'a Percentiles,
     connect_ms: &'a Percentiles,
     connections: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dns_ms: Option<&'a Percentiles>,
     status_codes: &'a BTreeMap<String, u64>,
     errors: &'a [ErrorSummary],
     bytes_sent: u64,
@@ -182,6 +184,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         ttfb_ms: &s.ttfb_ms,
         connect_ms: &s.connect_ms,
         connections: s.connections,
+        dns_ms: s.dns_ms.as_ref(),
         status_codes: &s.status_codes,
         errors: &s.errors,
         bytes_sent: s.bytes_sent,
@@ -225,6 +228,8 @@ struct RowView {
     metric: String,
     unit: &'static str,
     values: Vec<Option<f64>>,
+    /// Each value as the tables show it, with its unit.
+    cells: Vec<Option<String>>,
     change_pct: Vec<Option<f64>>,
     verdict: Vec<Option<String>>,
     higher_is_better: bool,
@@ -244,6 +249,11 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                     metric: words::compared(&r.metric),
                     unit,
                     values: r.values.iter().map(|v| v.map(|v| v * k)).collect(),
+                    cells: r
+                        .values
+                        .iter()
+                        .map(|v| v.map(|v| words::compared_cell(&r.metric, v)))
+                        .collect(),
                     change_pct: r.change_pct.clone(),
                     verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),
                     higher_is_better: r.higher_is_better,

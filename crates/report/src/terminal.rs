@@ -72,6 +72,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     row(out, "total", &s.latency_ms)?;
     row(out, "first byte", &s.ttfb_ms)?;
     row(out, "connect", &s.connect_ms)?;
+    if let Some(dns) = &s.dns_ms {
+        row(out, "dns", dns)?;
+    }
     writeln!(out, "  ({} connections opened)", int(s.connections))?;
     if let (Some(target), Some(achieved), Some(dropped)) = (s.target_rps, s.achieved_rps, s.dropped) {
         writeln!(out)?;

@@ -154,6 +154,7 @@ pub fn draft_str(
                 thresholds: c.thresholds,
                 stop_when: c.stop_when,
                 monitor: c.monitor,
+                log_requests: c.log_requests,
             };
             Ok(Drafted { draft, flow: c.flow })
         }

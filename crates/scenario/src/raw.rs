@@ -96,6 +96,17 @@ pub struct Scenario {
     /// What to watch while the load runs: processes, this machine, Prometheus metrics,
     /// PostgreSQL. Stop conditions and thresholds can use what is watched.
     pub monitor: Option<Monitor>,
+    /// What the run writes besides its results and reports.
+    pub output: Option<Output>,
+}
+
+/// What the run writes besides its results and reports.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// Write every request as a row of `request-log.csv.gz` in the run directory (as the
+    /// `--log-requests` flag does).
+    pub log_requests: Option<Sp<bool>>,
 }
 
 /// What to watch while the load runs.
@@ -190,6 +201,10 @@ pub struct Defaults {
     /// Addresses used for `host:port` instead of resolving it, in turn:
     /// `host:port:addr[,addr...]`.
     pub resolve: Option<Vec<Sp<String>>>,
+    /// Each new connection resolves its host itself, timed as its own phase (`dns`), and a
+    /// name that does not resolve fails the request as `dns_failed` (default false: resolved
+    /// once before the run).
+    pub dns_per_connection: Option<Sp<bool>>,
 }
 
 /// A PostgreSQL database.

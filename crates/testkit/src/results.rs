@@ -4,8 +4,8 @@ use crest_model::expr::Threshold;
 use crest_model::hist::{new_histogram, record};
 use crest_model::monitor::MonitorRecord;
 use crest_model::results::{
-    EndReason, Environment, ErrorClass, HttpConfig, Interval, Results, RunConfig, Segment, Stat, SCHEMA_ID,
-    SCHEMA_VERSION,
+    EndReason, Environment, ErrorClass, HttpConfig, Interval, RequestPoint, Results, RunConfig, Segment, Stat,
+    POINTS_KEPT, SCHEMA_ID, SCHEMA_VERSION,
 };
 use crest_model::{EncodedHistogram, Outcome};
 use hdrhistogram::Histogram;
@@ -55,6 +55,8 @@ pub struct ResultsBuilder {
     stats: BTreeMap<(u32, Outcome), Acc>,
     t: u64,
     monitor: Option<MonitorRecord>,
+    /// Each request one by one, when asked for (see [`ResultsBuilder::points`]).
+    points: Option<Vec<RequestPoint>>,
 }
 
 impl ResultsBuilder {
@@ -69,7 +71,15 @@ impl ResultsBuilder {
             stats: BTreeMap::new(),
             t: 0,
             monitor: None,
+            points: None,
         }
+    }
+
+    /// Keeps each request one by one, as a run of at most [`POINTS_KEPT`] requests does; each
+    /// starts its latency before the end of the second it is counted in.
+    pub fn points(mut self) -> Self {
+        self.points = Some(Vec::new());
+        self
     }
 
     /// Adds monitored series.
@@ -107,6 +117,11 @@ impl ResultsBuilder {
                     let v = Duration::from_secs_f64(ms * (1.0 + spread * f) / 1000.0);
                     record(&mut lat, v);
                     record(&mut ttfb, v / 2);
+                    if let Some(p) = self.points.as_mut() {
+                        let end_us = self.t * 1_000_000 + (j + 1) * 1_000_000 / (n + 1);
+                        let took = v.as_micros() as u64;
+                        p.push(RequestPoint(end_us.saturating_sub(took), took, 0, outcome));
+                    }
                     let acc = self.stats.entry((seg, outcome)).or_default();
                     acc.count += 1;
                     acc.bytes += 100;
@@ -161,6 +176,7 @@ impl ResultsBuilder {
                 latency: EncodedHistogram::encode(acc.latency.as_ref().unwrap_or(&empty)),
                 ttfb: acc.ttfb.as_ref().map(EncodedHistogram::encode),
                 connect: acc.connect.as_ref().map(EncodedHistogram::encode),
+                dns: None,
                 // Every request of a fixture receives the same number of bytes.
                 size: (acc.count > 0).then(|| {
                     let mut h = crest_model::hist::new_histogram();
@@ -237,8 +253,35 @@ impl ResultsBuilder {
             monitor: self.monitor,
             users: None,
             failed: Vec::new(),
+            points: match self.points {
+                Some(mut p) if p.len() as u64 <= POINTS_KEPT => {
+                    p.sort_unstable();
+                    p
+                }
+                _ => Vec::new(),
+            },
         }
     }
+}
+
+/// A small run whose requests are kept one by one: 5 users for 8 s at 30 req/s and 20 ms, but
+/// in the fifth and sixth seconds 2 of 30 requests each end in a 503 after 900-1100 ms.
+pub fn small_fixture() -> Results {
+    ResultsBuilder::new(Outcome::Status(503), true)
+        .points()
+        .segment(5, 8, |k| {
+            if k == 4 || k == 5 {
+                Second {
+                    ok: 28,
+                    latency_ms: 20.0,
+                    failed: 2,
+                    failure_ms: 1000.0,
+                }
+            } else {
+                Second::ok(30, 20.0)
+            }
+        })
+        .build()
 }
 
 /// A stepping run with a known shape: 10, 20, 40, 80 users give 100, 200, 380, 385 req/s at
@@ -331,6 +374,32 @@ pub fn check_counts(r: &Results) -> Result<(), String> {
             let seen = r.status_codes.get(&code.to_string()).copied().unwrap_or(0);
             if seen < e.count {
                 problems.push(format!("{} failures of HTTP {code} but {seen} such responses", e.count));
+            }
+        }
+    }
+    // Requests kept one by one are all of them, each in the run's totals of its outcome.
+    if !r.points.is_empty() {
+        let all: u64 = r.stats.iter().map(|s| s.count).sum();
+        if r.points.len() as u64 != all {
+            problems.push(format!("{} requests kept one by one of {all}", r.points.len()));
+        }
+        for s in &r.stats {
+            let n = r
+                .points
+                .iter()
+                .filter(|p| p.name() == s.name && p.outcome() == s.outcome)
+                .count() as u64;
+            let total: u64 = r
+                .stats
+                .iter()
+                .filter(|t| t.name == s.name && t.outcome == s.outcome)
+                .map(|t| t.count)
+                .sum();
+            if n != total {
+                problems.push(format!(
+                    "{n} points of name {} {}, {total} in the stats",
+                    s.name, s.outcome
+                ));
             }
         }
     }

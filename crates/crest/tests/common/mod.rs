@@ -83,6 +83,25 @@ pub fn check_counts(path: &std::path::Path) {
     );
 }
 
+/// `crest ARGS... --out OUT` in the background with its output discarded, for tests that kill
+/// it.
+pub fn spawn_out(args: &[&str], out: &std::path::Path) -> std::process::Child {
+    crest()
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// SIGKILL, and waits for it: nothing gets a chance to run at the end.
+pub fn kill(mut child: std::process::Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 pub fn crest() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_crest"));
     c.stdin(Stdio::null());

@@ -5,7 +5,7 @@ use super::{num, quantity, value};
 use crate::fmt::scale;
 use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
 use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
-use crest_analysis::failures::{Cluster, TimeoutOf};
+use crest_analysis::failures::{Cluster, EachRequest, TimeoutOf};
 use crest_analysis::figures::StepLoad;
 use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
 use crest_analysis::findings::Finding;
@@ -297,6 +297,25 @@ fn seconds(ms: f64) -> String {
         format!("{s:.0}")
     } else {
         format!("{s:.1}")
+    }
+}
+
+/// Why a run's requests are not plotted one by one; `None` when they are (or there were none).
+pub fn each_request_absent(e: &EachRequest) -> Option<String> {
+    match e {
+        EachRequest::TooMany { requests, kept } => Some(format!(
+            "Each request's latency is plotted for runs of at most {} requests; this one made {}. \
+             The charts above show its percentiles per second, and --log-requests keeps every \
+             request in request-log.csv.gz.",
+            super::int(*kept),
+            super::int(*requests)
+        )),
+        EachRequest::NotKept => Some(
+            "These results do not hold each request one by one (written by an older crest, or \
+             joined from parts that did not keep theirs), so they are not plotted one by one."
+                .into(),
+        ),
+        EachRequest::Plotted { .. } | EachRequest::NoRequests => None,
     }
 }
 
@@ -711,6 +730,37 @@ pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
     }
 }
 
+/// One value of a comparison row as its table cell reads: counts and user loads whole
+/// (`9,724`, `40`), error rates to a hundredth of a percent, rates and latencies to a tenth,
+/// with the row's unit; monitored series as the run's own report shows them.
+pub fn compared_cell(m: &Compared, v: f64) -> String {
+    if let Compared::SeriesMean(_, unit) | Compared::SeriesPeak(_, unit) = m {
+        // A monitored series reads as it does in the run's own report.
+        return value(*unit, v);
+    }
+    let (k, unit) = compared_unit(m);
+    let v = v * k;
+    let whole = match m {
+        Compared::Requests | Compared::Failures => true,
+        // A closed model's load is a number of users; an open model's is a rate.
+        Compared::OptimalLoad | Compared::SaturationLoad | Compared::BreakingLoad => v.fract() == 0.0,
+        _ => false,
+    };
+    let n = if whole && v >= 0.0 {
+        super::int(v as u64)
+    } else if *m == Compared::ErrorRate {
+        // As every other report shows an error rate: 1 failure in 10,000 is not 0.0%.
+        format!("{v:.2}")
+    } else {
+        super::num(v)
+    };
+    match unit {
+        "" => n,
+        "%" => format!("{n}%"),
+        _ => format!("{n} {unit}"),
+    }
+}
+
 /// Whether a difference is beyond noise.
 pub fn verdict(v: &Verdict) -> String {
     match v {
@@ -725,7 +775,7 @@ pub fn verdict(v: &Verdict) -> String {
 fn shape(s: &Shape) -> String {
     let model = if s.open { "open model" } else { "closed model" };
     let steps: Vec<String> = s.steps.iter().map(step).collect();
-    format!("{model}, {} step(s): {}", steps.len(), steps.join(", "))
+    format!("{model}, {}: {}", count(steps.len() as u64, "step"), steps.join(", "))
 }
 
 /// Why runs may not compare like with like.
@@ -746,6 +796,21 @@ mod tests {
     use super::*;
     use crest_analysis::units::Quantity;
     use crest_model::monitor::SeriesKey;
+
+    #[test]
+    fn comparison_cells_read_counts_whole_and_series_as_their_reports_do() {
+        assert_eq!(compared_cell(&Compared::Requests, 9724.0), "9,724");
+        assert_eq!(compared_cell(&Compared::Failures, 0.0), "0");
+        assert_eq!(compared_cell(&Compared::OptimalLoad, 40.0), "40");
+        // An open model's load is a rate with a fraction.
+        assert_eq!(compared_cell(&Compared::BreakingLoad, 312.5), "312.5");
+        assert_eq!(compared_cell(&Compared::ErrorRate, 0.0001), "0.01%");
+        assert_eq!(compared_cell(&Compared::Throughput, 394.44), "394.4 req/s");
+        let fds = "process_open_fds".to_string();
+        assert_eq!(compared_cell(&Compared::SeriesMean(fds, Unit::Count), 208.0), "208");
+        let cpu = "process_cpu_percent".to_string();
+        assert_eq!(compared_cell(&Compared::SeriesPeak(cpu, Unit::Percent), 99.84), "99.8%");
+    }
 
     #[test]
     fn stop_details_read_as_results_json_keeps_them() {

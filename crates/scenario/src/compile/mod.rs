@@ -43,6 +43,8 @@ pub(crate) struct Compiled {
     /// The longest a request may take.
     pub timeout: Duration,
     pub monitor: MonitorPlan,
+    /// `output: log_requests: true`.
+    pub log_requests: bool,
 }
 
 /// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
@@ -362,6 +364,11 @@ impl<'a> Cx<'a> {
             thresholds,
             timeout,
             monitor,
+            log_requests: s
+                .output
+                .as_ref()
+                .and_then(|o| o.log_requests.as_ref())
+                .is_some_and(|l| **l),
         })
     }
 }
@@ -440,6 +447,9 @@ impl Cx<'_> {
                 Ok(r) => self.network.resolve.push(r),
                 Err(e) => self.err(r.at(), format!("resolve: {e}"), None),
             }
+        }
+        if let Some(b) = &d.dns_per_connection {
+            self.network.dns_per_connection = **b;
         }
     }
 }
