@@ -53,6 +53,8 @@ def run_h2load(url, secs, conns, streams):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--crest", required=True)
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=PATH",
+                    help="another crest build to run in the same rounds, e.g. the one before a change")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
@@ -61,6 +63,8 @@ def main():
     for scheme, port in [("https", TLS_PORT), ("http", H2C_PORT)]:
         url = f"{scheme}://127.0.0.1:{port}/"
         cases += [(f"{scheme} 64x1", url, 64, 1), (f"{scheme} 4x100", url, 4, 100)]
+    # (name, crest executable, or None for h2load)
+    tools = [("crest", a.crest)] + [tuple(v.split("=", 1)) for v in a.variant] + [("h2load", None)]
     prefix = tempfile.mkdtemp(prefix="crest-bench-h2-")
     nginx = start_nginx(prefix)
     samples = {}
@@ -68,10 +72,12 @@ def main():
         run_h2load(cases[0][1], 1, 8, 10)
         for _ in range(a.rounds):
             for label, url, conns, streams in cases:
-                for tool, fn in [("crest", lambda: run_crest(a.crest, url, a.seconds, conns, streams)),
-                                 ("h2load", lambda: run_h2load(url, a.seconds, conns, streams))]:
+                for tool, exe in tools:
                     try:
-                        n, d, cpu, rss = fn()
+                        if exe is None:
+                            n, d, cpu, rss = run_h2load(url, a.seconds, conns, streams)
+                        else:
+                            n, d, cpu, rss = run_crest(exe, url, a.seconds, conns, streams)
                     except Exception as e:
                         print(f"{tool} {label}: {e}", file=sys.stderr)
                         continue
@@ -87,15 +93,19 @@ def main():
 
     print(f"nginx (1 worker, HTTP/2) on core {NGINX_CORE}; each generator on the other core; "
           f"{a.seconds} s each; median of {a.rounds} rounds")
-    print(f"{'case':<14} {'tool':<7} {'req/s':>9} {'req/CPU-s':>10} {'RSS MiB':>8}  crest / h2load (req/CPU-s)")
+    width = max(len(t) for t, _ in tools)
+    print(f"{'case':<14} {'tool':<{width}} {'req/s':>9} {'req/CPU-s':>10} {'RSS MiB':>8}  "
+          f"{'/ h2load':>8}  req/CPU-s per round (k)")
     for label, _, _, _ in cases:
         rows = {t: {k: median([s[k] for s in samples.get((label, t), [])]) for k in ("rps", "per_cpu_s", "rss_mib")}
-                for t in ("crest", "h2load") if samples.get((label, t))}
+                for t, _ in tools if samples.get((label, t))}
         for t, r in rows.items():
             ratio = ""
-            if t == "crest" and "h2load" in rows:
+            if t != "h2load" and "h2load" in rows:
                 ratio = f"{r['per_cpu_s'] / rows['h2load']['per_cpu_s']:.2f}x"
-            print(f"{label:<14} {t:<7} {r['rps']:>9.0f} {r['per_cpu_s']:>10.0f} {r['rss_mib']:>8.1f}  {ratio}")
+            per_round = "/".join(f"{s['per_cpu_s'] / 1000:.0f}" for s in samples[(label, t)])
+            print(f"{label:<14} {t:<{width}} {r['rps']:>9.0f} {r['per_cpu_s']:>10.0f} {r['rss_mib']:>8.1f}  "
+                  f"{ratio:>8}  {per_round}")
     print(json.dumps({f"{k[0]}/{k[1]}": v for k, v in samples.items()}), file=sys.stderr)
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # crest's HTTP/2 against h2load, both against one nginx with `http2` (TLS with a self-signed
 # certificate in a temp dir, and cleartext prior knowledge), pinned as bench/run.sh pins.
-# Usage: bench/h2.sh [SECONDS] [--rounds N]
+# Usage: bench/h2.sh [SECONDS] [--rounds N] [--variant NAME=PATH ...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"

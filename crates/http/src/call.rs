@@ -17,10 +17,7 @@ use tokio::time::{timeout_at, Sleep};
 #[derive(Default)]
 pub struct Session {
     conn: Option<h1::Conn>,
-    seat: Option<http2::Seat>,
-    /// HTTP/2: the last request's bytes and their translation, reused while they repeat
-    /// (quick mode sends the same bytes every time).
-    h2_request: Option<CachedH2>,
+    h2: Option<Box<http2::H2Session>>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
     /// The user's sessions with servers that redirects led to (boxed: most users have none,
@@ -31,16 +28,16 @@ pub struct Session {
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("connected", &(self.conn.is_some() || self.seat.is_some()))
+            .field(
+                "connected",
+                &(self.conn.is_some() || self.h2.as_ref().is_some_and(|h| h.seat.is_some())),
+            )
             .finish()
     }
 }
 
 /// A user's sessions with the servers redirects led to, by endpoint.
 pub(crate) type OtherSessions = Vec<(std::sync::Arc<Endpoint>, Session)>;
-
-/// A request's bytes and their HTTP/2 translation.
-type CachedH2 = Box<(Vec<u8>, http2::H2Request)>;
 
 /// What to send.
 #[derive(Clone, Copy, Debug)]
@@ -143,23 +140,9 @@ impl Endpoint {
         let mut p = h1::Progress::default();
         let mut opened = Opened::default();
         let result = {
-            let Session {
-                conn,
-                seat,
-                h2_request,
-                timer,
-                ..
-            } = &mut *session;
+            let Session { conn, h2, timer, .. } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-            let work = self.attempt(
-                (conn, seat, h2_request),
-                call,
-                started,
-                deadline,
-                &mut opened,
-                &mut p,
-                keep,
-            );
+            let work = self.attempt((conn, h2), call, started, deadline, &mut opened, &mut p, keep);
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -182,8 +165,8 @@ impl Endpoint {
                     session.conn = None;
                 }
                 if !call.keepalive {
-                    if let Some(seat) = session.seat.take() {
-                        seat.retire();
+                    if let Some(h2) = &mut session.h2 {
+                        h2.retire();
                     }
                 }
                 (
@@ -221,7 +204,7 @@ impl Endpoint {
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
-        (conn, seat, h2_request): (&mut Option<h1::Conn>, &mut Option<http2::Seat>, &mut Option<CachedH2>),
+        (conn, h2s): (&mut Option<h1::Conn>, &mut Option<Box<http2::H2Session>>),
         call: &Call<'_>,
         started: Instant,
         deadline: Instant,
@@ -234,17 +217,18 @@ impl Endpoint {
         let h2 = match self.version {
             HttpVersion::Http1 => false,
             HttpVersion::Http2 => true,
-            HttpVersion::Auto => Box::pin(self.use_h2(conn, seat, call, started, deadline, opened)).await?,
+            HttpVersion::Auto => Box::pin(self.use_h2(conn, h2s, call, started, deadline, opened)).await?,
         };
         if h2 {
-            let req = match h2_request {
-                Some(cached) if cached.0 == call.request => &cached.1,
+            let http2::H2Session { seat, send, request } = &mut **h2s.get_or_insert_with(Default::default);
+            let req = match request {
+                Some((bytes, translated)) if bytes.as_slice() == call.request => &*translated,
                 _ => {
                     let translated = http2::translate(call.request, self.https())?;
-                    &h2_request.insert(Box::new((call.request.to_vec(), translated))).1
+                    &request.insert((call.request.to_vec(), translated)).1
                 }
             };
-            Box::pin(self.attempt_h2(seat, req, call, started, deadline, opened, p, keep)).await
+            Box::pin(self.attempt_h2(seat, send, req, call, started, deadline, opened, p, keep)).await
         } else {
             self.attempt_h1(conn, call, started, deadline, opened, p, keep).await
         }
@@ -255,7 +239,7 @@ impl Endpoint {
     async fn use_h2(
         &self,
         conn: &mut Option<h1::Conn>,
-        seat: &mut Option<http2::Seat>,
+        h2s: &mut Option<Box<http2::H2Session>>,
         call: &Call<'_>,
         started: Instant,
         deadline: Instant,
@@ -274,7 +258,10 @@ impl Endpoint {
                         let stream = Box::pin(self.open(call, started, deadline, opened)).await?;
                         let h2 = stream.alpn_h2();
                         match (h2, &self.pool) {
-                            (true, Some(pool)) => *seat = Some(pool.seat_new(http2::handshake(stream).await?)),
+                            (true, Some(pool)) => {
+                                h2s.get_or_insert_with(Default::default).seat =
+                                    Some(pool.seat_new(http2::handshake(stream).await?));
+                            }
                             _ => *conn = Some(h1::Conn::new(stream)),
                         }
                         Ok::<_, Failure>(h2)
@@ -291,6 +278,7 @@ impl Endpoint {
     async fn attempt_h2(
         &self,
         seat: &mut Option<http2::Seat>,
+        send: &mut Option<h2::client::SendRequest<bytes::Bytes>>,
         req: &http2::H2Request,
         call: &Call<'_>,
         started: Instant,
@@ -307,46 +295,63 @@ impl Endpoint {
         };
         let mut retried = false;
         loop {
-            let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
-            let ready = slot
-                .conn
-                .get_or_try_init(|| async {
-                    // The handshake is not part of the connect time.
-                    let mut timing = Opened::default();
-                    let result = Box::pin(self.open(call, started, deadline, &mut timing)).await;
-                    opened.dns = timing.dns;
-                    let send = http2::handshake(result?).await?;
-                    opened.connect = timing.connect;
-                    Ok::<_, Failure>(send)
-                })
-                .await;
-            let send = match ready {
-                Ok(send) => send,
-                Err(f) => {
-                    *seat = None;
-                    return Err(f);
-                }
-            };
-            match http2::exchange(send, req, p, keep.as_deref_mut()).await {
-                Ok(status) => return Ok(status),
-                Err(H2Fail::NotSent(_)) if !retried => {
-                    if let Some(s) = seat.take() {
-                        s.retire();
-                    }
-                    retried = true;
-                }
-                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => {
-                    let e = http2::cause(send, e).await;
-                    // A reset ends one stream; anything else ends the connection.
-                    if !e.is_reset() {
-                        if let Some(s) = seat.take() {
-                            s.retire();
+            let conn = match send {
+                Some(conn) => conn,
+                None => {
+                    let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
+                    // Boxed: opening a connection needs a large future, and it happens once
+                    // per seat, not per request.
+                    match Box::pin(self.open_h2(&slot, call, started, deadline, opened)).await {
+                        Ok(conn) => send.insert(conn),
+                        Err(f) => {
+                            *seat = None;
+                            return Err(f);
                         }
                     }
-                    return Err(Failure::h2(e));
+                }
+            };
+            let failed = match http2::exchange(conn, req, p, keep.as_deref_mut()).await {
+                Ok(status) => return Ok(status),
+                Err(H2Fail::NotSent(_)) if !retried => None,
+                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(http2::cause(conn, e)),
+            };
+            // A reset ends one stream; anything else ends the connection.
+            if failed.as_ref().is_none_or(|e| !e.is_reset()) {
+                *send = None;
+                if let Some(s) = seat.take() {
+                    s.retire();
                 }
             }
+            match failed {
+                None => retried = true,
+                Some(e) => return Err(Failure::h2(e)),
+            }
         }
+    }
+
+    /// The connection of `slot`, opened by the first of its users to ask; a handle of the
+    /// caller's own on it.
+    async fn open_h2(
+        &self,
+        slot: &http2::Slot,
+        call: &Call<'_>,
+        started: Instant,
+        deadline: Instant,
+        opened: &mut Opened,
+    ) -> Result<h2::client::SendRequest<bytes::Bytes>, Failure> {
+        let conn = slot
+            .conn
+            .get_or_try_init(|| async {
+                // The handshake is not part of the connect time.
+                let mut timing = Opened::default();
+                let result = Box::pin(self.open(call, started, deadline, &mut timing)).await;
+                opened.dns = timing.dns;
+                let send = http2::handshake(result?).await?;
+                opened.connect = timing.connect;
+                Ok::<_, Failure>(send)
+            })
+            .await?;
+        Ok(conn.clone())
     }
 
     /// One HTTP/1.1 exchange, opening a connection when there is none. A keep-alive connection

@@ -45,6 +45,28 @@ pub(crate) struct Slot {
 #[derive(Debug)]
 pub(crate) struct Seat(pub Arc<Slot>);
 
+/// A user's HTTP/2 state, boxed in its session (an HTTP/1.1 user carries one empty pointer).
+#[derive(Default)]
+pub(crate) struct H2Session {
+    pub seat: Option<Seat>,
+    /// The user's own handle on its seat's connection, cloned once when it is seated: a clone
+    /// and a drop per request each cost a trip through the connection's lock.
+    pub send: Option<SendRequest<Bytes>>,
+    /// The last request's bytes and their translation, reused while they repeat (quick mode
+    /// sends the same bytes every time).
+    pub request: Option<(Vec<u8>, H2Request)>,
+}
+
+impl H2Session {
+    /// Leaves the seat for good: no one else sits on its connection from now on.
+    pub fn retire(&mut self) {
+        self.send = None;
+        if let Some(seat) = self.seat.take() {
+            seat.retire();
+        }
+    }
+}
+
 impl Drop for Seat {
     fn drop(&mut self) {
         self.0.users.fetch_sub(1, Ordering::Relaxed);
@@ -196,13 +218,14 @@ pub(crate) enum H2Fail {
 
 /// The error to report for a stream that failed with `e`. When the connection ended after the
 /// server's GOAWAY, streams still open see only the closed socket; the GOAWAY, which the
-/// connection remembers, is the cause worth reporting.
-pub(crate) async fn cause(conn: &SendRequest<Bytes>, e: h2::Error) -> h2::Error {
+/// connection remembers, is the cause worth reporting. Asked without waiting: the connection
+/// already knows.
+pub(crate) fn cause(conn: &SendRequest<Bytes>, e: h2::Error) -> h2::Error {
     if e.is_go_away() || e.is_reset() {
         return e;
     }
     let mut probe = conn.clone();
-    match std::future::poll_fn(|cx| std::task::Poll::Ready(probe.poll_ready(cx))).await {
+    match probe.poll_ready(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
         std::task::Poll::Ready(Err(conn_err)) if conn_err.is_go_away() && conn_err.is_remote() => conn_err,
         _ => e,
     }
@@ -210,12 +233,14 @@ pub(crate) async fn cause(conn: &SendRequest<Bytes>, e: h2::Error) -> h2::Error 
 
 /// Sends `req` on `conn` and reads the whole response.
 pub(crate) async fn exchange(
-    conn: &SendRequest<Bytes>,
+    send: &mut SendRequest<Bytes>,
     req: &H2Request,
     p: &mut Progress,
     mut keep: Option<&mut Response>,
 ) -> Result<u16, H2Fail> {
-    let mut send = conn.clone().ready().await.map_err(H2Fail::NotSent)?;
+    std::future::poll_fn(|cx| send.poll_ready(cx))
+        .await
+        .map_err(H2Fail::NotSent)?;
     let mut head = http::Request::new(());
     *head.method_mut() = req.head.method().clone();
     *head.uri_mut() = req.head.uri().clone();
