@@ -208,7 +208,6 @@ mod tests {
             send_lag: Duration::from_micros(20),
             dns: None,
             connect: None,
-            dns: None,
             ttfb: None,
             total: Duration::from_micros(30_000_000),
             bytes_sent: 80,
