@@ -157,7 +157,7 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     match out.summary_json.as_deref() {
         Some("-") => stdout(&format!("{summary_json}\n")),
         Some(p) => {
-            if let Err(e) = write_atomic(Path::new(p), summary_json.as_bytes()) {
+            if let Err(e) = write_named(Path::new(p), summary_json.as_bytes()) {
                 eprintln!("error: --summary-json {p}: {e:#}");
             }
         }
@@ -209,10 +209,33 @@ pub fn read_results(path: &Path) -> Result<Results> {
     crest_model::results::parse(&text).with_context(|| format!("{}: not a crest results document", file.display()))
 }
 
+/// Writes a file the user named on the command line (`--summary-json PATH`): a regular file,
+/// or a new one, atomically like every results file; anything else the name leads to
+/// (`/dev/stdout`, `/dev/null`, a pipe) is written into as it is. Renaming a file over such a
+/// name would replace the device or pipe itself: run as root, `--summary-json /dev/null`
+/// would leave the machine a regular file where /dev/null was.
+pub fn write_named(path: &Path, bytes: &[u8]) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .with_context(|| format!("cannot write {}", path.display())),
+        _ => write_atomic(path, bytes),
+    }
+}
+
 /// Writes `bytes` to a new temporary file beside `path`, syncs it, and renames it over `path`:
 /// `path` is either the old or the new file, never half of one, and a link at `path` is
-/// replaced, not followed.
+/// replaced, not followed. Anything else at `path` (a device, a pipe, a socket) is refused
+/// rather than replaced.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_symlink() {
+            bail!("{} is not a regular file: crest will not replace it", path.display());
+        }
+    }
     let tmp = path.with_extension("tmp");
     match std::fs::remove_file(&tmp) {
         Ok(()) => {}

@@ -338,3 +338,44 @@ fn a_killed_search_keeps_its_probe_verdicts() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("cut short"), "{md}");
 }
+
+/// `--summary-json` names a place the user chose, which may be a pipe or a device
+/// (`/dev/stdout`, `/dev/null`): crest writes into it. Renaming a file over it, as results files
+/// are written, would replace the pipe or device itself (run as root, `--summary-json
+/// /dev/null` once left a regular file where /dev/null was). A pipe shows it without touching
+/// the machine's devices.
+#[test]
+fn a_summary_named_by_a_pipe_is_written_into_it_not_over_it() {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary.pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            std::fs::File::open(&fifo).unwrap().read_to_string(&mut text).unwrap();
+            text
+        })
+    };
+    let out = dir.path().join("run");
+    let r = crest()
+        .args(["run", &t.url, "-c", "2", "-n", "20", "--quiet", "--summary-json"])
+        .arg(&fifo)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(summary["requests"], 20);
+}
