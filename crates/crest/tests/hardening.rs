@@ -345,9 +345,10 @@ fn planted_secrets_are_written_nowhere() {
     common::rt().block_on(async {
         let server = crest_testkit::Server::start(|_, _| crest_testkit::Reply::ok()).await;
         let port = server.addr.port();
-        // Quick mode: secret-looking query parameters and headers, one named with --redact.
+        // Quick mode: a URL password beside secret-looking query parameters, and headers, one
+        // named with --redact.
         let url = format!(
-            "http://127.0.0.1:{port}/x?page=2&sig=SIGSECRET1&jwt=JWTSECRET1&pass=PASSSECRET1&code=CODESECRET1"
+            "http://u:URLPASS1@127.0.0.1:{port}/x?page=2&sig=SIGSECRET1&jwt=JWTSECRET1&pass=PASSSECRET1&code=CODESECRET1"
         );
         let r = common::run_async(
             &url,
@@ -355,7 +356,7 @@ fn planted_secrets_are_written_nowhere() {
         )
         .await;
         assert_eq!(r.code, 0, "{}", r.stderr);
-        let secrets = ["SIGSECRET1", "JWTSECRET1", "PASSSECRET1", "CODESECRET1", "XJWTSECRET1", "BLOBSECRET1"];
+        let secrets = ["URLPASS1", "SIGSECRET1", "JWTSECRET1", "PASSSECRET1", "CODESECRET1", "XJWTSECRET1", "BLOBSECRET1"];
         let dir = r.dir.path().to_path_buf();
         let report = tokio::task::spawn_blocking(move || crest_out(&["report", dir.to_str().unwrap()]))
             .await

@@ -192,7 +192,10 @@ pub fn text(s: &str) -> String {
         }
         let end = word_end(rest);
         let word = &rest[..end];
-        match word.split_once('=') {
+        // An `=` inside a URL's query (`http://u:pw@h/?api_key=k`) is not an assignment: taken
+        // as one, the URL up to it would pass as a name, its password shown.
+        let assignment = word.split_once('=').filter(|(name, _)| !name.contains("://"));
+        match assignment {
             Some((name, value)) if is_secret_name(name.trim_start_matches('-')) && !value.is_empty() => {
                 out.push_str(name);
                 out.push('=');
@@ -205,7 +208,15 @@ pub fn text(s: &str) -> String {
                     _ => out.push_str(REDACTED),
                 }
             }
-            _ if word.contains("://") => out.push_str(&url(word)),
+            _ if word.contains("://") => match word.chars().next() {
+                // A quoted URL keeps its quotes: the last one is not part of a query value.
+                Some(q @ ('\'' | '"')) if word.len() > 1 && word.ends_with(q) => {
+                    out.push(q);
+                    out.push_str(&url(&word[1..word.len() - 1]));
+                    out.push(q);
+                }
+                _ => out.push_str(&url(word)),
+            },
             _ => out.push_str(word),
         }
         rest = &rest[end..];
@@ -282,6 +293,16 @@ mod tests {
         for name in ["Accept", "zipcode", "page", "limit", "X-Request-Id", "user", "entities"] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_url_with_a_secret_query_parameter_loses_its_password_too() {
+        let shown = command_line(&["crest".into(), "run".into(), "http://u:pw1@h:1/?api_key=k2&x=1".into()]);
+        assert_eq!(shown[2], "http://u:<redacted>@h:1/?api_key=<redacted>&x=1");
+        assert_eq!(
+            text("curl 'http://u:pw1@h/?token=k2' DATABASE_URL=postgres://v:pw3@h/db"),
+            "curl 'http://u:<redacted>@h/?token=<redacted>' DATABASE_URL=postgres://v:<redacted>@h/db"
+        );
     }
 
     #[test]
