@@ -110,7 +110,9 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             } else {
                 a.dir.parent().map(Path::to_path_buf).unwrap_or_default()
             };
-            let summary = crest_report::write_run(&dir, &results)?.summary;
+            let summary = crest_report::write_run(&dir, &results)
+                .with_context(|| a.dir.display().to_string())?
+                .summary;
             output::stdout(&crest_report::terminal::render(&results, &summary));
             for f in crest_report::RUN_FILES {
                 eprintln!("wrote {}", dir.join(f).display());

@@ -76,6 +76,34 @@ fn report_and_compare_name_a_bad_path() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a crest results document"));
 }
 
+/// A results document edited by hand or cut short is refused by the field that is wrong, said
+/// once, and never panics a renderer: a time past any run's length (once a panic in the
+/// interval log), a histogram that is not base64.
+#[test]
+fn report_names_the_field_of_a_broken_results_document() {
+    let _serial = common::serial();
+    let good = serde_json::to_value(crest_testkit::results::stepping_fixture()).unwrap();
+    let cases: [(&str, fn(&mut serde_json::Value)); 2] = [
+        ("intervals[3].t_s is 18446744073709552000", |v| {
+            v["intervals"][3]["t_s"] = serde_json::json!(u64::MAX)
+        }),
+        ("histogram is not valid base64", |v| {
+            v["intervals"][2]["latency"] = serde_json::json!("HISTF!!!!")
+        }),
+    ];
+    for (said, edit) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = good.clone();
+        edit(&mut v);
+        std::fs::write(dir.path().join("results.json"), v.to_string()).unwrap();
+        let out = crest().arg("report").arg(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(said) && err.contains(&dir.path().display().to_string()), "{err}");
+        assert_eq!(err.matches(said).count(), 1, "said once: {err}");
+    }
+}
+
 /// Text a server sends (here quoted by a failed check's message) never becomes markup in
 /// report.md, nor a formula or markup in failures.csv.
 #[test]

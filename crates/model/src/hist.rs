@@ -45,7 +45,7 @@ pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
 #[derive(Debug, thiserror::Error)]
 pub enum HistError {
     /// The text is not valid base64.
-    #[error("histogram is not valid base64: {0}")]
+    #[error("histogram is not valid base64")]
     Base64(#[from] base64::DecodeError),
     /// The bytes are not an HdrHistogram V2 encoding.
     #[error("histogram could not be decoded: {0:?}")]

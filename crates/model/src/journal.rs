@@ -135,7 +135,7 @@ pub struct End {
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// Reading failed.
-    #[error("cannot read it: {0}")]
+    #[error("cannot read it")]
     Io(#[from] std::io::Error),
     /// A line other than the last is not a journal entry.
     #[error("line {line}: {message}")]

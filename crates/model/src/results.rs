@@ -168,11 +168,17 @@ impl Results {
     /// indices within their lists. Analysis and reports rely on it, so a document edited by
     /// hand or by a fault is refused with the field at fault rather than misread.
     pub fn check(&self) -> Result<(), Invalid> {
+        // No run lasts a century; a bound keeps every later conversion of a time into a
+        // `Duration` or a date in range.
+        const LONGEST_S: f64 = 3.2e9;
         let time = |v: f64, what: &str| {
-            if v.is_finite() && v >= 0.0 {
+            if v.is_finite() && (0.0..=LONGEST_S).contains(&v) {
                 Ok(())
             } else {
-                Err(Invalid::new(what, format!("is {v}: give a time of 0 or more seconds")))
+                Err(Invalid::new(
+                    what,
+                    format!("is {v}: give a time of 0 to {LONGEST_S} seconds"),
+                ))
             }
         };
         time(self.duration_s, "duration_s")?;
@@ -572,7 +578,7 @@ pub struct Interval {
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
     /// It is not JSON, or not of the document's shape.
-    #[error("{0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// It is some other JSON document.
     #[error("its schema is {0:?}, not {SCHEMA_ID:?}")]
@@ -581,7 +587,7 @@ pub enum ParseError {
     #[error("it is version {0} of the results format; this crest reads version {SCHEMA_VERSION}")]
     Version(u64),
     /// Its fields do not hold together (a time that is negative, an index past its list).
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] Invalid),
 }
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// The results could not be analysed.
-    #[error("cannot analyse the results: {0}")]
+    #[error("cannot analyse the results")]
     Analysis(#[from] crest_model::HistError),
     /// A template failed.
     #[error("cannot render {0}: {1}")]
@@ -33,7 +33,7 @@ pub enum ReportError {
     #[error("cannot write {0}: {1}")]
     Io(PathBuf, std::io::Error),
     /// The interval log failed.
-    #[error("cannot write latency.hlog: {0}")]
+    #[error("cannot write latency.hlog")]
     Hlog(#[from] hlog::HlogError),
 }
 
