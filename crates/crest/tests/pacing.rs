@@ -65,7 +65,7 @@ fn a_run_that_drops_even_a_few_arrivals_is_flagged() {
         assert!(
             reasons
                 .iter()
-                .any(|x| x.as_str().unwrap().starts_with(&format!("{dropped} of 3000 arrivals"))),
+                .any(|x| x.as_str().unwrap().starts_with(&format!("{dropped} of 3,000 arrivals"))),
             "{reasons:?}"
         );
     });

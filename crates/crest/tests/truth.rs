@@ -154,7 +154,11 @@ fn a_stepping_run_stopped_by_errors_names_the_step_that_broke() {
     assert!(broken.users.unwrap() > 8, "{broke:?}");
     let why = crest_report::fmt::words::why(&broke.why);
     assert!(
-        why.contains(&format!("{} of {} requests failed", broken.failures, broken.requests)),
+        why.contains(&format!(
+            "{} of {} requests failed",
+            crest_report::fmt::int(broken.failures),
+            crest_report::fmt::int(broken.requests)
+        )),
         "{why}"
     );
     if let Some(o) = &a.capacity.optimal {

@@ -104,7 +104,7 @@ pub fn ended_by(e: EndReason) -> &'static str {
 /// A step by its load (`40 users`, `250/s`), or by its name when it has none.
 pub fn step(l: &StepLoad) -> String {
     match l {
-        StepLoad::Users(u) => format!("{u} users"),
+        StepLoad::Users(u) => count(*u, "user"),
         StepLoad::Rate(r) => format!("{r}/s"),
         StepLoad::Named(n) => n.clone(),
     }
@@ -124,7 +124,7 @@ pub fn count(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
-        format!("{n} {noun}s")
+        format!("{} {noun}s", super::int(n))
     }
 }
 
@@ -147,8 +147,9 @@ pub fn done(d: &Done) -> String {
         }
         Done::Failed(l, m) => format!("{} failed: {}", level(*l), miss(m)),
         Done::Plateau { rps, from } => format!(
-            "throughput stopped growing: {rps:.1} req/s from {} on; more load only adds latency",
-            level(*from)
+            "throughput stopped growing: {rps_} req/s from {} on; more load only adds latency",
+            level(*from),
+            rps_ = num(*rps)
         ),
     }
 }
@@ -162,7 +163,7 @@ pub fn cut_short(probes: usize) -> String {
 pub fn limit(l: &Limit) -> String {
     match l {
         Limit::Failed(l) => level(*l),
-        Limit::Plateau { rps, from } => format!("a throughput plateau of {rps:.1} req/s from {}", level(*from)),
+        Limit::Plateau { rps, from } => format!("a throughput plateau of {} req/s from {}", num(*rps), level(*from)),
     }
 }
 
@@ -177,8 +178,8 @@ pub fn recommended(r: &Recommended) -> String {
 fn failed(f: &Failed) -> String {
     format!(
         "{} of {} requests failed ({:.1}%)",
-        f.failures,
-        f.requests,
+        super::int(f.failures),
+        super::int(f.requests),
         f.error_rate * 100.0
     )
 }
@@ -200,11 +201,15 @@ pub fn why(w: &Why) -> String {
                     latency_change_pct,
                     mean_ms,
                 } => format!(
-                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps:.1} req/s) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
-                    step(load)
+                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps_} req/s) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
+                    step(load),
+                    success_rps_ = num(*success_rps)
                 ),
             };
-            format!("the most throughput per unit of latency, {success_rps:.1} req/s at a mean of {mean_ms:.1} ms; {beyond}")
+            format!(
+                "the most throughput per unit of latency, {} req/s at a mean of {mean_ms:.1} ms; {beyond}",
+                num(*success_rps)
+            )
         }
         Why::Saturates {
             load_growth,
@@ -216,15 +221,21 @@ pub fn why(w: &Why) -> String {
             from_p95_ms,
             to_p95_ms,
         } => format!(
-            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps:.1} to {to_rps:.1} req/s) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
+            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps_} to {to_rps_} req/s) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
             load_growth * 100.0,
             step(from),
             step(to),
             throughput_growth * 100.0,
+            from_rps_ = num(*from_rps),
+            to_rps_ = num(*to_rps)
         ),
         Why::Failed(f) => failed(f),
         Why::ThroughputFell { rps, best_rps } => {
-            format!("throughput fell to {rps:.1} req/s from a best of {best_rps:.1} req/s")
+            format!(
+                "throughput fell to {} req/s from a best of {} req/s",
+                num(*rps),
+                num(*best_rps)
+            )
         }
     }
 }
@@ -241,8 +252,9 @@ pub fn no_optimal(n: &NoOptimal) -> String {
             success_rps,
             mean_ms,
         } => format!(
-            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps:.1} req/s at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
-            step(load)
+            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps_} req/s at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
+            step(load),
+            success_rps_ = num(*success_rps)
         ),
     }
 }
@@ -273,18 +285,24 @@ pub fn client_limit(l: &ClientLimit) -> String {
             "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule"
         ),
         ClientLimit::Dropped { dropped, arrivals } => format!(
-            "{dropped} of {arrivals} arrivals ({:.2}%) were dropped at the cap on requests in flight (-c / max_in_flight)",
+            "{} of {} arrivals ({:.2}%) were dropped at the cap on requests in flight (-c / max_in_flight)",
+            super::int(*dropped),
+            super::int(*arrivals),
             *dropped as f64 / (*arrivals).max(1) as f64 * 100.0
         ),
         ClientLimit::LocalExhaustion { failed } => {
-            format!("{failed} requests failed because crest ran out of file descriptors or local ports")
+            format!(
+                "{} failed because crest ran out of file descriptors or local ports",
+                count(*failed, "request")
+            )
         }
         ClientLimit::WaitingUsers {
             step,
             in_flight,
             users,
         } => format!(
-            "in {step} only {in_flight:.1} of {users} users had a request in flight on average: they waited inside crest"
+            "in {step} only {in_flight:.1} of {} had a request in flight on average: they waited inside crest",
+            count(*users as u64, "user")
         ),
     }
 }
@@ -464,8 +482,10 @@ pub fn stop_detail(r: &StopReason) -> String {
             rps,
             previous_rps,
         } => format!(
-            "throughput {}: {rps:.1} req/s in the steady state of the step that ended, {previous_rps:.1} req/s in the one before",
-            if *fell { "fell" } else { "stopped growing" }
+            "throughput {}: {rps_} req/s in the steady state of the step that ended, {previous_rps_} req/s in the one before",
+            if *fell { "fell" } else { "stopped growing" },
+            rps_ = num(*rps),
+            previous_rps_ = num(*previous_rps)
         ),
     }
 }
@@ -576,10 +596,14 @@ pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
         ),
         F::TimeoutCluster {
             point,
-            count,
+            count: n,
             description,
             cluster: c,
-        } => format!("At {point}, {count} requests failed as {description}: {}.", cluster(c)),
+        } => format!(
+            "At {point}, {} failed as {description}: {}.",
+            count(*n, "request"),
+            cluster(c)
+        ),
         F::AllSucceeded { points, requests } => {
             format!(
                 "All {} of {} succeeded.",
@@ -595,8 +619,11 @@ pub fn finding(f: &Finding) -> String {
     match f {
         Finding::NothingSucceeded { requests, top } => match top {
             Some(top) if *requests > 0 => format!(
-                "No request succeeded: all {requests} failed, most as {} ({}), e.g. \"{}\".",
-                top.description, top.count, top.example
+                "No request succeeded: all {} failed, most as {} ({}), e.g. \"{}\".",
+                super::int(*requests),
+                top.description,
+                super::int(top.count),
+                top.example
             ),
             _ => "No request completed.".to_string(),
         },
@@ -652,20 +679,22 @@ pub fn finding(f: &Finding) -> String {
             description,
             outcome,
             cluster: c,
-        } => format!("{count} {description} ({outcome}): {}.", cluster(c)),
+        } => format!("{} {description} ({outcome}): {}.", super::int(*count), cluster(c)),
         Finding::SomeFailed {
             failures,
             requests,
             error_rate,
             top,
         } => format!(
-            "{failures} of {requests} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",
+            "{} of {} requests failed ({:.2}%), most as {} ({}), e.g. \"{}\".",
+            super::int(*failures),
+            super::int(*requests),
             error_rate * 100.0,
             top.description,
-            top.count,
+            super::int(top.count),
             top.example
         ),
-        Finding::AllSucceeded { requests } => format!("All {requests} requests succeeded."),
+        Finding::AllSucceeded { requests } => format!("All {} succeeded.", count(*requests, "request")),
         Finding::ConnectFlat { min_ms, max_ms } => format!(
             "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
         ),
