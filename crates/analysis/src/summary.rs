@@ -40,7 +40,7 @@ pub struct Summary {
     pub failures: u64,
     /// failures / requests, from 0 to 1.
     pub error_rate: f64,
-    /// Length of the run in seconds.
+    /// Seconds in which load was sent (for a joined run, its parts' lengths added up).
     pub duration_s: f64,
     /// Requests per second.
     pub throughput_rps: f64,
@@ -199,9 +199,10 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         }
     }
     let failures = requests - successes;
+    let active_s = r.active_s();
     let per_s = |n: u64| {
-        if r.duration_s > 0.0 {
-            n as f64 / r.duration_s
+        if active_s > 0.0 {
+            n as f64 / active_s
         } else {
             0.0
         }
@@ -229,7 +230,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         } else {
             0.0
         },
-        duration_s: r.duration_s,
+        duration_s: active_s,
         throughput_rps: per_s(requests),
         success_rps: per_s(successes),
         latency_ms,

@@ -121,8 +121,8 @@ fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
         Metric::Max => ms(latency.max()),
         Metric::ErrorRate => failures as f64 / requests as f64,
         Metric::Throughput => {
-            if r.duration_s > 0.0 {
-                requests as f64 / r.duration_s
+            if r.active_s() > 0.0 {
+                requests as f64 / r.active_s()
             } else {
                 0.0
             }

@@ -88,14 +88,15 @@ pub fn client_limits(
     if let (Some(c), None) = (&r.client, &r.open) {
         let threads = c.threads.min(c.cores);
         let usable = threads.max(1) as f64;
-        if r.duration_s >= CPU_MIN_DURATION_S && c.cpu_s >= CPU_MIN_S {
-            let share = c.cpu_s / r.duration_s / usable;
+        let active_s = r.active_s();
+        if active_s >= CPU_MIN_DURATION_S && c.cpu_s >= CPU_MIN_S {
+            let share = c.cpu_s / active_s / usable;
             if share >= CPU_BUSY {
                 out.push(ClientLimit::BusyCpu {
                     share,
                     threads,
                     cpu_s: c.cpu_s,
-                    duration_s: r.duration_s,
+                    duration_s: active_s,
                 });
             }
         }

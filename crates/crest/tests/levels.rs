@@ -77,6 +77,25 @@ fn levels_run_one_after_another_and_the_break_falls_between_the_right_two() {
         "crest's 500s are the target's timeouts"
     );
     assert_eq!(s["failures"].as_u64(), Some(r.error_count("http_500")));
+    // The run lasted its levels added up, not the whole seconds each was laid on in the
+    // timeline (three levels of a little over 2 s read as 9 s before), and its rate is the
+    // target's count over that time.
+    let levels_s: f64 = s["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["duration_s"].as_f64().unwrap())
+        .sum();
+    let run_s = s["duration_s"].as_f64().unwrap();
+    assert!(
+        (run_s - levels_s).abs() < 1e-6 && run_s < 7.0,
+        "{run_s} s, levels {levels_s} s"
+    );
+    let rps = s["throughput_rps"].as_f64().unwrap();
+    assert!(
+        (rps * run_s / total as f64 - 1.0).abs() < 1e-6,
+        "{rps} req/s over {run_s} s"
+    );
 }
 
 /// `-n 10x`: each level sends ten requests per user, as `ab -c C -n 10C` does.

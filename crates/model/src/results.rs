@@ -164,6 +164,20 @@ pub struct UserTimes {
 }
 
 impl Results {
+    /// Seconds in which load was sent: the run's length less the gaps between the parts of a
+    /// joined run (each part starts on a whole interval, so a part of 3.002 s takes 4 s of the
+    /// timeline). Rates over the whole run divide by this, so a capacity search of three 3 s
+    /// probes reports 9 s and its real rate, not 12 s and three quarters of it.
+    pub fn active_s(&self) -> f64 {
+        let gaps: f64 = self
+            .segments
+            .windows(2)
+            .map(|w| (w[1].start_s - w[0].end_s).max(0.0))
+            .chain(self.segments.last().map(|g| (self.duration_s - g.end_s).max(0.0)))
+            .sum();
+        (self.duration_s - gaps).max(0.0)
+    }
+
     /// Checks what the types cannot: times are finite and not negative, intervals in order,
     /// indices within their lists. Analysis and reports rely on it, so a document edited by
     /// hand or by a fault is refused with the field at fault rather than misread.
