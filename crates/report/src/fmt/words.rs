@@ -302,7 +302,7 @@ pub fn client_limit(l: &ClientLimit) -> String {
             users,
         } => format!(
             "in {step} only {in_flight:.1} of {} had a request in flight on average: they waited inside crest",
-            count(*users as u64, "user")
+            count(*users, "user")
         ),
     }
 }
