@@ -83,7 +83,8 @@ fn report_and_compare_name_a_bad_path() {
 fn report_names_the_field_of_a_broken_results_document() {
     let _serial = common::serial();
     let good = serde_json::to_value(crest_testkit::results::stepping_fixture()).unwrap();
-    let cases: [(&str, fn(&mut serde_json::Value)); 2] = [
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 2] = [
         ("intervals[3].t_s is 18446744073709552000", |v| {
             v["intervals"][3]["t_s"] = serde_json::json!(u64::MAX)
         }),
