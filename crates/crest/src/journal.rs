@@ -115,7 +115,7 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     let Some(first) = it.next() else { return Ok(None) };
     let rest: Vec<_> = it.collect();
     if rest.is_empty() && in_dir(dir).first().is_some_and(|p| p.ends_with(FILE)) {
-        return Ok(Some(first.1));
+        return Ok(Some(checked(first.1, dir)?));
     }
     let unfinished = first.1.ended_by == crest_model::results::EndReason::Unfinished
         || rest
@@ -129,7 +129,15 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     if let Some(f) = &joined.find {
         joined.config.model = f.model.clone();
     }
-    Ok(Some(joined))
+    Ok(Some(checked(joined, dir)?))
+}
+
+/// Journals are read back after crashes and may have been edited: what they add up to is held
+/// to what a results document read from a file is, before any report relies on it.
+fn checked(r: crest_model::Results, dir: &Path) -> Result<crest_model::Results> {
+    r.check()
+        .with_context(|| format!("{}: its journals do not add up to a valid run", dir.display()))?;
+    Ok(r)
 }
 
 /// Saves a search's record so far.

@@ -1,10 +1,13 @@
 //! Bounded fuzz runs on every test run: mutated scenario files through the loader, and mutated
-//! results documents through `crest report`'s analysis and every renderer. Neither may panic.
+//! results documents and journals through `crest report`'s reading, analysis and every
+//! renderer. None may panic.
 //!
 //! Each run lasts `CREST_FUZZ_SECS` seconds (5 by default; CI gives 60). The mutations are
 //! seeded by the clock and the seed is printed, so a failure can be replayed with
 //! `CREST_FUZZ_SEED`; the input that panicked is saved and its path printed.
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -253,18 +256,22 @@ fn mutate_json(rng: &mut Rng, v: &mut Value, depth: usize) {
 
 /// What `crest report` does with a document, without the files.
 fn report(text: &str) {
-    let Ok(r) = crest_model::results::parse(text) else {
-        return;
-    };
-    let Ok(a) = crest_analysis::analyze(&r) else { return };
-    let _ = crest_report::html::markdown(&r, &a);
-    let _ = crest_report::html::html(&r, &a);
+    if let Ok(r) = crest_model::results::parse(text) {
+        render(&r);
+    }
+}
+
+/// Every report `crest report` writes of a document it accepted.
+fn render(r: &crest_model::Results) {
+    let Ok(a) = crest_analysis::analyze(r) else { return };
+    let _ = crest_report::html::markdown(r, &a);
+    let _ = crest_report::html::html(r, &a);
     let mut buf = Vec::new();
-    let _ = crest_report::csv_out::intervals(&r, &a, &mut buf);
-    let _ = crest_report::csv_out::requests(&r, &mut buf);
+    let _ = crest_report::csv_out::intervals(r, &a, &mut buf);
+    let _ = crest_report::csv_out::requests(r, &mut buf);
     let _ = crest_report::csv_out::failures(&a, &mut buf);
-    let _ = crest_report::hlog::write(&r, &mut buf);
-    let _ = crest_report::terminal::render(&r, &a.summary);
+    let _ = crest_report::hlog::write(r, &mut buf);
+    let _ = crest_report::terminal::render(r, &a.summary);
 }
 
 #[test]
@@ -293,5 +300,79 @@ fn mutated_results_never_panic_the_reports() {
             v.to_string()
         },
         report,
+    );
+}
+
+/// Journals are what `crest report` reads after a crash, so they may end anywhere and may have
+/// been edited: a run in two parts (a journal each, joined as `crest report` joins them) with
+/// lines mutated, dropped, repeated or cut.
+#[test]
+fn mutated_journals_never_panic_the_reports() {
+    let _serial = common::serial();
+    let t = common::target_process(&["--service-time", "1ms"]);
+    let r = common::run(&t.url, &["-c", "1,3", "-d", "1s", "--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let parts: Vec<String> = ["journal-001.jsonl", "journal-002.jsonl"]
+        .iter()
+        .map(|f| std::fs::read_to_string(r.dir.path().join(f)).unwrap())
+        .collect();
+    const PART: &str = "\n=== next part ===\n";
+    fuzz(
+        "journals",
+        |rng| {
+            let mut parts = parts.clone();
+            for _ in 0..1 + rng.below(3) {
+                let k = rng.below(parts.len());
+                let mut lines: Vec<String> = parts[k].lines().map(str::to_string).collect();
+                let i = rng.below(lines.len());
+                match rng.below(8) {
+                    0 => {
+                        lines.remove(i);
+                    }
+                    1 => {
+                        let l = lines[i].clone();
+                        lines.insert(i, l);
+                    }
+                    2 => {
+                        let cut = rng.below(lines[i].len());
+                        lines[i].truncate(cut);
+                    }
+                    _ => {
+                        if let Ok(mut v) = serde_json::from_str::<Value>(&lines[i]) {
+                            mutate_json(rng, &mut v, 0);
+                            lines[i] = v.to_string();
+                        }
+                    }
+                }
+                parts[k] = lines.join("\n");
+            }
+            parts.join(PART)
+        },
+        |input| {
+            let mut results = Vec::new();
+            for (k, part) in input.split(PART).enumerate() {
+                let Ok(j) = crest_model::journal::read(part.as_bytes()) else {
+                    return;
+                };
+                let Ok(r) = j.results() else { return };
+                let label = crest_model::results::Segment {
+                    name: format!("part {k}"),
+                    start_s: 0.0,
+                    end_s: 0.0,
+                    users: None,
+                    rate: None,
+                };
+                results.push((j.start.part.clone().unwrap_or(label), r));
+            }
+            let mut it = results.into_iter();
+            let Some(first) = it.next() else { return };
+            // As `crest report` rebuilds a run from its journals.
+            let Ok(joined) = crest_model::results::concat(first, it) else {
+                return;
+            };
+            if joined.check().is_ok() {
+                render(&joined);
+            }
+        },
     );
 }

@@ -306,9 +306,11 @@ impl Fold {
                     size: None,
                 }),
             };
-            sum.stat.count += s.count;
-            sum.stat.bytes_sent += s.bytes_sent;
-            sum.stat.bytes_received += s.bytes_received;
+            // Counts saturate: a journal read back may have been edited, and a wrapped count
+            // would read as a small one.
+            sum.stat.count = sum.stat.count.saturating_add(s.count);
+            sum.stat.bytes_sent = sum.stat.bytes_sent.saturating_add(s.bytes_sent);
+            sum.stat.bytes_received = sum.stat.bytes_received.saturating_add(s.bytes_received);
             crate::hist::add(&mut sum.latency, &s.latency.decode()?);
             add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
             add_opt(&mut sum.connect, s.connect.as_ref())?;
@@ -316,9 +318,10 @@ impl Fold {
             add_opt(&mut sum.size, s.size.as_ref())?;
         }
         for (code, n) in &r.status_codes {
-            *self.status_codes.entry(code.clone()).or_default() += n;
+            let c = self.status_codes.entry(code.clone()).or_default();
+            *c = c.saturating_add(*n);
         }
-        self.samples += r.stats.iter().map(|s| s.count).sum::<u64>();
+        self.samples = r.stats.iter().map(|s| s.count).fold(self.samples, u64::saturating_add);
         if self.samples > crate::results::POINTS_KEPT {
             self.points = Vec::new();
         }
@@ -330,13 +333,13 @@ impl Fold {
         }
         for e in &r.errors {
             match self.errors.iter_mut().find(|x| x.outcome == e.outcome) {
-                Some(x) => x.count += e.count,
+                Some(x) => x.count = x.count.saturating_add(e.count),
                 None => self.errors.push(e.clone()),
             }
         }
         add_opt(&mut self.send_lag, r.send_lag.as_ref())?;
         add_opt(&mut self.service, r.service.as_ref())?;
-        self.dropped += r.interval.dropped;
+        self.dropped = self.dropped.saturating_add(r.interval.dropped);
         self.intervals.push(r.interval.clone());
         Ok(())
     }
@@ -368,7 +371,7 @@ impl Fold {
             })
             .collect();
         let open = start.target_rps.map(|target_rps| {
-            let sent: u64 = self.intervals.iter().map(|i| i.requests).sum();
+            let sent = self.intervals.iter().map(|i| i.requests).fold(0, u64::saturating_add);
             OpenStats {
                 target_rps,
                 // Without an end, arrivals are those measured and those dropped: requests

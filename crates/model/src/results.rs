@@ -700,7 +700,7 @@ pub fn concat(
             end_s: offset + part.duration_s,
             ..label
         });
-        let samples: u64 = part.stats.iter().map(|s| s.count).sum();
+        let samples = part.stats.iter().map(|s| s.count).fold(0, u64::saturating_add);
         for mut s in part.stats {
             s.segment = k as u32;
             out.stats.push(s);
@@ -712,21 +712,25 @@ pub fn concat(
         points_whole &= part.points.len() as u64 == samples;
         // Offsets are whole intervals, so the shift is exact in µs.
         let shift = (offset * 1e6).round() as u64;
-        out.points
-            .extend(part.points.iter().map(|p| RequestPoint(p.0 + shift, p.1, p.2, p.3)));
+        out.points.extend(
+            part.points
+                .iter()
+                .map(|p| RequestPoint(p.0.saturating_add(shift), p.1, p.2, p.3)),
+        );
         for (code, n) in part.status_codes {
-            *out.status_codes.entry(code).or_default() += n;
+            let c = out.status_codes.entry(code).or_default();
+            *c = c.saturating_add(n);
         }
         for e in part.errors {
             match out.errors.iter_mut().find(|x| x.outcome == e.outcome) {
-                Some(x) => x.count += e.count,
+                Some(x) => x.count = x.count.saturating_add(e.count),
                 None => out.errors.push(e),
             }
         }
-        out.abandoned += part.abandoned;
+        out.abandoned = out.abandoned.saturating_add(part.abandoned);
         if let Some(o) = part.open {
-            arrivals += o.arrivals;
-            dropped += o.dropped;
+            arrivals = arrivals.saturating_add(o.arrivals);
+            dropped = dropped.saturating_add(o.dropped);
             target = target.max(o.target_rps);
             for (acc, h) in [(&mut send_lag, Some(&o.send_lag)), (&mut service, o.service.as_ref())] {
                 if let Some(h) = h {
