@@ -272,7 +272,13 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     workload: Arc<W>,
     sink: S,
 ) -> std::io::Result<ThreadReport<S>> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // The blocking pool runs system DNS lookups (a lookup per connection when asked). Its
+    // default of 512 threads per engine thread would start thousands when 10,000 users connect
+    // at once; lookups past these wait for a thread, and are timed once they run.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(64)
+        .build()?;
     let set = LocalSet::new();
     let sink = Rc::new(RefCell::new(sink));
     let local = Rc::new(Local {
