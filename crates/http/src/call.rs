@@ -2,7 +2,7 @@
 
 use crate::endpoint::{Endpoint, Opened};
 use crate::h1::{self, H1Error, Response};
-use crate::http2::{self, H2Fail};
+use crate::h2::{self as http2, H2Fail};
 use crate::io::Stream;
 use crate::{Detail, Failure};
 use crest_model::protocol::HttpVersion;
@@ -260,7 +260,7 @@ impl Endpoint {
                         match (h2, &self.pool) {
                             (true, Some(pool)) => {
                                 h2s.get_or_insert_with(Default::default).seat =
-                                    Some(pool.seat_new(http2::handshake(stream).await?));
+                                    Some(pool.seat_new(http2::handshake(stream)));
                             }
                             _ => *conn = Some(h1::Conn::new(stream)),
                         }
@@ -278,7 +278,7 @@ impl Endpoint {
     async fn attempt_h2(
         &self,
         seat: &mut Option<http2::Seat>,
-        send: &mut Option<h2::client::SendRequest<bytes::Bytes>>,
+        send: &mut Option<std::sync::Arc<http2::Conn>>,
         req: &http2::H2Request,
         call: &Call<'_>,
         started: Instant,
@@ -313,10 +313,10 @@ impl Endpoint {
             let failed = match http2::exchange(conn, req, p, keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => None,
-                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(http2::cause(conn, e)),
+                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(e),
             };
             // A reset ends one stream; anything else ends the connection.
-            if failed.as_ref().is_none_or(|e| !e.is_reset()) {
+            if failed.as_ref().is_none_or(http2::H2Error::ends_connection) {
                 *send = None;
                 if let Some(s) = seat.take() {
                     s.retire();
@@ -338,7 +338,7 @@ impl Endpoint {
         started: Instant,
         deadline: Instant,
         opened: &mut Opened,
-    ) -> Result<h2::client::SendRequest<bytes::Bytes>, Failure> {
+    ) -> Result<std::sync::Arc<http2::Conn>, Failure> {
         let conn = slot
             .conn
             .get_or_try_init(|| async {
@@ -346,7 +346,7 @@ impl Endpoint {
                 let mut timing = Opened::default();
                 let result = Box::pin(self.open(call, started, deadline, &mut timing)).await;
                 opened.dns = timing.dns;
-                let send = http2::handshake(result?).await?;
+                let send = http2::handshake(result?);
                 opened.connect = timing.connect;
                 Ok::<_, Failure>(send)
             })

@@ -1,4 +1,5 @@
-//! HTTP/2 connections shared by virtual users, through the `h2` crate.
+//! HTTP/2 connections shared by virtual users: crest's own client framing (RFC 9113) and
+//! header compression (RFC 7541), chosen over the `h2` crate by measurement (bench/README.md).
 //!
 //! HTTP/1.1 gives each user its own connection; HTTP/2 exists to carry many requests on one, so
 //! users are seated on shared connections, at most `max_streams` per connection. Each user has
@@ -10,14 +11,26 @@
 //! Requests arrive as the HTTP/1.1 bytes every other part of crest builds ([`crate::build_request`])
 //! and are translated here: one request format for the front ends, and the wire version a
 //! property of the endpoint.
+//!
+//! - [`frame`]: the frame layout and the frames a client writes;
+//! - [`hpack`] and [`huffman`]: decoding servers' header blocks without allocating, encoding
+//!   requests once;
+//! - [`conn`]: one connection's state, driven by its users' own tasks (no connection task).
+
+mod conn;
+mod frame;
+mod hpack;
+mod huffman;
+
+pub(crate) use conn::Conn;
+#[cfg(test)]
+pub(crate) use frame::Malformed;
 
 use crate::h1::{Progress, Response};
 use crate::{Detail, Failure};
-use bytes::Bytes;
-use h2::client::SendRequest;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tokio::sync::OnceCell;
 
 /// The HTTP/2 connections of one endpoint.
@@ -38,7 +51,7 @@ pub(crate) struct Slot {
     /// Set once a request on it failed in a way that ends the connection (GOAWAY, I/O error);
     /// no user is seated on it after that.
     dead: AtomicBool,
-    pub conn: OnceCell<SendRequest<Bytes>>,
+    pub conn: OnceCell<Arc<Conn>>,
 }
 
 /// A user's place on a connection, given back when dropped.
@@ -49,9 +62,8 @@ pub(crate) struct Seat(pub Arc<Slot>);
 #[derive(Default)]
 pub(crate) struct H2Session {
     pub seat: Option<Seat>,
-    /// The user's own handle on its seat's connection, cloned once when it is seated: a clone
-    /// and a drop per request each cost a trip through the connection's lock.
-    pub send: Option<SendRequest<Bytes>>,
+    /// The user's own handle on its seat's connection, cloned once when it is seated.
+    pub send: Option<Arc<Conn>>,
     /// The last request's bytes and their translation, reused while they repeat (quick mode
     /// sends the same bytes every time).
     pub request: Option<(Vec<u8>, H2Request)>,
@@ -114,7 +126,7 @@ impl Pool {
     }
 
     /// A seat on a new connection that the caller has already opened.
-    pub fn seat_new(&self, send: SendRequest<Bytes>) -> Seat {
+    pub fn seat_new(&self, send: Arc<Conn>) -> Seat {
         let slot = Arc::new(Slot {
             thread: std::thread::current().id(),
             users: AtomicUsize::new(1),
@@ -126,28 +138,16 @@ impl Pool {
     }
 }
 
-/// Starts HTTP/2 on an open transport; the connection is driven by its own task until every
-/// handle to it is gone.
-pub(crate) async fn handshake(stream: crate::io::Stream) -> Result<SendRequest<Bytes>, Failure> {
-    let (send, conn) = h2::client::Builder::new()
-        .enable_push(false)
-        // Larger windows than the 64 KiB default, so large bodies are not paced by
-        // WINDOW_UPDATE round trips (h2load uses the same sizes).
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(1 << 24)
-        .handshake::<_, Bytes>(stream)
-        .await
-        .map_err(Failure::h2)?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(send)
+/// Starts HTTP/2 on an open transport. Nothing is awaited: the preface and settings go out
+/// with the first request.
+pub(crate) fn handshake(stream: crate::io::Stream) -> Arc<Conn> {
+    Conn::new(stream)
 }
 
-/// A request in the parts HTTP/2 sends.
+/// A request in the parts HTTP/2 sends: its header block, encoded once.
 pub(crate) struct H2Request {
-    head: http::Request<()>,
-    body: Bytes,
+    block: Vec<u8>,
+    body: Vec<u8>,
     /// The request's size as HTTP/1.1 would send it, for `bytes_sent`.
     size: u64,
 }
@@ -161,9 +161,14 @@ const CONNECTION_SPECIFIC: [&str; 5] = [
     "upgrade",
 ];
 
+/// A field value HTTP allows: no control characters but tab.
+fn valid_value(v: &[u8]) -> bool {
+    v.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
 /// Translates a request built by [`crate::build_request`] for HTTP/2.
 pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failure> {
-    let bad = |_| Failure {
+    let bad = || Failure {
         outcome: crest_model::Outcome::Other,
         detail: Detail::Text("the request could not be translated to HTTP/2"),
     };
@@ -171,38 +176,42 @@ pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failur
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(request) {
         Ok(httparse::Status::Complete(len)) => len,
-        _ => return Err(bad(())),
+        _ => return Err(bad()),
     };
-    let mut authority = None;
-    let mut map = http::HeaderMap::with_capacity(req.headers.len());
+    let method = req.method.unwrap_or("GET");
+    let path = req.path.unwrap_or("/");
+    let authority = req
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("host"))
+        .map_or(&b"localhost"[..], |h| h.value);
+    if !crate::is_token(method) || !valid_value(path.as_bytes()) || path.is_empty() || !valid_value(authority) {
+        return Err(bad());
+    }
+    let mut block = Vec::with_capacity(request.len());
+    hpack::put_field(&mut block, b":method", method.as_bytes());
+    hpack::put_field(&mut block, b":scheme", if https { b"https" } else { b"http" });
+    hpack::put_field(&mut block, b":authority", authority);
+    hpack::put_field(&mut block, b":path", path.as_bytes());
+    let mut name = Vec::new();
     for h in req.headers.iter() {
-        if h.name.eq_ignore_ascii_case("host") {
-            authority = std::str::from_utf8(h.value).ok();
-            continue;
-        }
-        if CONNECTION_SPECIFIC.iter().any(|c| h.name.eq_ignore_ascii_case(c))
+        if h.name.eq_ignore_ascii_case("host")
+            || CONNECTION_SPECIFIC.iter().any(|c| h.name.eq_ignore_ascii_case(c))
             || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
         {
             continue;
         }
-        let name = http::HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| bad(()))?;
-        let value = http::HeaderValue::from_bytes(h.value).map_err(|_| bad(()))?;
-        map.append(name, value);
+        if !crate::is_token(h.name) || !valid_value(h.value) {
+            return Err(bad());
+        }
+        // HTTP/2 field names are lowercase (RFC 9113 section 8.2.1).
+        name.clear();
+        name.extend(h.name.bytes().map(|b| b.to_ascii_lowercase()));
+        hpack::put_field(&mut block, &name, h.value);
     }
-    let uri = http::Uri::builder()
-        .scheme(if https { "https" } else { "http" })
-        .authority(authority.unwrap_or("localhost"))
-        .path_and_query(req.path.unwrap_or("/"))
-        .build()
-        .map_err(|_| bad(()))?;
-    let mut head = http::Request::new(());
-    *head.method_mut() = http::Method::from_bytes(req.method.unwrap_or("GET").as_bytes()).map_err(|_| bad(()))?;
-    *head.uri_mut() = uri;
-    *head.version_mut() = http::Version::HTTP_2;
-    *head.headers_mut() = map;
     Ok(H2Request {
-        head,
-        body: Bytes::copy_from_slice(&request[len..]),
+        block,
+        body: request[len..].to_vec(),
         size: request.len() as u64,
     })
 }
@@ -211,82 +220,72 @@ pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failur
 pub(crate) enum H2Fail {
     /// The connection could not take the request (it went away first): the server never saw
     /// it, so it may be sent again on a new connection.
-    NotSent(h2::Error),
+    NotSent(H2Error),
     /// The request was sent and then failed.
-    Sent(h2::Error),
+    Sent(H2Error),
 }
 
-/// The error to report for a stream that failed with `e`. When the connection ended after the
-/// server's GOAWAY, streams still open see only the closed socket; the GOAWAY, which the
-/// connection remembers, is the cause worth reporting. Asked without waiting: the connection
-/// already knows.
-pub(crate) fn cause(conn: &SendRequest<Bytes>, e: h2::Error) -> h2::Error {
-    if e.is_go_away() || e.is_reset() {
-        return e;
+/// An HTTP/2 failure, as a stream or as a whole connection saw it.
+#[derive(Debug, Clone)]
+pub(crate) enum H2Error {
+    /// The socket failed.
+    Io(Arc<std::io::Error>),
+    /// The server closed the connection without GOAWAY.
+    Closed,
+    /// The server sent GOAWAY with this code; the connection ends (streams above its last
+    /// stream were not processed; the others fail if the connection closes first).
+    GoAway(u32),
+    /// The server reset the stream with this code.
+    Reset(u32),
+    /// crest found the server breaking the protocol and sent GOAWAY with this code.
+    Local(frame::Malformed),
+    /// crest found the server breaking the protocol on one stream and reset it with this code.
+    LocalReset(frame::Malformed),
+    /// The connection used up its stream identifiers.
+    Exhausted,
+}
+
+impl H2Error {
+    /// The HTTP/2 error code it carries, if any.
+    pub(crate) fn code(&self) -> Option<u32> {
+        match self {
+            H2Error::GoAway(c) | H2Error::Reset(c) => Some(*c),
+            H2Error::Local(m) | H2Error::LocalReset(m) => Some(m.code),
+            _ => None,
+        }
     }
-    let mut probe = conn.clone();
-    match probe.poll_ready(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-        std::task::Poll::Ready(Err(conn_err)) if conn_err.is_go_away() && conn_err.is_remote() => conn_err,
-        _ => e,
+
+    /// Whether the connection goes on: only a reset ends one stream alone.
+    pub(crate) fn ends_connection(&self) -> bool {
+        !matches!(self, H2Error::Reset(_) | H2Error::LocalReset(_))
+    }
+}
+
+impl fmt::Display for H2Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            H2Error::Io(e) => write!(f, "{e}"),
+            H2Error::Closed => f.write_str("the server closed the HTTP/2 connection"),
+            H2Error::GoAway(c) => write!(f, "the server sent GOAWAY with {} ({c})", frame::code_name(*c)),
+            H2Error::Reset(c) => write!(f, "the server reset the stream with {} ({c})", frame::code_name(*c)),
+            H2Error::Local(m) => write!(f, "HTTP/2 {} from the server: {}", frame::code_name(m.code), m.what),
+            H2Error::LocalReset(m) => write!(
+                f,
+                "HTTP/2 {} from the server on a stream: {}",
+                frame::code_name(m.code),
+                m.what
+            ),
+            H2Error::Exhausted => f.write_str("the connection used up its stream identifiers"),
+        }
     }
 }
 
 /// Sends `req` on `conn` and reads the whole response.
 pub(crate) async fn exchange(
-    send: &mut SendRequest<Bytes>,
+    conn: &Conn,
     req: &H2Request,
     p: &mut Progress,
-    mut keep: Option<&mut Response>,
+    keep: Option<&mut Response>,
 ) -> Result<u16, H2Fail> {
-    std::future::poll_fn(|cx| send.poll_ready(cx))
-        .await
-        .map_err(H2Fail::NotSent)?;
-    let mut head = http::Request::new(());
-    *head.method_mut() = req.head.method().clone();
-    *head.uri_mut() = req.head.uri().clone();
-    *head.version_mut() = http::Version::HTTP_2;
-    *head.headers_mut() = req.head.headers().clone();
-    let (response, mut body_tx) = send.send_request(head, req.body.is_empty()).map_err(H2Fail::NotSent)?;
-    if !req.body.is_empty() {
-        body_tx.send_data(req.body.clone(), true).map_err(H2Fail::Sent)?;
-    }
-    p.written += req.size;
-    let response = response.await.map_err(H2Fail::Sent)?;
-    p.first_byte = Some(Instant::now());
-    let status = response.status().as_u16();
-    p.status = Some(status);
-    // The head's size as HTTP/1.1 would carry it: a stream's share of the compressed header
-    // blocks and frames of a multiplexed connection cannot be observed.
-    p.read += 17
-        + response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-            .sum::<u64>();
-    if let Some(k) = keep.as_deref_mut() {
-        *k = Response {
-            status,
-            headers: response
-                .headers()
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect(),
-            ..Response::default()
-        };
-    }
-    let mut body = response.into_body();
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(H2Fail::Sent)?;
-        p.read += chunk.len() as u64;
-        let _ = body.flow_control().release_capacity(chunk.len());
-        if let Some(k) = keep.as_deref_mut() {
-            k.keep(&chunk);
-        }
-    }
-    Ok(status)
+    conn.exchange(req, p, keep).await
 }

@@ -1,0 +1,908 @@
+//! One HTTP/2 connection, driven by the users whose streams it carries.
+//!
+//! There is no connection task. A user's exchange writes its request into the connection's
+//! write buffer, and then, if no other user is reading the socket, becomes the reader: it
+//! flushes everyone's queued frames, reads, and handles every frame that arrived, for all
+//! streams, waking the users whose responses completed. When the reader's own response is
+//! complete it hands the socket to another waiting user. With one stream per connection the
+//! user always reads for itself, as an HTTP/1.1 exchange does; with many, one read serves many
+//! responses and one write carries the requests queued since the last.
+//!
+//! The state sits behind a mutex that is never held across an await. Users of one connection
+//! run on one engine thread, so it is never contended there; it is a mutex rather than a
+//! `RefCell` because a call's future must be `Send` (tests and embedders run it on
+//! multi-threaded runtimes).
+//!
+//! Response headers are decoded straight out of the read buffer ([`super::hpack`]): a response
+//! costs no allocation unless the caller keeps it.
+
+use super::frame::{self, Head, Malformed};
+use super::hpack::Decoder;
+use super::{H2Error, H2Fail, H2Request};
+use crate::h1::{Progress, Response};
+use crate::io::Stream;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The receive window each stream starts with (SETTINGS_INITIAL_WINDOW_SIZE), larger than the
+/// 64 KiB default so that large bodies are not paced by WINDOW_UPDATE round trips (h2load uses
+/// the same sizes).
+const STREAM_WINDOW: i64 = 1 << 20;
+/// The connection's receive window.
+const CONN_WINDOW: i64 = 1 << 24;
+/// The read buffer: room for a few whole frames of the largest size crest accepts, so that one
+/// read brings many small responses.
+const READ_BUF: usize = 64 * 1024;
+/// The largest header block accepted across CONTINUATION frames.
+const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The largest stream identifier a client may use.
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// A connection shared by the users seated on it.
+pub(crate) struct Conn {
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Conn")
+    }
+}
+
+/// Where a stream stands.
+enum Phase {
+    Open,
+    Done,
+    Failed(H2Error),
+    /// The server will not process it (above GOAWAY's last stream): it may be sent again.
+    NotSent(H2Error),
+}
+
+/// One open stream: what its response has brought so far.
+struct Slot {
+    id: u32,
+    waker: Option<Waker>,
+    phase: Phase,
+    status: Option<u16>,
+    /// Final response headers seen; HEADERS after this are trailers.
+    head_seen: bool,
+    /// The response's size as [`super::exchange`] reports it.
+    read: u64,
+    first_byte: Option<Instant>,
+    keep: Option<Box<Response>>,
+    /// The request body's bytes framed so far.
+    body_sent: usize,
+    /// Some of the request body waits for the send windows to open.
+    body_waiting: bool,
+    send_window: i64,
+    recv_window: i64,
+    recv_unacked: i64,
+}
+
+/// A header block spread over HEADERS and CONTINUATION frames.
+struct Continuation {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+struct State {
+    io: Stream,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rend: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    decoder: Decoder,
+    streams: Vec<Slot>,
+    next_id: u32,
+    /// The stream whose user reads the socket for everyone.
+    reader: Option<u32>,
+    /// Users waiting for the server's MAX_CONCURRENT_STREAMS to leave room.
+    waiting: Vec<Waker>,
+    peer_max_streams: usize,
+    peer_window: i64,
+    peer_max_frame: usize,
+    /// The server lowered its header table below the default: the next header block starts
+    /// with a size update (RFC 7541 section 4.2). crest's blocks never use the table.
+    table_update: bool,
+    send_window: i64,
+    recv_window: i64,
+    recv_unacked: i64,
+    goaway: Option<(u32, u32)>,
+    dead: Option<H2Error>,
+    continuation: Option<Continuation>,
+}
+
+impl Conn {
+    /// A connection over `io`, its preface and settings queued to go out with the first request.
+    pub(crate) fn new(io: Stream) -> Arc<Conn> {
+        let mut wbuf = Vec::with_capacity(4096);
+        wbuf.extend_from_slice(frame::PREFACE);
+        let mut settings = Vec::with_capacity(12);
+        for (id, value) in [
+            (frame::ENABLE_PUSH, 0u32),
+            (frame::INITIAL_WINDOW_SIZE, STREAM_WINDOW as u32),
+        ] {
+            settings.extend_from_slice(&id.to_be_bytes());
+            settings.extend_from_slice(&value.to_be_bytes());
+        }
+        frame::put_frame(&mut wbuf, frame::SETTINGS, 0, 0, &settings);
+        let increment = (CONN_WINDOW - 65_535) as u32;
+        frame::put_frame(&mut wbuf, frame::WINDOW_UPDATE, 0, 0, &increment.to_be_bytes());
+        Arc::new(Conn {
+            state: Mutex::new(State {
+                io,
+                rbuf: vec![0; READ_BUF],
+                rpos: 0,
+                rend: 0,
+                wbuf,
+                wpos: 0,
+                decoder: Decoder::default(),
+                streams: Vec::new(),
+                next_id: 1,
+                reader: None,
+                waiting: Vec::new(),
+                peer_max_streams: usize::MAX,
+                peer_window: 65_535,
+                peer_max_frame: frame::MAX_PAYLOAD,
+                table_update: false,
+                send_window: 65_535,
+                recv_window: CONN_WINDOW,
+                recv_unacked: 0,
+                goaway: None,
+                dead: None,
+                continuation: None,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `req` and reads its whole response.
+    pub(crate) async fn exchange(
+        &self,
+        req: &H2Request,
+        p: &mut Progress,
+        mut keep: Option<&mut Response>,
+    ) -> Result<u16, H2Fail> {
+        let mut ex = Exchange {
+            conn: self,
+            id: None,
+            base_read: p.read,
+        };
+        std::future::poll_fn(|cx| ex.poll(req, p, &mut keep, cx)).await
+    }
+}
+
+/// A user's stream on the connection; dropping it before the response is complete (a timeout)
+/// resets the stream and frees its place.
+struct Exchange<'a> {
+    conn: &'a Conn,
+    id: Option<u32>,
+    base_read: u64,
+}
+
+impl Drop for Exchange<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let mut st = self.conn.lock();
+        if let Some(i) = st.find(id) {
+            if matches!(st.streams[i].phase, Phase::Open) && st.dead.is_none() {
+                frame::put_frame(&mut st.wbuf, frame::RST_STREAM, 0, id, &frame::CANCEL.to_be_bytes());
+            }
+            st.streams.swap_remove(i);
+        }
+        st.release(id);
+    }
+}
+
+impl Exchange<'_> {
+    fn poll(
+        &mut self,
+        req: &H2Request,
+        p: &mut Progress,
+        keep: &mut Option<&mut Response>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u16, H2Fail>> {
+        let mut guard = self.conn.lock();
+        let st = &mut *guard;
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                if let Some(e) = &st.dead {
+                    return Poll::Ready(Err(H2Fail::NotSent(e.clone())));
+                }
+                if let Some((_, code)) = st.goaway {
+                    return Poll::Ready(Err(H2Fail::NotSent(H2Error::GoAway(code))));
+                }
+                if st.next_id > MAX_STREAM_ID {
+                    return Poll::Ready(Err(H2Fail::NotSent(H2Error::Exhausted)));
+                }
+                if st.streams.len() >= st.peer_max_streams {
+                    st.waiting.push(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                let id = st.next_id;
+                st.next_id += 2;
+                st.open(id, req, keep.is_some());
+                p.written += req.size;
+                self.id = Some(id);
+                id
+            }
+        };
+        loop {
+            let Some(i) = st.find(id) else {
+                // Only this exchange removes its slot.
+                unreachable!("stream {id} lost its slot");
+            };
+            let slot = &mut st.streams[i];
+            p.status = slot.status;
+            p.first_byte = slot.first_byte;
+            p.read = self.base_read + slot.read;
+            if !matches!(slot.phase, Phase::Open) {
+                let slot = st.streams.swap_remove(i);
+                self.id = None;
+                if let (Some(k), Some(kept)) = (keep.as_deref_mut(), slot.keep) {
+                    *k = *kept;
+                }
+                if st.reader == Some(id) && !st.wbuf.is_empty() {
+                    // Acknowledgements queued while reading go out now, not with the next request.
+                    let _ = st.flush(cx);
+                }
+                st.release(id);
+                return Poll::Ready(match slot.phase {
+                    Phase::Done => Ok(slot.status.unwrap_or(0)),
+                    Phase::Failed(e) => Err(H2Fail::Sent(e)),
+                    Phase::NotSent(e) => Err(H2Fail::NotSent(e)),
+                    Phase::Open => unreachable!(),
+                });
+            }
+            if slot.body_waiting {
+                st.send_body(i, &req.body);
+            }
+            if st.reader.is_some_and(|r| r != id) {
+                let slot = &mut st.streams[i];
+                match &slot.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => slot.waker = Some(cx.waker().clone()),
+                }
+                if st.wbuf.len() > st.wpos {
+                    // The reader writes what was queued, all of it in one write.
+                    if let Some(r) = st.reader.and_then(|r| st.find(r)) {
+                        if let Some(w) = &st.streams[r].waker {
+                            w.wake_by_ref();
+                        }
+                    }
+                }
+                return Poll::Pending;
+            }
+            st.reader = Some(id);
+            if let Poll::Ready(Err(e)) = st.flush(cx) {
+                st.fail_io(e);
+                continue;
+            }
+            if st.rpos < st.rend {
+                // Frames a previous reader left whole in the buffer are handled before reading.
+                let before = (st.rpos, st.rend);
+                st.process(Instant::now());
+                if (st.rpos, st.rend) != before {
+                    continue;
+                }
+            }
+            if st.rpos > 0 {
+                let (rpos, rend) = (st.rpos, st.rend);
+                st.rbuf.copy_within(rpos..rend, 0);
+                st.rend -= rpos;
+                st.rpos = 0;
+            }
+            let State { io, rbuf, rend, .. } = st;
+            let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
+            match Pin::new(io).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) => {
+                    let n = buf.filled().len();
+                    if n == 0 {
+                        st.fail_eof();
+                        continue;
+                    }
+                    st.rend += n;
+                    st.process(Instant::now());
+                }
+                Poll::Ready(Err(e)) => st.fail_io(e),
+                Poll::Pending => {
+                    let slot = &mut st.streams[i];
+                    match &slot.waker {
+                        Some(w) if w.will_wake(cx.waker()) => {}
+                        _ => slot.waker = Some(cx.waker().clone()),
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+fn wake(slot: &mut Slot) {
+    if let Some(w) = slot.waker.take() {
+        w.wake();
+    }
+}
+
+impl State {
+    fn find(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    /// Stream `id` is gone: if it was reading, another waiting user takes over; a place is free
+    /// for a user waiting on MAX_CONCURRENT_STREAMS.
+    fn release(&mut self, id: u32) {
+        if self.reader == Some(id) {
+            self.reader = None;
+            if let Some(s) = self.streams.iter_mut().find(|s| s.waker.is_some()) {
+                wake(s);
+            }
+        }
+        if let Some(w) = self.waiting.pop() {
+            w.wake();
+        }
+    }
+
+    /// Queues a new stream's HEADERS, and as much of its body as the windows allow.
+    fn open(&mut self, id: u32, req: &H2Request, keep: bool) {
+        let mut block = &req.block[..];
+        let update;
+        if self.table_update {
+            self.table_update = false;
+            let mut b = Vec::with_capacity(block.len() + 1);
+            b.push(0x20);
+            b.extend_from_slice(block);
+            update = b;
+            block = &update;
+        }
+        let end_stream = if req.body.is_empty() { frame::END_STREAM } else { 0 };
+        let mut kind = frame::HEADERS;
+        let mut flags = end_stream;
+        loop {
+            let n = block.len().min(self.peer_max_frame);
+            let (part, rest) = block.split_at(n);
+            let last = if rest.is_empty() { frame::END_HEADERS } else { 0 };
+            frame::put_frame(&mut self.wbuf, kind, flags | last, id, part);
+            if rest.is_empty() {
+                break;
+            }
+            block = rest;
+            kind = frame::CONTINUATION;
+            flags = 0;
+        }
+        self.streams.push(Slot {
+            id,
+            waker: None,
+            phase: Phase::Open,
+            status: None,
+            head_seen: false,
+            read: 0,
+            first_byte: None,
+            keep: keep.then(Box::default),
+            body_sent: 0,
+            body_waiting: !req.body.is_empty(),
+            send_window: self.peer_window,
+            recv_window: STREAM_WINDOW,
+            recv_unacked: 0,
+        });
+        if !req.body.is_empty() {
+            let i = self.streams.len() - 1;
+            self.send_body(i, &req.body);
+        }
+    }
+
+    /// Frames more of stream `i`'s body, within the send windows and frame size.
+    fn send_body(&mut self, i: usize, body: &[u8]) {
+        let slot = &mut self.streams[i];
+        while slot.body_sent < body.len() {
+            let room = slot.send_window.min(self.send_window).min(self.peer_max_frame as i64);
+            if room <= 0 {
+                return;
+            }
+            let n = (body.len() - slot.body_sent).min(room as usize);
+            let end = slot.body_sent + n == body.len();
+            frame::put_frame(
+                &mut self.wbuf,
+                frame::DATA,
+                if end { frame::END_STREAM } else { 0 },
+                slot.id,
+                &body[slot.body_sent..slot.body_sent + n],
+            );
+            slot.body_sent += n;
+            slot.send_window -= n as i64;
+            self.send_window -= n as i64;
+        }
+        slot.body_waiting = false;
+    }
+
+    /// Writes the queued frames.
+    fn flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.wpos == self.wbuf.len() {
+            return Poll::Ready(Ok(()));
+        }
+        while self.wpos < self.wbuf.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.wpos += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    /// The socket failed: every open stream fails, with the server's GOAWAY as the cause when
+    /// there was one (the socket closing after it is its consequence).
+    fn fail_io(&mut self, e: io::Error) {
+        let err = match self.goaway {
+            Some((_, code)) => H2Error::GoAway(code),
+            None => H2Error::Io(Arc::new(e)),
+        };
+        self.fail_all(err);
+    }
+
+    fn fail_eof(&mut self) {
+        let err = match self.goaway {
+            Some((_, code)) => H2Error::GoAway(code),
+            None => H2Error::Closed,
+        };
+        self.fail_all(err);
+    }
+
+    fn fail_all(&mut self, err: H2Error) {
+        for s in &mut self.streams {
+            if matches!(s.phase, Phase::Open) {
+                s.phase = Phase::Failed(err.clone());
+                wake(s);
+            }
+        }
+        self.dead.get_or_insert(err);
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+    }
+
+    /// A connection error found by crest: GOAWAY with its code, and every stream fails.
+    fn connection_error(&mut self, m: Malformed) {
+        if self.dead.is_some() {
+            return;
+        }
+        let mut payload = [0u8; 8];
+        payload[4..].copy_from_slice(&m.code.to_be_bytes());
+        frame::put_frame(&mut self.wbuf, frame::GOAWAY, 0, 0, &payload);
+        self.fail_all(H2Error::Local(m));
+    }
+
+    /// A stream error found by crest: RST_STREAM with its code; the stream fails.
+    fn stream_error(&mut self, i: usize, m: Malformed) {
+        let slot = &mut self.streams[i];
+        frame::put_frame(&mut self.wbuf, frame::RST_STREAM, 0, slot.id, &m.code.to_be_bytes());
+        slot.phase = Phase::Failed(H2Error::LocalReset(m));
+        wake(slot);
+    }
+
+    /// Handles every whole frame in the read buffer.
+    fn process(&mut self, now: Instant) {
+        let rbuf = std::mem::take(&mut self.rbuf);
+        while self.dead.is_none() {
+            let Some(h) = Head::parse(&rbuf[self.rpos..self.rend]) else {
+                break;
+            };
+            if h.len > frame::MAX_PAYLOAD {
+                self.connection_error(Malformed {
+                    code: frame::FRAME_SIZE_ERROR,
+                    what: "a frame larger than SETTINGS_MAX_FRAME_SIZE",
+                });
+                break;
+            }
+            if self.rend - self.rpos < 9 + h.len {
+                break;
+            }
+            let start = self.rpos + 9;
+            self.rpos = start + h.len;
+            if let Err(m) = self.frame(h, &rbuf[start..start + h.len], now) {
+                self.connection_error(m);
+            }
+        }
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+        }
+        self.rbuf = rbuf;
+    }
+
+    /// Handles one frame; an error returned is a connection error.
+    fn frame(&mut self, h: Head, payload: &[u8], now: Instant) -> Result<(), Malformed> {
+        let protocol = |what| Malformed {
+            code: frame::PROTOCOL_ERROR,
+            what,
+        };
+        if let Some(c) = &mut self.continuation {
+            if h.kind != frame::CONTINUATION || h.stream != c.stream {
+                return Err(protocol("a frame inside a header block"));
+            }
+            if c.block.len() + payload.len() > MAX_HEADER_BLOCK {
+                return Err(protocol("a header block larger than 256 KiB"));
+            }
+            c.block.extend_from_slice(payload);
+            if h.flags & frame::END_HEADERS != 0 {
+                let c = self.continuation.take().unwrap_or_else(|| unreachable!());
+                self.headers(c.stream, c.end_stream, &c.block, now)?;
+            }
+            return Ok(());
+        }
+        let on_stream = |what| if h.stream == 0 { Err(protocol(what)) } else { Ok(()) };
+        let on_conn = |what| if h.stream != 0 { Err(protocol(what)) } else { Ok(()) };
+        match h.kind {
+            frame::DATA => {
+                on_stream("DATA on stream 0")?;
+                self.data(h, payload)?;
+            }
+            frame::HEADERS => {
+                on_stream("HEADERS on stream 0")?;
+                let block = frame::header_fragment(h.flags, payload)?;
+                let end_stream = h.flags & frame::END_STREAM != 0;
+                if h.flags & frame::END_HEADERS == 0 {
+                    self.continuation = Some(Continuation {
+                        stream: h.stream,
+                        end_stream,
+                        block: block.to_vec(),
+                    });
+                } else {
+                    self.headers(h.stream, end_stream, block, now)?;
+                }
+            }
+            frame::PRIORITY => on_stream("PRIORITY on stream 0")?,
+            frame::RST_STREAM => {
+                on_stream("RST_STREAM on stream 0")?;
+                let code = frame::u32_payload(payload, "RST_STREAM not 4 bytes long")?;
+                self.idle_check(h.stream, "RST_STREAM on an idle stream")?;
+                if let Some(i) = self.find(h.stream) {
+                    let slot = &mut self.streams[i];
+                    if matches!(slot.phase, Phase::Open) {
+                        slot.phase = Phase::Failed(H2Error::Reset(code));
+                        wake(slot);
+                    }
+                }
+            }
+            frame::SETTINGS => {
+                on_conn("SETTINGS on a stream")?;
+                if h.flags & frame::ACK != 0 {
+                    if !payload.is_empty() {
+                        return Err(Malformed {
+                            code: frame::FRAME_SIZE_ERROR,
+                            what: "SETTINGS ack with a payload",
+                        });
+                    }
+                    return Ok(());
+                }
+                for (id, value) in frame::settings(payload)? {
+                    self.setting(id, value)?;
+                }
+                frame::put_frame(&mut self.wbuf, frame::SETTINGS, frame::ACK, 0, &[]);
+            }
+            frame::PUSH_PROMISE => return Err(protocol("PUSH_PROMISE though push is disabled")),
+            frame::PING => {
+                on_conn("PING on a stream")?;
+                if payload.len() != 8 {
+                    return Err(Malformed {
+                        code: frame::FRAME_SIZE_ERROR,
+                        what: "PING not 8 bytes long",
+                    });
+                }
+                if h.flags & frame::ACK == 0 {
+                    frame::put_frame(&mut self.wbuf, frame::PING, frame::ACK, 0, payload);
+                }
+            }
+            frame::GOAWAY => {
+                on_conn("GOAWAY on a stream")?;
+                let (last, code) = frame::goaway(payload)?;
+                self.goaway = Some((last, code));
+                for s in &mut self.streams {
+                    if s.id > last && matches!(s.phase, Phase::Open) {
+                        s.phase = Phase::NotSent(H2Error::GoAway(code));
+                        wake(s);
+                    }
+                }
+            }
+            frame::WINDOW_UPDATE => {
+                let inc = i64::from(frame::u32_payload(payload, "WINDOW_UPDATE not 4 bytes long")? & 0x7fff_ffff);
+                self.window_update(h.stream, inc)?;
+            }
+            frame::CONTINUATION => return Err(protocol("CONTINUATION outside a header block")),
+            _ => {} // Unknown frame types are ignored (RFC 9113 section 4.1).
+        }
+        Ok(())
+    }
+
+    /// A frame on a stream crest has not opened yet is a connection error.
+    fn idle_check(&self, stream: u32, what: &'static str) -> Result<(), Malformed> {
+        if stream >= self.next_id || stream % 2 == 0 {
+            return Err(Malformed {
+                code: frame::PROTOCOL_ERROR,
+                what,
+            });
+        }
+        Ok(())
+    }
+
+    fn data(&mut self, h: Head, payload: &[u8]) -> Result<(), Malformed> {
+        self.idle_check(h.stream, "DATA on an idle stream")?;
+        let data = frame::unpad(h.flags, payload)?;
+        // Flow control counts the whole payload, padding too.
+        let len = h.len as i64;
+        self.recv_window -= len;
+        if self.recv_window < 0 {
+            return Err(Malformed {
+                code: frame::FLOW_CONTROL_ERROR,
+                what: "DATA beyond the connection's window",
+            });
+        }
+        self.recv_unacked += len;
+        if self.recv_unacked >= CONN_WINDOW / 2 {
+            let inc = self.recv_unacked as u32;
+            frame::put_frame(&mut self.wbuf, frame::WINDOW_UPDATE, 0, 0, &inc.to_be_bytes());
+            self.recv_window += self.recv_unacked;
+            self.recv_unacked = 0;
+        }
+        let Some(i) = self.find(h.stream) else {
+            // A stream crest has reset; its data still counted against the connection.
+            return Ok(());
+        };
+        let slot = &mut self.streams[i];
+        if !matches!(slot.phase, Phase::Open) {
+            return Ok(());
+        }
+        if !slot.head_seen {
+            self.stream_error(
+                i,
+                Malformed {
+                    code: frame::PROTOCOL_ERROR,
+                    what: "DATA before the response's HEADERS",
+                },
+            );
+            return Ok(());
+        }
+        slot.recv_window -= len;
+        if slot.recv_window < 0 {
+            self.stream_error(
+                i,
+                Malformed {
+                    code: frame::FLOW_CONTROL_ERROR,
+                    what: "DATA beyond the stream's window",
+                },
+            );
+            return Ok(());
+        }
+        slot.read += data.len() as u64;
+        if let Some(k) = &mut slot.keep {
+            k.keep(data);
+        }
+        if h.flags & frame::END_STREAM != 0 {
+            slot.phase = Phase::Done;
+            wake(slot);
+        } else {
+            slot.recv_unacked += len;
+            if slot.recv_unacked >= STREAM_WINDOW / 2 {
+                let inc = slot.recv_unacked as u32;
+                slot.recv_window += slot.recv_unacked;
+                slot.recv_unacked = 0;
+                let id = slot.id;
+                frame::put_frame(&mut self.wbuf, frame::WINDOW_UPDATE, 0, id, &inc.to_be_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// A complete header block on `stream`: a response head, an informational one, or trailers.
+    /// It is decoded even for a stream crest no longer wants, since it changes the table.
+    fn headers(&mut self, stream: u32, end_stream: bool, block: &[u8], now: Instant) -> Result<(), Malformed> {
+        self.idle_check(stream, "HEADERS on a stream crest did not open")?;
+        let i = self
+            .find(stream)
+            .filter(|&i| matches!(self.streams[i].phase, Phase::Open));
+        let State { decoder, streams, .. } = self;
+        let mut slot = i.map(|i| &mut streams[i]);
+        let mut status: Option<Result<u16, ()>> = None;
+        let mut head: u64 = 0;
+        let trailers = slot.as_ref().is_some_and(|s| s.head_seen);
+        let mut keep = slot.as_mut().filter(|_| !trailers).and_then(|s| s.keep.as_deref_mut());
+        let kept_before = keep.as_ref().map_or(0, |k| k.headers.len());
+        decoder
+            .decode(block, |name, value| {
+                if name == b":status" {
+                    status = Some(parse_status(value));
+                } else if name.first() != Some(&b':') {
+                    head += (name.len() + value.len() + 4) as u64;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.headers.push((
+                            String::from_utf8_lossy(name).into_owned(),
+                            String::from_utf8_lossy(value).into_owned(),
+                        ));
+                    }
+                }
+            })
+            .map_err(|e| Malformed {
+                code: frame::COMPRESSION_ERROR,
+                what: e.0,
+            })?;
+        let (Some(i), Some(slot)) = (i, slot) else {
+            return Ok(());
+        };
+        let bad = |what| Malformed {
+            code: frame::PROTOCOL_ERROR,
+            what,
+        };
+        if trailers {
+            if !end_stream {
+                self.stream_error(i, bad("trailers without END_STREAM"));
+            } else {
+                slot.phase = Phase::Done;
+                wake(slot);
+            }
+            return Ok(());
+        }
+        match status {
+            Some(Ok(s)) if (100..200).contains(&s) => {
+                // Informational: the final head is still to come.
+                if let Some(k) = &mut slot.keep {
+                    k.headers.truncate(kept_before);
+                }
+                if end_stream {
+                    self.stream_error(i, bad("an informational response that ends the stream"));
+                }
+            }
+            Some(Ok(s)) => {
+                slot.status = Some(s);
+                slot.head_seen = true;
+                slot.first_byte = Some(now);
+                // The head's size as HTTP/1.1 would carry it: a stream's share of the
+                // compressed header blocks and frames of a multiplexed connection cannot be
+                // observed.
+                slot.read += 17 + head;
+                if let Some(k) = &mut slot.keep {
+                    k.status = s;
+                }
+                if end_stream {
+                    slot.phase = Phase::Done;
+                    wake(slot);
+                }
+            }
+            Some(Err(())) => self.stream_error(i, bad("a malformed :status")),
+            None => self.stream_error(i, bad("a response without :status")),
+        }
+        Ok(())
+    }
+
+    fn setting(&mut self, id: u16, value: u32) -> Result<(), Malformed> {
+        match id {
+            frame::HEADER_TABLE_SIZE => {
+                if (value as usize) < super::hpack::TABLE_LIMIT {
+                    self.table_update = true;
+                }
+            }
+            frame::ENABLE_PUSH if value != 0 => {
+                return Err(Malformed {
+                    code: frame::PROTOCOL_ERROR,
+                    what: "SETTINGS_ENABLE_PUSH from a server",
+                })
+            }
+            frame::MAX_CONCURRENT_STREAMS => {
+                let more = value as usize > self.peer_max_streams;
+                self.peer_max_streams = value as usize;
+                if more {
+                    for w in self.waiting.drain(..) {
+                        w.wake();
+                    }
+                }
+            }
+            frame::INITIAL_WINDOW_SIZE => {
+                let value = i64::from(value);
+                if value > frame::MAX_WINDOW {
+                    return Err(Malformed {
+                        code: frame::FLOW_CONTROL_ERROR,
+                        what: "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
+                    });
+                }
+                let delta = value - self.peer_window;
+                self.peer_window = value;
+                for s in &mut self.streams {
+                    s.send_window += delta;
+                    if s.send_window > frame::MAX_WINDOW {
+                        return Err(Malformed {
+                            code: frame::FLOW_CONTROL_ERROR,
+                            what: "a stream window above 2^31-1",
+                        });
+                    }
+                    if delta > 0 && s.body_waiting {
+                        wake(s);
+                    }
+                }
+            }
+            frame::MAX_FRAME_SIZE => {
+                if !(16_384..=16_777_215).contains(&value) {
+                    return Err(Malformed {
+                        code: frame::PROTOCOL_ERROR,
+                        what: "SETTINGS_MAX_FRAME_SIZE out of range",
+                    });
+                }
+                self.peer_max_frame = value as usize;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn window_update(&mut self, stream: u32, inc: i64) -> Result<(), Malformed> {
+        if stream == 0 {
+            if inc == 0 {
+                return Err(Malformed {
+                    code: frame::PROTOCOL_ERROR,
+                    what: "WINDOW_UPDATE of 0",
+                });
+            }
+            self.send_window += inc;
+            if self.send_window > frame::MAX_WINDOW {
+                return Err(Malformed {
+                    code: frame::FLOW_CONTROL_ERROR,
+                    what: "the connection's send window above 2^31-1",
+                });
+            }
+            for s in &mut self.streams {
+                if s.body_waiting {
+                    wake(s);
+                }
+            }
+            return Ok(());
+        }
+        self.idle_check(stream, "WINDOW_UPDATE on an idle stream")?;
+        let Some(i) = self.find(stream) else { return Ok(()) };
+        let slot = &mut self.streams[i];
+        if inc == 0 {
+            self.stream_error(
+                i,
+                Malformed {
+                    code: frame::PROTOCOL_ERROR,
+                    what: "WINDOW_UPDATE of 0",
+                },
+            );
+            return Ok(());
+        }
+        slot.send_window += inc;
+        if slot.send_window > frame::MAX_WINDOW {
+            self.stream_error(
+                i,
+                Malformed {
+                    code: frame::FLOW_CONTROL_ERROR,
+                    what: "a stream's send window above 2^31-1",
+                },
+            );
+            return Ok(());
+        }
+        if slot.body_waiting {
+            wake(slot);
+        }
+        Ok(())
+    }
+}
+
+fn parse_status(v: &[u8]) -> Result<u16, ()> {
+    match v {
+        [a @ b'1'..=b'9', b, c] if b.is_ascii_digit() && c.is_ascii_digit() => {
+            Ok(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => Err(()),
+    }
+}
