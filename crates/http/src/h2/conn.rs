@@ -114,6 +114,8 @@ struct State {
     recv_window: i64,
     recv_unacked: i64,
     goaway: Option<(u32, u32)>,
+    /// The reader let the users it woke run before writing their requests.
+    yielded: bool,
     dead: Option<H2Error>,
     continuation: Option<Continuation>,
 }
@@ -155,6 +157,7 @@ impl Conn {
                 recv_window: CONN_WINDOW,
                 recv_unacked: 0,
                 goaway: None,
+                yielded: false,
                 dead: None,
                 continuation: None,
             }),
@@ -237,6 +240,7 @@ impl Exchange<'_> {
                 id
             }
         };
+        let mut drained = false;
         loop {
             let Some(i) = st.find(id) else {
                 // Only this exchange removes its slot.
@@ -246,23 +250,9 @@ impl Exchange<'_> {
             p.status = slot.status;
             p.first_byte = slot.first_byte;
             p.read = self.base_read + slot.read;
-            if !matches!(slot.phase, Phase::Open) {
-                let slot = st.streams.swap_remove(i);
-                self.id = None;
-                if let (Some(k), Some(kept)) = (keep.as_deref_mut(), slot.keep) {
-                    *k = *kept;
-                }
-                if st.reader == Some(id) && !st.wbuf.is_empty() {
-                    // Acknowledgements queued while reading go out now, not with the next request.
-                    let _ = st.flush(cx);
-                }
-                st.release(id);
-                return Poll::Ready(match slot.phase {
-                    Phase::Done => Ok(slot.status.unwrap_or(0)),
-                    Phase::Failed(e) => Err(H2Fail::Sent(e)),
-                    Phase::NotSent(e) => Err(H2Fail::NotSent(e)),
-                    Phase::Open => unreachable!(),
-                });
+            let open = matches!(slot.phase, Phase::Open);
+            if !open && (st.reader != Some(id) || st.dead.is_some()) {
+                return Poll::Ready(self.finish(st, i, keep, cx));
             }
             if slot.body_waiting {
                 st.send_body(i, &req.body);
@@ -273,8 +263,9 @@ impl Exchange<'_> {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => slot.waker = Some(cx.waker().clone()),
                 }
-                if st.wbuf.len() > st.wpos {
-                    // The reader writes what was queued, all of it in one write.
+                if st.wbuf.len() > st.wpos && !st.yielded {
+                    // The reader writes what was queued, all of it in one write (a reader that
+                    // yielded comes back by itself).
                     if let Some(r) = st.reader.and_then(|r| st.find(r)) {
                         if let Some(w) = &st.streams[r].waker {
                             w.wake_by_ref();
@@ -284,46 +275,96 @@ impl Exchange<'_> {
                 return Poll::Pending;
             }
             st.reader = Some(id);
-            if let Poll::Ready(Err(e)) = st.flush(cx) {
-                st.fail_io(e);
-                continue;
+            // Read until the socket has nothing more, even when this stream's response is
+            // complete: one round serves every response that has arrived, and the requests
+            // that follow go out together.
+            if !drained {
+                if st.rpos < st.rend {
+                    // Frames a previous reader left whole in the buffer come first.
+                    let before = (st.rpos, st.rend);
+                    st.process(Instant::now());
+                    if (st.rpos, st.rend) != before {
+                        continue;
+                    }
+                }
+                if st.rpos > 0 {
+                    let (rpos, rend) = (st.rpos, st.rend);
+                    st.rbuf.copy_within(rpos..rend, 0);
+                    st.rend -= rpos;
+                    st.rpos = 0;
+                }
+                let State { io, rbuf, rend, .. } = st;
+                let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
+                match Pin::new(io).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => {
+                        let n = buf.filled().len();
+                        if n == 0 {
+                            st.fail_eof();
+                        } else {
+                            st.rend += n;
+                            st.process(Instant::now());
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        st.fail_io(e);
+                        continue;
+                    }
+                    Poll::Pending => drained = true,
+                }
             }
-            if st.rpos < st.rend {
-                // Frames a previous reader left whole in the buffer are handled before reading.
-                let before = (st.rpos, st.rend);
-                st.process(Instant::now());
-                if (st.rpos, st.rend) != before {
+            if open && st.streams.len() > 1 && !st.yielded {
+                // The users this round's responses woke are about to queue their next
+                // requests: let them run first, and write all of them in one go. Written in
+                // bits as they come, the requests would come back in bits too, and a
+                // connection's batches would only ever get smaller.
+                st.yielded = true;
+                st.streams[i].waker = Some(cx.waker().clone());
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            if st.wpos < st.wbuf.len() {
+                st.yielded = false;
+                if let Poll::Ready(Err(e)) = st.flush(cx) {
+                    st.fail_io(e);
                     continue;
                 }
             }
-            if st.rpos > 0 {
-                let (rpos, rend) = (st.rpos, st.rend);
-                st.rbuf.copy_within(rpos..rend, 0);
-                st.rend -= rpos;
-                st.rpos = 0;
+            if !open {
+                return Poll::Ready(self.finish(st, i, keep, cx));
             }
-            let State { io, rbuf, rend, .. } = st;
-            let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
-            match Pin::new(io).poll_read(cx, &mut buf) {
-                Poll::Ready(Ok(())) => {
-                    let n = buf.filled().len();
-                    if n == 0 {
-                        st.fail_eof();
-                        continue;
-                    }
-                    st.rend += n;
-                    st.process(Instant::now());
-                }
-                Poll::Ready(Err(e)) => st.fail_io(e),
-                Poll::Pending => {
-                    let slot = &mut st.streams[i];
-                    match &slot.waker {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => slot.waker = Some(cx.waker().clone()),
-                    }
-                    return Poll::Pending;
-                }
+            let slot = &mut st.streams[i];
+            match &slot.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => slot.waker = Some(cx.waker().clone()),
             }
+            return Poll::Pending;
+        }
+    }
+
+    /// The stream's response is complete or failed: its slot goes, and with it the reading.
+    fn finish(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        keep: &mut Option<&mut Response>,
+        cx: &mut Context<'_>,
+    ) -> Result<u16, H2Fail> {
+        let slot = st.streams.swap_remove(i);
+        self.id = None;
+        if let (Some(k), Some(kept)) = (keep.as_deref_mut(), slot.keep) {
+            *k = *kept;
+        }
+        if st.reader == Some(slot.id) && st.wpos < st.wbuf.len() {
+            // Acknowledgements queued while reading go out now, not with the next request.
+            let _ = st.flush(cx);
+        }
+        st.release(slot.id);
+        match slot.phase {
+            Phase::Done => Ok(slot.status.unwrap_or(0)),
+            Phase::Failed(e) => Err(H2Fail::Sent(e)),
+            Phase::NotSent(e) => Err(H2Fail::NotSent(e)),
+            Phase::Open => unreachable!(),
         }
     }
 }
