@@ -4,7 +4,7 @@
 //! rustls error inside it), never from its message.
 
 use crate::h1::H1Error;
-use crate::h2::H2Error;
+use crate::http2::H2Error;
 use crest_model::Outcome;
 use std::io;
 
@@ -65,6 +65,12 @@ pub(crate) fn h2_error(e: &H2Error) -> Outcome {
         H2Error::GoAway(_) => Outcome::H2GoAway,
         H2Error::Reset(c) => Outcome::H2Reset(*c),
         H2Error::Local(_) | H2Error::LocalReset(_) | H2Error::Exhausted => Outcome::Protocol,
+        H2Error::Mux(e) => match e.get_io() {
+            Some(io) => io_error(io),
+            None if e.is_go_away() => Outcome::H2GoAway,
+            None if e.is_reset() => Outcome::H2Reset(e.reason().map_or(0, u32::from)),
+            None => Outcome::Protocol,
+        },
     }
 }
 
@@ -74,7 +80,7 @@ mod tests {
 
     #[test]
     fn h2_errors_map_by_code_first() {
-        let m = |code| crate::h2::H2Error::Local(crate::h2::Malformed { code, what: "x" });
+        let m = |code| crate::http2::H2Error::Local(crate::http2::Malformed { code, what: "x" });
         assert_eq!(h2_error(&m(3)), Outcome::H2FlowControl);
         assert_eq!(h2_error(&m(1)), Outcome::H2Protocol);
         assert_eq!(h2_error(&m(9)), Outcome::H2Protocol);

@@ -1,7 +1,7 @@
 //! Where requests go: scheme, resolved addresses, TLS, and the Host header; and building the
 //! bytes of a request to it.
 
-use crate::h2;
+use crate::http2;
 use crate::io::Stream;
 use crate::tls;
 use crate::Failure;
@@ -49,7 +49,7 @@ pub struct Endpoint {
     pub(crate) options: HttpOptions,
     pub(crate) version: HttpVersion,
     /// HTTP/2 connections, shared by users; for `Http2` and `Auto`.
-    pub(crate) pool: Option<h2::Pool>,
+    pub(crate) pool: Option<http2::Pool>,
     /// `Auto` over TLS: whether the server chose `h2`, learnt from the first connection.
     pub(crate) alpn_h2: tokio::sync::OnceCell<bool>,
     /// What this endpoint was made with, for the servers its redirects lead to.
@@ -209,7 +209,7 @@ impl Endpoint {
             None
         };
         let path = address::path_and_query(&url).to_string();
-        let pool = (http.version != HttpVersion::Http1).then(|| h2::Pool::new(http.max_streams));
+        let pool = (http.version != HttpVersion::Http1).then(|| http2::Pool::new(http.max_streams));
         Ok((
             Endpoint {
                 addrs,

@@ -19,7 +19,7 @@ mod cookies;
 mod decode;
 mod endpoint;
 mod h1;
-mod h2;
+mod http2;
 mod io;
 mod tls;
 mod workload;
@@ -41,7 +41,7 @@ use std::fmt;
 enum Detail {
     Io(std::io::Error),
     H1(H1Error),
-    H2(h2::H2Error),
+    H2(http2::H2Error),
     Text(&'static str),
     /// The proxy answered CONNECT with this status.
     ProxyRefused(u16),
@@ -75,7 +75,7 @@ impl Failure {
             detail: Detail::Io(e),
         }
     }
-    fn h2(e: h2::H2Error) -> Self {
+    fn h2(e: http2::H2Error) -> Self {
         Failure {
             outcome: classify::h2_error(&e),
             detail: Detail::H2(e),

@@ -951,7 +951,7 @@ fn parse_status(v: &[u8]) -> Result<u16, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::h2::translate;
+    use crate::http2::translate;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
@@ -1019,7 +1019,7 @@ mod tests {
         let conn = Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()));
         let method = if body.is_empty() { "GET" } else { "POST" };
         let request = crate::build_request(method, "/x", "h", &[], body, true).unwrap();
-        let req = translate(&request, false).ok().unwrap();
+        let req = translate(&request, false, true).ok().unwrap();
         let mut p = Progress::default();
         let mut keep = Response::default();
         let r = tokio::time::timeout(

@@ -1,5 +1,10 @@
-//! HTTP/2 connections shared by virtual users: crest's own client framing (RFC 9113) and
-//! header compression (RFC 7541), chosen over the `h2` crate by measurement (bench/README.md).
+//! HTTP/2 connections shared by virtual users.
+//!
+//! Which client speaks on a connection was chosen by measurement (bench/README.md, "HTTP/2"):
+//! where each connection carries one stream (`--max-streams 1`), crest's own framing (RFC 9113)
+//! and header compression (RFC 7541), driven by the user's own task as an HTTP/1.1 exchange
+//! is; where it carries many, the `h2` crate, whose connection task batched requests into
+//! fewer writes than crest's own framing did.
 //!
 //! HTTP/1.1 gives each user its own connection; HTTP/2 exists to carry many requests on one, so
 //! users are seated on shared connections, at most `max_streams` per connection. Each user has
@@ -15,12 +20,14 @@
 //! - [`frame`]: the frame layout and the frames a client writes;
 //! - [`hpack`] and [`huffman`]: decoding servers' header blocks without allocating, encoding
 //!   requests once;
-//! - [`conn`]: one connection's state, driven by its users' own tasks (no connection task).
+//! - [`conn`]: one connection's state, driven by its users' own tasks (no connection task);
+//! - [`mux`]: the `h2` crate's client, for many streams per connection.
 
 mod conn;
 mod frame;
 mod hpack;
 mod huffman;
+mod mux;
 
 pub(crate) use conn::Conn;
 #[cfg(test)]
@@ -28,6 +35,7 @@ pub(crate) use frame::Malformed;
 
 use crate::h1::{Progress, Response};
 use crate::{Detail, Failure};
+use bytes::Bytes;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,7 +59,7 @@ pub(crate) struct Slot {
     /// Set once a request on it failed in a way that ends the connection (GOAWAY, I/O error);
     /// no user is seated on it after that.
     dead: AtomicBool,
-    pub conn: OnceCell<Arc<Conn>>,
+    pub conn: OnceCell<Handle>,
 }
 
 /// A user's place on a connection, given back when dropped.
@@ -63,7 +71,7 @@ pub(crate) struct Seat(pub Arc<Slot>);
 pub(crate) struct H2Session {
     pub seat: Option<Seat>,
     /// The user's own handle on its seat's connection, cloned once when it is seated.
-    pub send: Option<Arc<Conn>>,
+    pub send: Option<Handle>,
     /// The last request's bytes and their translation, reused while they repeat (quick mode
     /// sends the same bytes every time).
     pub request: Option<(Vec<u8>, H2Request)>,
@@ -100,6 +108,12 @@ impl Pool {
         }
     }
 
+    /// Whether this endpoint's connections carry one stream each, and so speak crest's own
+    /// framing.
+    pub fn own_framing(&self) -> bool {
+        self.max_streams == 1
+    }
+
     /// A seat on a live connection with room, or on a new one (opened by its first request).
     pub fn seat(&self) -> Seat {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -126,7 +140,7 @@ impl Pool {
     }
 
     /// A seat on a new connection that the caller has already opened.
-    pub fn seat_new(&self, send: Arc<Conn>) -> Seat {
+    pub fn seat_new(&self, send: Handle) -> Seat {
         let slot = Arc::new(Slot {
             thread: std::thread::current().id(),
             users: AtomicUsize::new(1),
@@ -138,16 +152,30 @@ impl Pool {
     }
 }
 
-/// Starts HTTP/2 on an open transport. Nothing is awaited: the preface and settings go out
-/// with the first request.
-pub(crate) fn handshake(stream: crate::io::Stream) -> Arc<Conn> {
-    Conn::new(stream)
+/// A handle on an HTTP/2 connection: crest's own framing for one stream per connection, the
+/// `h2` crate's for many.
+#[derive(Clone, Debug)]
+pub(crate) enum Handle {
+    Own(Arc<Conn>),
+    Mux(h2::client::SendRequest<Bytes>),
 }
 
-/// A request in the parts HTTP/2 sends: its header block, encoded once.
+/// Starts HTTP/2 on an open transport. With crest's own framing nothing is awaited: the preface
+/// and settings go out with the first request.
+pub(crate) async fn handshake(stream: crate::io::Stream, own: bool) -> Result<Handle, Failure> {
+    if own {
+        Ok(Handle::Own(Conn::new(stream)))
+    } else {
+        Ok(Handle::Mux(mux::handshake(stream).await?))
+    }
+}
+
+/// A request in the parts HTTP/2 sends: for crest's own framing its header block, encoded once;
+/// for the `h2` crate its head.
 pub(crate) struct H2Request {
     block: Vec<u8>,
-    body: Vec<u8>,
+    head: Option<http::Request<()>>,
+    body: Bytes,
     /// The request's size as HTTP/1.1 would send it, for `bytes_sent`.
     size: u64,
 }
@@ -167,7 +195,7 @@ fn valid_value(v: &[u8]) -> bool {
 }
 
 /// Translates a request built by [`crate::build_request`] for HTTP/2.
-pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failure> {
+pub(crate) fn translate(request: &[u8], https: bool, own: bool) -> Result<H2Request, Failure> {
     let bad = || Failure {
         outcome: crest_model::Outcome::Other,
         detail: Detail::Text("the request could not be translated to HTTP/2"),
@@ -188,11 +216,28 @@ pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failur
     if !crate::is_token(method) || !valid_value(path.as_bytes()) || path.is_empty() || !valid_value(authority) {
         return Err(bad());
     }
-    let mut block = Vec::with_capacity(request.len());
-    hpack::put_field(&mut block, b":method", method.as_bytes());
-    hpack::put_field(&mut block, b":scheme", if https { b"https" } else { b"http" });
-    hpack::put_field(&mut block, b":authority", authority);
-    hpack::put_field(&mut block, b":path", path.as_bytes());
+    let scheme: &[u8] = if https { b"https" } else { b"http" };
+    let mut block = Vec::new();
+    let mut head = None;
+    if own {
+        block.reserve(request.len());
+        hpack::put_field(&mut block, b":method", method.as_bytes());
+        hpack::put_field(&mut block, b":scheme", scheme);
+        hpack::put_field(&mut block, b":authority", authority);
+        hpack::put_field(&mut block, b":path", path.as_bytes());
+    } else {
+        let uri = http::Uri::builder()
+            .scheme(if https { "https" } else { "http" })
+            .authority(authority)
+            .path_and_query(path)
+            .build()
+            .map_err(|_| bad())?;
+        let mut h = http::Request::new(());
+        *h.method_mut() = http::Method::from_bytes(method.as_bytes()).map_err(|_| bad())?;
+        *h.uri_mut() = uri;
+        *h.version_mut() = http::Version::HTTP_2;
+        head = Some(h);
+    }
     let mut name = Vec::new();
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("host")
@@ -207,11 +252,19 @@ pub(crate) fn translate(request: &[u8], https: bool) -> Result<H2Request, Failur
         // HTTP/2 field names are lowercase (RFC 9113 section 8.2.1).
         name.clear();
         name.extend(h.name.bytes().map(|b| b.to_ascii_lowercase()));
-        hpack::put_field(&mut block, &name, h.value);
+        match &mut head {
+            None => hpack::put_field(&mut block, &name, h.value),
+            Some(head) => {
+                let n = http::HeaderName::from_bytes(&name).map_err(|_| bad())?;
+                let v = http::HeaderValue::from_bytes(h.value).map_err(|_| bad())?;
+                head.headers_mut().append(n, v);
+            }
+        }
     }
     Ok(H2Request {
         block,
-        body: request[len..].to_vec(),
+        head,
+        body: Bytes::copy_from_slice(&request[len..]),
         size: request.len() as u64,
     })
 }
@@ -243,6 +296,8 @@ pub(crate) enum H2Error {
     LocalReset(frame::Malformed),
     /// The connection used up its stream identifiers.
     Exhausted,
+    /// The `h2` crate's error, on a connection with many streams.
+    Mux(Arc<h2::Error>),
 }
 
 impl H2Error {
@@ -251,13 +306,18 @@ impl H2Error {
         match self {
             H2Error::GoAway(c) | H2Error::Reset(c) => Some(*c),
             H2Error::Local(m) | H2Error::LocalReset(m) => Some(m.code),
+            H2Error::Mux(e) => e.reason().map(u32::from),
             _ => None,
         }
     }
 
     /// Whether the connection goes on: only a reset ends one stream alone.
     pub(crate) fn ends_connection(&self) -> bool {
-        !matches!(self, H2Error::Reset(_) | H2Error::LocalReset(_))
+        match self {
+            H2Error::Reset(_) | H2Error::LocalReset(_) => false,
+            H2Error::Mux(e) => !e.is_reset(),
+            _ => true,
+        }
     }
 }
 
@@ -276,16 +336,20 @@ impl fmt::Display for H2Error {
                 m.what
             ),
             H2Error::Exhausted => f.write_str("the connection used up its stream identifiers"),
+            H2Error::Mux(e) => write!(f, "{e}"),
         }
     }
 }
 
 /// Sends `req` on `conn` and reads the whole response.
 pub(crate) async fn exchange(
-    conn: &Conn,
+    conn: &mut Handle,
     req: &H2Request,
     p: &mut Progress,
     keep: Option<&mut Response>,
 ) -> Result<u16, H2Fail> {
-    conn.exchange(req, p, keep).await
+    match conn {
+        Handle::Own(c) => c.exchange(req, p, keep).await,
+        Handle::Mux(send) => mux::exchange(send, req, p, keep).await,
+    }
 }
