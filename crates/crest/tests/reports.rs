@@ -99,10 +99,7 @@ fn report_names_the_field_of_a_broken_results_document() {
         let out = crest().arg("report").arg(dir.path()).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(said) && err.contains(&dir.path().display().to_string()),
-            "{err}"
-        );
+        assert!(err.contains(said) && err.contains(&dir.path().display().to_string()), "{err}");
         assert_eq!(err.matches(said).count(), 1, "said once: {err}");
     }
 }

@@ -36,9 +36,11 @@ pub fn write<W: Write>(r: &Results, w: &mut W) -> Result<(), HlogError> {
     let tag = Tag::new("total");
     for i in &r.intervals {
         let h = i.latency.decode()?;
-        let secs = |s: f64| Duration::try_from_secs_f64(s).map_err(|_| HlogError::Interval(format!("time {s} s")));
+        let secs = |s: f64| {
+            Duration::try_from_secs_f64(s).map_err(|_| HlogError::Interval(format!("time {s} s")))
+        };
         log.write_histogram(&h, secs(i.t_s)?, secs(r.interval_s)?, tag)
-            .map_err(|e| HlogError::Interval(format!("{e:?}")))?;
+        .map_err(|e| HlogError::Interval(format!("{e:?}")))?;
     }
     Ok(())
 }

@@ -670,7 +670,7 @@ impl State {
 
     /// A frame on a stream crest has not opened yet is a connection error.
     fn idle_check(&self, stream: u32, what: &'static str) -> Result<(), Malformed> {
-        if stream >= self.next_id || stream % 2 == 0 {
+        if stream >= self.next_id || stream.is_multiple_of(2) {
             return Err(Malformed {
                 code: frame::PROTOCOL_ERROR,
                 what,
@@ -829,11 +829,7 @@ impl State {
 
     fn setting(&mut self, id: u16, value: u32) -> Result<(), Malformed> {
         match id {
-            frame::HEADER_TABLE_SIZE => {
-                if (value as usize) < super::hpack::TABLE_LIMIT {
-                    self.table_update = true;
-                }
-            }
+            frame::HEADER_TABLE_SIZE if (value as usize) < super::hpack::TABLE_LIMIT => self.table_update = true,
             frame::ENABLE_PUSH if value != 0 => {
                 return Err(Malformed {
                     code: frame::PROTOCOL_ERROR,

@@ -145,7 +145,7 @@ pub(crate) fn u32_payload(payload: &[u8], what: &'static str) -> Result<u32, Mal
 
 /// The settings in a SETTINGS payload, as (identifier, value).
 pub(crate) fn settings(payload: &[u8]) -> Result<impl Iterator<Item = (u16, u32)> + '_, Malformed> {
-    if payload.len() % 6 != 0 {
+    if !payload.len().is_multiple_of(6) {
         return Err(Malformed {
             code: FRAME_SIZE_ERROR,
             what: "SETTINGS length not a multiple of 6",
