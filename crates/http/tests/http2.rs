@@ -238,23 +238,21 @@ async fn one_stream_per_connection_reports_goaway_and_moves_on() {
     let all = run(&e, &path, 4, 10).await;
     let outcomes: Vec<_> = all.iter().map(|x| x.outcome).collect();
     let goaway = outcomes.iter().filter(|o| **o == Outcome::H2GoAway).count();
+    // As with many streams: the server may reset the unanswered stream with CANCEL before its
+    // GOAWAY reaches crest.
+    let cancelled = outcomes.iter().filter(|o| **o == Outcome::H2Reset(8)).count();
     let ok = outcomes.iter().filter(|o| **o == Outcome::Success).count();
-    assert_eq!(goaway, 1, "{outcomes:?}");
+    assert_eq!(goaway + cancelled, 1, "{outcomes:?}");
     assert_eq!(ok, 39, "{outcomes:?}");
     assert_eq!(
         server.connections(),
         5,
         "the user whose connection went away opened another"
     );
-    let e = all.iter().find(|x| x.outcome == Outcome::H2GoAway).unwrap();
-    assert!(
-        e.error()
-            .unwrap()
-            .to_string()
-            .contains("GOAWAY with INTERNAL_ERROR (2)"),
-        "{:?}",
-        e.error().map(|e| e.to_string())
-    );
+    if let Some(e) = all.iter().find(|x| x.outcome == Outcome::H2GoAway) {
+        let said = e.error().unwrap().to_string();
+        assert!(said.contains("GOAWAY with INTERNAL_ERROR (2)"), "{said}");
+    }
 }
 
 #[tokio::test]

@@ -219,6 +219,9 @@ impl Exchange<'_> {
         let id = match self.id {
             Some(id) => id,
             None => {
+                if st.reader.is_none() && st.streams.is_empty() {
+                    st.catch_up(cx);
+                }
                 if let Some(e) = &st.dead {
                     return Poll::Ready(Err(H2Fail::NotSent(e.clone())));
                 }
@@ -391,6 +394,37 @@ impl State {
         }
         if let Some(w) = self.waiting.pop() {
             w.wake();
+        }
+    }
+
+    /// Reads what arrived while no stream was open: no one reads an idle connection, so a
+    /// GOAWAY or the server's closing (idle timeout) waits in the socket. Read before a request
+    /// is sent, it makes the request one the server never saw, sent again on a new connection
+    /// as HTTP/1.1 does; read after, the request would fail. Costs no system call when nothing
+    /// arrived since the last read.
+    fn catch_up(&mut self, cx: &mut Context<'_>) {
+        while self.dead.is_none() {
+            if self.rpos > 0 {
+                let (rpos, rend) = (self.rpos, self.rend);
+                self.rbuf.copy_within(rpos..rend, 0);
+                self.rend -= rpos;
+                self.rpos = 0;
+            }
+            let State { io, rbuf, rend, .. } = self;
+            let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
+            match Pin::new(io).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) => {
+                    let n = buf.filled().len();
+                    if n == 0 {
+                        self.fail_eof();
+                    } else {
+                        self.rend += n;
+                        self.process(Instant::now());
+                    }
+                }
+                Poll::Ready(Err(e)) => self.fail_io(e),
+                Poll::Pending => return,
+            }
         }
     }
 
@@ -1221,6 +1255,45 @@ mod tests {
         })
         .await;
         assert!(matches!(r, Err(H2Fail::Sent(H2Error::Closed))));
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_while_idle_fails_the_next_request_unsent() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut preface = false;
+            let (h, _) = until(&mut s, &mut preface, frame::HEADERS).await;
+            let mut out = Vec::new();
+            put(&mut out, frame::SETTINGS, 0, 0, &[]);
+            put(
+                &mut out,
+                frame::HEADERS,
+                frame::END_HEADERS | frame::END_STREAM,
+                h.stream,
+                HEAD_200,
+            );
+            s.write_all(&out).await.unwrap();
+            // The idle timeout: closed without GOAWAY.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        });
+        let conn = Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()));
+        let request = crate::build_request("GET", "/", "h", &[], b"", true).unwrap();
+        let req = translate(&request, false, true).ok().unwrap();
+        let mut p = Progress::default();
+        assert!(matches!(conn.exchange(&req, &mut p, None).await, Ok(200)));
+        server.await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut p = Progress::default();
+        let r = conn.exchange(&req, &mut p, None).await;
+        // Closed, or reset when the server dropped the socket with our acknowledgements unread.
+        match r {
+            Err(H2Fail::NotSent(H2Error::Closed | H2Error::Io(_))) => {}
+            Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => panic!("{e}"),
+            Ok(_) => panic!("answered"),
+        }
+        assert_eq!(p.written, 0);
     }
 
     #[tokio::test]
