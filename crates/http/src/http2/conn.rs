@@ -37,6 +37,29 @@ const CONN_WINDOW: i64 = 1 << 24;
 /// The read buffer: room for a few whole frames of the largest size crest accepts, so that one
 /// read brings many small responses.
 const READ_BUF: usize = 64 * 1024;
+/// Most spare read buffers kept per thread.
+const SPARE_MAX: usize = 16;
+
+thread_local! {
+    /// Read buffers not in use: a connection holds one only while response bytes are in hand,
+    /// so connections waiting on their servers hold none (as `h1`'s do).
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn take_buf() -> Vec<u8> {
+    SPARE
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| vec![0; READ_BUF])
+}
+
+fn give_buf(buf: Vec<u8>) {
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_MAX {
+            s.push(buf);
+        }
+    });
+}
 /// The largest header block accepted across CONTINUATION frames.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
 /// The largest stream identifier a client may use.
@@ -139,7 +162,7 @@ impl Conn {
         Arc::new(Conn {
             state: Mutex::new(State {
                 io,
-                rbuf: vec![0; READ_BUF],
+                rbuf: Vec::new(),
                 rpos: 0,
                 rend: 0,
                 wbuf,
@@ -290,29 +313,8 @@ impl Exchange<'_> {
                         continue;
                     }
                 }
-                if st.rpos > 0 {
-                    let (rpos, rend) = (st.rpos, st.rend);
-                    st.rbuf.copy_within(rpos..rend, 0);
-                    st.rend -= rpos;
-                    st.rpos = 0;
-                }
-                let State { io, rbuf, rend, .. } = st;
-                let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
-                match Pin::new(io).poll_read(cx, &mut buf) {
-                    Poll::Ready(Ok(())) => {
-                        let n = buf.filled().len();
-                        if n == 0 {
-                            st.fail_eof();
-                        } else {
-                            st.rend += n;
-                            st.process(Instant::now());
-                        }
-                        continue;
-                    }
-                    Poll::Ready(Err(e)) => {
-                        st.fail_io(e);
-                        continue;
-                    }
+                match st.read(cx) {
+                    Poll::Ready(()) => continue,
                     Poll::Pending => drained = true,
                 }
             }
@@ -403,29 +405,46 @@ impl State {
     /// as HTTP/1.1 does; read after, the request would fail. Costs no system call when nothing
     /// arrived since the last read.
     fn catch_up(&mut self, cx: &mut Context<'_>) {
-        while self.dead.is_none() {
-            if self.rpos > 0 {
-                let (rpos, rend) = (self.rpos, self.rend);
-                self.rbuf.copy_within(rpos..rend, 0);
-                self.rend -= rpos;
-                self.rpos = 0;
-            }
-            let State { io, rbuf, rend, .. } = self;
-            let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
-            match Pin::new(io).poll_read(cx, &mut buf) {
-                Poll::Ready(Ok(())) => {
-                    let n = buf.filled().len();
-                    if n == 0 {
-                        self.fail_eof();
-                    } else {
-                        self.rend += n;
-                        self.process(Instant::now());
-                    }
-                }
-                Poll::Ready(Err(e)) => self.fail_io(e),
-                Poll::Pending => return,
-            }
+        while self.dead.is_none() && self.read(cx).is_ready() {}
+    }
+
+    /// Reads once and handles the whole frames that came; `Ready` also when the connection
+    /// failed. The read buffer is held only while bytes are in hand, as HTTP/1.1's is.
+    fn read(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.rbuf.is_empty() {
+            self.rbuf = take_buf();
         }
+        if self.rpos > 0 {
+            let (rpos, rend) = (self.rpos, self.rend);
+            self.rbuf.copy_within(rpos..rend, 0);
+            self.rend -= rpos;
+            self.rpos = 0;
+        }
+        let State { io, rbuf, rend, .. } = self;
+        let mut buf = ReadBuf::new(&mut rbuf[*rend..]);
+        let r = match Pin::new(io).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                if n == 0 {
+                    self.fail_eof();
+                } else {
+                    self.rend += n;
+                    self.process(Instant::now());
+                }
+                Poll::Ready(())
+            }
+            Poll::Ready(Err(e)) => {
+                self.fail_io(e);
+                Poll::Ready(())
+            }
+            Poll::Pending => Poll::Pending,
+        };
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+            give_buf(std::mem::take(&mut self.rbuf));
+        }
+        r
     }
 
     /// Queues a new stream's HEADERS, and as much of its body as the windows allow.
@@ -1108,6 +1127,24 @@ mod tests {
         assert!(p.first_byte.is_some());
         // 17 for the status line, "server: x\r\n", and the body; no padding, no trailers.
         assert_eq!(p.read, 17 + 6 + 1 + 4 + 5);
+    }
+
+    #[tokio::test]
+    async fn a_body_larger_than_the_read_buffer_arrives_whole_and_is_counted() {
+        let (r, p, keep) = scripted(b"", |id| {
+            let mut out = Vec::new();
+            put(&mut out, frame::HEADERS, frame::END_HEADERS, id, HEAD_200);
+            for k in 0..13u8 {
+                let last = if k == 12 { frame::END_STREAM } else { 0 };
+                put(&mut out, frame::DATA, last, id, &[b'a' + k; 16_384]);
+            }
+            out
+        })
+        .await;
+        assert!(matches!(r, Ok(200)));
+        assert_eq!(keep.body.len(), 13 * 16_384);
+        assert!(keep.body[16_384..32_768].iter().all(|&b| b == b'b'));
+        assert_eq!(p.read, 17 + 11 + 13 * 16_384);
     }
 
     #[tokio::test]
