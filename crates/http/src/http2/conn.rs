@@ -1147,6 +1147,54 @@ mod tests {
         assert_eq!(p.read, 17 + 11 + 13 * 16_384);
     }
 
+    /// The machinery for many streams on one connection (taking turns at reading, handing the
+    /// socket on) is not what crest runs at many streams (the h2 crate is, bench/README.md),
+    /// but it must hold: 20 users at once, 5 requests each, on one connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_streams_on_one_connection_take_turns_at_reading() {
+        use crest_testkit::h2::{H2Reply, H2Server};
+        let server = H2Server::start(|r, i| {
+            if r.path == "/slow" || i % 7 == 0 {
+                H2Reply::delayed(std::time::Duration::from_millis(3))
+            } else {
+                H2Reply::ok()
+            }
+        })
+        .await;
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let conn = Conn::new(Stream::Plain(tcp));
+        let mut tasks = Vec::new();
+        for u in 0..20 {
+            let conn = conn.clone();
+            tasks.push(tokio::spawn(async move {
+                let path = if u % 3 == 0 { "/slow" } else { "/" };
+                let request = crate::build_request("GET", path, "h", &[], b"", true).unwrap();
+                let req = translate(&request, false, true).ok().unwrap();
+                let mut statuses = Vec::new();
+                for _ in 0..5 {
+                    let mut p = Progress::default();
+                    let mut keep = Response::default();
+                    let r = conn.exchange(&req, &mut p, Some(&mut keep)).await;
+                    statuses.push((r.ok(), keep.status, p.read > 17));
+                }
+                statuses
+            }));
+        }
+        for t in tasks {
+            let got = tokio::time::timeout(std::time::Duration::from_secs(10), t).await;
+            for (r, status, read) in got.expect("no user is left waiting").unwrap() {
+                assert_eq!((r, status, read), (Some(200), 200, true));
+            }
+        }
+        assert_eq!(server.received().len(), 100);
+        assert_eq!(server.connections(), 1);
+        let st = conn.lock();
+        assert!(
+            st.streams.is_empty() && st.reader.is_none(),
+            "every stream gave its place back"
+        );
+    }
+
     #[tokio::test]
     async fn a_header_block_continues_across_continuation_frames() {
         let (r, _, keep) = scripted(b"", |id| {
