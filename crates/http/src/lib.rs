@@ -9,7 +9,8 @@
 //! sharing a pooled client: a load tool must know exactly which request opened a connection, and
 //! must not let a pool hide connection churn or queue requests behind its own limits. The
 //! HTTP/1.1 exchange itself is crest's own (`h1`), chosen over hyper's client by measurement
-//! (bench/README.md).
+//! (bench/README.md); so is HTTP/2 at one stream per connection (`http2`), while many streams
+//! per connection go through the `h2` crate, also by measurement.
 #![warn(missing_docs)]
 
 mod call;
