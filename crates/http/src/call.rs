@@ -224,7 +224,8 @@ impl Endpoint {
             let req = match request {
                 Some((bytes, translated)) if bytes.as_slice() == call.request => &*translated,
                 _ => {
-                    let translated = http2::translate(call.request, self.https())?;
+                    let own = self.pool.as_ref().is_some_and(http2::Pool::own_framing);
+                    let translated = http2::translate(call.request, self.https(), own)?;
                     &request.insert((call.request.to_vec(), translated)).1
                 }
             };
@@ -260,7 +261,7 @@ impl Endpoint {
                         match (h2, &self.pool) {
                             (true, Some(pool)) => {
                                 h2s.get_or_insert_with(Default::default).seat =
-                                    Some(pool.seat_new(http2::handshake(stream).await?));
+                                    Some(pool.seat_new(http2::handshake(stream, pool.own_framing()).await?));
                             }
                             _ => *conn = Some(h1::Conn::new(stream)),
                         }
@@ -278,7 +279,7 @@ impl Endpoint {
     async fn attempt_h2(
         &self,
         seat: &mut Option<http2::Seat>,
-        send: &mut Option<h2::client::SendRequest<bytes::Bytes>>,
+        send: &mut Option<http2::Handle>,
         req: &http2::H2Request,
         call: &Call<'_>,
         started: Instant,
@@ -313,10 +314,10 @@ impl Endpoint {
             let failed = match http2::exchange(conn, req, p, keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => None,
-                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(http2::cause(conn, e)),
+                Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(e),
             };
             // A reset ends one stream; anything else ends the connection.
-            if failed.as_ref().is_none_or(|e| !e.is_reset()) {
+            if failed.as_ref().is_none_or(http2::H2Error::ends_connection) {
                 *send = None;
                 if let Some(s) = seat.take() {
                     s.retire();
@@ -338,7 +339,7 @@ impl Endpoint {
         started: Instant,
         deadline: Instant,
         opened: &mut Opened,
-    ) -> Result<h2::client::SendRequest<bytes::Bytes>, Failure> {
+    ) -> Result<http2::Handle, Failure> {
         let conn = slot
             .conn
             .get_or_try_init(|| async {
@@ -346,7 +347,8 @@ impl Endpoint {
                 let mut timing = Opened::default();
                 let result = Box::pin(self.open(call, started, deadline, &mut timing)).await;
                 opened.dns = timing.dns;
-                let send = http2::handshake(result?).await?;
+                let own = self.pool.as_ref().is_some_and(http2::Pool::own_framing);
+                let send = http2::handshake(result?, own).await?;
                 opened.connect = timing.connect;
                 Ok::<_, Failure>(send)
             })

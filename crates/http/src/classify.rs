@@ -4,6 +4,7 @@
 //! rustls error inside it), never from its message.
 
 use crate::h1::H1Error;
+use crate::http2::H2Error;
 use crest_model::Outcome;
 use std::io;
 
@@ -50,30 +51,45 @@ pub(crate) fn h1_error(e: &H1Error) -> Outcome {
 
 /// Classifies an HTTP/2 failure: its error code first (flow control and protocol errors are
 /// their own classes whoever noticed them), then what carried it (GOAWAY or RST_STREAM).
-pub(crate) fn h2_error(e: &h2::Error) -> Outcome {
-    if let Some(io) = e.get_io() {
-        return io_error(io);
-    }
-    let reason = e.reason();
-    match reason {
-        Some(h2::Reason::FLOW_CONTROL_ERROR) => return Outcome::H2FlowControl,
-        Some(h2::Reason::PROTOCOL_ERROR | h2::Reason::COMPRESSION_ERROR | h2::Reason::FRAME_SIZE_ERROR) => {
-            return Outcome::H2Protocol
-        }
+pub(crate) fn h2_error(e: &H2Error) -> Outcome {
+    const FLOW_CONTROL_ERROR: u32 = 0x3;
+    const PROTOCOL_ERRORS: [u32; 3] = [0x1, 0x6, 0x9]; // PROTOCOL, FRAME_SIZE, COMPRESSION
+    match e.code() {
+        Some(FLOW_CONTROL_ERROR) => return Outcome::H2FlowControl,
+        Some(c) if PROTOCOL_ERRORS.contains(&c) => return Outcome::H2Protocol,
         _ => {}
     }
-    if e.is_go_away() {
-        Outcome::H2GoAway
-    } else if e.is_reset() {
-        Outcome::H2Reset(reason.map_or(0, u32::from))
-    } else {
-        Outcome::Protocol
+    match e {
+        H2Error::Io(io) => io_error(io),
+        H2Error::Closed => Outcome::Reset,
+        H2Error::GoAway(_) => Outcome::H2GoAway,
+        H2Error::Reset(c) => Outcome::H2Reset(*c),
+        H2Error::Local(_) | H2Error::LocalReset(_) | H2Error::Exhausted => Outcome::Protocol,
+        H2Error::Mux(e) => match e.get_io() {
+            Some(io) => io_error(io),
+            None if e.is_go_away() => Outcome::H2GoAway,
+            None if e.is_reset() => Outcome::H2Reset(e.reason().map_or(0, u32::from)),
+            None => Outcome::Protocol,
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn h2_errors_map_by_code_first() {
+        let m = |code| crate::http2::H2Error::Local(crate::http2::Malformed { code, what: "x" });
+        assert_eq!(h2_error(&m(3)), Outcome::H2FlowControl);
+        assert_eq!(h2_error(&m(1)), Outcome::H2Protocol);
+        assert_eq!(h2_error(&m(9)), Outcome::H2Protocol);
+        assert_eq!(h2_error(&H2Error::GoAway(2)), Outcome::H2GoAway);
+        assert_eq!(h2_error(&H2Error::GoAway(1)), Outcome::H2Protocol);
+        assert_eq!(h2_error(&H2Error::Reset(11)), Outcome::H2Reset(11));
+        assert_eq!(h2_error(&H2Error::Reset(3)), Outcome::H2FlowControl);
+        assert_eq!(h2_error(&H2Error::Closed), Outcome::Reset);
+    }
 
     #[test]
     fn os_errors_map_to_outcomes() {

@@ -9,7 +9,8 @@
 //! sharing a pooled client: a load tool must know exactly which request opened a connection, and
 //! must not let a pool hide connection churn or queue requests behind its own limits. The
 //! HTTP/1.1 exchange itself is crest's own (`h1`), chosen over hyper's client by measurement
-//! (bench/README.md).
+//! (bench/README.md); so is HTTP/2 at one stream per connection (`http2`), while many streams
+//! per connection go through the `h2` crate, also by measurement.
 #![warn(missing_docs)]
 
 mod call;
@@ -41,7 +42,7 @@ use std::fmt;
 enum Detail {
     Io(std::io::Error),
     H1(H1Error),
-    H2(h2::Error),
+    H2(http2::H2Error),
     Text(&'static str),
     /// The proxy answered CONNECT with this status.
     ProxyRefused(u16),
@@ -75,7 +76,7 @@ impl Failure {
             detail: Detail::Io(e),
         }
     }
-    fn h2(e: h2::Error) -> Self {
+    fn h2(e: http2::H2Error) -> Self {
         Failure {
             outcome: classify::h2_error(&e),
             detail: Detail::H2(e),

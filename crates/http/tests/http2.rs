@@ -184,3 +184,85 @@ async fn an_http1_call_stays_small() {
     // 2,528 bytes (debug build) before; 1,000 after.
     assert!(std::mem::size_of_val(&f) <= 1200, "{}", std::mem::size_of_val(&f));
 }
+
+/// One stream per connection speaks crest's own framing (the others the `h2` crate's): the same
+/// behaviour is asked of it, against the same server.
+#[tokio::test]
+async fn one_stream_per_connection_shares_nothing_and_keeps_every_outcome() {
+    let server = H2Server::start(|r, _| match r.path.as_str() {
+        "/rst" => H2Reply::Reset(11),
+        _ => H2Reply::delayed(Duration::from_millis(1)),
+    })
+    .await;
+    let (e, path) = endpoint(&server.url("/items?x=1"), None, HttpVersion::Http2, 1);
+    let all = run(&e, &path, 3, 5).await;
+    assert!(
+        all.iter()
+            .all(|x| x.outcome == Outcome::Success && x.status == Some(200)),
+        "{all:?}"
+    );
+    assert_eq!(server.connections(), 3);
+    assert_eq!(all.iter().filter(|x| x.connect.is_some()).count(), 3);
+    assert!(all.iter().all(|x| x.first_byte.is_some() && x.bytes_received > 17));
+    let got = server.received();
+    assert_eq!(got[0].path, "/items?x=1");
+    assert!(got[0].headers.iter().any(|(n, v)| n == "x-test" && v == "1"));
+    assert!(got[0]
+        .headers
+        .iter()
+        .any(|(n, v)| n == ":authority" && *v == e.authority()));
+    let mut s = Session::default();
+    let x = send(&e, &mut s, "POST", "/p", b"{\"a\":1}").await;
+    assert_eq!(x.outcome, Outcome::Success);
+    let post = server.received().into_iter().find(|r| r.path == "/p").unwrap();
+    assert_eq!((post.method.as_str(), &post.body[..]), ("POST", &b"{\"a\":1}"[..]));
+    let x = send(&e, &mut s, "GET", "/rst", b"").await;
+    assert_eq!(x.outcome, Outcome::H2Reset(11));
+    assert!(x.error().unwrap().to_string().contains("ENHANCE_YOUR_CALM"));
+    let x = send(&e, &mut s, "GET", "/", b"").await;
+    assert_eq!(x.outcome, Outcome::Success);
+    assert!(x.connect.is_none(), "a reset leaves the connection open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stream_per_connection_reports_goaway_and_moves_on() {
+    let server = H2Server::start(|_, i| {
+        if i == 10 {
+            H2Reply::GoAway(2)
+        } else {
+            H2Reply::delayed(Duration::from_millis(2))
+        }
+    })
+    .await;
+    let (e, path) = endpoint(&server.url("/"), None, HttpVersion::Http2, 1);
+    let all = run(&e, &path, 4, 10).await;
+    let outcomes: Vec<_> = all.iter().map(|x| x.outcome).collect();
+    let goaway = outcomes.iter().filter(|o| **o == Outcome::H2GoAway).count();
+    // As with many streams: the server may reset the unanswered stream with CANCEL before its
+    // GOAWAY reaches crest.
+    let cancelled = outcomes.iter().filter(|o| **o == Outcome::H2Reset(8)).count();
+    let ok = outcomes.iter().filter(|o| **o == Outcome::Success).count();
+    assert_eq!(goaway + cancelled, 1, "{outcomes:?}");
+    assert_eq!(ok, 39, "{outcomes:?}");
+    assert_eq!(
+        server.connections(),
+        5,
+        "the user whose connection went away opened another"
+    );
+    if let Some(e) = all.iter().find(|x| x.outcome == Outcome::H2GoAway) {
+        let said = e.error().unwrap().to_string();
+        assert!(said.contains("GOAWAY with INTERNAL_ERROR (2)"), "{said}");
+    }
+}
+
+#[tokio::test]
+async fn one_stream_per_connection_over_tls() {
+    let server = H2Server::start_tls(|_, _| H2Reply::ok()).await;
+    let ca = server.ca_pem.clone().unwrap();
+    for version in [HttpVersion::Http2, HttpVersion::Auto] {
+        let (e, path) = endpoint(&server.url("/"), Some(&ca), version, 1);
+        let all = run(&e, &path, 2, 5).await;
+        assert!(all.iter().all(|x| x.outcome == Outcome::Success), "{version}: {all:?}");
+    }
+    assert_eq!(server.received().len(), 20);
+}
