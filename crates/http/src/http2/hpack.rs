@@ -334,14 +334,7 @@ pub(crate) fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn unhex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::http2::unhex;
 
     fn decode(d: &mut Decoder, hex: &str) -> Result<Vec<(String, String)>, BadBlock> {
         let mut out = Vec::new();

@@ -123,14 +123,7 @@ pub(crate) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), BadHuffman> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn unhex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::http2::unhex;
 
     fn dec(hex: &str) -> Result<Vec<u8>, BadHuffman> {
         let mut out = Vec::new();

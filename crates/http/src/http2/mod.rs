@@ -353,3 +353,13 @@ pub(crate) async fn exchange(
         Handle::Mux(send) => mux::exchange(send, req, p, keep).await,
     }
 }
+
+/// Bytes written as hex, spaces ignored: the RFCs' test vectors as they print them.
+#[cfg(test)]
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_else(|_| panic!("not hex: {s}")))
+        .collect()
+}
