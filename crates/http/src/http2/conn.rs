@@ -141,6 +141,8 @@ struct State {
     yielded: bool,
     dead: Option<H2Error>,
     continuation: Option<Continuation>,
+    /// A frame has arrived: the server speaks HTTP/2.
+    framed: bool,
 }
 
 impl Conn {
@@ -183,6 +185,7 @@ impl Conn {
                 yielded: false,
                 dead: None,
                 continuation: None,
+                framed: false,
             }),
         })
     }
@@ -591,9 +594,20 @@ impl State {
     fn process(&mut self, now: Instant) {
         let rbuf = std::mem::take(&mut self.rbuf);
         while self.dead.is_none() {
+            // A server without HTTP/2 on a cleartext port answers the preface in HTTP/1.1; read
+            // as a frame, its status line would be a frame of 4.7 MB and the report would call
+            // it a frame-size error.
+            if !self.framed && rbuf[self.rpos..self.rend].starts_with(b"HTTP/1.") {
+                self.connection_error(Malformed {
+                    code: frame::PROTOCOL_ERROR,
+                    what: "an HTTP/1.1 response: the server does not speak HTTP/2 with prior knowledge on this port",
+                });
+                break;
+            }
             let Some(h) = Head::parse(&rbuf[self.rpos..self.rend]) else {
                 break;
             };
+            self.framed = true;
             if h.len > frame::MAX_PAYLOAD {
                 self.connection_error(Malformed {
                     code: frame::FRAME_SIZE_ERROR,
@@ -1325,6 +1339,24 @@ mod tests {
             };
             assert_eq!(outcome, want, "case {i}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_server_answering_in_http_1_is_named() {
+        let (r, _, _) = interactive(b"", |mut s| async move {
+            let mut preface = [0u8; 24];
+            s.read_exact(&mut preface).await.unwrap();
+            s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        })
+        .await;
+        let Err(H2Fail::Sent(e)) = r else {
+            panic!("failed as sent")
+        };
+        assert_eq!(local_code(&Err(H2Fail::Sent(e.clone()))), Some(frame::PROTOCOL_ERROR));
+        assert!(e.to_string().contains("does not speak HTTP/2"), "{e}");
     }
 
     #[tokio::test]
