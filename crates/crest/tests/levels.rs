@@ -96,6 +96,10 @@ fn levels_run_one_after_another_and_the_break_falls_between_the_right_two() {
         (rps * run_s / total as f64 - 1.0).abs() < 1e-6,
         "{rps} req/s over {run_s} s"
     );
+    assert!(
+        report.contains(&format!("| Duration | {} s,", crest_report::fmt::num(run_s))),
+        "report.md says the summary's duration, {run_s} s:\n{report}"
+    );
 }
 
 /// `-n 10x`: each level sends ten requests per user, as `ab -c C -n 10C` does.

@@ -125,7 +125,8 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
     RunView {
         title,
         started_at: &r.started_at,
-        duration_s: r.duration_s,
+        // The time load was sent, as the summary has it: a joined run's timeline is longer.
+        duration_s: a.summary.duration_s,
         ended_by: words::ended(r),
         find: r.find.as_ref(),
         load: words::load(words::Load::of(c)),
