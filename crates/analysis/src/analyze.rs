@@ -5,11 +5,12 @@
 //! the stages before it returned: steps, then capacity across steps, then failures, then the
 //! summary, then the findings that cite them. No stage imports this module.
 
-use crate::capacity::{capacity, Capacity};
+use crate::capacity::{capacity_in, Capacity};
 use crate::failures::{each_request, failures, one_by_one, EachRequest, FailedRequest, FailureAnalysis};
-use crate::figures::{Point, SegmentAnalysis};
+use crate::figures::{Judged, Point, SegmentAnalysis, WorkUnit};
 use crate::findings::{findings, Finding};
-use crate::segment::{segments, series};
+use crate::iterations::{iterations, requests_per_iteration, work_per_iteration};
+use crate::segment::{iteration_segments, segments, series};
 use crate::summary::{summarize, Summary};
 use crest_model::results::Results;
 use crest_model::HistError;
@@ -20,9 +21,16 @@ use serde::Serialize;
 pub struct Analysis {
     /// The end-of-run summary.
     pub summary: Summary,
-    /// Per segment, in order.
+    /// What the answers (steady throughput, optimum, limit) are counted in.
+    pub unit: WorkUnit,
+    /// Per segment, in order, in requests (transactions when the run had SQL transactions).
     pub segments: Vec<SegmentAnalysis>,
-    /// Optimal operating point, saturation and breaking point, where the segments show them.
+    /// Per segment, in order, in iterations of the scenario's flows; empty without flows.
+    pub iteration_segments: Vec<SegmentAnalysis>,
+    /// Per segment, requests per iteration that ended in it; empty without flows.
+    pub requests_per_iteration: Vec<Option<f64>>,
+    /// Optimal operating point, saturation and breaking point, where the steps show them, in
+    /// the run's unit of work, over the steps that can be judged.
     pub capacity: Capacity,
     /// Per failure class.
     pub failures: Vec<FailureAnalysis>,
@@ -39,14 +47,50 @@ pub struct Analysis {
 /// Analyses a results document.
 pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     let segments = segments(r)?;
+    let iteration_segments = iteration_segments(r)?;
+    let unit = if !iteration_segments.is_empty() {
+        WorkUnit::Iterations
+    } else if r.part_of.iter().any(Option::is_some) {
+        WorkUnit::Transactions
+    } else {
+        WorkUnit::Requests
+    };
     let series = series(r)?;
-    let capacity = capacity(&segments);
+    let answers = match unit {
+        WorkUnit::Iterations => &iteration_segments,
+        WorkUnit::Requests | WorkUnit::Transactions => &segments,
+    };
+    let judged: Vec<SegmentAnalysis> = answers.iter().filter(|s| s.judged == Judged::Yes).cloned().collect();
+    let capacity = capacity_in(unit, &judged);
     let failures = failures(r)?;
-    let summary = summarize(r, &segments, &capacity)?;
-    let findings = findings(&summary, &segments, &capacity, &failures);
+    let mut summary = summarize(r, &segments, &capacity)?;
+    summary.unit = unit;
+    summary.iterations = iterations(r, summary.requests)?;
+    for (g, s) in summary.segments.iter_mut().zip(&iteration_segments) {
+        g.iterations = Some(crate::summary::StepIterations {
+            completed: s.requests - s.failures,
+            failed: s.failures,
+            per_s: s.success_rps,
+            duration_ms: s.latency_ms.clone(),
+        });
+    }
+    summary.answers = crate::summary::answers(unit, answers, &capacity);
+    let mut findings = findings(&summary, &segments, &capacity, &failures);
+    let each = requests_per_iteration(&segments, &iteration_segments);
+    if let Some(w) = work_per_iteration(&segments, &iteration_segments, &each) {
+        // Beside the optimum and the limit it explains, after any verdict on the run itself.
+        let at = findings
+            .iter()
+            .position(|f| !matches!(f, Finding::NothingSucceeded { .. } | Finding::ClientBound(_)))
+            .unwrap_or(findings.len());
+        findings.insert(at, Finding::WorkPerIteration(w));
+    }
     Ok(Analysis {
         summary,
+        unit,
+        requests_per_iteration: each,
         segments,
+        iteration_segments,
         capacity,
         failures,
         failed: one_by_one(r),

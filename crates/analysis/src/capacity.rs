@@ -2,7 +2,7 @@
 //! which are what a stepping run is for: a capacity plan needs the load to run at and the load
 //! never to reach, each with the figures that show it.
 
-use crate::figures::{SegmentAnalysis, StepLoad};
+use crate::figures::{SegmentAnalysis, StepLoad, WorkUnit};
 use serde::Serialize;
 
 /// Error rate above which a segment counts as broken.
@@ -19,6 +19,8 @@ const FALL: f64 = 0.9;
 pub struct CapacityPoint {
     /// The segment.
     pub segment: usize,
+    /// What its throughput counts.
+    pub unit: WorkUnit,
     /// Its load.
     pub load: StepLoad,
     /// Its load as a number (users or arrivals per second).
@@ -137,6 +139,8 @@ pub enum NoOptimal {
 /// What the segments say about capacity. Empty with fewer than two load levels.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Capacity {
+    /// What the throughputs count: the steps judged were in this unit.
+    pub unit: WorkUnit,
     /// Distinct load levels that completed requests: the points are judged only across two or
     /// more.
     pub levels: usize,
@@ -154,6 +158,7 @@ pub struct Capacity {
 fn point(s: &SegmentAnalysis, why: Why) -> CapacityPoint {
     CapacityPoint {
         segment: s.index,
+        unit: WorkUnit::Requests,
         load: s.load(),
         load_value: s.load_value(),
         throughput_rps: s.throughput_rps,
@@ -169,6 +174,19 @@ fn failed(s: &SegmentAnalysis) -> Failed {
         requests: s.requests,
         error_rate: s.error_rate,
     }
+}
+
+/// Finds the points over segments ordered by load, their throughputs counted in `unit`.
+pub fn capacity_in(unit: WorkUnit, segments: &[SegmentAnalysis]) -> Capacity {
+    let mut c = capacity(segments);
+    c.unit = unit;
+    for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking]
+        .into_iter()
+        .flatten()
+    {
+        p.unit = unit;
+    }
+    c
 }
 
 /// Finds the points over segments ordered by load.
@@ -289,6 +307,7 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
         best = best.max(s.throughput_rps);
     }
     Capacity {
+        unit: WorkUnit::Requests,
         levels: loaded.len(),
         no_optimal,
         optimal,

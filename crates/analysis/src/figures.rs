@@ -80,6 +80,41 @@ impl Sizes {
     }
 }
 
+/// What a run's answers are counted in: the user's unit of work. Quick mode counts requests; a
+/// scenario with SQL transactions counts each transaction once; a scenario's flows count their
+/// iterations (a task submitted, polled and fetched is one), with requests shown beside them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkUnit {
+    /// HTTP requests (or SQL statements outside transactions).
+    #[default]
+    Requests,
+    /// SQL transactions, each counted once.
+    Transactions,
+    /// Iterations of a scenario's flows.
+    Iterations,
+}
+
+/// Whether a step's figures can be judged (compared with other steps, taken as an optimum or
+/// a limit), and why not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Judged {
+    /// Long enough, with units of work in it.
+    #[default]
+    Yes,
+    /// The run ended in it (a stop rule, a signal, a crash) long before a step's usual length:
+    /// its figures are shown, but they describe the ramp into the level, not the level.
+    CutShort {
+        /// Seconds it lasted.
+        lasted_s: f64,
+        /// The median length of the run's other steps.
+        usual_s: f64,
+    },
+    /// No unit of work ended in it.
+    Empty,
+}
+
 /// One segment's figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct SegmentAnalysis {
@@ -99,8 +134,13 @@ pub struct SegmentAnalysis {
     pub steady_start_s: f64,
     /// End of the steady state.
     pub steady_end_s: f64,
-    /// Seconds of warm-up trimmed at the start.
+    /// Seconds of warm-up trimmed at the start: intervals whose throughput was still rising or
+    /// whose median latency was still settling, never one with a failure. Only throughput leaves
+    /// them out; percentiles count every request of the step.
     pub trimmed_s: f64,
+    /// Whether the step can be judged; a step that cannot is shown, labelled, and left out of
+    /// capacity, growth and comparison findings.
+    pub judged: Judged,
     /// Every request of the step: each request belongs to exactly one step (the one its
     /// iteration was due in), so the steps' requests add up to the run's.
     pub requests: u64,
@@ -108,17 +148,19 @@ pub struct SegmentAnalysis {
     pub failures: u64,
     /// failures / requests over the whole step.
     pub error_rate: f64,
-    /// Requests that ended in the steady state (throughput and latency are computed over these).
+    /// The step's requests less those that ended in its trimmed warm-up: the count its
+    /// throughput is computed from.
     pub steady_requests: u64,
     /// Of those, failures.
     pub steady_failures: u64,
-    /// Requests per second in the steady state.
+    /// Requests per second: the steady requests over the step's exact span from the end of its
+    /// warm-up, so a step of any length is measured over its own time.
     pub throughput_rps: f64,
-    /// Successful requests per second in the steady state.
+    /// Successful requests per second, likewise.
     pub success_rps: f64,
-    /// Total time in ms, steady state.
+    /// Total time in ms of every request of the step, warm-up and failures included.
     pub latency_ms: Percentiles,
-    /// Time to first byte in ms, steady state.
+    /// Time to first byte in ms of every request of the step that received a byte.
     pub ttfb_ms: Percentiles,
     /// The whole step's figures, shown beside the steady state's when they differ.
     pub whole: WholeStep,
@@ -159,7 +201,7 @@ pub struct WholeStep {
     pub throughput_rps: f64,
     /// Total time in ms of every request of the step.
     pub latency_ms: Percentiles,
-    /// True when the steady state left out requests (a warm-up trimmed, a partial interval).
+    /// True when a warm-up was trimmed, so the step's throughput differs from its whole rate.
     pub differs: bool,
 }
 

@@ -37,6 +37,8 @@ pub enum Finding {
     },
     /// crest itself may have limited the run.
     ClientBound(Vec<ClientLimit>),
+    /// Iterations per second flattened while each iteration took more requests.
+    WorkPerIteration(crate::iterations::WorkPerIteration),
     /// A resource grew under steady load.
     Leak(Leak),
     /// A stop condition ended the run.
@@ -70,7 +72,7 @@ pub enum Finding {
     /// The optimal operating point.
     Optimal(CapacityPoint),
     /// Why no optimal point is named.
-    NoOptimal(NoOptimal),
+    NoOptimal(NoOptimal, crate::figures::WorkUnit),
     /// Where the service saturates.
     Saturates(CapacityPoint),
     /// Where the service breaks, and the level below it.
@@ -199,7 +201,7 @@ pub fn findings(
         out.push(Finding::Optimal(o.clone()));
     }
     if let Some(why) = capacity.no_optimal.as_ref().filter(|_| capacity.levels >= 2) {
-        out.push(Finding::NoOptimal(why.clone()));
+        out.push(Finding::NoOptimal(why.clone(), capacity.unit));
     }
     if let Some(p) = &capacity.saturation {
         out.push(Finding::Saturates(p.clone()));

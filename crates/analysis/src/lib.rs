@@ -3,7 +3,7 @@
 //! Nothing here measures, reads files or writes text: it takes [`crest_model::Results`] and
 //! returns figures and typed findings; the report crate puts them in words. The modules form
 //! layers, each importing only those below it: [`figures`] and [`units`] at the bottom; then
-//! the stages ([`segment`], [`capacity`], [`failures`], [`recovery`], [`resources`],
+//! the stages ([`segment`], [`iterations`], [`capacity`], [`failures`], [`recovery`], [`resources`],
 //! [`validity`], [`find`], [`thresholds`]); then [`summary`], [`findings`] and [`analyze`],
 //! which runs them in order; [`compare`] on top. [`stop`] holds the live stop rules the
 //! engine's caller evaluates while a run is in progress; thresholds and stop conditions arrive
@@ -17,6 +17,7 @@ pub mod failures;
 pub mod figures;
 pub mod find;
 pub mod findings;
+pub mod iterations;
 pub mod recovery;
 pub mod resources;
 pub mod segment;

@@ -3,8 +3,8 @@
 //! and latency describe the load level rather than the ramp into it; and the per-interval
 //! series the charts draw. Every later stage reads these figures; none recomputes them.
 
-use crate::figures::{LittlesLaw, Percentiles, Point, SegmentAnalysis, WholeStep};
-use crest_model::results::Results;
+use crate::figures::{Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, WholeStep};
+use crest_model::results::{EndReason, Interval, Results};
 use crest_model::{EncodedHistogram, HistError};
 use hdrhistogram::Histogram;
 
@@ -14,15 +14,70 @@ const WARMUP_THROUGHPUT: f64 = 0.9;
 const WARMUP_LATENCY: f64 = 1.5;
 /// In-flight requests below this share of the users point at time spent outside requests.
 const LITTLE_GAP: f64 = 0.8;
+/// Whole steady intervals a step needs before iterations are rated by the intervals they
+/// ended in rather than by the step's own count.
+const MIN_RATE_INTERVALS: usize = 3;
+/// The step a run ended in is cut short when it lasted less than this share of the other
+/// steps' median length.
+const CUT_SHORT: f64 = 0.5;
 
-/// Every step's figures, in order, each computed once. Each step's latency is also given as a
-/// ratio to a baseline: the lowest load level, or, for the points of a sweep (which are not
-/// load levels), the first point.
+/// Every step's figures in requests (or transactions), in order, each computed once. Each
+/// step's latency is also given as a ratio to a baseline: the lowest load level, or, for the
+/// points of a sweep (which are not load levels), the first point.
 pub fn segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError> {
+    steps(r, Unit::Requests)
+}
+
+/// Every step's figures in iterations of the scenario's flows, all flows together; empty when
+/// the run has no flows.
+pub fn iteration_segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError> {
+    if r.iterations.is_empty() {
+        return Ok(Vec::new());
+    }
+    steps(r, Unit::Iterations)
+}
+
+/// Which counts a step's figures are computed from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Requests,
+    Iterations,
+}
+
+fn steps(r: &Results, unit: Unit) -> Result<Vec<SegmentAnalysis>, HistError> {
     let mut segments = (0..r.segments.len())
-        .map(|i| segment(r, i))
+        .map(|i| segment(r, i, unit))
         .collect::<Result<Vec<_>, _>>()?;
-    let measured = || segments.iter().filter(|s| s.steady_requests > 0);
+    judge(r, &mut segments);
+    baseline(&mut segments);
+    Ok(segments)
+}
+
+/// Labels the steps that cannot be judged: an empty one, and the one the run ended in when a
+/// stop rule, a signal or a crash ended it long before a step's usual length.
+fn judge(r: &Results, segments: &mut [SegmentAnalysis]) {
+    let lengths: Vec<f64> = segments.iter().map(|s| s.end_s - s.start_s).collect();
+    let cut = !matches!(
+        r.ended_by,
+        EndReason::Duration | EndReason::Requests | EndReason::Completed
+    );
+    let last = segments.len().saturating_sub(1);
+    for (i, s) in segments.iter_mut().enumerate() {
+        if s.requests == 0 {
+            s.judged = Judged::Empty;
+        } else if cut && i == last && i > 0 {
+            let usual_s = median(lengths[..i].to_vec());
+            let lasted_s = lengths[i];
+            if lasted_s < CUT_SHORT * usual_s {
+                s.judged = Judged::CutShort { lasted_s, usual_s };
+            }
+        }
+    }
+}
+
+/// Sets each judged step's ratio of mean latency to the baseline's.
+pub(crate) fn baseline(segments: &mut [SegmentAnalysis]) {
+    let measured = || segments.iter().filter(|s| s.requests > 0 && s.judged == Judged::Yes);
     let lowest = match measured().any(|s| s.load_value() > 0.0) {
         true => measured()
             .filter(|s| s.load_value() > 0.0)
@@ -31,11 +86,13 @@ pub fn segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError> {
     }
     .map(|s| s.latency_ms.mean);
     if let Some(low) = lowest.filter(|l| *l > 0.0) {
-        for s in segments.iter_mut().filter(|s| s.steady_requests > 0) {
+        for s in segments
+            .iter_mut()
+            .filter(|s| s.requests > 0 && s.judged == Judged::Yes)
+        {
             s.ratio_to_lowest = Some(s.latency_ms.mean / low);
         }
     }
-    Ok(segments)
 }
 
 fn decode(h: &EncodedHistogram, into: &mut Histogram<u64>) -> Result<(), HistError> {
@@ -75,8 +132,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// An interval's units of work that ended in it, of them the failures, and their latencies.
+fn interval_units(i: &Interval, unit: Unit) -> (u64, u64, Option<&EncodedHistogram>) {
+    match unit {
+        Unit::Requests => (i.requests, i.failures, Some(&i.latency)),
+        Unit::Iterations => i.iterations.as_ref().map_or((0, 0, None), |it| {
+            (it.completed + it.failed, it.failed, Some(&it.duration))
+        }),
+    }
+}
+
 /// The first steady interval among `idx`, by [`warmup`].
-fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
+fn steady_from(r: &Results, idx: &[usize], unit: Unit) -> Result<usize, HistError> {
     if idx.len() < 3 {
         return Ok(0);
     }
@@ -84,10 +151,13 @@ fn steady_from(r: &Results, idx: &[usize]) -> Result<usize, HistError> {
     let mut p50 = Vec::with_capacity(idx.len());
     let mut failed = Vec::with_capacity(idx.len());
     for &k in idx {
-        let i = &r.intervals[k];
-        rps.push(i.requests as f64 / r.interval_s);
-        failed.push(i.failures > 0);
-        let h = i.latency.decode()?;
+        let (n, f, latency) = interval_units(&r.intervals[k], unit);
+        rps.push(n as f64 / r.interval_s);
+        failed.push(f > 0);
+        let h = match latency {
+            Some(h) => h.decode()?,
+            None => crest_model::hist::new_histogram(),
+        };
         p50.push(if h.is_empty() {
             0.0
         } else {
@@ -120,63 +190,115 @@ pub(crate) fn warmup(rps: &[f64], p50: &[f64], failed: &[bool]) -> usize {
     first
 }
 
-/// One segment's figures: counts over the whole step (from the per-step totals, so no request
-/// is lost to trimming or to a partial interval), throughput and latency over its steady state.
-fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
-    let g = &r.segments[index];
-    let idx = whole_intervals(r, g.start_s, g.end_s);
-    let first = steady_from(r, &idx)?;
-    let steady = &idx[first.min(idx.len())..];
-    let (mut steady_requests, mut steady_failures) = (0u64, 0u64);
-    let mut latency = crest_model::hist::new_histogram();
-    let mut ttfb = crest_model::hist::new_histogram();
-    for &k in steady {
-        let i = &r.intervals[k];
-        steady_requests += i.requests;
-        steady_failures += i.failures;
-        decode(&i.latency, &mut latency)?;
-        decode(&i.ttfb, &mut ttfb)?;
-    }
-    // A step shorter than one interval (a quick level of 10 requests per user) lies within
-    // partial intervals: its rate is over its own span, not over the whole interval.
-    let steady_start_s = steady.first().map_or(g.start_s, |&k| r.intervals[k].t_s.max(g.start_s));
-    let steady_end_s = steady
-        .last()
-        .map_or(g.end_s, |&k| (r.intervals[k].t_s + r.interval_s).min(g.end_s));
-    let secs = (steady_end_s - steady_start_s).max(0.0);
-    let mut connect = crest_model::hist::new_histogram();
-    let mut whole_latency = crest_model::hist::new_histogram();
-    let (mut requests, mut failures, mut bytes_received) = (0u64, 0u64, 0u64);
-    let mut errors: Vec<(String, u64)> = Vec::new();
-    for s in r.stats.iter().filter(|s| s.segment as usize == index && r.counts(s)) {
-        requests += s.count;
-        bytes_received += s.bytes_received;
-        decode(&s.latency, &mut whole_latency)?;
-        if let Some(c) = &s.connect {
-            decode(c, &mut connect)?;
+/// One step's totals in its unit, from the per-step totals, so no unit is lost to a partial
+/// interval.
+#[derive(Default)]
+struct Totals {
+    count: u64,
+    failures: u64,
+    bytes_received: u64,
+    latency: Option<Histogram<u64>>,
+    ttfb: Option<Histogram<u64>>,
+    connect: Option<Histogram<u64>>,
+    errors: Vec<(String, u64)>,
+}
+
+fn add(into: &mut Option<Histogram<u64>>, h: &EncodedHistogram) -> Result<(), HistError> {
+    decode(h, into.get_or_insert_with(crest_model::hist::new_histogram))
+}
+
+fn totals(r: &Results, index: usize, unit: Unit) -> Result<Totals, HistError> {
+    let mut t = Totals::default();
+    match unit {
+        Unit::Requests => {
+            for s in r.stats.iter().filter(|s| s.segment as usize == index && r.counts(s)) {
+                t.count += s.count;
+                t.bytes_received += s.bytes_received;
+                add(&mut t.latency, &s.latency)?;
+                if let Some(h) = &s.ttfb {
+                    add(&mut t.ttfb, h)?;
+                }
+                if let Some(c) = &s.connect {
+                    add(&mut t.connect, c)?;
+                }
+                if !s.outcome.is_success() {
+                    t.failures += s.count;
+                    match t.errors.iter_mut().find(|(k, _)| *k == s.outcome.key()) {
+                        Some((_, n)) => *n += s.count,
+                        None => t.errors.push((s.outcome.key(), s.count)),
+                    }
+                }
+            }
         }
-        if !s.outcome.is_success() {
-            failures += s.count;
-            match errors.iter_mut().find(|(k, _)| *k == s.outcome.key()) {
-                Some((_, n)) => *n += s.count,
-                None => errors.push((s.outcome.key(), s.count)),
+        Unit::Iterations => {
+            for s in r.iterations.iter().filter(|s| s.segment as usize == index) {
+                t.count += s.completed + s.failed;
+                t.failures += s.failed;
+                add(&mut t.latency, &s.duration)?;
+                if let Some(h) = &s.failed_duration {
+                    add(&mut t.latency, h)?;
+                }
+            }
+            if t.failures > 0 {
+                t.errors.push(("failed".into(), t.failures));
             }
         }
     }
-    errors.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    t.errors.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(t)
+}
+
+/// One step's figures: counts and percentiles over every unit of the step (from the per-step
+/// totals, so no request is lost to trimming or to a partial interval), throughput over its
+/// exact span less a warm-up judged on its intervals.
+fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, HistError> {
+    let g = &r.segments[index];
+    let idx = whole_intervals(r, g.start_s, g.end_s);
+    let first = steady_from(r, &idx, unit)?;
+    let warm = &idx[..first.min(idx.len())];
+    let (mut warm_units, mut warm_failures) = (0u64, 0u64);
+    for &k in warm {
+        let (n, f, _) = interval_units(&r.intervals[k], unit);
+        warm_units += n;
+        warm_failures += f;
+    }
+    let t = totals(r, index, unit)?;
+    let steady_start_s = warm.last().map_or(g.start_s, |&k| {
+        (r.intervals[k].t_s + r.interval_s).clamp(g.start_s, g.end_s)
+    });
+    let steady_end_s = g.end_s;
+    // Units that ended in the warm-up's intervals but belong to the step before are not the
+    // step's: never take away more than the step has.
+    let steady_requests = t.count.saturating_sub(warm_units);
+    let steady_failures = t.failures.saturating_sub(warm_failures).min(steady_requests);
+    let mut secs = (steady_end_s - steady_start_s).max(0.0);
+    let (mut rate_units, mut rate_failures) = (steady_requests, steady_failures);
+    let steady = &idx[warm.len()..];
+    if unit == Unit::Iterations && steady.len() >= MIN_RATE_INTERVALS {
+        // An iteration lasts long against a step: those still running when sending stopped
+        // end in the grace period or never, so a count of the step's own iterations over its
+        // span reads low in the last step. Iterations ending per second in the step's steady
+        // seconds is the rate the service completed them at, whatever step they started in.
+        (rate_units, rate_failures) = steady.iter().fold((0, 0), |(n, f), &k| {
+            let (a, b, _) = interval_units(&r.intervals[k], unit);
+            (n + a, f + b)
+        });
+        secs = steady.len() as f64 * r.interval_s;
+    }
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let throughput_rps = per_s(steady_requests);
-    let latency_ms = Percentiles::from_micros(&latency);
+    let throughput_rps = per_s(rate_units);
+    let empty = crest_model::hist::new_histogram();
+    let latency_ms = Percentiles::from_micros(t.latency.as_ref().unwrap_or(&empty));
     let whole_secs = (g.end_s - g.start_s).max(0.0);
     let whole = WholeStep {
         duration_s: whole_secs,
         throughput_rps: if whole_secs > 0.0 {
-            requests as f64 / whole_secs
+            t.count as f64 / whole_secs
         } else {
             0.0
         },
-        latency_ms: Percentiles::from_micros(&whole_latency),
-        differs: steady_requests != requests,
+        latency_ms: latency_ms.clone(),
+        differs: !warm.is_empty(),
     };
     let littles_law = g.users.filter(|u| *u > 0 && steady_requests > 0).map(|users| {
         let in_flight = throughput_rps * latency_ms.mean / 1000.0;
@@ -185,7 +307,7 @@ fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
             in_flight,
             users,
             busy_share,
-            flagged: r.config.http.is_some() && busy_share < LITTLE_GAP,
+            flagged: unit == Unit::Requests && r.config.http.is_some() && busy_share < LITTLE_GAP,
         }
     });
     Ok(SegmentAnalysis {
@@ -198,23 +320,24 @@ fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
         steady_start_s,
         steady_end_s,
         trimmed_s: (steady_start_s - g.start_s).max(0.0),
-        requests,
-        failures,
-        error_rate: if requests > 0 {
-            failures as f64 / requests as f64
+        judged: Judged::Yes,
+        requests: t.count,
+        failures: t.failures,
+        error_rate: if t.count > 0 {
+            t.failures as f64 / t.count as f64
         } else {
             0.0
         },
         steady_requests,
         steady_failures,
         throughput_rps,
-        success_rps: per_s(steady_requests.saturating_sub(steady_failures)),
+        success_rps: per_s(rate_units - rate_failures.min(rate_units)),
         latency_ms,
-        ttfb_ms: Percentiles::from_micros(&ttfb),
+        ttfb_ms: Percentiles::from_micros(t.ttfb.as_ref().unwrap_or(&empty)),
         whole,
-        connect_ms: Percentiles::from_micros(&connect),
-        bytes_received,
-        errors,
+        connect_ms: Percentiles::from_micros(t.connect.as_ref().unwrap_or(&empty)),
+        bytes_received: t.bytes_received,
+        errors: t.errors,
         ratio_to_lowest: None,
         littles_law,
     })

@@ -45,6 +45,10 @@ pub struct IntervalFigures<'a> {
     pub failures: u64,
     /// Their latencies in µs, if any.
     pub latency: Option<&'a Histogram<u64>>,
+    /// Iterations of the scenario's flows that ended in it; `None` without flows. When given,
+    /// the throughput rules (`throughput_stalls`, `throughput_falls`) judge iterations per
+    /// second: a task polled more often adds requests, not work done.
+    pub iterations: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -93,6 +97,7 @@ impl Acc {
 /// One interval of the step in progress, kept until the step ends to find its steady state.
 struct StepInterval {
     requests: u64,
+    iterations: Option<u64>,
     failures: u64,
     secs: f64,
     /// Median latency in µs (0 when there were no requests).
@@ -167,6 +172,8 @@ pub enum StopReason {
         rps: f64,
         /// The step before, req/s.
         previous_rps: f64,
+        /// What the rates count.
+        unit: crate::figures::WorkUnit,
     },
 }
 
@@ -288,6 +295,7 @@ impl StopWatch {
         }
         self.step.push(StepInterval {
             requests: f.requests,
+            iterations: f.iterations,
             failures: f.failures,
             secs: f.len_s,
             p50_us: f
@@ -334,8 +342,9 @@ impl StopWatch {
         None
     }
 
-    /// The steady state of the step that just ended: its intervals after the warm-up.
-    fn steady_step(&self) -> Acc {
+    /// The steady state of the step that just ended: its intervals after the warm-up, and the
+    /// iterations that ended in them when the run has flows.
+    fn steady_step(&self) -> (Acc, Option<u64>) {
         let rps: Vec<f64> = self
             .step
             .iter()
@@ -344,7 +353,11 @@ impl StopWatch {
         let p50: Vec<f64> = self.step.iter().map(|i| i.p50_us).collect();
         let failed: Vec<bool> = self.step.iter().map(|i| i.failures > 0).collect();
         let mut acc = Acc::new();
+        let mut iterations: Option<u64> = None;
         for i in &self.step[crate::segment::warmup(&rps, &p50, &failed)..] {
+            if let Some(n) = i.iterations {
+                *iterations.get_or_insert(0) += n;
+            }
             acc.requests += i.requests;
             acc.failures += i.failures;
             acc.secs += i.secs;
@@ -352,14 +365,18 @@ impl StopWatch {
                 let _ = acc.latency.add(&h);
             }
         }
-        acc
+        (acc, iterations)
     }
 
     /// Judges the rules that compare steps, on the steady state of the step that just ended.
     fn step_ended(&mut self, t_s: f64) -> Option<Stopped> {
-        let steady = self.steady_step();
+        let (steady, iterations) = self.steady_step();
+        let (tput, unit) = match iterations {
+            Some(n) if steady.secs > 0.0 => (Some(n as f64 / steady.secs), crate::figures::WorkUnit::Iterations),
+            _ => (steady.value(&Metric::Throughput), crate::figures::WorkUnit::Requests),
+        };
         let Some(first) = &self.first else {
-            self.previous_tput = steady.value(&Metric::Throughput);
+            self.previous_tput = tput;
             self.first = Some(steady);
             return None;
         };
@@ -388,7 +405,7 @@ impl StopWatch {
                 });
             }
         }
-        let tput = steady.value(&Metric::Throughput)?;
+        let tput = tput?;
         let previous = self.previous_tput.replace(tput)?;
         for c in &self.conditions {
             let (holds, fell) = match c {
@@ -404,6 +421,7 @@ impl StopWatch {
                         fell,
                         rps: tput,
                         previous_rps: previous,
+                        unit,
                     },
                 });
             }
@@ -430,6 +448,7 @@ mod tests {
             requests,
             failures,
             latency: Some(&h),
+            iterations: None,
         })
     }
 

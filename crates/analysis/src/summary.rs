@@ -3,8 +3,8 @@
 //! read. Its field names are a public interface: `--summary-json` writes them (with their text,
 //! from the report crate).
 
-use crate::capacity::Capacity;
-use crate::figures::{Percentiles, SegmentAnalysis};
+use crate::capacity::{Capacity, CapacityPoint, NoOptimal};
+use crate::figures::{Judged, Percentiles, SegmentAnalysis, WorkUnit};
 use crate::find::{capacity_summary, CapacitySummary};
 use crate::recovery::{recovery, Recovery};
 use crate::resources::{leaks, resources, Leak, ResourceRow};
@@ -113,6 +113,101 @@ pub struct Summary {
     /// when the last finished and how long each took.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub users: Option<UsersDone>,
+    /// What the answers are counted in: requests, transactions, or iterations of the flows.
+    pub unit: WorkUnit,
+    /// The scenario's flows: iterations started, completed, failed, per second and how long
+    /// they took; `None` without flows.
+    pub iterations: Option<crate::iterations::Iterations>,
+    /// The optimal operating point and the limit, in `unit`, each with the figures it rests
+    /// on or the reason there is none.
+    pub answers: Answers,
+}
+
+/// A step's iterations, beside its requests.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepIterations {
+    /// Iterations of the step that passed.
+    pub completed: u64,
+    /// Iterations of the step that failed.
+    pub failed: u64,
+    /// Completed iterations per second over the step's span less its warm-up.
+    pub per_s: f64,
+    /// Time of every iteration of the step that ended, ms.
+    pub duration_ms: Percentiles,
+}
+
+/// The optimal operating point and the limit, in the run's unit of work.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Answers {
+    /// What `per_s` counts.
+    pub unit: WorkUnit,
+    /// The optimal operating point: the most successful throughput per unit of latency, with
+    /// a level beyond it that showed latency outgrowing throughput or failures.
+    pub optimal: Option<Answer>,
+    /// Why there is no optimal point.
+    pub no_optimal: Option<NoOptimal>,
+    /// The limit: the first step that broke (failures past 1%, throughput falling), or else
+    /// the first where more load stopped adding throughput.
+    pub limit: Option<Answer>,
+    /// Steps left out of the answers because they could not be judged (cut short, empty).
+    pub unjudged: Vec<String>,
+}
+
+/// One step named as an answer, with its figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Answer {
+    /// Index of the step.
+    pub segment: usize,
+    /// The step's name.
+    pub name: String,
+    /// Users there (closed model).
+    pub users: Option<u64>,
+    /// Arrivals per second there (open model).
+    pub rate: Option<f64>,
+    /// Successful units of work per second there.
+    pub per_s: f64,
+    /// Latency (or iteration time) there, ms.
+    pub latency_ms: Percentiles,
+    /// Failures / units there.
+    pub error_rate: f64,
+    /// Why: `most_power`, `failed`, `throughput_fell`, `saturates`.
+    pub why: &'static str,
+}
+
+/// The answers over the steps in the run's unit.
+pub fn answers(unit: WorkUnit, steps: &[SegmentAnalysis], capacity: &Capacity) -> Answers {
+    let answer = |p: &CapacityPoint| {
+        steps.iter().find(|s| s.index == p.segment).map(|s| Answer {
+            segment: s.index,
+            name: s.name.clone(),
+            users: s.users,
+            rate: s.rate,
+            per_s: s.success_rps,
+            latency_ms: s.latency_ms.clone(),
+            error_rate: s.error_rate,
+            why: match p.why {
+                crate::capacity::Why::MostPower { .. } => "most_power",
+                crate::capacity::Why::Failed(_) => "failed",
+                crate::capacity::Why::ThroughputFell { .. } => "throughput_fell",
+                crate::capacity::Why::Saturates { .. } => "saturates",
+            },
+        })
+    };
+    Answers {
+        unit,
+        optimal: capacity.optimal.as_ref().and_then(answer),
+        no_optimal: capacity.no_optimal.clone(),
+        limit: capacity
+            .breaking
+            .as_ref()
+            .or(capacity.saturation.as_ref())
+            .and_then(answer),
+        unjudged: steps
+            .iter()
+            .filter(|s| s.judged != Judged::Yes)
+            .map(|s| s.name.clone())
+            .collect(),
+    }
 }
 
 /// How long the users of a run with a fixed number of iterations each took to finish.
@@ -164,6 +259,9 @@ pub struct GroupSummary {
     /// Bytes each request received (names only, and only when the results kept them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<crate::figures::Sizes>,
+    /// The step's iterations (segments of a run with flows only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<StepIterations>,
 }
 
 impl Summary {
@@ -276,6 +374,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
                 latency_ms: g.latency_ms,
                 bytes_received: g.bytes_received,
                 size_bytes: None,
+                iterations: None,
             })
             .collect(),
         recovery: recovery(r)?,
@@ -305,6 +404,9 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
             g
         })
         .collect(),
+        unit: WorkUnit::Requests,
+        iterations: None,
+        answers: Answers::default(),
     })
 }
 
@@ -348,6 +450,7 @@ fn groups(
             latency_ms: Percentiles::from_micros(&h),
             bytes_received,
             size_bytes: crate::figures::Sizes::from_bytes(&size),
+            iterations: None,
         });
     }
     Ok(out)

@@ -139,6 +139,12 @@ pub fn measure<W: Workload>(
     let cpu_at_start = own_cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
+    let flows: Vec<String> = config
+        .scenario
+        .as_ref()
+        .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
+        .unwrap_or_default();
+    let has_flows = !flows.is_empty();
     let opening = JournalStart {
         schema: crest_model::journal::JOURNAL_SCHEMA.into(),
         version: crest_model::journal::JOURNAL_VERSION,
@@ -148,6 +154,7 @@ pub fn measure<W: Workload>(
         environment,
         names: plan.names.clone(),
         part_of: plan.part_of.clone(),
+        flows,
         segments: planned_segments(plan),
         interval_s: INTERVAL.as_secs_f64(),
         target_rps: match &plan.load {
@@ -236,6 +243,7 @@ pub fn measure<W: Workload>(
                                 }
                             }
                             let t = done.index as f64 * INTERVAL.as_secs_f64();
+                            let iterations = has_flows.then(|| done.iterations_ended());
                             let figures = IntervalFigures {
                                 t_s: t,
                                 len_s: INTERVAL.as_secs_f64(),
@@ -243,6 +251,7 @@ pub fn measure<W: Workload>(
                                 requests: done.requests,
                                 failures: done.failures,
                                 latency: done.latency(),
+                                iterations,
                             };
                             if stopped_by.is_none() {
                                 if let Some(s) = watch.interval(&figures) {

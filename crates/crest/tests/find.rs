@@ -54,7 +54,7 @@ fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> (Value, f64) {
     let addr = target(workers, service_ms, Duration::from_secs(5));
     let (s, _dir, code) = find(addr, extra);
     assert_eq!(code, 0);
-    let c = s["capacity"].clone();
+    let c = s["capacity"]["search"].clone();
     let url = format!("http://{addr}/");
     let held = common::target_value(&url, "crest_target_worker_busy_seconds_total")
         / common::target_value(&url, "crest_target_completed_total");

@@ -85,4 +85,23 @@ impl<'a> Ctx<'a> {
         sample.iteration = self.iteration;
         self.sink.borrow_mut().record(&sample, detail);
     }
+
+    /// Reports that this iteration runs scenario flow `flow`, from its intended start.
+    pub fn iteration_started(&self, flow: u32) {
+        let at = self.offset(self.intended);
+        self.sink.borrow_mut().iteration_started(flow, self.segment, at);
+    }
+
+    /// Reports that this iteration of scenario flow `flow` ended now, passed or failed.
+    pub fn iteration_ended(&self, flow: u32, failed: bool) {
+        let intended = self.offset(self.intended);
+        let it = crest_model::IterationSample {
+            flow,
+            segment: self.segment,
+            intended,
+            took: self.offset(Instant::now()).saturating_sub(intended),
+            failed,
+        };
+        self.sink.borrow_mut().iteration_ended(&it);
+    }
 }

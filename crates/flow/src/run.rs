@@ -41,6 +41,9 @@ pub struct FlowUser {
     started: bool,
     /// Set by `on_failure: stop_user`; the engine runs no more iterations for this user.
     stopped: bool,
+    /// Set when a step of the current iteration failed, even one the flow continued past: the
+    /// iteration then counts as failed.
+    step_failed: bool,
     pg: Option<crest_pg::PgSession>,
 }
 
@@ -145,6 +148,7 @@ impl Workload for FlowWorkload {
             rng: RefCell::new(fastrand::Rng::new()),
             started: false,
             stopped: false,
+            step_failed: false,
             pg: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
@@ -180,10 +184,16 @@ impl Workload for FlowWorkload {
                 user.rows[i] = f.take(user.id, &mut user.rng.borrow_mut());
             }
         }
-        if let Some(flow) = self.pick(user) {
+        if let Some((index, flow)) = self.pick(user) {
+            let index = index as u32;
+            ctx.iteration_started(index);
+            user.step_failed = false;
             let run = self
                 .run_steps(&flow.steps, user, &ctx, &mut intended, flow.on_failure)
                 .await;
+            // Ended before any pause for the steps a failure skipped: that pause keeps the
+            // user's pace, it is not the iteration's time.
+            ctx.iteration_ended(index, run.is_err() || user.step_failed);
             if let Err(failed) = run {
                 match flow.on_failure {
                     OnFailure::StopUser => user.stopped = true,
@@ -212,14 +222,15 @@ impl Workload for FlowWorkload {
 }
 
 impl FlowWorkload {
-    fn pick(&self, user: &FlowUser) -> Option<&crate::plan::Flow> {
+    /// The flow this iteration runs, by weight, with its index among the scenario's flows.
+    fn pick(&self, user: &FlowUser) -> Option<(usize, &crate::plan::Flow)> {
         if self.total_weight == 0 {
             return None;
         }
         let mut r = user.rng.borrow_mut().u32(..self.total_weight);
-        for f in &self.plan.flows {
+        for (i, f) in self.plan.flows.iter().enumerate() {
             if r < f.weight {
-                return Some(f);
+                return Some((i, f));
             }
             r -= f.weight;
         }
@@ -318,6 +329,7 @@ impl FlowWorkload {
                 Ok(Control::Done) => {}
                 Ok(control) => return Ok(control),
                 Err(mut failed) => {
+                    user.step_failed = true;
                     if on_failure != OnFailure::Continue {
                         failed.skipped += user.think_time(&steps[i + 1..]);
                         return Err(failed);

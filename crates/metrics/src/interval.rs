@@ -2,8 +2,10 @@
 
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
-use crest_model::results::{ErrorClass, FailedRequest, Interval, RequestPoint, Stat, FAILED_KEPT};
-use crest_model::{EncodedHistogram, NameId, Outcome, Sample};
+use crest_model::results::{
+    ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, RequestPoint, Stat, FAILED_KEPT,
+};
+use crest_model::{EncodedHistogram, IterationSample, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
@@ -29,6 +31,18 @@ struct StatAcc {
     size: Option<Histogram<u64>>,
 }
 
+/// One step's and flow's iterations within the interval.
+#[derive(Clone, Debug)]
+struct IterAcc {
+    segment: u32,
+    flow: u32,
+    started: u64,
+    completed: u64,
+    failed: u64,
+    duration: Histogram<u64>,
+    failed_duration: Option<Histogram<u64>>,
+}
+
 /// What was measured in one interval. Each request is recorded once, into the totals of its
 /// step, name and outcome; the interval's own latency figures are merged from those when it
 /// closes, so the hot path records each latency into one histogram only, and idle intervals
@@ -50,6 +64,7 @@ pub struct IntervalAcc {
     /// Failures by outcome.
     pub outcomes: Vec<(Outcome, u64)>,
     stats: Vec<StatAcc>,
+    iterations: Vec<IterAcc>,
     status_codes: BTreeMap<u16, u64>,
     errors: Vec<(Outcome, u64, String)>,
     send_lag: Option<Histogram<u64>>,
@@ -101,6 +116,46 @@ impl IntervalAcc {
             }
         };
         &mut self.stats[i]
+    }
+
+    fn iteration(&mut self, segment: u32, flow: u32) -> &mut IterAcc {
+        let i = match self
+            .iterations
+            .iter()
+            .position(|s| s.flow == flow && s.segment == segment)
+        {
+            Some(i) => i,
+            None => {
+                self.iterations.push(IterAcc {
+                    segment,
+                    flow,
+                    started: 0,
+                    completed: 0,
+                    failed: 0,
+                    duration: new_histogram(),
+                    failed_duration: None,
+                });
+                self.iterations.len() - 1
+            }
+        };
+        &mut self.iterations[i]
+    }
+
+    /// Records that an iteration of `flow` started in step `segment`.
+    pub(crate) fn iteration_started(&mut self, flow: u32, segment: u32) {
+        self.iteration(segment, flow).started += 1;
+    }
+
+    /// Records an iteration that ended, passed or failed.
+    pub(crate) fn iteration_ended(&mut self, it: &IterationSample) {
+        let acc = self.iteration(it.segment, it.flow);
+        if it.failed {
+            acc.failed += 1;
+            record(acc.failed_duration.get_or_insert_with(new_histogram), it.took);
+        } else {
+            acc.completed += 1;
+            record(&mut acc.duration, it.took);
+        }
     }
 
     /// Records one request. A part (a statement inside a transaction) goes to its own totals
@@ -179,6 +234,14 @@ impl IntervalAcc {
             merge_opt(&mut s.dns, &o.dns);
             merge_opt(&mut s.size, &o.size);
         }
+        for o in &other.iterations {
+            let s = self.iteration(o.segment, o.flow);
+            s.started += o.started;
+            s.completed += o.completed;
+            s.failed += o.failed;
+            let _ = s.duration.add(&o.duration);
+            merge_opt(&mut s.failed_duration, &o.failed_duration);
+        }
         for (code, n) in &other.status_codes {
             *self.status_codes.entry(*code).or_default() += n;
         }
@@ -193,6 +256,11 @@ impl IntervalAcc {
         merge_opt(&mut self.send_lag, &other.send_lag);
         merge_opt(&mut self.service, &other.service);
         self.latency = None;
+    }
+
+    /// Iterations of the scenario's flows that ended in the interval, passed or failed.
+    pub fn iterations_ended(&self) -> u64 {
+        self.iterations.iter().map(|s| s.completed + s.failed).sum()
     }
 
     /// The latencies of the units of work that ended in the interval, in µs.
@@ -257,6 +325,35 @@ impl IntervalAcc {
             })
             .collect();
         stats.sort_by_key(|s| (s.segment, s.name, s.outcome));
+        let mut iterations: Vec<IterationStat> = self
+            .iterations
+            .iter()
+            .map(|s| IterationStat {
+                segment: s.segment,
+                flow: s.flow,
+                started: s.started,
+                completed: s.completed,
+                failed: s.failed,
+                duration: EncodedHistogram::encode(&s.duration),
+                failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::encode),
+            })
+            .collect();
+        iterations.sort_by_key(|s| (s.segment, s.flow));
+        let interval_iterations = (!self.iterations.is_empty()).then(|| {
+            let mut duration = new_histogram();
+            for s in &self.iterations {
+                let _ = duration.add(&s.duration);
+                if let Some(f) = &s.failed_duration {
+                    let _ = duration.add(f);
+                }
+            }
+            IntervalIterations {
+                started: self.iterations.iter().map(|s| s.started).sum(),
+                completed: self.iterations.iter().map(|s| s.completed).sum(),
+                failed: self.iterations.iter().map(|s| s.failed).sum(),
+                duration: EncodedHistogram::encode(&duration),
+            }
+        });
         IntervalRecord {
             interval: Interval {
                 t_s: self.index as f64 * interval_s,
@@ -272,8 +369,10 @@ impl IntervalAcc {
                     .collect::<BTreeMap<_, _>>(),
                 latency: EncodedHistogram::encode(latency.as_ref().unwrap_or(&empty)),
                 ttfb: EncodedHistogram::encode(ttfb.as_ref().unwrap_or(&empty)),
+                iterations: interval_iterations,
             },
             stats,
+            iterations,
             status_codes: self.status_codes.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
             errors: self
                 .errors

@@ -149,6 +149,7 @@ mod tests {
             environment: None,
             names: vec!["a".into(), "b".into()],
             part_of: vec![],
+            flows: vec![],
             segments: vec![],
             interval_s: 1.0,
             target_rps: None,

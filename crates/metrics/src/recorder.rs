@@ -1,7 +1,7 @@
 //! The per-thread sink.
 
 use crate::interval::IntervalAcc;
-use crest_model::{Sample, Sink};
+use crest_model::{IterationSample, Sample, Sink};
 use std::fmt;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -99,5 +99,15 @@ impl Sink for Recorder {
 
     fn tick(&mut self, now: Duration) {
         self.advance(now);
+    }
+
+    fn iteration_started(&mut self, flow: u32, segment: u32, at: Duration) {
+        self.advance(at);
+        self.current.iteration_started(flow, segment);
+    }
+
+    fn iteration_ended(&mut self, it: &IterationSample) {
+        self.advance(it.end());
+        self.current.iteration_ended(it);
     }
 }

@@ -14,8 +14,8 @@
 
 use crate::hist::{new_histogram, HistError};
 use crate::results::{
-    ClientStats, EndReason, Environment, ErrorClass, Interval, OpenStats, Results, RunConfig, Segment, Stat,
-    StopRecord, SCHEMA_ID, SCHEMA_VERSION,
+    ClientStats, EndReason, Environment, ErrorClass, Interval, IterationStat, OpenStats, Results, RunConfig, Segment,
+    Stat, StopRecord, SCHEMA_ID, SCHEMA_VERSION,
 };
 use crate::{EncodedHistogram, Outcome};
 use hdrhistogram::Histogram;
@@ -26,9 +26,9 @@ use std::io::BufRead;
 /// The value of [`Start::schema`].
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// The journal format's version. Version 2 added monitor samples, version 3 a small run's
-/// requests one by one; an older journal (which has none) is read as it is, a later version
-/// refused.
-pub const JOURNAL_VERSION: u32 = 3;
+/// requests one by one, version 4 the iterations of a scenario's flows; an older journal (which
+/// has none) is read as it is, a later version refused.
+pub const JOURNAL_VERSION: u32 = 4;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
@@ -75,6 +75,9 @@ pub struct Start {
     /// For each name, the name it is a part of.
     #[serde(default)]
     pub part_of: Vec<Option<u32>>,
+    /// The scenario's flows by name (see `Results::flows`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
     /// The planned steps; the run may end before some of them start.
     pub segments: Vec<Segment>,
     /// Length of each interval in seconds.
@@ -95,6 +98,9 @@ pub struct IntervalRecord {
     pub interval: Interval,
     /// Requests that ended in it, per step, name and outcome.
     pub stats: Vec<Stat>,
+    /// Iterations that started or ended in it, per step and flow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<IterationStat>,
     /// Responses by status code.
     pub status_codes: BTreeMap<String, u64>,
     /// Failures by outcome, each with the first message seen in this interval.
@@ -249,6 +255,7 @@ struct StatSum {
 #[derive(Debug, Default)]
 pub struct Fold {
     stats: BTreeMap<(u32, u32, Outcome), StatSum>,
+    iterations: BTreeMap<(u32, u32), IterationSum>,
     status_codes: BTreeMap<String, u64>,
     errors: Vec<ErrorClass>,
     failed: Vec<crate::results::FailedRequest>,
@@ -261,6 +268,16 @@ pub struct Fold {
     intervals: Vec<Interval>,
     dropped: u64,
     monitor: Option<crate::monitor::MonitorBuilder>,
+}
+
+/// One step's and flow's iterations while they are added up.
+#[derive(Debug)]
+struct IterationSum {
+    started: u64,
+    completed: u64,
+    failed: u64,
+    duration: Histogram<u64>,
+    failed_duration: Option<Histogram<u64>>,
 }
 
 fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
@@ -317,6 +334,23 @@ impl Fold {
             add_opt(&mut sum.dns, s.dns.as_ref())?;
             add_opt(&mut sum.size, s.size.as_ref())?;
         }
+        for it in &r.iterations {
+            let sum = self
+                .iterations
+                .entry((it.segment, it.flow))
+                .or_insert_with(|| IterationSum {
+                    started: 0,
+                    completed: 0,
+                    failed: 0,
+                    duration: new_histogram(),
+                    failed_duration: None,
+                });
+            sum.started = sum.started.saturating_add(it.started);
+            sum.completed = sum.completed.saturating_add(it.completed);
+            sum.failed = sum.failed.saturating_add(it.failed);
+            crate::hist::add(&mut sum.duration, &it.duration.decode()?);
+            add_opt(&mut sum.failed_duration, it.failed_duration.as_ref())?;
+        }
         for (code, n) in &r.status_codes {
             let c = self.status_codes.entry(code.clone()).or_default();
             *c = c.saturating_add(*n);
@@ -370,6 +404,19 @@ impl Fold {
                 ..s.stat
             })
             .collect();
+        let iterations = self
+            .iterations
+            .into_iter()
+            .map(|((segment, flow), s)| IterationStat {
+                segment,
+                flow,
+                started: s.started,
+                completed: s.completed,
+                failed: s.failed,
+                duration: EncodedHistogram::encode(&s.duration),
+                failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::encode),
+            })
+            .collect();
         let open = start.target_rps.map(|target_rps| {
             let sent = self.intervals.iter().map(|i| i.requests).fold(0, u64::saturating_add);
             OpenStats {
@@ -398,8 +445,10 @@ impl Fold {
             } else {
                 Vec::new()
             },
+            flows: start.flows.clone(),
             segments: crate::results::reached_segments(&start.segments, duration_s),
             stats,
+            iterations,
             status_codes: self.status_codes,
             errors,
             abandoned: end.map_or(0, |e| e.abandoned),

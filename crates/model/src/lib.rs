@@ -24,4 +24,4 @@ pub use hist::{EncodedHistogram, HistError};
 pub use outcome::Outcome;
 pub use plan::Plan;
 pub use results::Results;
-pub use sample::{NameId, Sample, Sink};
+pub use sample::{IterationSample, NameId, Sample, Sink};

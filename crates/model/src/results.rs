@@ -46,10 +46,19 @@ pub struct Results {
     /// name is a part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_of: Vec<Option<u32>>,
+    /// The scenario's flows by name, in the scenario's order; [`IterationStat::flow`] refers to
+    /// these. Empty in quick mode, whose unit of work is the request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
     /// The run's steps, in time order; [`Stat::segment`] refers to these.
     pub segments: Vec<Segment>,
     /// Totals per request name and outcome.
     pub stats: Vec<Stat>,
+    /// Iterations of each flow per step: a flow's iteration is the user's unit of work (a task
+    /// submitted, polled until done and fetched), so its count, rate and duration are what a
+    /// scenario's answers are given in. Requests stay in `stats` beside them. Empty in quick mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<IterationStat>,
     /// Responses by HTTP status code, successes included.
     pub status_codes: BTreeMap<String, u64>,
     /// Failures by outcome, each with one example message.
@@ -237,6 +246,20 @@ impl Results {
                 ));
             }
         }
+        for (k, it) in self.iterations.iter().enumerate() {
+            if it.segment as usize >= self.segments.len().max(1) {
+                return Err(Invalid::new(
+                    format!("iterations[{k}].segment"),
+                    format!("is {}: there are {} segments", it.segment, self.segments.len()),
+                ));
+            }
+            if it.flow as usize >= self.flows.len() {
+                return Err(Invalid::new(
+                    format!("iterations[{k}].flow"),
+                    format!("is {}: there are {} flows", it.flow, self.flows.len()),
+                ));
+            }
+        }
         if self.part_of.len() > self.names.len()
             || self.part_of.iter().flatten().any(|p| *p as usize >= self.names.len())
         {
@@ -274,6 +297,10 @@ impl Results {
         fits(
             "intervals' outcomes",
             Box::new(self.intervals.iter().flat_map(|i| i.outcomes.values().copied())),
+        )?;
+        fits(
+            "iterations' counts",
+            Box::new(self.iterations.iter().flat_map(|i| [i.started, i.completed, i.failed])),
         )?;
         fits("status codes", Box::new(self.status_codes.values().copied()))?;
         fits("error classes", Box::new(self.errors.iter().map(|e| e.count)))?;
@@ -534,6 +561,44 @@ pub struct Stat {
     pub size: Option<EncodedHistogram>,
 }
 
+/// The iterations of one flow in one step. An iteration belongs to the step it started in, as
+/// its requests do.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IterationStat {
+    /// Index into [`Results::segments`].
+    pub segment: u32,
+    /// Index into [`Results::flows`].
+    pub flow: u32,
+    /// Iterations that started.
+    pub started: u64,
+    /// Iterations that ran to their end with every step passing.
+    pub completed: u64,
+    /// Iterations that ended with a failed request, check or statement. Iterations still
+    /// running when the run ended are neither completed nor failed.
+    pub failed: u64,
+    /// Time of each completed iteration in µs, from its intended start to its last step's end
+    /// (think time inside the flow included): a task's time from submit to done to result.
+    pub duration: EncodedHistogram,
+    /// The same for failed iterations; absent when none failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_duration: Option<EncodedHistogram>,
+}
+
+/// A flow's iterations in one interval: each counted in the interval it started or ended in.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalIterations {
+    /// Iterations that started in the interval.
+    pub started: u64,
+    /// Iterations that completed in the interval.
+    pub completed: u64,
+    /// Iterations that failed in the interval.
+    pub failed: u64,
+    /// Time of the iterations that ended in the interval, completed and failed, in µs.
+    pub duration: EncodedHistogram,
+}
+
 /// All failures of one outcome.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -586,6 +651,10 @@ pub struct Interval {
     pub latency: EncodedHistogram,
     /// Time to first byte of the requests that ended in this interval, in µs.
     pub ttfb: EncodedHistogram,
+    /// Iterations of the scenario's flows, all flows together; absent in quick mode and in
+    /// intervals where no iteration started or ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<IntervalIterations>,
 }
 
 /// A document could not be read as a results document of this version.
@@ -676,6 +745,7 @@ pub fn concat(
     let mut out = first.clone();
     out.segments.clear();
     out.stats.clear();
+    out.iterations.clear();
     out.intervals.clear();
     out.status_codes.clear();
     out.errors.clear();
@@ -704,6 +774,10 @@ pub fn concat(
         for mut s in part.stats {
             s.segment = k as u32;
             out.stats.push(s);
+        }
+        for mut it in part.iterations {
+            it.segment = k as u32;
+            out.iterations.push(it);
         }
         for mut i in part.intervals {
             i.t_s += offset;

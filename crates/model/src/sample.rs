@@ -55,6 +55,29 @@ impl Sample {
     }
 }
 
+/// One iteration of a scenario flow, as measured when it ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationSample {
+    /// Index of the flow in the scenario's flows.
+    pub flow: u32,
+    /// The step the iteration started in.
+    pub segment: u32,
+    /// When it was meant to start (its first request's intended start), from the start of the
+    /// run.
+    pub intended: Duration,
+    /// From the intended start to the end of its last step.
+    pub took: Duration,
+    /// True when a request, check or statement of it failed.
+    pub failed: bool,
+}
+
+impl IterationSample {
+    /// When the iteration ended, as an offset from the start of the run.
+    pub fn end(&self) -> Duration {
+        self.intended + self.took
+    }
+}
+
 /// Receives the engine's measurements. One sink per engine thread; they are merged at the end.
 pub trait Sink {
     /// Records one finished request. `detail` describes a failure; it is formatted only if the
@@ -66,4 +89,11 @@ pub trait Sink {
 
     /// Lets the sink close time buckets while no request completes. `now` is the run offset.
     fn tick(&mut self, now: Duration);
+
+    /// Records that an iteration of scenario flow `flow` started at `at` in step `segment`.
+    /// Only flows report iterations: quick mode's unit of work is the request.
+    fn iteration_started(&mut self, _flow: u32, _segment: u32, _at: Duration) {}
+
+    /// Records one iteration of a scenario flow that ran to its end, passed or failed.
+    fn iteration_ended(&mut self, _it: &IterationSample) {}
 }

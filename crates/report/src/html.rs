@@ -53,6 +53,8 @@ struct RunView<'a> {
     environment: Option<&'a Environment>,
     crest_version: &'a str,
     a: &'a Analysis,
+    /// The rate of the run's unit of work, as tables head it: `req/s`, `iterations/s`.
+    unit_rate: &'static str,
     /// The summary with its text.
     summary: SummaryView<'a>,
     /// The findings in words.
@@ -110,7 +112,7 @@ fn point(p: &CapacityPoint) -> PointView {
         load: words::step(&p.load),
         throughput_rps: p.throughput_rps,
         p95_ms: p.p95_ms,
-        why: words::why(&p.why),
+        why: words::why(&p.why, p.unit),
     }
 }
 
@@ -137,6 +139,7 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         a,
         summary: summary(&a.summary),
         findings: a.findings.iter().map(words::finding).collect(),
+        unit_rate: words::unit_rate(a.unit),
         step_loads: a
             .segments
             .iter()
@@ -148,7 +151,10 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
             .collect(),
         capacity: CapacityView {
             levels: capacity.levels,
-            no_optimal: capacity.no_optimal.as_ref().map(words::no_optimal),
+            no_optimal: capacity
+                .no_optimal
+                .as_ref()
+                .map(|n| words::no_optimal(n, capacity.unit)),
             optimal: capacity.optimal.as_ref().map(point),
             saturation: capacity.saturation.as_ref().map(point),
             breaking: capacity.breaking.as_ref().map(point),

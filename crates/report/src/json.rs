@@ -5,10 +5,12 @@
 use crate::fmt::{self, words};
 use crest_analysis::compare::Comparison;
 use crest_analysis::figures::Percentiles;
+use crest_analysis::figures::WorkUnit;
 use crest_analysis::find::{CapacitySummary, OptimalPoint, Usl};
+use crest_analysis::iterations::Iterations;
 use crest_analysis::recovery::Recovery;
 use crest_analysis::resources::{Leak, ResourceRow, Stats};
-use crest_analysis::summary::{ErrorSummary, GroupSummary, Summary};
+use crest_analysis::summary::{Answer, Answers, ErrorSummary, GroupSummary, Summary};
 use crest_analysis::thresholds::ThresholdResult;
 use crest_model::monitor::Unit;
 use crest_model::results::{EndReason, StopRecord};
@@ -54,8 +56,10 @@ pub struct SummaryView<'a> {
     names: &'a [GroupSummary],
     #[serde(skip_serializing_if = "Option::is_none")]
     recovery: Option<&'a Recovery>,
+    unit: WorkUnit,
     #[serde(skip_serializing_if = "Option::is_none")]
-    capacity: Option<CapacityView<'a>>,
+    iterations: Option<&'a Iterations>,
+    capacity: CapacityView<'a>,
     client_bound: Vec<String>,
     resources: Vec<ResourceView<'a>>,
     leaks: Vec<LeakView<'a>>,
@@ -71,8 +75,24 @@ struct ThresholdView<'a> {
     pass: bool,
 }
 
+/// The answers in the run's unit, and a capacity search's conclusions when the run was one.
 #[derive(Debug, Serialize)]
 struct CapacityView<'a> {
+    unit: WorkUnit,
+    optimal: Option<&'a Answer>,
+    /// Why there is no optimal point, when there is none.
+    optimal_reason: Option<String>,
+    limit: Option<&'a Answer>,
+    /// Why there is no limit, when there is none.
+    limit_reason: Option<String>,
+    /// Steps shown but not judged (cut short, empty).
+    unjudged: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: Option<SearchView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct SearchView<'a> {
     max_throughput_rps: f64,
     optimal: Option<&'a OptimalPoint>,
     limit: Option<String>,
@@ -123,8 +143,24 @@ fn threshold(t: &ThresholdResult) -> ThresholdView<'_> {
     }
 }
 
-fn capacity(c: &CapacitySummary) -> CapacityView<'_> {
+fn capacity<'a>(a: &'a Answers, search: Option<&'a CapacitySummary>) -> CapacityView<'a> {
     CapacityView {
+        unit: a.unit,
+        optimal: a.optimal.as_ref(),
+        optimal_reason: match (&a.optimal, &a.no_optimal) {
+            (Some(_), _) => None,
+            (None, Some(n)) => Some(words::no_optimal(n, a.unit)),
+            (None, None) => Some(words::no_answer(a)),
+        },
+        limit: a.limit.as_ref(),
+        limit_reason: a.limit.is_none().then(|| words::no_answer(a)),
+        unjudged: &a.unjudged,
+        search: search.map(search_view),
+    }
+}
+
+fn search_view(c: &CapacitySummary) -> SearchView<'_> {
+    SearchView {
         max_throughput_rps: c.max_throughput_rps,
         optimal: c.optimal.as_ref(),
         limit: c.limit.as_ref().map(words::limit),
@@ -201,7 +237,9 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         segments: &s.segments,
         names: &s.names,
         recovery: s.recovery.as_ref(),
-        capacity: s.capacity.as_ref().map(capacity),
+        unit: s.unit,
+        iterations: s.iterations.as_ref(),
+        capacity: capacity(&s.answers, s.capacity.as_ref()),
         client_bound: s.client_bound.iter().map(words::client_limit).collect(),
         resources: s.resources.iter().map(resource).collect(),
         leaks: s.leaks.iter().map(leak).collect(),

@@ -54,6 +54,30 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         int(s.failures),
         s.error_rate * 100.0
     )?;
+    if let Some(it) = &s.iterations {
+        writeln!(
+            out,
+            "  Iterations   {} completed, {} failed, {} started = {} per s, {} requests each",
+            int(it.completed),
+            int(it.failed),
+            int(it.started),
+            num(it.per_s),
+            num(it.requests_per_iteration)
+        )?;
+        for f in &it.flows {
+            writeln!(
+                out,
+                "    {:<26} {:>9} completed {:>7} failed {:>9}/s   took p50 {} ms, p95 {} ms, p99 {} ms",
+                f.name,
+                int(f.completed),
+                int(f.failed),
+                num(f.per_s),
+                ms(f.duration_ms.p50),
+                ms(f.duration_ms.p95),
+                ms(f.duration_ms.p99)
+            )?;
+        }
+    }
     if let Some(u) = &s.users {
         writeln!(out, "  Users        {}", words::users_done(u))?;
     }
@@ -140,7 +164,39 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         for g in &s.segments {
             group_row(out, g)?;
         }
+        if s.segments.iter().any(|g| g.iterations.is_some()) {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  By step, iterations                 completed   per s    p50 ms    p95 ms    p99 ms   failed   requests each"
+            )?;
+            for g in &s.segments {
+                if let Some(it) = &g.iterations {
+                    let ended = it.completed + it.failed;
+                    let mut name = g.name.clone();
+                    if name.chars().count() > 34 {
+                        name = name.chars().take(33).collect::<String>() + "…";
+                    }
+                    writeln!(
+                        out,
+                        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>15}",
+                        int(it.completed),
+                        num(it.per_s),
+                        ms(it.duration_ms.p50),
+                        ms(it.duration_ms.p95),
+                        ms(it.duration_ms.p99),
+                        int(it.failed),
+                        if ended > 0 {
+                            num(g.requests as f64 / ended as f64)
+                        } else {
+                            "-".into()
+                        }
+                    )?;
+                }
+            }
+        }
     }
+    answers(out, s)?;
     if s.names.len() > 1 {
         writeln!(out)?;
         writeln!(
@@ -262,6 +318,32 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 words::measured(&t.measured)
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The optimum and the limit in the run's unit, each with the step and figures it rests on.
+fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let a = &s.answers;
+    if a.optimal.is_none() && a.limit.is_none() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let rate = words::unit_rate(a.unit);
+    for (label, p) in [("Optimal", &a.optimal), ("Limit", &a.limit)] {
+        if let Some(p) = p {
+            writeln!(
+                out,
+                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {:.2}% failed",
+                p.name,
+                num(p.per_s),
+                ms(p.latency_ms.p95),
+                p.error_rate * 100.0
+            )?;
+        }
+    }
+    if !a.unjudged.is_empty() {
+        writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
     }
     Ok(())
 }

@@ -237,8 +237,8 @@ fn seconds_with_failures_are_never_trimmed_and_steps_count_every_request() {
     assert_eq!(s.steady_requests, 880);
 }
 
-/// A step that ends inside an interval: the partial interval is left out of the steady state's
-/// throughput, but its requests and failures are in the step's counts.
+/// A step that ends inside an interval: its throughput is its requests over its exact span, and
+/// its partial last second keeps its requests and failures in the counts and percentiles.
 #[test]
 fn the_partial_last_second_of_a_step_keeps_its_failures() {
     let mut r = ResultsBuilder::new(Outcome::Status(503), true)
@@ -259,9 +259,14 @@ fn the_partial_last_second_of_a_step_keeps_its_failures() {
     let a = analyze(&r).unwrap();
     let s = &a.segments[0];
     assert_eq!((s.requests, s.failures), (400, 90));
-    assert_eq!(s.steady_requests, 300, "whole seconds only");
-    assert_eq!(s.throughput_rps, 100.0);
-    assert!(s.whole.differs);
+    assert_eq!(s.steady_requests, 400, "every request of the step");
+    assert!((s.throughput_rps - 400.0 / 3.5).abs() < 1e-9, "{}", s.throughput_rps);
+    assert_eq!(
+        s.latency_ms.count, 400,
+        "the failures' latencies are in the percentiles"
+    );
+    assert!(s.latency_ms.min < 2.0, "{:?}", s.latency_ms);
+    assert!(!s.whole.differs, "no warm-up trimmed");
     assert_eq!(a.summary.segments[0].failures, 90);
 }
 

@@ -134,6 +134,8 @@ struct State {
     rejected: AtomicU64,
     timed_out: AtomicU64,
     next_task: AtomicU64,
+    /// Results of succeeded tasks handed out: a client's completed task flows.
+    task_results: AtomicU64,
     tasks: Mutex<HashMap<u64, Task>>,
     leaked_fds: Mutex<Vec<std::fs::File>>,
     leaked_mem: Mutex<Vec<Vec<u8>>>,
@@ -230,6 +232,8 @@ impl State {
              # HELP crest_target_busy_workers Workers busy now.\n# TYPE crest_target_busy_workers gauge\ncrest_target_busy_workers {}\n\
              # HELP crest_target_workers Workers.\n# TYPE crest_target_workers gauge\ncrest_target_workers {}\n\
              # HELP crest_target_tasks Tasks by status.\n# TYPE crest_target_tasks gauge\ncrest_target_tasks{{status=\"QUEUED\"}} {}\ncrest_target_tasks{{status=\"RUNNING\"}} {}\ncrest_target_tasks{{status=\"SUCCEEDED\"}} {}\n\
+             # HELP crest_target_tasks_submitted_total Tasks accepted.\n# TYPE crest_target_tasks_submitted_total counter\ncrest_target_tasks_submitted_total {}\n\
+             # HELP crest_target_task_results_total Results of succeeded tasks handed out.\n# TYPE crest_target_task_results_total counter\ncrest_target_task_results_total {}\n\
              # HELP crest_target_leaked_fds File descriptors leaked on purpose.\n# TYPE crest_target_leaked_fds gauge\ncrest_target_leaked_fds {fds}\n\
              # HELP crest_target_leaked_bytes Memory leaked on purpose.\n# TYPE crest_target_leaked_bytes gauge\ncrest_target_leaked_bytes {mem}\n",
             self.requests.load(Ordering::Relaxed),
@@ -244,6 +248,8 @@ impl State {
             count("QUEUED"),
             count("RUNNING"),
             count("SUCCEEDED"),
+            self.next_task.load(Ordering::Relaxed),
+            self.task_results.load(Ordering::Relaxed),
         );
         self.api.metrics(&mut out);
         out
@@ -364,6 +370,9 @@ fn task(state: &State, id: &str, result: bool) -> Response<Body> {
         } else {
             (n * (n / std::f64::consts::E).log10() + (2.0 * std::f64::consts::PI * n).log10() / 2.0).floor() + 1.0
         };
+        if task.status == "SUCCEEDED" {
+            state.task_results.fetch_add(1, Ordering::Relaxed);
+        }
         v["result"] = if task.kind == "factorial" {
             serde_json::json!({"n": task.n, "digits": digits as u64})
         } else {
@@ -501,6 +510,7 @@ pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<()>
         rejected: AtomicU64::new(0),
         timed_out: AtomicU64::new(0),
         next_task: AtomicU64::new(0),
+        task_results: AtomicU64::new(0),
         tasks: Mutex::new(HashMap::new()),
         leaked_fds: Mutex::new(Vec::new()),
         leaked_mem: Mutex::new(Vec::new()),

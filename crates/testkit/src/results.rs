@@ -148,6 +148,7 @@ impl ResultsBuilder {
                 outcomes,
                 latency: EncodedHistogram::encode(&lat),
                 ttfb: EncodedHistogram::encode(&ttfb),
+                iterations: None,
             });
             self.t += 1;
         }
@@ -240,8 +241,10 @@ impl ResultsBuilder {
             }),
             names: vec!["GET /".into()],
             part_of: Vec::new(),
+            flows: Vec::new(),
             segments: self.segments,
             stats,
+            iterations: Vec::new(),
             status_codes,
             errors,
             abandoned: 0,
@@ -353,6 +356,30 @@ pub fn check_counts(r: &Results) -> Result<(), String> {
                 i.t_s, i.failures
             ));
         }
+    }
+    // Iterations: the steps' and the intervals' hold the same ones, and none ends that did
+    // not start.
+    let it = |f: fn(&crest_model::results::IterationStat) -> u64| r.iterations.iter().map(f).sum::<u64>();
+    let (started, completed, failed) = (it(|s| s.started), it(|s| s.completed), it(|s| s.failed));
+    let per_interval = |f: fn(&crest_model::results::IntervalIterations) -> u64| {
+        r.intervals
+            .iter()
+            .filter_map(|i| i.iterations.as_ref())
+            .map(f)
+            .sum::<u64>()
+    };
+    if (
+        per_interval(|i| i.started),
+        per_interval(|i| i.completed),
+        per_interval(|i| i.failed),
+    ) != (started, completed, failed)
+    {
+        problems.push(format!(
+            "intervals hold other iterations than the steps' {started} started, {completed} completed, {failed} failed"
+        ));
+    }
+    if completed + failed > started {
+        problems.push(format!("{} iterations ended of {started} started", completed + failed));
     }
     let in_classes: u64 = r.errors.iter().map(|e| e.count).sum();
     if in_classes != failures {

@@ -7,6 +7,7 @@ use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
 use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
 use crest_analysis::failures::{Cluster, EachRequest, TimeoutOf};
 use crest_analysis::figures::StepLoad;
+use crest_analysis::figures::WorkUnit;
 use crest_analysis::find::{Done, Level, Limit, Miss, Recommended};
 use crest_analysis::findings::Finding;
 use crest_analysis::recovery::Recovery;
@@ -185,7 +186,8 @@ fn failed(f: &Failed) -> String {
 }
 
 /// Why a capacity point is the one named.
-pub fn why(w: &Why) -> String {
+pub fn why(w: &Why, unit: WorkUnit) -> String {
+    let rate = unit_rate(unit);
     match w {
         Why::MostPower {
             success_rps,
@@ -201,13 +203,13 @@ pub fn why(w: &Why) -> String {
                     latency_change_pct,
                     mean_ms,
                 } => format!(
-                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps_} req/s) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
+                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps_} {rate}) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
                     step(load),
                     success_rps_ = num(*success_rps)
                 ),
             };
             format!(
-                "the most throughput per unit of latency, {} req/s at a mean of {mean_ms:.1} ms; {beyond}",
+                "the most throughput per unit of latency, {} {rate} at a mean of {mean_ms:.1} ms; {beyond}",
                 num(*success_rps)
             )
         }
@@ -221,7 +223,7 @@ pub fn why(w: &Why) -> String {
             from_p95_ms,
             to_p95_ms,
         } => format!(
-            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps_} to {to_rps_} req/s) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
+            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps_} to {to_rps_} {rate}) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
             load_growth * 100.0,
             step(from),
             step(to),
@@ -232,7 +234,7 @@ pub fn why(w: &Why) -> String {
         Why::Failed(f) => failed(f),
         Why::ThroughputFell { rps, best_rps } => {
             format!(
-                "throughput fell to {} req/s from a best of {} req/s",
+                "throughput fell to {} {rate} from a best of {} {rate}",
                 num(*rps),
                 num(*best_rps)
             )
@@ -241,7 +243,8 @@ pub fn why(w: &Why) -> String {
 }
 
 /// Why no optimal point is named.
-pub fn no_optimal(n: &NoOptimal) -> String {
+pub fn no_optimal(n: &NoOptimal, unit: WorkUnit) -> String {
+    let rate = unit_rate(unit);
     match n {
         NoOptimal::EveryLevelFailed { max_error_rate } => format!(
             "every level failed more than {:.0}% of its requests",
@@ -252,10 +255,37 @@ pub fn no_optimal(n: &NoOptimal) -> String {
             success_rps,
             mean_ms,
         } => format!(
-            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps_} req/s at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
+            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps_} {rate} at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
             step(load),
             success_rps_ = num(*success_rps)
         ),
+    }
+}
+
+/// Why the answers name no limit (or no optimum, when no other reason is known).
+pub fn no_answer(a: &crest_analysis::summary::Answers) -> String {
+    let unit = unit_plural(a.unit);
+    match a.optimal {
+        None => format!("fewer than two load levels with {unit} to compare"),
+        Some(_) => format!("no level failed, and {unit} per second grew at every level tried"),
+    }
+}
+
+/// A rate of a unit of work, as tables head it.
+pub fn unit_rate(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Requests => "req/s",
+        WorkUnit::Transactions => "transactions/s",
+        WorkUnit::Iterations => "iterations/s",
+    }
+}
+
+/// The plural noun of a unit of work.
+pub fn unit_plural(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Requests => "requests",
+        WorkUnit::Transactions => "transactions",
+        WorkUnit::Iterations => "iterations",
     }
 }
 
@@ -481,9 +511,11 @@ pub fn stop_detail(r: &StopReason) -> String {
             fell,
             rps,
             previous_rps,
+            unit,
         } => format!(
-            "throughput {}: {rps_} req/s in the steady state of the step that ended, {previous_rps_} req/s in the one before",
+            "throughput {}: {rps_} {rate} in the steady state of the step that ended, {previous_rps_} {rate} in the one before",
             if *fell { "fell" } else { "stopped growing" },
+            rate = unit_rate(*unit),
             rps_ = num(*rps),
             previous_rps_ = num(*previous_rps)
         ),
@@ -633,6 +665,18 @@ pub fn finding(f: &Finding) -> String {
             limits.iter().map(client_limit).collect::<Vec<_>>().join("; ")
         ),
         Finding::Leak(l) => leak(l),
+        Finding::WorkPerIteration(w) => format!(
+            "Iterations per second stopped growing from {} on ({} at {}, {} at {}) while each took more requests ({} to {} requests per iteration, {} to {} req/s): the service is doing the same work, and the extra requests are waiting (polls of tasks that are not done), not capacity.",
+            step(&w.from),
+            num(w.from_per_s),
+            step(&w.from),
+            num(w.to_per_s),
+            step(&w.to),
+            num(w.from_requests_each),
+            num(w.to_requests_each),
+            num(w.from_rps),
+            num(w.to_rps)
+        ),
         Finding::Stopped(st) => format!(
             "The run stopped at {:.0} s because `{}` held: {}.",
             st.at_s, st.condition, st.detail
@@ -659,10 +703,10 @@ pub fn finding(f: &Finding) -> String {
             "The optimal operating point is {} (p95 {:.1} ms): {}.",
             step(&o.load),
             o.p95_ms,
-            why(&o.why)
+            why(&o.why, o.unit)
         ),
-        Finding::NoOptimal(n) => format!("No optimal operating point is named: {}.", no_optimal(n)),
-        Finding::Saturates(p) => format!("The service saturates at {}: {}.", step(&p.load), why(&p.why)),
+        Finding::NoOptimal(n, unit) => format!("No optimal operating point is named: {}.", no_optimal(n, *unit)),
+        Finding::Saturates(p) => format!("The service saturates at {}: {}.", step(&p.load), why(&p.why, p.unit)),
         Finding::Breaks { point, after } => {
             let between = after
                 .as_ref()
@@ -670,7 +714,7 @@ pub fn finding(f: &Finding) -> String {
             format!(
                 "The service breaks at {}: {}.{}",
                 step(&point.load),
-                why(&point.why),
+                why(&point.why, point.unit),
                 between.unwrap_or_default()
             )
         }
