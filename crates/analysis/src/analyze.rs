@@ -71,7 +71,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
             completed: s.requests - s.failures,
             failed: s.failures,
             per_s: s.success_rps,
-            duration_ms: s.latency_ms.clone(),
+            duration_ms: s.latency_ms,
         });
     }
     summary.answers = crate::summary::answers(unit, answers, &capacity);

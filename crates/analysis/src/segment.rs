@@ -297,7 +297,7 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
         } else {
             0.0
         },
-        latency_ms: latency_ms.clone(),
+        latency_ms,
         differs: !warm.is_empty(),
     };
     let littles_law = g.users.filter(|u| *u > 0 && steady_requests > 0).map(|users| {

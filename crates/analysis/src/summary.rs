@@ -183,7 +183,7 @@ pub fn answers(unit: WorkUnit, steps: &[SegmentAnalysis], capacity: &Capacity) -
             users: s.users,
             rate: s.rate,
             per_s: s.success_rps,
-            latency_ms: s.latency_ms.clone(),
+            latency_ms: s.latency_ms,
             error_rate: s.error_rate,
             why: match p.why {
                 crate::capacity::Why::MostPower { .. } => "most_power",

@@ -68,11 +68,11 @@ fn the_knee_saturation_and_breaking_point_are_found() {
     assert_eq!(words::step(&c.optimal.as_ref().unwrap().load), "40 users");
     let sat = c.saturation.as_ref().unwrap();
     assert_eq!(words::step(&sat.load), "80 users");
-    let why = words::why(&sat.why);
+    let why = words::why(&sat.why, sat.unit);
     assert!(why.contains("380.0 to 385.0 req/s"), "{why}");
     let brk = c.breaking.as_ref().unwrap();
     assert_eq!(words::step(&brk.load), "160 users");
-    let why = words::why(&brk.why);
+    let why = words::why(&brk.why, brk.unit);
     assert!(why.contains("40 of 140 requests failed (28.6%)"), "{why}");
     assert!(
         a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
@@ -279,7 +279,7 @@ fn no_optimal_point_is_claimed_without_a_level_beyond_it() {
         .build();
     let a = analyze(&r).unwrap();
     assert!(a.capacity.optimal.is_none(), "{:?}", a.capacity.optimal);
-    let why = words::no_optimal(a.capacity.no_optimal.as_ref().unwrap());
+    let why = words::no_optimal(a.capacity.no_optimal.as_ref().unwrap(), a.capacity.unit);
     assert!(why.contains("20 users") && why.contains("200.0 req/s"), "{why}");
     assert!(
         a.findings
