@@ -3,7 +3,8 @@
 use crest_model::hist::{new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
 use crest_model::results::{
-    ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, RequestPoint, Stat, FAILED_KEPT,
+    ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, IterationSum, RequestPoint, Stat,
+    FAILED_KEPT,
 };
 use crest_model::{EncodedHistogram, IterationSample, NameId, Outcome, Sample};
 use hdrhistogram::Histogram;
@@ -31,18 +32,6 @@ struct StatAcc {
     size: Option<Histogram<u64>>,
 }
 
-/// One step's and flow's iterations within the interval.
-#[derive(Clone, Debug)]
-struct IterAcc {
-    segment: u32,
-    flow: u32,
-    started: u64,
-    completed: u64,
-    failed: u64,
-    duration: Histogram<u64>,
-    failed_duration: Option<Histogram<u64>>,
-}
-
 /// What was measured in one interval. Each request is recorded once, into the totals of its
 /// step, name and outcome; the interval's own latency figures are merged from those when it
 /// closes, so the hot path records each latency into one histogram only, and idle intervals
@@ -64,7 +53,7 @@ pub struct IntervalAcc {
     /// Failures by outcome.
     pub outcomes: Vec<(Outcome, u64)>,
     stats: Vec<StatAcc>,
-    iterations: Vec<IterAcc>,
+    iterations: Vec<IterationSum>,
     status_codes: BTreeMap<u16, u64>,
     errors: Vec<(Outcome, u64, String)>,
     send_lag: Option<Histogram<u64>>,
@@ -118,7 +107,7 @@ impl IntervalAcc {
         &mut self.stats[i]
     }
 
-    fn iteration(&mut self, segment: u32, flow: u32) -> &mut IterAcc {
+    fn iteration(&mut self, segment: u32, flow: u32) -> &mut IterationSum {
         let i = match self
             .iterations
             .iter()
@@ -126,15 +115,7 @@ impl IntervalAcc {
         {
             Some(i) => i,
             None => {
-                self.iterations.push(IterAcc {
-                    segment,
-                    flow,
-                    started: 0,
-                    completed: 0,
-                    failed: 0,
-                    duration: new_histogram(),
-                    failed_duration: None,
-                });
+                self.iterations.push(IterationSum::new(segment, flow));
                 self.iterations.len() - 1
             }
         };
@@ -148,14 +129,7 @@ impl IntervalAcc {
 
     /// Records an iteration that ended, passed or failed.
     pub(crate) fn iteration_ended(&mut self, it: &IterationSample) {
-        let acc = self.iteration(it.segment, it.flow);
-        if it.failed {
-            acc.failed += 1;
-            record(acc.failed_duration.get_or_insert_with(new_histogram), it.took);
-        } else {
-            acc.completed += 1;
-            record(&mut acc.duration, it.took);
-        }
+        self.iteration(it.segment, it.flow).record(it);
     }
 
     /// Records one request. A part (a statement inside a transaction) goes to its own totals
@@ -235,12 +209,7 @@ impl IntervalAcc {
             merge_opt(&mut s.size, &o.size);
         }
         for o in &other.iterations {
-            let s = self.iteration(o.segment, o.flow);
-            s.started += o.started;
-            s.completed += o.completed;
-            s.failed += o.failed;
-            let _ = s.duration.add(&o.duration);
-            merge_opt(&mut s.failed_duration, &o.failed_duration);
+            self.iteration(o.segment, o.flow).add(o);
         }
         for (code, n) in &other.status_codes {
             *self.status_codes.entry(*code).or_default() += n;
@@ -325,27 +294,12 @@ impl IntervalAcc {
             })
             .collect();
         stats.sort_by_key(|s| (s.segment, s.name, s.outcome));
-        let mut iterations: Vec<IterationStat> = self
-            .iterations
-            .iter()
-            .map(|s| IterationStat {
-                segment: s.segment,
-                flow: s.flow,
-                started: s.started,
-                completed: s.completed,
-                failed: s.failed,
-                duration: EncodedHistogram::encode(&s.duration),
-                failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::encode),
-            })
-            .collect();
+        let mut iterations: Vec<IterationStat> = self.iterations.iter().map(IterationSum::to_stat).collect();
         iterations.sort_by_key(|s| (s.segment, s.flow));
         let interval_iterations = (!self.iterations.is_empty()).then(|| {
             let mut duration = new_histogram();
             for s in &self.iterations {
-                let _ = duration.add(&s.duration);
-                if let Some(f) = &s.failed_duration {
-                    let _ = duration.add(f);
-                }
+                crest_model::hist::add(&mut duration, &s.durations());
             }
             IntervalIterations {
                 started: self.iterations.iter().map(|s| s.started).sum(),

@@ -255,7 +255,7 @@ struct StatSum {
 #[derive(Debug, Default)]
 pub struct Fold {
     stats: BTreeMap<(u32, u32, Outcome), StatSum>,
-    iterations: BTreeMap<(u32, u32), IterationSum>,
+    iterations: BTreeMap<(u32, u32), crate::results::IterationSum>,
     status_codes: BTreeMap<String, u64>,
     errors: Vec<ErrorClass>,
     failed: Vec<crate::results::FailedRequest>,
@@ -268,16 +268,6 @@ pub struct Fold {
     intervals: Vec<Interval>,
     dropped: u64,
     monitor: Option<crate::monitor::MonitorBuilder>,
-}
-
-/// One step's and flow's iterations while they are added up.
-#[derive(Debug)]
-struct IterationSum {
-    started: u64,
-    completed: u64,
-    failed: u64,
-    duration: Histogram<u64>,
-    failed_duration: Option<Histogram<u64>>,
 }
 
 fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
@@ -335,21 +325,10 @@ impl Fold {
             add_opt(&mut sum.size, s.size.as_ref())?;
         }
         for it in &r.iterations {
-            let sum = self
-                .iterations
+            self.iterations
                 .entry((it.segment, it.flow))
-                .or_insert_with(|| IterationSum {
-                    started: 0,
-                    completed: 0,
-                    failed: 0,
-                    duration: new_histogram(),
-                    failed_duration: None,
-                });
-            sum.started = sum.started.saturating_add(it.started);
-            sum.completed = sum.completed.saturating_add(it.completed);
-            sum.failed = sum.failed.saturating_add(it.failed);
-            crate::hist::add(&mut sum.duration, &it.duration.decode()?);
-            add_opt(&mut sum.failed_duration, it.failed_duration.as_ref())?;
+                .or_insert_with(|| crate::results::IterationSum::new(it.segment, it.flow))
+                .add_stat(it)?;
         }
         for (code, n) in &r.status_codes {
             let c = self.status_codes.entry(code.clone()).or_default();
@@ -406,16 +385,8 @@ impl Fold {
             .collect();
         let iterations = self
             .iterations
-            .into_iter()
-            .map(|((segment, flow), s)| IterationStat {
-                segment,
-                flow,
-                started: s.started,
-                completed: s.completed,
-                failed: s.failed,
-                duration: EncodedHistogram::encode(&s.duration),
-                failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::encode),
-            })
+            .values()
+            .map(crate::results::IterationSum::to_stat)
             .collect();
         let open = start.target_rps.map(|target_rps| {
             let sent = self.intervals.iter().map(|i| i.requests).fold(0, u64::saturating_add);

@@ -585,6 +585,102 @@ pub struct IterationStat {
     pub failed_duration: Option<EncodedHistogram>,
 }
 
+/// One step's and one flow's iterations while they are added up: by an engine thread's
+/// interval, by the merge of the threads' intervals, and by the fold of a journal, which all
+/// add the same way.
+#[derive(Clone, Debug)]
+pub struct IterationSum {
+    /// Index into [`Results::segments`].
+    pub segment: u32,
+    /// Index into [`Results::flows`].
+    pub flow: u32,
+    /// Iterations that started.
+    pub started: u64,
+    /// Iterations that completed.
+    pub completed: u64,
+    /// Iterations that failed.
+    pub failed: u64,
+    duration: hdrhistogram::Histogram<u64>,
+    failed_duration: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl IterationSum {
+    /// Nothing yet for this step and flow.
+    pub fn new(segment: u32, flow: u32) -> Self {
+        IterationSum {
+            segment,
+            flow,
+            started: 0,
+            completed: 0,
+            failed: 0,
+            duration: crate::hist::new_histogram(),
+            failed_duration: None,
+        }
+    }
+
+    /// Adds one iteration that ended.
+    pub fn record(&mut self, it: &crate::IterationSample) {
+        if it.failed {
+            self.failed += 1;
+            crate::hist::record(
+                self.failed_duration.get_or_insert_with(crate::hist::new_histogram),
+                it.took,
+            );
+        } else {
+            self.completed += 1;
+            crate::hist::record(&mut self.duration, it.took);
+        }
+    }
+
+    /// Adds another sum of the same step and flow. Counts saturate: a journal read back may
+    /// have been edited, and a wrapped count would read as a small one.
+    pub fn add(&mut self, o: &IterationSum) {
+        self.started = self.started.saturating_add(o.started);
+        self.completed = self.completed.saturating_add(o.completed);
+        self.failed = self.failed.saturating_add(o.failed);
+        crate::hist::add(&mut self.duration, &o.duration);
+        if let Some(f) = &o.failed_duration {
+            crate::hist::add(self.failed_duration.get_or_insert_with(crate::hist::new_histogram), f);
+        }
+    }
+
+    /// Adds an encoded one, as a journal holds it.
+    pub fn add_stat(&mut self, s: &IterationStat) -> Result<(), crate::HistError> {
+        self.add(&IterationSum {
+            segment: s.segment,
+            flow: s.flow,
+            started: s.started,
+            completed: s.completed,
+            failed: s.failed,
+            duration: s.duration.decode()?,
+            failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::decode).transpose()?,
+        });
+        Ok(())
+    }
+
+    /// Every iteration's time, completed and failed, in µs.
+    pub fn durations(&self) -> hdrhistogram::Histogram<u64> {
+        let mut h = self.duration.clone();
+        if let Some(f) = &self.failed_duration {
+            crate::hist::add(&mut h, f);
+        }
+        h
+    }
+
+    /// As the results document and the journal hold it.
+    pub fn to_stat(&self) -> IterationStat {
+        IterationStat {
+            segment: self.segment,
+            flow: self.flow,
+            started: self.started,
+            completed: self.completed,
+            failed: self.failed,
+            duration: EncodedHistogram::encode(&self.duration),
+            failed_duration: self.failed_duration.as_ref().map(EncodedHistogram::encode),
+        }
+    }
+}
+
 /// A flow's iterations in one interval: each counted in the interval it started or ended in.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

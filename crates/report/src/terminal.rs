@@ -173,10 +173,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             for g in &s.segments {
                 if let Some(it) = &g.iterations {
                     let ended = it.completed + it.failed;
-                    let mut name = g.name.clone();
-                    if name.chars().count() > 34 {
-                        name = name.chars().take(33).collect::<String>() + "…";
-                    }
+                    let name = column(g.name.clone());
                     writeln!(
                         out,
                         "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>15}",
@@ -348,19 +345,25 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
     Ok(())
 }
 
+/// A name cut to the tables' first column.
+fn column(name: String) -> String {
+    if name.chars().count() > 34 {
+        name.chars().take(33).collect::<String>() + "…"
+    } else {
+        name
+    }
+}
+
 fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
     let failed = if g.requests > 0 {
         g.failures as f64 / g.requests as f64 * 100.0
     } else {
         0.0
     };
-    let mut name = match &g.part_of {
+    let name = column(match &g.part_of {
         Some(_) => format!("↳ {}", g.name),
         None => g.name.clone(),
-    };
-    if name.chars().count() > 34 {
-        name = name.chars().take(33).collect::<String>() + "…";
-    }
+    });
     let size = g
         .size_bytes
         .map(|z| format!(" {:>10}", crate::fmt::bytes(z.p50.round() as u64)))
