@@ -10,7 +10,7 @@ use common::{edit, example, scenario_file, target_metric, target_process};
 use serde_json::Value;
 
 /// The task-queue example scaled down: polls every 100 ms, no think time, 2 to 12 users in
-/// steps of 3 s, against 2 workers whose tasks take 50 ms (factorial) or 150 ms (fetch): about
+/// steps of 4 s, against 2 workers whose tasks take 50 ms (factorial) or 150 ms (fetch): about
 /// 15 tasks a second at most, reached from about 4 users on.
 fn task_queue(target: &str) -> String {
     let mut s = example("task-queue.yaml");
@@ -24,7 +24,7 @@ fn task_queue(target: &str) -> String {
     s = edit(
         &s,
         "stepping: {start: 40, step: 40, every: 10m, max: 400}",
-        "stepping: {start: 2, step: 2, every: 3s, max: 12}",
+        "stepping: {start: 2, step: 2, every: 4s, max: 12}",
     );
     // The answers are checked here, not the example's rules and service levels.
     let cut = s.find("stop_when:").unwrap();
@@ -82,7 +82,10 @@ fn task_queue_past_capacity_is_answered_in_tasks() {
     assert_eq!(c["unit"], "iterations", "{c}");
     let levels = steps(&s);
     let best = levels.iter().map(|l| l.1).fold(0.0, f64::max);
-    let flat = levels.iter().position(|l| l.1 >= 0.9 * best).unwrap();
+    // Flattened: the first level within 15% of the best, as wide as a 4 s step's count of some
+    // 60 tasks varies on a busy machine; the optimum (most tasks per second per second of task
+    // time) is that level or the one before it, where the queue had not yet formed.
+    let flat = levels.iter().position(|l| l.1 >= 0.85 * best).unwrap();
     assert!(
         flat + 1 < levels.len(),
         "tasks per second must flatten before the last step: {levels:?}"
