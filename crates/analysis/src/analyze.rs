@@ -40,7 +40,7 @@ pub struct Analysis {
 pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     let segments = segments(r)?;
     let series = series(r)?;
-    let capacity = capacity(&segments);
+    let capacity = capacity(r, &segments)?;
     let failures = failures(r)?;
     let summary = summarize(r, &segments, &capacity)?;
     let findings = findings(&summary, &segments, &capacity, &failures);

@@ -300,9 +300,12 @@ pub fn client_limit(l: &ClientLimit) -> String {
             step,
             in_flight,
             users,
+            throughput_rps,
+            mean_ms,
         } => format!(
-            "in {step} only {in_flight:.1} of {} had a request in flight on average: they waited inside crest",
-            count(*users, "user")
+            "in {step} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
+            count(*users, "user"),
+            num(*throughput_rps)
         ),
     }
 }
@@ -546,7 +549,7 @@ fn users_finding(u: &crest_analysis::summary::UsersDone, peaks: &[crest_analysis
     if !peaks.is_empty() {
         let named: Vec<String> = peaks
             .iter()
-            .map(|k| format!("{} {}", k.title, value(k.unit, k.peak)))
+            .map(|k| format!("{} {} (of {} samples)", k.title, value(k.unit, k.peak), k.samples))
             .collect();
         out.push_str(&format!("; at peak: {}", named.join(", ")));
     }
@@ -643,10 +646,14 @@ pub fn finding(f: &Finding) -> String {
             to,
             from_ms,
             to_ms,
+            from_requests,
+            to_requests,
         } => format!(
-            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms to {to_ms:.1} ms): response time does not scale with load.",
+            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms over {} to {to_ms:.1} ms over {}): response time does not scale with load.",
             step(from),
-            step(to)
+            step(to),
+            count(*from_requests, "request"),
+            super::int(*to_requests)
         ),
         Finding::PointsDiffer {
             ratio,
@@ -654,7 +661,13 @@ pub fn finding(f: &Finding) -> String {
             to,
             from_ms,
             to_ms,
-        } => format!("Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms to {to_ms:.1} ms)."),
+            from_requests,
+            to_requests,
+        } => format!(
+            "Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}).",
+            count(*from_requests, "request"),
+            super::int(*to_requests)
+        ),
         Finding::Optimal(o) => format!(
             "The optimal operating point is {} (p95 {:.1} ms): {}.",
             step(&o.load),
