@@ -129,11 +129,8 @@ pub enum Finding {
     Recovered(Recovery),
     /// Thresholds that failed.
     ThresholdsFailed(Vec<ThresholdResult>),
-    /// Every threshold held.
-    ThresholdsHeld {
-        /// How many there were.
-        count: usize,
-    },
+    /// Every threshold held, each with what it measured.
+    ThresholdsHeld(Vec<ThresholdResult>),
 }
 
 /// A watched series at its highest.
@@ -276,9 +273,7 @@ pub fn findings(
     if !failed.is_empty() {
         out.push(Finding::ThresholdsFailed(failed));
     } else if !s.thresholds.is_empty() {
-        out.push(Finding::ThresholdsHeld {
-            count: s.thresholds.len(),
-        });
+        out.push(Finding::ThresholdsHeld(s.thresholds.clone()));
     }
     out
 }

@@ -617,6 +617,14 @@ pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
     }
 }
 
+/// Thresholds with what each measured: `` `p95 < 250ms` (measured 322.4 ms) ``.
+fn thresholds_measured(t: &[crest_analysis::thresholds::ThresholdResult]) -> String {
+    t.iter()
+        .map(|t| format!("`{}` (measured {})", t.threshold, measured(&t.measured)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A finding as one or two sentences.
 pub fn finding(f: &Finding) -> String {
     match f {
@@ -712,16 +720,15 @@ pub fn finding(f: &Finding) -> String {
             "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
         ),
         Finding::Recovered(rec) => recovery(rec),
-        Finding::ThresholdsFailed(failed) => format!(
-            "Thresholds failed: {}.",
-            failed
-                .iter()
-                .map(|t| format!("`{}` (measured {})", t.threshold, measured(&t.measured)))
-                .collect::<Vec<_>>()
-                .join(", ")
+        Finding::ThresholdsFailed(failed) => format!("Thresholds failed: {}.", thresholds_measured(failed)),
+        Finding::ThresholdsHeld(held) if held.len() == 1 => {
+            format!("The threshold held: {}.", thresholds_measured(held))
+        }
+        Finding::ThresholdsHeld(held) => format!(
+            "All {} thresholds held: {}.",
+            held.len(),
+            thresholds_measured(held)
         ),
-        Finding::ThresholdsHeld { count: 1 } => "The threshold held.".to_string(),
-        Finding::ThresholdsHeld { count } => format!("All {count} thresholds held."),
     }
 }
 
