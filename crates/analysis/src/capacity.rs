@@ -142,6 +142,10 @@ pub enum NoOptimal {
     EveryLevelFailed {
         /// The share.
         max_error_rate: f64,
+        /// The level that failed least.
+        least: StepLoad,
+        /// Its failures.
+        failed: Failed,
     },
     /// The highest level tried was still the best: the optimum may lie beyond it.
     BestAtHighest {
@@ -344,9 +348,14 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
     let mut no_optimal = None;
     let optimal = match best {
         None => {
-            no_optimal = Some(NoOptimal::EveryLevelFailed {
-                max_error_rate: BREAKING_ERROR_RATE,
-            });
+            no_optimal = loaded
+                .iter()
+                .min_by(|a, b| a.error_rate.total_cmp(&b.error_rate))
+                .map(|least| NoOptimal::EveryLevelFailed {
+                    max_error_rate: BREAKING_ERROR_RATE,
+                    least: least.load(),
+                    failed: failed(least),
+                });
             None
         }
         Some((i, s)) => match loaded.get(i + 1) {

@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_analysis::analyze;
-use crest_analysis::capacity::Unjudged;
+use crest_analysis::capacity::{NoOptimal, Unjudged};
+use crest_analysis::figures::StepLoad;
 use crest_analysis::findings::Finding;
 use crest_model::hist::{new_histogram, record};
 use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
@@ -192,4 +193,33 @@ fn a_resource_peak_is_named_only_from_enough_samples() {
     assert!(peaks(&users_done_with_cpu(&[0.18])).is_empty());
     assert!(peaks(&users_done_with_cpu(&[1.0, 2.0])).is_empty());
     assert_eq!(peaks(&users_done_with_cpu(&[1.0, 2.0, 3.0])), ["host CPU"]);
+}
+
+#[test]
+fn no_optimal_when_every_level_failed_names_the_level_that_failed_least() {
+    let failing = |failed| {
+        move |_| Second {
+            ok: 90,
+            latency_ms: 10.0,
+            failed,
+            failure_ms: 1.0,
+        }
+    };
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 10, failing(10))
+        .segment(20, 10, failing(30))
+        .build();
+    let f = findings(&r);
+    let why = f
+        .iter()
+        .find_map(|f| match f {
+            Finding::NoOptimal(n) => Some(n.clone()),
+            _ => None,
+        })
+        .expect("no optimal point, and why");
+    assert!(
+        matches!(&why, NoOptimal::EveryLevelFailed { least: StepLoad::Users(10), failed, .. }
+            if failed.failures == 100 && failed.requests == 1000),
+        "{why:?}"
+    );
 }

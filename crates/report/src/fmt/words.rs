@@ -243,9 +243,15 @@ pub fn why(w: &Why) -> String {
 /// Why no optimal point is named.
 pub fn no_optimal(n: &NoOptimal) -> String {
     match n {
-        NoOptimal::EveryLevelFailed { max_error_rate } => format!(
-            "every level failed more than {:.0}% of its requests",
-            max_error_rate * 100.0
+        NoOptimal::EveryLevelFailed {
+            max_error_rate,
+            least,
+            failed: f,
+        } => format!(
+            "every level failed more than {:.0}% of its requests; the fewest, at {}, {}",
+            max_error_rate * 100.0,
+            step(least),
+            failed(f)
         ),
         NoOptimal::BestAtHighest {
             load,
