@@ -19,12 +19,15 @@ const SATURATION_GROWTH: f64 = 0.05;
 const LOAD_STEP: f64 = 0.1;
 /// Throughput falling below this share of the best so far breaks.
 const FALL: f64 = 0.9;
-/// Fewest requests behind a step's figures for it to be judged: with fewer, its p95 is its
+/// Fewest requests behind a load level's figures for it to be judged: with fewer, its p95 is its
 /// slowest request and one slow request moves its mean.
 pub const MIN_REQUESTS: u64 = 20;
 /// The last step of a run that a stop condition or a signal ended is cut short when it lasted
 /// less than this share of the step before it: it holds the first moments of a new load.
 const CUT_SHORT: f64 = 0.5;
+/// Mean latency growing by less than this factor is not a finding ("latency grew"), whatever
+/// the noise.
+pub const LATENCY_GROWTH: f64 = 1.5;
 /// Latency changes smaller than this are not findings: on loopback, sub-millisecond latencies
 /// move by tenths of a millisecond from run to run with what else the machine does (issue 20:
 /// "grew 3.2x (0.4 ms to 1.1 ms)" was such noise).
@@ -254,7 +257,9 @@ pub fn step_noise(r: &Results, segments: &[SegmentAnalysis]) -> Result<Vec<StepN
                     before_s: b.whole.duration_s,
                 })
             }
-            _ if g.steady_requests < MIN_REQUESTS => Some(Unjudged::TooFew {
+            // A sweep's point (no load level) ran its users' fixed iterations to the end: it is
+            // its whole population, not a sample of a steady state, and is judged on what it has.
+            _ if g.load_value() > 0.0 && g.steady_requests < MIN_REQUESTS => Some(Unjudged::TooFew {
                 requests: g.steady_requests,
                 min: MIN_REQUESTS,
             }),

@@ -2,7 +2,7 @@
 //! before the tables. Each finding carries the figures that back it; the report crate puts it
 //! in words, the same words in every format.
 
-use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise};
+use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH};
 use crate::failures::{Cluster, FailureAnalysis};
 use crate::figures::{SegmentAnalysis, StepLoad};
 use crate::recovery::Recovery;
@@ -14,10 +14,6 @@ use crate::thresholds::ThresholdResult;
 use crate::validity::ClientLimit;
 use crest_model::results::StopRecord;
 use serde::Serialize;
-
-/// Latency growth from the baseline below this factor is not worth a finding (and it must pass
-/// the noise rule, [`rose`]).
-const LATENCY_GROWTH: f64 = 1.5;
 
 /// One finding, with its figures.
 #[derive(Clone, Debug, Serialize)]

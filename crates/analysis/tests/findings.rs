@@ -223,3 +223,28 @@ fn no_optimal_when_every_level_failed_names_the_level_that_failed_least() {
         "{why:?}"
     );
 }
+
+/// A sweep's points (no load level), each run to the end by its users: 1 user once, then 50.
+fn sweep(first_ms: f64, then_ms: f64) -> Results {
+    let mut r = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(1, 1, |_| Second::ok(1, first_ms))
+        .segment(50, 1, |_| Second::ok(50, then_ms))
+        .build();
+    for (g, name) in r.segments.iter_mut().zip(["1 x 1", "50 x 1"]) {
+        g.users = None;
+        g.name = name.into();
+    }
+    r
+}
+
+#[test]
+fn a_sweep_of_whole_points_is_judged_on_what_they_have_by_the_same_noise_rule() {
+    // Seed 000: one user's request took 1,001 ms, fifty users' 5,763 ms on average.
+    let g = grew(&sweep(1001.0, 5763.0)).expect("the points differ");
+    assert!(
+        matches!(&g, Finding::PointsDiffer { from, to, from_requests: 1, to_requests: 50, .. }
+            if from == "1 x 1" && to == "50 x 1"),
+        "{g:?}"
+    );
+    assert!(grew(&sweep(0.4, 1.1)).is_none());
+}
