@@ -85,6 +85,11 @@ fn a_run_in_which_nothing_succeeded_is_not_blamed_on_crest() {
         "{:#?}",
         a.findings
     );
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("Not judged: no request succeeded") && !md.contains("were all within bounds"),
+        "{md}"
+    );
 }
 
 /// Levels of 50 and 100 users, 5 requests each, against 20 workers of 200 ms with no queue: the users that meet
