@@ -2,7 +2,7 @@
 //! before the tables. Each finding carries the figures that back it; the report crate puts it
 //! in words, the same words in every format.
 
-use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH};
+use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH, MIN_REQUESTS};
 use crate::failures::{Cluster, FailureAnalysis};
 use crate::figures::{SegmentAnalysis, StepLoad};
 use crate::recovery::Recovery;
@@ -120,6 +120,10 @@ pub enum Finding {
         min_ms: f64,
         /// Highest, ms.
         max_ms: f64,
+        /// The steps compared.
+        steps: usize,
+        /// Connections opened in them.
+        connections: u64,
     },
     /// How the service recovered after a spike.
     Recovered(Recovery),
@@ -244,22 +248,26 @@ pub fn findings(
     } else if s.failures == 0 && s.requests > 0 {
         out.push(Finding::AllSucceeded { requests: s.requests });
     }
-    if loaded.len() >= 2 {
-        let connect: Vec<f64> = loaded
+    // Flat connect times say the connection layer is no bottleneck only over judged steps and
+    // enough connections: one user's single connect per level says nothing.
+    let connecting: Vec<&SegmentAnalysis> = loaded
+        .iter()
+        .copied()
+        .filter(|g| g.connect_ms.count > 0 && capacity.steps.get(g.index).is_some_and(|n| n.unjudged.is_none()))
+        .collect();
+    let connections: u64 = connecting.iter().map(|g| g.connect_ms.count).sum();
+    if connecting.len() >= 2 && connections >= MIN_REQUESTS {
+        let (min, max) = connecting
             .iter()
-            .filter(|g| g.connect_ms.count > 0)
             .map(|g| g.connect_ms.p95)
-            .collect();
-        if connect.len() >= 2 {
-            let (min, max) = connect
-                .iter()
-                .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
-            if max <= 2.0 * min.max(0.05) {
-                out.push(Finding::ConnectFlat {
-                    min_ms: min,
-                    max_ms: max,
-                });
-            }
+            .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        if max <= 2.0 * min.max(0.05) {
+            out.push(Finding::ConnectFlat {
+                min_ms: min,
+                max_ms: max,
+                steps: connecting.len(),
+                connections,
+            });
         }
     }
     if let Some(rec) = &s.recovery {

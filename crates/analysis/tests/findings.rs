@@ -248,3 +248,39 @@ fn a_sweep_of_whole_points_is_judged_on_what_they_have_by_the_same_noise_rule() 
     );
     assert!(grew(&sweep(0.4, 1.1)).is_none());
 }
+
+/// Two judged steps whose success stats each opened `per_step` connections of 150 µs.
+fn connecting(per_step: u64) -> Results {
+    let mut r = two_steps(10.0, 10.0);
+    for s in r.stats.iter_mut() {
+        let mut h = new_histogram();
+        for _ in 0..per_step {
+            record(&mut h, Duration::from_micros(150));
+        }
+        s.connect = Some(EncodedHistogram::encode(&h));
+    }
+    r
+}
+
+fn connect_flat(r: &Results) -> Option<Finding> {
+    findings(r)
+        .into_iter()
+        .find(|f| matches!(f, Finding::ConnectFlat { .. }))
+}
+
+#[test]
+fn flat_connect_times_are_a_finding_only_over_enough_connections_and_name_them() {
+    assert!(connect_flat(&connecting(2)).is_none(), "four connects say nothing");
+    let f = connect_flat(&connecting(10)).expect("flat over 20 connections");
+    assert!(
+        matches!(
+            f,
+            Finding::ConnectFlat {
+                steps: 2,
+                connections: 20,
+                ..
+            }
+        ),
+        "{f:?}"
+    );
+}

@@ -722,8 +722,14 @@ pub fn finding(f: &Finding) -> String {
             top.example
         ),
         Finding::AllSucceeded { requests } => format!("All {} succeeded.", count(*requests, "request")),
-        Finding::ConnectFlat { min_ms, max_ms } => format!(
-            "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
+        Finding::ConnectFlat {
+            min_ms,
+            max_ms,
+            steps,
+            connections,
+        } => format!(
+            "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at each of {steps} steps ({} opened): the bottleneck is not the network connection layer.",
+            count(*connections, "connection")
         ),
         Finding::Recovered(rec) => recovery(rec),
         Finding::ThresholdsFailed(failed) => format!("Thresholds failed: {}.", thresholds_measured(failed)),
