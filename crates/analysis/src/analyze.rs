@@ -7,7 +7,7 @@
 
 use crate::capacity::{capacity_in, Capacity};
 use crate::failures::{each_request, failures, one_by_one, EachRequest, FailedRequest, FailureAnalysis};
-use crate::figures::{Judged, Point, SegmentAnalysis, WorkUnit};
+use crate::figures::{Point, SegmentAnalysis, WorkUnit};
 use crate::findings::{findings, Finding};
 use crate::iterations::{iterations, requests_per_iteration, work_per_iteration};
 use crate::segment::{iteration_segments, segments, series};
@@ -60,8 +60,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         WorkUnit::Iterations => &iteration_segments,
         WorkUnit::Requests | WorkUnit::Transactions => &segments,
     };
-    let judged: Vec<SegmentAnalysis> = answers.iter().filter(|s| s.judged == Judged::Yes).cloned().collect();
-    let capacity = capacity_in(unit, &judged);
+    let capacity = capacity_in(unit, r, answers)?;
     let failures = failures(r)?;
     let mut summary = summarize(r, &segments, &capacity)?;
     summary.unit = unit;

@@ -1,8 +1,14 @@
 //! Across steps: the optimal operating point, where the service saturates, where it breaks,
 //! which are what a stepping run is for: a capacity plan needs the load to run at and the load
 //! never to reach, each with the figures that show it.
+//!
+//! Only steps whose data holds are judged (see [`Unjudged`]), and a latency change between two
+//! steps counts only when it exceeds the measurement's noise (see [`rose`]); docs/reports.md
+//! states both rules.
 
-use crate::figures::{SegmentAnalysis, StepLoad, WorkUnit};
+use crate::figures::{Judged, SegmentAnalysis, StepLoad, WorkUnit};
+use crest_model::results::Results;
+use crest_model::HistError;
 use serde::Serialize;
 
 /// Error rate above which a segment counts as broken.
@@ -13,6 +19,20 @@ const SATURATION_GROWTH: f64 = 0.05;
 const LOAD_STEP: f64 = 0.1;
 /// Throughput falling below this share of the best so far breaks.
 const FALL: f64 = 0.9;
+/// Fewest requests behind a load level's figures for it to be judged: with fewer, its p95 is its
+/// slowest request and one slow request moves its mean.
+pub const MIN_REQUESTS: u64 = 20;
+/// Mean latency growing by less than this factor is not a finding ("latency grew"), whatever
+/// the noise.
+pub const LATENCY_GROWTH: f64 = 1.5;
+/// Latency changes smaller than this are not findings: on loopback, sub-millisecond latencies
+/// move by tenths of a millisecond from run to run with what else the machine does (issue 20:
+/// "grew 3.2x (0.4 ms to 1.1 ms)" was such noise).
+pub const LATENCY_FLOOR_MS: f64 = 1.0;
+/// A latency change must also exceed this many standard errors of the difference, estimated
+/// from the spread of each step's per-interval values: a change within a step's own wander
+/// from second to second is not one between steps.
+const NOISE_SE: f64 = 3.0;
 
 /// One notable point, with the figures that show it.
 #[derive(Clone, Debug, Serialize)]
@@ -124,6 +144,10 @@ pub enum NoOptimal {
     EveryLevelFailed {
         /// The share.
         max_error_rate: f64,
+        /// The level that failed least.
+        least: StepLoad,
+        /// Its failures.
+        failed: Failed,
     },
     /// The highest level tried was still the best: the optimum may lie beyond it.
     BestAtHighest {
@@ -136,13 +160,56 @@ pub enum NoOptimal {
     },
 }
 
+/// Why a step is shown but not judged: no capacity point, growth or validity finding rests on it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unjudged {
+    /// Too few requests behind its figures.
+    TooFew {
+        /// Requests behind its throughput and latency.
+        requests: u64,
+        /// The fewest judged.
+        min: u64,
+    },
+    /// The run's end (a stop condition, a signal) cut it off soon after it started.
+    CutShort {
+        /// How long it lasted.
+        duration_s: f64,
+        /// How long the run's other steps lasted (their median).
+        before_s: f64,
+    },
+}
+
+/// One step as the rules read it: whether it is judged, and how much its latency wanders from
+/// interval to interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepNoise {
+    /// Why it is not judged; `None` when it is.
+    pub unjudged: Option<Unjudged>,
+    /// Standard error of its mean latency from the spread of its steady intervals' means, ms;
+    /// `None` with fewer than two intervals.
+    pub mean_se_ms: Option<f64>,
+    /// The same for its p95, ms.
+    pub p95_se_ms: Option<f64>,
+}
+
+/// Whether latency rose from `from_ms` to `to_ms` (each with its standard error, when known)
+/// beyond noise: by at least `factor`, by at least [`LATENCY_FLOOR_MS`], and by more than
+/// [`NOISE_SE`] standard errors of the difference. The one rule every growth finding uses.
+pub fn rose(from_ms: f64, to_ms: f64, factor: f64, from_se: Option<f64>, to_se: Option<f64>) -> bool {
+    let se = (from_se.unwrap_or(0.0).powi(2) + to_se.unwrap_or(0.0).powi(2)).sqrt();
+    to_ms >= factor * from_ms && to_ms - from_ms >= LATENCY_FLOOR_MS && to_ms - from_ms > NOISE_SE * se
+}
+
 /// What the segments say about capacity. Empty with fewer than two load levels.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Capacity {
     /// What the throughputs count: the steps judged were in this unit.
     pub unit: WorkUnit,
-    /// Distinct load levels that completed requests: the points are judged only across two or
-    /// more.
+    /// Per step, in order: whether it is judged and its noise.
+    pub steps: Vec<StepNoise>,
+    /// Distinct judged load levels that completed requests: the points are judged only across
+    /// two or more.
     pub levels: usize,
     /// Why no optimal point is named although there are levels to compare.
     pub no_optimal: Option<NoOptimal>,
@@ -176,32 +243,108 @@ fn failed(s: &SegmentAnalysis) -> Failed {
     }
 }
 
-/// Finds the points over segments ordered by load, their throughputs counted in `unit`.
-pub fn capacity_in(unit: WorkUnit, segments: &[SegmentAnalysis]) -> Capacity {
-    let mut c = capacity(segments);
+/// Finds the points over the judged steps ordered by load, their throughputs counted in
+/// `unit`; `segments` are every step of the run, in order.
+pub fn capacity_in(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
+    let mut c = capacity(r, segments)?;
     c.unit = unit;
-    for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking]
-        .into_iter()
-        .flatten()
-    {
+    for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking].into_iter().flatten() {
         p.unit = unit;
     }
-    c
+    Ok(c)
 }
 
-/// Finds the points over segments ordered by load.
-pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
+/// Each step's [`StepNoise`], in order.
+pub fn step_noise(r: &Results, segments: &[SegmentAnalysis]) -> Result<Vec<StepNoise>, HistError> {
+    let mut out = Vec::with_capacity(segments.len());
+    for g in segments {
+        // A step the run's end cut short is labelled where the steps are computed, for every
+        // report to show.
+        let unjudged = match g.judged {
+            Judged::CutShort { lasted_s, usual_s } => Some(Unjudged::CutShort {
+                duration_s: lasted_s,
+                before_s: usual_s,
+            }),
+            // A sweep's point (no load level) ran its users' fixed iterations to the end: it is
+            // its whole population, not a sample of a steady state, and is judged on what it has.
+            _ if g.load_value() > 0.0 && g.steady_requests < MIN_REQUESTS => Some(Unjudged::TooFew {
+                requests: g.steady_requests,
+                min: MIN_REQUESTS,
+            }),
+            _ => None,
+        };
+        let (means, p95s) = interval_latencies(r, g)?;
+        out.push(StepNoise {
+            unjudged,
+            mean_se_ms: standard_error(&means),
+            p95_se_ms: standard_error(&p95s),
+        });
+    }
+    Ok(out)
+}
+
+/// Mean and p95 latency, ms, of each whole interval with requests in a step's steady state.
+fn interval_latencies(r: &Results, g: &SegmentAnalysis) -> Result<(Vec<f64>, Vec<f64>), HistError> {
+    let eps = 1e-6;
+    let (mut means, mut p95s) = (Vec::new(), Vec::new());
+    for i in r
+        .intervals
+        .iter()
+        .filter(|i| i.requests > 0 && i.t_s + eps >= g.steady_start_s && i.t_s + r.interval_s <= g.steady_end_s + eps)
+    {
+        let h = i.latency.decode()?;
+        if !h.is_empty() {
+            means.push(h.mean() / 1000.0);
+            p95s.push(h.value_at_quantile(0.95) as f64 / 1000.0);
+        }
+    }
+    Ok((means, p95s))
+}
+
+/// The standard error of the mean of `v`; `None` with fewer than two values.
+fn standard_error(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((var / n).sqrt())
+}
+
+/// Finds the points over the judged segments ordered by load.
+pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
+    let steps = step_noise(r, segments)?;
+    let judged = |s: &SegmentAnalysis| {
+        s.judged == Judged::Yes && steps.get(s.index).is_some_and(|n| n.unjudged.is_none())
+    };
     let mut loaded: Vec<&SegmentAnalysis> = segments
         .iter()
-        .filter(|s| s.requests > 0 && s.load_value() > 0.0)
+        .filter(|s| s.requests > 0 && s.load_value() > 0.0 && judged(s))
         .collect();
     loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
     loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
+    // Failures are counted, not estimated: a step the run's end cut short still breaks by its
+    // failures when it has the requests to show them (a stop condition on the error rate fires
+    // in exactly that step).
+    let mut countable: Vec<&SegmentAnalysis> = segments
+        .iter()
+        .filter(|s| {
+            s.load_value() > 0.0
+                && s.steady_requests >= MIN_REQUESTS
+                && (judged(s) || s.error_rate > BREAKING_ERROR_RATE)
+        })
+        .collect();
+    countable.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
+    countable.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
+    let breaking = breaking(&countable, judged);
     if loaded.len() < 2 {
-        return Capacity {
+        return Ok(Capacity {
             levels: loaded.len(),
+            breaking: breaking.filter(|_| countable.len() >= 2),
+            steps,
             ..Capacity::default()
-        };
+        });
     }
     let power = |s: &SegmentAnalysis| {
         if s.latency_ms.mean > 0.0 {
@@ -220,9 +363,14 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
     let mut no_optimal = None;
     let optimal = match best {
         None => {
-            no_optimal = Some(NoOptimal::EveryLevelFailed {
-                max_error_rate: BREAKING_ERROR_RATE,
-            });
+            no_optimal = loaded
+                .iter()
+                .min_by(|a, b| a.error_rate.total_cmp(&b.error_rate))
+                .map(|least| NoOptimal::EveryLevelFailed {
+                    max_error_rate: BREAKING_ERROR_RATE,
+                    least: least.load(),
+                    failed: failed(least),
+                });
             None
         }
         Some((i, s)) => match loaded.get(i + 1) {
@@ -261,6 +409,7 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
             }
         },
     };
+    let noise = |s: &SegmentAnalysis| steps.get(s.index).cloned().unwrap_or_default();
     let mut saturation = None;
     for w in loaded.windows(2) {
         let (a, b) = (w[0], w[1]);
@@ -270,7 +419,14 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
         } else {
             0.0
         };
-        if load_growth >= LOAD_STEP && tput_growth < SATURATION_GROWTH && b.latency_ms.p95 > a.latency_ms.p95 {
+        let p95_rose = rose(
+            a.latency_ms.p95,
+            b.latency_ms.p95,
+            1.0,
+            noise(a).p95_se_ms,
+            noise(b).p95_se_ms,
+        );
+        if load_growth >= LOAD_STEP && tput_growth < SATURATION_GROWTH && p95_rose {
             saturation = Some(point(
                 b,
                 Why::Saturates {
@@ -287,33 +443,40 @@ pub fn capacity(segments: &[SegmentAnalysis]) -> Capacity {
             break;
         }
     }
-    let mut breaking = None;
+    Ok(Capacity {
+        unit: WorkUnit::Requests,
+        levels: loaded.len(),
+        steps,
+        no_optimal,
+        optimal,
+        saturation,
+        breaking,
+    })
+}
+
+/// The first of `countable` (ordered by load) whose failures exceed [`BREAKING_ERROR_RATE`],
+/// or, among the judged, whose throughput fell below [`FALL`] of the best before it.
+fn breaking(countable: &[&SegmentAnalysis], judged: impl Fn(&SegmentAnalysis) -> bool) -> Option<CapacityPoint> {
     let mut best = 0.0f64;
-    for s in &loaded {
+    for s in countable {
         if s.error_rate > BREAKING_ERROR_RATE {
-            breaking = Some(point(s, Why::Failed(failed(s))));
-            break;
+            return Some(point(s, Why::Failed(failed(s))));
+        }
+        if !judged(s) {
+            continue;
         }
         if best > 0.0 && s.throughput_rps < FALL * best {
-            breaking = Some(point(
+            return Some(point(
                 s,
                 Why::ThroughputFell {
                     rps: s.throughput_rps,
                     best_rps: best,
                 },
             ));
-            break;
         }
         best = best.max(s.throughput_rps);
     }
-    Capacity {
-        unit: WorkUnit::Requests,
-        levels: loaded.len(),
-        no_optimal,
-        optimal,
-        saturation,
-        breaking,
-    }
+    None
 }
 
 /// Percent change from `a` to `b` (0 when `a` is 0).

@@ -2,19 +2,18 @@
 //! before the tables. Each finding carries the figures that back it; the report crate puts it
 //! in words, the same words in every format.
 
-use crate::capacity::{Capacity, CapacityPoint, NoOptimal};
+use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH, MIN_REQUESTS};
 use crate::failures::{Cluster, FailureAnalysis};
 use crate::figures::{SegmentAnalysis, StepLoad};
 use crate::recovery::Recovery;
 use crate::resources::Leak;
+#[cfg(doc)]
+use crate::resources::Stats;
 use crate::summary::{ErrorSummary, Summary};
 use crate::thresholds::ThresholdResult;
 use crate::validity::ClientLimit;
 use crest_model::results::StopRecord;
 use serde::Serialize;
-
-/// Latency growth from the baseline below this factor is not worth a finding.
-const LATENCY_GROWTH: f64 = 1.5;
 
 /// One finding, with its figures.
 #[derive(Clone, Debug, Serialize)]
@@ -55,6 +54,10 @@ pub enum Finding {
         from_ms: f64,
         /// Mean latency at the highest, ms.
         to_ms: f64,
+        /// Requests behind the lowest level's figures.
+        from_requests: u64,
+        /// Requests behind the highest level's figures.
+        to_requests: u64,
     },
     /// Mean latency grew across the points of a sweep, from the first to the slowest.
     PointsDiffer {
@@ -68,6 +71,10 @@ pub enum Finding {
         from_ms: f64,
         /// Mean latency at the slowest, ms.
         to_ms: f64,
+        /// Requests behind the first point's figures.
+        from_requests: u64,
+        /// Requests behind the slowest point's figures.
+        to_requests: u64,
     },
     /// The optimal operating point.
     Optimal(CapacityPoint),
@@ -115,16 +122,17 @@ pub enum Finding {
         min_ms: f64,
         /// Highest, ms.
         max_ms: f64,
+        /// The steps compared.
+        steps: usize,
+        /// Connections opened in them.
+        connections: u64,
     },
     /// How the service recovered after a spike.
     Recovered(Recovery),
     /// Thresholds that failed.
     ThresholdsFailed(Vec<ThresholdResult>),
-    /// Every threshold held.
-    ThresholdsHeld {
-        /// How many there were.
-        count: usize,
-    },
+    /// Every threshold held, each with what it measured.
+    ThresholdsHeld(Vec<ThresholdResult>),
 }
 
 /// A watched series at its highest.
@@ -136,23 +144,26 @@ pub struct Peak {
     pub unit: crest_model::monitor::Unit,
     /// The highest sample.
     pub peak: f64,
+    /// Of how many.
+    pub samples: usize,
 }
 
 /// At most this many peaks are named in a sentence; the resources table has them all.
 const PEAKS_NAMED: usize = 4;
 
 /// The peaks worth naming after a run: the watched processes' CPU and memory, or the host's
-/// when no process was watched.
+/// when no process was watched; each of enough samples to hold ([`Stats::enough`]).
 fn peaks(s: &Summary) -> Vec<Peak> {
     let with_peak = |prefix: &'static str| {
         s.resources
             .iter()
             .filter(move |r| r.key.starts_with(prefix) && (r.key.contains("cpu") || r.key.contains("memory")))
             .filter_map(|r| {
-                r.all.as_ref().map(|a| Peak {
+                r.all.as_ref().filter(|a| a.enough()).map(|a| Peak {
                     title: r.title.clone(),
                     unit: r.unit,
                     peak: a.peak,
+                    samples: a.samples,
                 })
             })
     };
@@ -196,7 +207,7 @@ pub fn findings(
     if let Some(st) = &s.stopped_by {
         out.push(Finding::Stopped(st.clone()));
     }
-    out.extend(latency_growth(&loaded));
+    out.extend(latency_growth(&loaded, &capacity.steps));
     if let Some(o) = &capacity.optimal {
         out.push(Finding::Optimal(o.clone()));
     }
@@ -239,22 +250,26 @@ pub fn findings(
     } else if s.failures == 0 && s.requests > 0 {
         out.push(Finding::AllSucceeded { requests: s.requests });
     }
-    if loaded.len() >= 2 {
-        let connect: Vec<f64> = loaded
+    // Flat connect times say the connection layer is no bottleneck only over judged steps and
+    // enough connections: one user's single connect per level says nothing.
+    let connecting: Vec<&SegmentAnalysis> = loaded
+        .iter()
+        .copied()
+        .filter(|g| g.connect_ms.count > 0 && capacity.steps.get(g.index).is_some_and(|n| n.unjudged.is_none()))
+        .collect();
+    let connections: u64 = connecting.iter().map(|g| g.connect_ms.count).sum();
+    if connecting.len() >= 2 && connections >= MIN_REQUESTS {
+        let (min, max) = connecting
             .iter()
-            .filter(|g| g.connect_ms.count > 0)
             .map(|g| g.connect_ms.p95)
-            .collect();
-        if connect.len() >= 2 {
-            let (min, max) = connect
-                .iter()
-                .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
-            if max <= 2.0 * min.max(0.05) {
-                out.push(Finding::ConnectFlat {
-                    min_ms: min,
-                    max_ms: max,
-                });
-            }
+            .fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        if max <= 2.0 * min.max(0.05) {
+            out.push(Finding::ConnectFlat {
+                min_ms: min,
+                max_ms: max,
+                steps: connecting.len(),
+                connections,
+            });
         }
     }
     if let Some(rec) = &s.recovery {
@@ -264,48 +279,62 @@ pub fn findings(
     if !failed.is_empty() {
         out.push(Finding::ThresholdsFailed(failed));
     } else if !s.thresholds.is_empty() {
-        out.push(Finding::ThresholdsHeld {
-            count: s.thresholds.len(),
-        });
+        out.push(Finding::ThresholdsHeld(s.thresholds.clone()));
     }
     out
 }
 
 /// How mean latency grew from the baseline to the slowest step: across load levels (from the
-/// lowest load), or across the points of a sweep (from the first point), which are not load
-/// levels. `None` with fewer than two levels or points, or growth under 1.5x.
-fn latency_growth(loaded: &[&SegmentAnalysis]) -> Option<Finding> {
-    let levels: Vec<&SegmentAnalysis> = loaded.iter().copied().filter(|g| g.load_value() > 0.0).collect();
+/// lowest load to the highest), or across the points of a sweep (from the first point), which are
+/// not load levels. Only judged steps count, and the growth must pass [`rose`] with a factor of
+/// [`LATENCY_GROWTH`]; `None` with fewer than two such levels or points.
+fn latency_growth(loaded: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<Finding> {
+    let noise = |g: &SegmentAnalysis| steps.get(g.index).cloned().unwrap_or_default();
+    let judged: Vec<&SegmentAnalysis> = loaded
+        .iter()
+        .copied()
+        .filter(|g| noise(g).unjudged.is_none() && g.latency_ms.mean > 0.0)
+        .collect();
+    let grew = |a: &SegmentAnalysis, b: &SegmentAnalysis| {
+        rose(
+            a.latency_ms.mean,
+            b.latency_ms.mean,
+            LATENCY_GROWTH,
+            noise(a).mean_se_ms,
+            noise(b).mean_se_ms,
+        )
+    };
+    let levels: Vec<&SegmentAnalysis> = judged.iter().copied().filter(|g| g.load_value() > 0.0).collect();
     let mut distinct: Vec<f64> = levels.iter().map(|g| g.load_value()).collect();
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
     if levels.len() >= 2 && distinct.len() >= 2 {
         let lo = levels.iter().min_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
         let hi = levels.iter().max_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
-        let ratio = hi.ratio_to_lowest.filter(|r| *r >= LATENCY_GROWTH)?;
-        return Some(Finding::LatencyGrew {
-            ratio,
+        return grew(lo, hi).then(|| Finding::LatencyGrew {
+            ratio: hi.latency_ms.mean / lo.latency_ms.mean,
             from: lo.load(),
             to: hi.load(),
             from_ms: lo.latency_ms.mean,
             to_ms: hi.latency_ms.mean,
+            from_requests: lo.steady_requests,
+            to_requests: hi.steady_requests,
         });
     }
-    if levels.is_empty() && loaded.len() >= 2 {
-        let first = loaded[0];
-        let (g, ratio) = loaded[1..]
+    if levels.is_empty() && judged.len() >= 2 {
+        let first = judged[0];
+        let slowest = judged[1..]
             .iter()
-            .filter_map(|g| g.ratio_to_lowest.map(|r| (g, r)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        if ratio >= LATENCY_GROWTH {
-            return Some(Finding::PointsDiffer {
-                ratio,
-                from: first.name.clone(),
-                to: g.name.clone(),
-                from_ms: first.latency_ms.mean,
-                to_ms: g.latency_ms.mean,
-            });
-        }
+            .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean))?;
+        return grew(first, slowest).then(|| Finding::PointsDiffer {
+            ratio: slowest.latency_ms.mean / first.latency_ms.mean,
+            from: first.name.clone(),
+            to: slowest.name.clone(),
+            from_ms: first.latency_ms.mean,
+            to_ms: slowest.latency_ms.mean,
+            from_requests: first.steady_requests,
+            to_requests: slowest.steady_requests,
+        });
     }
     None
 }

@@ -15,6 +15,11 @@ use serde::Serialize;
 
 /// Fewest samples in a steady state before a trend is judged.
 const MIN_POINTS: usize = 8;
+/// Fewest samples behind a peak or mean before a finding names it; fewer are shown in the
+/// resources table only. A process's CPU share is a difference between two readings, so one
+/// or two samples of a short run read 0% (issue 20: a postgres peak of 0.0% from one sample of
+/// a 180 ms point).
+pub const MIN_SAMPLES: usize = 3;
 /// Mann-Kendall z for a one-sided p of 0.01.
 const Z_CRITICAL: f64 = 2.326;
 /// A leak must grow by at least this share of where it started...
@@ -51,6 +56,15 @@ pub struct Stats {
     pub mean: f64,
     /// Largest.
     pub peak: f64,
+    /// How many samples they are of.
+    pub samples: usize,
+}
+
+impl Stats {
+    /// True when there are enough samples ([`MIN_SAMPLES`]) for a finding to name these.
+    pub fn enough(&self) -> bool {
+        self.samples >= MIN_SAMPLES
+    }
 }
 
 impl Stats {
@@ -64,6 +78,7 @@ impl Stats {
         (n > 0).then(|| Stats {
             mean: sum / n as f64,
             peak,
+            samples: n,
         })
     }
 }

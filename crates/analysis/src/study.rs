@@ -7,6 +7,7 @@
 //! figures in the study are exactly those of its own report.
 
 use crate::analyze::Analysis;
+use crate::capacity::{rose, LATENCY_GROWTH};
 use crate::failures::Cluster;
 use crate::figures::Percentiles;
 use crate::summary::UsersDone;
@@ -14,9 +15,6 @@ use serde::Serialize;
 
 /// Above this share of failed requests a point is broken, as for a step of one run.
 const BROKEN_ERROR_RATE: f64 = 0.01;
-
-/// Latency growth from the first point below this factor is not worth a finding.
-const LATENCY_GROWTH: f64 = 1.5;
 
 /// The whole study.
 #[derive(Clone, Debug, Serialize)]
@@ -234,7 +232,17 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
             .filter(|p| p.requests > 0)
             .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean)),
     ) {
-        if first.latency_ms.mean > 0.0 && slowest.latency_ms.mean >= LATENCY_GROWTH * first.latency_ms.mean {
+        // The points are whole runs; their growth passes the one noise rule (no per-second
+        // spread: a point of a sweep may last less than a second).
+        if first.latency_ms.mean > 0.0
+            && rose(
+                first.latency_ms.mean,
+                slowest.latency_ms.mean,
+                LATENCY_GROWTH,
+                None,
+                None,
+            )
+        {
             out.push(StudyFinding::Slower {
                 first: first.label.clone(),
                 slowest: slowest.label.clone(),

@@ -388,7 +388,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
             None => None,
         },
         capacity: capacity_summary(r, segments, capacity),
-        client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments),
+        client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments, &capacity.steps),
         resources: resources(r, segments),
         leaks: leaks(r, segments),
         names: groups(

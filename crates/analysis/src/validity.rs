@@ -1,7 +1,12 @@
 //! Is the result valid? crest watches itself: when the load generator rather than the target
 //! limited a run (its CPU, its schedule, its file descriptors, users waiting inside it), the
 //! figures describe crest, and the report must say so before any of them is believed.
+//!
+//! Each limit rests on a cause crest measured, past a stated bound. None is judged in a run in
+//! which nothing succeeded: its figures describe failures (every connection refused ends a run
+//! within milliseconds, and crest's CPU over them says nothing about the target).
 
+use crate::capacity::StepNoise;
 use crate::figures::{Percentiles, SegmentAnalysis};
 use crest_model::results::Results;
 use crest_model::Outcome;
@@ -21,6 +26,11 @@ const LAG_P99_MS: f64 = 10.0;
 /// ...once the lag's median is above the clock's own noise: reading the clock and dispatching
 /// an arrival take a few microseconds.
 const LAG_P50_FLOOR_MS: f64 = 0.01;
+/// Arrivals dropped at the cap on requests in flight limit the run from this share on: the
+/// latencies then miss the requests that would have waited longest, which is the report's p99.9
+/// and beyond. Fewer drops are reported (the summary's `dropped`) but do not void the figures
+/// (issue 20: 3 drops of 15,000 arrivals were called a limit).
+pub const DROP_SHARE: f64 = 0.001;
 
 /// One way crest itself limited a run, with the figures that show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -67,22 +77,34 @@ pub enum ClientLimit {
     WaitingUsers {
         /// The step it was seen in.
         step: String,
-        /// Requests in flight on average.
+        /// Requests in flight on average: throughput x mean latency.
         in_flight: f64,
         /// Users there were.
         users: u64,
+        /// The step's throughput, req/s.
+        throughput_rps: f64,
+        /// The step's mean latency, ms.
+        mean_ms: f64,
     },
 }
 
 /// The ways crest limited this run; empty when the result is valid. `latency_ms` and
-/// `send_lag_ms` are the run's, `segments` its steps'.
+/// `send_lag_ms` are the run's, `segments` its steps' and `steps` whether each is judged.
 pub fn client_limits(
     r: &Results,
     latency_ms: &Percentiles,
     send_lag_ms: Option<&Percentiles>,
     segments: &[SegmentAnalysis],
+    steps: &[StepNoise],
 ) -> Vec<ClientLimit> {
     let mut out = Vec::new();
+    let succeeded = r
+        .stats
+        .iter()
+        .any(|s| r.counts(s) && s.outcome.is_success() && s.count > 0);
+    if !succeeded {
+        return out;
+    }
     // In the open model the send lag and the drops below measure directly whether crest kept
     // the schedule, and its CPU share is high by design: the engine spins before each arrival.
     if let (Some(c), None) = (&r.client, &r.open) {
@@ -115,9 +137,11 @@ pub fn client_limits(
             });
         }
     }
-    // Any drop means the schedule was not kept: the latencies miss exactly the requests that
-    // would have waited longest.
-    if let Some(open) = r.open.as_ref().filter(|o| o.dropped > 0) {
+    if let Some(open) = r
+        .open
+        .as_ref()
+        .filter(|o| o.dropped > 0 && o.dropped as f64 >= DROP_SHARE * o.arrivals as f64)
+    {
         out.push(ClientLimit::Dropped {
             dropped: open.dropped,
             arrivals: open.arrivals,
@@ -132,14 +156,23 @@ pub fn client_limits(
     if exhausted > 0 {
         out.push(ClientLimit::LocalExhaustion { failed: exhausted });
     }
+    // Little's law says users were idle, not why. Users run out of requests when the run counts
+    // them (a shared `-n` leaves users idle while the last requests finish; with `-n 10x` users
+    // whose requests fail at once are done early), so such runs are not judged by it; nor are
+    // steps too thin to judge, or steps without a success.
+    let counted = r.config.requests.is_some() || r.config.iterations.is_some();
+    let judged = |g: &SegmentAnalysis| steps.get(g.index).is_some_and(|n| n.unjudged.is_none());
     let waiting = segments
         .iter()
+        .filter(|g| !counted && judged(g) && g.steady_failures < g.steady_requests)
         .find_map(|g| g.littles_law.as_ref().filter(|l| l.flagged).map(|l| (g, l)));
     if let Some((g, l)) = waiting {
         out.push(ClientLimit::WaitingUsers {
             step: g.name.clone(),
             in_flight: l.in_flight,
             users: l.users,
+            throughput_rps: g.throughput_rps,
+            mean_ms: g.latency_ms.mean,
         });
     }
     out

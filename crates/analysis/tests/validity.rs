@@ -60,17 +60,19 @@ fn a_send_lag_above_a_tenth_of_the_median_latency_is_flagged_with_its_figures() 
 }
 
 #[test]
-fn a_single_dropped_arrival_is_flagged() {
+fn drops_from_a_tenth_of_a_percent_of_arrivals_are_flagged_and_fewer_are_not() {
     let mut r = run();
-    r.open = Some(open(10_000, 1, 5));
+    // Issue 20: 3 drops in 15,000 arrivals were called a limit.
+    r.open = Some(open(15_000, 3, 5));
+    assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+    r.open = Some(open(10_000, 10, 5));
     let l = limits(&r);
-    assert_eq!(l.len(), 1, "{l:?}");
     assert_eq!(
-        l[0],
-        ClientLimit::Dropped {
-            dropped: 1,
+        l,
+        [ClientLimit::Dropped {
+            dropped: 10,
             arrivals: 10_000
-        }
+        }]
     );
 }
 
@@ -105,4 +107,56 @@ fn the_open_model_is_judged_by_its_send_lag_not_its_cpu() {
     r.client = Some(client(10.0));
     r.open = Some(open(1000, 0, 5));
     assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+}
+
+#[test]
+fn nothing_is_blamed_on_crest_in_a_run_in_which_nothing_succeeded() {
+    // Every connection refused, for ten seconds: crest spins through failed connects.
+    let mut r = ResultsBuilder::new(Outcome::ConnectRefused, true)
+        .segment(10, 10, |_| Second {
+            ok: 0,
+            latency_ms: 0.0,
+            failed: 5_000,
+            failure_ms: 0.1,
+        })
+        .build();
+    r.client = Some(client(9.3));
+    assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+    // The same CPU with successes is a limit.
+    let mut ok = run();
+    ok.client = Some(client(9.3));
+    assert_eq!(limits(&ok).len(), 1);
+}
+
+/// Ten users, 100 req/s of 10 ms: one request in flight on average, nine users idle.
+fn idle_users() -> Results {
+    ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 10, |_| Second::ok(100, 10.0))
+        .build()
+}
+
+#[test]
+fn idle_users_without_a_request_count_to_explain_them_are_flagged_with_their_figures() {
+    let l = limits(&idle_users());
+    assert!(
+        matches!(&l[..], [ClientLimit::WaitingUsers { in_flight, users: 10, throughput_rps, mean_ms, .. }]
+            if (in_flight - 1.0).abs() < 0.05 && (throughput_rps - 100.0).abs() < 0.5 && (mean_ms - 10.0).abs() < 0.2),
+        "{l:?}"
+    );
+}
+
+#[test]
+fn users_idle_because_their_requests_ran_out_are_not_blamed_on_crest() {
+    // Issue 20: "only 107.7 of 200 users had a request in flight" when `-n` ran out.
+    let mut shared = idle_users();
+    shared.config.requests = Some(1_000);
+    assert!(limits(&shared).is_empty(), "{:?}", limits(&shared));
+    let mut per_user = idle_users();
+    per_user.config.iterations = Some(100);
+    assert!(limits(&per_user).is_empty(), "{:?}", limits(&per_user));
+    // A step too thin to judge is not judged either.
+    let thin = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 1, |_| Second::ok(15, 10.0))
+        .build();
+    assert!(limits(&thin).is_empty(), "{:?}", limits(&thin));
 }

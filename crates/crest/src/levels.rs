@@ -10,7 +10,7 @@ use crate::run::{exit_code, measure};
 use anyhow::{Context, Result};
 use crest_analysis::find::Level;
 use crest_http::HttpWorkload;
-use crest_model::plan::{Plan, Target};
+use crest_model::plan::{LoadModel, Plan, Target};
 use crest_model::results::Segment;
 use crest_report::fmt::words;
 use std::sync::Arc;
@@ -31,7 +31,10 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
             value: users as f64,
             open: false,
         };
-        let plan = level_plan(&base, level, users, crate::plan::stop_at(args, users)?);
+        let mut plan = level_plan(&base, level, users, crate::plan::stop_at(args)?);
+        if let LoadModel::Closed { iterations, .. } = &mut plan.load {
+            *iterations = crate::plan::per_user(args);
+        }
         let label = Segment {
             name: words::level(level),
             start_s: 0.0,

@@ -27,14 +27,17 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
             check_concurrency(cap)?;
             LoadModel::rate(rate, cap)
         }
-        None => LoadModel::users(levels[0]),
+        None => LoadModel::Closed {
+            users: plan::UsersProfile::constant(levels[0]),
+            iterations: per_user(args),
+        },
     };
     if args.duration == Some(Duration::ZERO) {
         bail!("-d 0s: the duration must be above 0");
     }
     let (request, name) = request(&args.url, &args.request)?;
     let mut draft = url_draft(request, name);
-    draft.stop = stop_at(args, model.max_concurrency())?;
+    draft.stop = stop_at(args)?;
     draft.load = model;
     add_flags(&mut draft, &Flags::of_run(args))?;
     finish(draft)
@@ -62,9 +65,19 @@ fn join(levels: &[u64]) -> String {
     levels.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// When a quick-mode run (or one level of it) with `users` stops: after `-n` requests (`-n 10x`:
-/// ten per user), or after `-d`; after 10 s when neither is given.
-pub fn stop_at(args: &RunArgs, users: u64) -> Result<StopRule> {
+/// `-n 10x`: the requests each user sends (at each level), which the engine counts per user, so
+/// that users whose requests fail at once cannot take the others' share.
+pub fn per_user(args: &RunArgs) -> Option<u64> {
+    match args.requests {
+        Some(Count::PerUser(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// When a quick-mode run (or one level of it) stops: after `-n` requests in all, or after `-d`;
+/// after 10 s when neither is given. `-n 10x` is no stop rule but each user's own count (see
+/// [`per_user`]): the run ends when every user has sent its share, or at `-d`.
+pub fn stop_at(args: &RunArgs) -> Result<StopRule> {
     let requests = match args.requests {
         None => None,
         Some(Count::Requests(0) | Count::PerUser(0)) => {
@@ -74,14 +87,11 @@ pub fn stop_at(args: &RunArgs, users: u64) -> Result<StopRule> {
         Some(Count::PerUser(_)) if args.rate.is_some() => {
             bail!("-n ...x counts requests per user; with --rate, give a number of requests")
         }
-        Some(Count::PerUser(n)) => Some(
-            n.checked_mul(users)
-                .ok_or_else(|| anyhow::anyhow!("-n {n}x: too many requests for {users} users"))?,
-        ),
+        Some(Count::PerUser(_)) => None,
     };
     Ok(StopRule {
         requests,
-        duration: args.duration.or(if requests.is_none() {
+        duration: args.duration.or(if args.requests.is_none() {
             Some(defaults::DURATION)
         } else {
             None
@@ -403,8 +413,15 @@ mod tests {
     #[test]
     fn levels_start_at_the_first_and_count_per_user() {
         let p = args(&["http://h/", "-c", "10,20,50", "-n", "10x"]).unwrap();
-        assert_eq!(p.load, LoadModel::users(10));
-        assert_eq!(p.stop.requests, Some(100));
+        assert_eq!(
+            p.load,
+            LoadModel::Closed {
+                users: plan::UsersProfile::constant(10),
+                iterations: Some(10)
+            },
+            "each user's own ten"
+        );
+        assert_eq!((p.stop.requests, p.stop.duration), (None, None));
         let p = args(&["http://h/", "-c", "10,20", "-n", "500"]).unwrap();
         assert_eq!(p.stop.requests, Some(500), "a plain -n is per level");
     }

@@ -5,8 +5,11 @@
 
 mod common;
 
-use common::{run, target_metric, target_process};
+use common::{rt, run, run_async, target_metric, target_process};
+use crest_testkit::{Reply, Server};
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 fn steps(summary: &Value) -> Vec<(String, u64, u64)> {
     summary["segments"]
@@ -116,7 +119,8 @@ fn requests_per_user_count_per_level() {
     assert_eq!(target_metric(&t.url, "crest_target_requests_total"), 100);
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(r.dir.path().join("results.json")).unwrap()).unwrap();
-    assert_eq!(results["ended_by"], "requests");
+    // Each user sent its ten and stopped: the run ended when the last one had.
+    assert_eq!(results["ended_by"], "completed");
     // Each level lasted well under a second: its rate is over its own span, not over the
     // whole second it fell in (30 requests read as 30 req/s).
     for g in r.summary()["segments"].as_array().unwrap() {
@@ -134,4 +138,48 @@ fn requests_per_user_count_per_level() {
     // One level: the same count, as one step.
     let one = run(&t.url, &["-c", "4", "-n", "10x", "--quiet"]);
     assert_eq!(one.summary()["requests"].as_u64(), Some(40));
+}
+
+/// `-n 10x` is ten per user, not a budget the users share: against a server that fails half
+/// the connections at once with 503 and serves the other half in 30 ms, the users that fail fast
+/// would take most of a shared budget (issue 20: 150 of 200 users sent one request, 50 sent
+/// 32-42). Each connection the server saw carried exactly ten requests.
+#[test]
+fn each_user_sends_its_own_share_however_fast_its_requests_fail() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|r, _| {
+            if r.connection % 2 == 0 {
+                Reply::Respond {
+                    delay: Duration::ZERO,
+                    status: 503,
+                    body_len: 0,
+                }
+            } else {
+                Reply::delayed(Duration::from_millis(30))
+            }
+        })
+        .await;
+        let r = run_async(&server.url("/"), &["-c", "6", "-n", "10x", "--quiet"]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let mut per_connection: BTreeMap<u64, u64> = BTreeMap::new();
+        for q in server.received() {
+            *per_connection.entry(q.connection).or_default() += 1;
+        }
+        assert_eq!(
+            per_connection.values().copied().collect::<Vec<_>>(),
+            [10; 6],
+            "requests per connection: {per_connection:?}"
+        );
+        let s = r.summary();
+        assert_eq!((s["requests"].as_u64(), s["failures"].as_u64()), (Some(60), Some(30)));
+        assert_eq!(r.error_count("http_503"), 30);
+        // Users that ran out of requests are no sign that crest held them back.
+        assert_eq!(
+            s["client_bound"].as_array().map(Vec::len),
+            Some(0),
+            "{}",
+            s["client_bound"]
+        );
+    });
 }

@@ -43,15 +43,17 @@ fn arrivals_leave_on_their_slot_and_service_time_is_reported() {
 }
 
 #[test]
-fn a_run_that_drops_even_a_few_arrivals_is_flagged() {
+fn a_run_that_drops_a_tenth_of_a_percent_of_its_arrivals_is_flagged() {
     let _serial = common::serial();
     rt().block_on(async {
-        // At most 8 requests in flight, 1 ms apart; eight answers in a row take 10 ms, so the
-        // two or three arrivals due while all eight are out are dropped: about 0.1% of the run,
-        // which the old rule (more than 1%) let through.
+        // At most 8 requests in flight, 1 ms apart; eight answers in a row take 30 ms, so the
+        // twenty-odd arrivals due while all eight are out are dropped: about 0.7% of the run,
+        // past the 0.1% from which drops void the tail of the latencies. (Fewer drops are
+        // counted but not flagged; crest-analysis's validity tests hold that rule to exact
+        // counts, which a real run on a busy machine cannot.)
         let server = Server::start(|_, i| {
             if (1000..1008).contains(&i) {
-                Reply::delayed(Duration::from_millis(10))
+                Reply::delayed(Duration::from_millis(30))
             } else {
                 Reply::ok()
             }
@@ -60,12 +62,13 @@ fn a_run_that_drops_even_a_few_arrivals_is_flagged() {
         let r = run_async(&server.url("/"), &["--rate", "1000", "-c", "8", "-d", "3s"]).await;
         let s = r.summary();
         let dropped = s["dropped"].as_u64().unwrap();
-        assert!(dropped > 0, "{s}");
+        assert!(dropped >= 3, "{s}");
         let reasons = s["client_bound"].as_array().unwrap();
         assert!(
-            reasons
-                .iter()
-                .any(|x| x.as_str().unwrap().starts_with(&format!("{dropped} of 3,000 arrivals"))),
+            reasons.iter().any(|x| {
+                let x = x.as_str().unwrap();
+                x.starts_with(&format!("{} of ", crest_report::fmt::int(dropped))) && x.contains("arrivals")
+            }),
             "{reasons:?}"
         );
     });

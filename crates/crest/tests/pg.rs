@@ -51,6 +51,18 @@ fn tpcb_transactions_run_and_leave_the_database_consistent() {
         assert_eq!(n["part_of"].as_str(), Some(names[0]), "{n:#}");
         assert_eq!(n["requests"].as_i64().unwrap(), tx, "{n:#}");
     }
+    // Rows are no bytes: no size and no byte figure, where SQL steps read "size 1 B".
+    for n in s["names"].as_array().unwrap() {
+        assert!(n.get("size_bytes").is_none(), "{n:#}");
+    }
+    assert!(
+        !r.stdout.contains("Data ") && !r.stdout.contains(" 1 B"),
+        "{}",
+        r.stdout
+    );
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    let line = md.lines().find(|l| l.starts_with("Requests: ")).unwrap();
+    assert!(!line.contains("sent"), "{line}");
     rt().block_on(async {
         // Every transaction committed once: one history row each, and the balances moved by
         // exactly the deltas recorded.

@@ -179,10 +179,12 @@ fn busiest_day_runs_every_flow_to_completion() {
     let text = edit(&example("busiest-day.yaml"), "run_once: 300", "run_once: 30");
     let (_dir, file) = scenario_file(&text);
     let pid = t.child.id().to_string();
+    // The run lasts about a second: sampled every 100 ms, the target's peaks rest on enough
+    // samples to be named (at the default second, one or two samples would not be).
     let run = run_scenario(
         &file,
         &[("CREST_TARGET", t.url.trim_end_matches('/'))],
-        &["--quiet", "--monitor-pid", &pid],
+        &["--quiet", "--monitor-pid", &pid, "--monitor-interval", "100ms"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
@@ -215,7 +217,7 @@ fn busiest_day_runs_every_flow_to_completion() {
         .find(|l| l.contains("users done"))
         .unwrap_or_else(|| panic!("no users' headline in:\n{md}"));
     assert!(
-        first.contains("All 30 users done") && first.contains("at peak:"),
+        first.contains("All 30 users done") && first.contains("at peak:") && first.contains(" samples)"),
         "{first}"
     );
     // Per request name, crest's counts are the target's per endpoint.

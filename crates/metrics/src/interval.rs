@@ -152,7 +152,11 @@ impl IntervalAcc {
         if let Some(v) = s.dns {
             record(stat.dns.get_or_insert_with(new_histogram), v);
         }
-        record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
+        // A size is of what a response carried; a statement or a request that received nothing
+        // (refused, SQL, whose rows are no bytes) has none, rather than the histogram's 1 B.
+        if s.bytes_received > 0 {
+            record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
+        }
         self.requests += 1;
         self.bytes_sent += s.bytes_sent;
         self.bytes_received += s.bytes_received;

@@ -125,6 +125,38 @@ mod tests {
         assert_eq!(r.stats.iter().map(|s| s.count).sum::<u64>(), 2);
     }
 
+    /// An SQL statement or transaction receives rows, not bytes: it has no size, where the
+    /// histogram's floor once made it "1 B". A response keeps its size.
+    #[test]
+    fn a_request_that_received_nothing_has_no_size() {
+        let (tx, rx) = channel();
+        let mut a = Recorder::new(Duration::from_secs(1), false, tx);
+        a.record(
+            &Sample {
+                bytes_received: 0,
+                status: None,
+                ..sample(100, 20, Outcome::Success)
+            },
+            None,
+        );
+        a.record(
+            &Sample {
+                name: 1,
+                ..sample(100, 20, Outcome::Success)
+            },
+            None,
+        );
+        a.finish();
+        let mut series = Series::new(1);
+        let mut closed: Vec<_> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
+        closed.extend(series.finish(0));
+        let r = closed[0].to_record(1.0);
+        let size = |name: u32| r.stats.iter().find(|s| s.name == name).unwrap().size.clone();
+        assert!(size(0).is_none(), "{:?}", size(0));
+        let h = size(1).unwrap().decode().unwrap();
+        assert_eq!((h.len(), h.median_equivalent(h.max())), (1, 100));
+    }
+
     /// A journal start with nothing in it, for folding in tests.
     fn empty_start() -> crest_model::journal::Start {
         crest_model::journal::Start {

@@ -149,12 +149,15 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?;
         }
     }
-    writeln!(
-        out,
-        "  Data         sent {}, received {}",
-        bytes(s.bytes_sent),
-        bytes(s.bytes_received)
-    )?;
+    // SQL sends and receives rows, which crest does not count as bytes: no byte figure then.
+    if s.bytes_sent > 0 || s.bytes_received > 0 {
+        writeln!(
+            out,
+            "  Data         sent {}, received {}",
+            bytes(s.bytes_sent),
+            bytes(s.bytes_received)
+        )?;
+    }
     if s.segments.len() > 1 {
         writeln!(out)?;
         writeln!(

@@ -246,9 +246,15 @@ pub fn why(w: &Why, unit: WorkUnit) -> String {
 pub fn no_optimal(n: &NoOptimal, unit: WorkUnit) -> String {
     let rate = unit_rate(unit);
     match n {
-        NoOptimal::EveryLevelFailed { max_error_rate } => format!(
-            "every level failed more than {:.0}% of its requests",
-            max_error_rate * 100.0
+        NoOptimal::EveryLevelFailed {
+            max_error_rate,
+            least,
+            failed: f,
+        } => format!(
+            "every level failed more than {:.0}% of its requests; the fewest, at {}, {}",
+            max_error_rate * 100.0,
+            step(least),
+            failed(f)
         ),
         NoOptimal::BestAtHighest {
             load,
@@ -330,9 +336,12 @@ pub fn client_limit(l: &ClientLimit) -> String {
             step,
             in_flight,
             users,
+            throughput_rps,
+            mean_ms,
         } => format!(
-            "in {step} only {in_flight:.1} of {} had a request in flight on average: they waited inside crest",
-            count(*users, "user")
+            "in {step} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
+            count(*users, "user"),
+            num(*throughput_rps)
         ),
     }
 }
@@ -578,7 +587,7 @@ fn users_finding(u: &crest_analysis::summary::UsersDone, peaks: &[crest_analysis
     if !peaks.is_empty() {
         let named: Vec<String> = peaks
             .iter()
-            .map(|k| format!("{} {}", k.title, value(k.unit, k.peak)))
+            .map(|k| format!("{} {} (of {} samples)", k.title, value(k.unit, k.peak), k.samples))
             .collect();
         out.push_str(&format!("; at peak: {}", named.join(", ")));
     }
@@ -646,6 +655,14 @@ pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
     }
 }
 
+/// Thresholds with what each measured: `` `p95 < 250ms` (measured 322.4 ms) ``.
+fn thresholds_measured(t: &[crest_analysis::thresholds::ThresholdResult]) -> String {
+    t.iter()
+        .map(|t| format!("`{}` (measured {})", t.threshold, measured(&t.measured)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A finding as one or two sentences.
 pub fn finding(f: &Finding) -> String {
     match f {
@@ -687,10 +704,14 @@ pub fn finding(f: &Finding) -> String {
             to,
             from_ms,
             to_ms,
+            from_requests,
+            to_requests,
         } => format!(
-            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms to {to_ms:.1} ms): response time does not scale with load.",
+            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms over {} to {to_ms:.1} ms over {}): response time does not scale with load.",
             step(from),
-            step(to)
+            step(to),
+            count(*from_requests, "request"),
+            super::int(*to_requests)
         ),
         Finding::PointsDiffer {
             ratio,
@@ -698,7 +719,13 @@ pub fn finding(f: &Finding) -> String {
             to,
             from_ms,
             to_ms,
-        } => format!("Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms to {to_ms:.1} ms)."),
+            from_requests,
+            to_requests,
+        } => format!(
+            "Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}).",
+            count(*from_requests, "request"),
+            super::int(*to_requests)
+        ),
         Finding::Optimal(o) => format!(
             "The optimal operating point is {} (p95 {:.1} ms): {}.",
             step(&o.load),
@@ -739,20 +766,25 @@ pub fn finding(f: &Finding) -> String {
             top.example
         ),
         Finding::AllSucceeded { requests } => format!("All {} succeeded.", count(*requests, "request")),
-        Finding::ConnectFlat { min_ms, max_ms } => format!(
-            "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at every step: the bottleneck is not the network connection layer."
+        Finding::ConnectFlat {
+            min_ms,
+            max_ms,
+            steps,
+            connections,
+        } => format!(
+            "Connect time stayed within {min_ms:.2} to {max_ms:.2} ms (p95) at each of {steps} steps ({} opened): the bottleneck is not the network connection layer.",
+            count(*connections, "connection")
         ),
         Finding::Recovered(rec) => recovery(rec),
-        Finding::ThresholdsFailed(failed) => format!(
-            "Thresholds failed: {}.",
-            failed
-                .iter()
-                .map(|t| format!("`{}` (measured {})", t.threshold, measured(&t.measured)))
-                .collect::<Vec<_>>()
-                .join(", ")
+        Finding::ThresholdsFailed(failed) => format!("Thresholds failed: {}.", thresholds_measured(failed)),
+        Finding::ThresholdsHeld(held) if held.len() == 1 => {
+            format!("The threshold held: {}.", thresholds_measured(held))
+        }
+        Finding::ThresholdsHeld(held) => format!(
+            "All {} thresholds held: {}.",
+            held.len(),
+            thresholds_measured(held)
         ),
-        Finding::ThresholdsHeld { count: 1 } => "The threshold held.".to_string(),
-        Finding::ThresholdsHeld { count } => format!("All {count} thresholds held."),
     }
 }
 
