@@ -732,6 +732,7 @@ pub fn compared(m: &Compared) -> String {
         Compared::ErrorRate => "error rate".into(),
         Compared::Requests => "requests".into(),
         Compared::Failures => "failures".into(),
+        Compared::AllDone => "time until every user was done".into(),
         Compared::OptimalLoad => "optimal load".into(),
         Compared::OptimalThroughput => "throughput at the optimal load".into(),
         Compared::SaturationLoad => "saturation load".into(),
@@ -749,6 +750,7 @@ pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
         | Compared::SuccessfulThroughput
         | Compared::OptimalThroughput => (1.0, "req/s"),
         Compared::Latency(_) => (1.0, "ms"),
+        Compared::AllDone => (1.0, "s"),
         Compared::ErrorRate => (100.0, "%"),
         Compared::Requests
         | Compared::Failures
@@ -777,8 +779,9 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
     };
     let n = if whole && v >= 0.0 {
         super::int(v as u64)
-    } else if *m == Compared::ErrorRate {
-        // As every other report shows an error rate: 1 failure in 10,000 is not 0.0%.
+    } else if *m == Compared::ErrorRate || *m == Compared::AllDone {
+        // As every other report shows an error rate (1 failure in 10,000 is not 0.0%) and the
+        // time until the users were done (4.42 s).
         format!("{v:.2}")
     } else {
         super::num(v)
@@ -788,6 +791,11 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
         "%" => format!("{n}%"),
         _ => format!("{n} {unit}"),
     }
+}
+
+/// A comparison cell for a run whose value lies past the loads it tried: `beyond 200 users`.
+pub fn compared_beyond(l: &StepLoad) -> String {
+    format!("beyond {}", step(l))
 }
 
 /// Whether a difference is beyond noise.
@@ -835,6 +843,8 @@ mod tests {
         assert_eq!(compared_cell(&Compared::BreakingLoad, 312.5), "312.5");
         assert_eq!(compared_cell(&Compared::ErrorRate, 0.0001), "0.01%");
         assert_eq!(compared_cell(&Compared::Throughput, 394.44), "394.4 req/s");
+        assert_eq!(compared_cell(&Compared::AllDone, 4.417), "4.42 s");
+        assert_eq!(compared_beyond(&StepLoad::Users(200)), "beyond 200 users");
         let fds = "process_open_fds".to_string();
         assert_eq!(compared_cell(&Compared::SeriesMean(fds, Unit::Count), 208.0), "208");
         let cpu = "process_cpu_percent".to_string();
