@@ -3,6 +3,7 @@
 //! and latency describe the load level rather than the ramp into it; and the per-interval
 //! series the charts draw. Every later stage reads these figures; none recomputes them.
 
+use crate::baseline::{ratios, Candidate};
 use crate::figures::{LittlesLaw, Percentiles, Point, SegmentAnalysis, WholeStep};
 use crest_model::results::Results;
 use crest_model::{EncodedHistogram, HistError};
@@ -22,18 +23,15 @@ pub fn segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError> {
     let mut segments = (0..r.segments.len())
         .map(|i| segment(r, i))
         .collect::<Result<Vec<_>, _>>()?;
-    let measured = || segments.iter().filter(|s| s.steady_requests > 0);
-    let lowest = match measured().any(|s| s.load_value() > 0.0) {
-        true => measured()
-            .filter(|s| s.load_value() > 0.0)
-            .min_by(|a, b| a.load_value().total_cmp(&b.load_value())),
-        false => measured().next(),
-    }
-    .map(|s| s.latency_ms.mean);
-    if let Some(low) = lowest.filter(|l| *l > 0.0) {
-        for s in segments.iter_mut().filter(|s| s.steady_requests > 0) {
-            s.ratio_to_lowest = Some(s.latency_ms.mean / low);
-        }
+    let candidates: Vec<Candidate> = segments
+        .iter()
+        .map(|s| Candidate {
+            load: s.load_value(),
+            mean_ms: (s.steady_requests > 0).then_some(s.latency_ms.mean),
+        })
+        .collect();
+    for (s, ratio) in segments.iter_mut().zip(ratios(&candidates)) {
+        s.ratio_to_lowest = ratio;
     }
     Ok(segments)
 }
@@ -139,19 +137,22 @@ fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
     }
     // A step shorter than one interval (a quick level of 10 requests per user) lies within
     // partial intervals: its rate is over its own span, not over the whole interval.
-    let steady_start_s = steady.first().map_or(g.start_s, |&k| r.intervals[k].t_s.max(g.start_s));
-    let steady_end_s = steady
+    let mut steady_start_s = steady.first().map_or(g.start_s, |&k| r.intervals[k].t_s.max(g.start_s));
+    let mut steady_end_s = steady
         .last()
         .map_or(g.end_s, |&k| (r.intervals[k].t_s + r.interval_s).min(g.end_s));
-    let secs = (steady_end_s - steady_start_s).max(0.0);
     let mut connect = crest_model::hist::new_histogram();
     let mut whole_latency = crest_model::hist::new_histogram();
+    let mut whole_ttfb = crest_model::hist::new_histogram();
     let (mut requests, mut failures, mut bytes_received) = (0u64, 0u64, 0u64);
     let mut errors: Vec<(String, u64)> = Vec::new();
     for s in r.stats.iter().filter(|s| s.segment as usize == index && r.counts(s)) {
         requests += s.count;
         bytes_received += s.bytes_received;
         decode(&s.latency, &mut whole_latency)?;
+        if let Some(h) = &s.ttfb {
+            decode(h, &mut whole_ttfb)?;
+        }
         if let Some(c) = &s.connect {
             decode(c, &mut connect)?;
         }
@@ -164,6 +165,16 @@ fn segment(r: &Results, index: usize) -> Result<SegmentAnalysis, HistError> {
         }
     }
     errors.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    // A step whose requests all ended past its last whole interval (a sweep's point of one
+    // request that took a second) has no steady window: its figures are the whole step's,
+    // not a row of zeros that a baseline would skip.
+    if steady_requests == 0 && requests > 0 {
+        (steady_requests, steady_failures) = (requests, failures);
+        latency = whole_latency.clone();
+        ttfb = whole_ttfb;
+        (steady_start_s, steady_end_s) = (g.start_s, g.end_s);
+    }
+    let secs = (steady_end_s - steady_start_s).max(0.0);
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let throughput_rps = per_s(steady_requests);
     let latency_ms = Percentiles::from_micros(&latency);

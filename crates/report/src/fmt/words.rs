@@ -77,6 +77,54 @@ pub fn load(l: Load) -> String {
     }
 }
 
+/// True when the run's steps are a sweep's points (each a run of its own, none a load level).
+fn sweep_points(r: &Results) -> Option<usize> {
+    let points = r.segments.len();
+    (points > 1 && r.segments.iter().all(|s| s.users.is_none() && s.rate.is_none())).then_some(points)
+}
+
+/// The load of a finished run in words, all of it: a sweep's points together, e.g. `closed
+/// model, up to 50 users once each, over 6 points`, never the first point's alone.
+pub fn run_load(r: &Results) -> String {
+    let whole = load(Load::of(&r.config));
+    match sweep_points(r) {
+        Some(points) => format!(
+            "{}, over {points} points",
+            whole.replacen(" model, ", " model, up to ", 1)
+        ),
+        None => whole,
+    }
+}
+
+/// True when the run's timeline is longer than the time load was sent: the parts of a joined
+/// run (a sweep's points, `-c` levels, a capacity search's probes) each start on a whole
+/// interval, so there are gaps between them.
+fn has_gaps(r: &Results) -> bool {
+    r.segments.len() > 1 && r.duration_s - r.active_s() > 1e-3
+}
+
+/// The run's timeline, when it has gaps: what the charts and failure times are measured on,
+/// beside the duration, which counts only the time load was sent.
+pub fn timeline(r: &Results) -> Option<String> {
+    has_gaps(r).then(|| {
+        let unit = if r.interval_s == 1.0 { "second" } else { "interval" };
+        format!(
+            "on a timeline of {} s, which charts and failure times follow: its {} parts ran one after another, each starting on a whole {unit}",
+            num(r.duration_s),
+            r.segments.len()
+        )
+    })
+}
+
+/// The x axis of a chart over time: seconds from the start of the run, on its timeline.
+pub fn time_axis(r: &Results) -> &'static str {
+    if has_gaps(r) {
+        "seconds on the run's timeline (parts joined)"
+    } else {
+        "seconds"
+    }
+}
+
 /// How a run ended, in words; a capacity search ends when its search does.
 pub fn ended(r: &Results) -> &'static str {
     if r.find.is_some() && r.ended_by == EndReason::Completed {
