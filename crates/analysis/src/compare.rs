@@ -285,7 +285,8 @@ impl Rows<'_> {
 
 /// Where a run's optimum lies, judged by its figures.
 enum Optimum {
-    /// At this level, within the loads the run tried.
+    /// At this level (users or arrivals per second), within the loads the run tried, with its
+    /// throughput there.
     At(f64, f64),
     /// Past the highest level tried, this one: successful throughput was still growing there.
     Beyond(StepLoad),
@@ -322,37 +323,31 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     });
     // HOOK (iterations): when Analysis carries per-flow iterations, their rows go here, beside
     // the request rows above: completed, failed and per second, each read from every run.
+
     // A run still growing at its highest level has no optimum within its range: its cell says
     // so, rather than a level to compare with another run's.
     let optima: Vec<Optimum> = runs.iter().map(|(a, _)| optimum(a)).collect();
-    rows.push(
-        Metric::OptimalLoad,
-        true,
+    let at = |pick: fn(f64, f64) -> f64| -> Vec<Option<f64>> {
         optima
             .iter()
             .map(|o| match o {
-                Optimum::At(load, _) => Some(*load),
+                Optimum::At(load, rps) => Some(pick(*load, *rps)),
                 _ => None,
             })
-            .collect(),
-        optima
-            .iter()
-            .map(|o| match o {
-                Optimum::Beyond(l) => Some(l.clone()),
-                _ => None,
-            })
-            .collect(),
-    );
+            .collect()
+    };
+    let beyond = optima
+        .iter()
+        .map(|o| match o {
+            Optimum::Beyond(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect();
+    rows.push(Metric::OptimalLoad, true, at(|load, _| load), beyond);
     rows.push(
         Metric::OptimalThroughput,
         true,
-        optima
-            .iter()
-            .map(|o| match o {
-                Optimum::At(_, rps) => Some(*rps),
-                _ => None,
-            })
-            .collect(),
+        at(|_, rps| rps),
         vec![None; runs.len()],
     );
     rows.add(Metric::SaturationLoad, true, |a| {
