@@ -679,3 +679,26 @@ fn a_process_watched_by_pid_is_keyed_by_its_name_in_reports_as_in_comparisons() 
     }
     assert!(!md.contains("process=\"4101\""), "{md}");
 }
+
+/// Issue 20 item 4: a sweep's 1 x 1 point whose one request took a second ended past the
+/// point's last whole second, so its steady window held nothing and its row read 0.0 req/s and
+/// p50 0.00 ms; the baseline then skipped it. Such a step has the whole step's figures.
+#[test]
+fn a_step_whose_requests_all_end_past_its_last_whole_second_keeps_them() {
+    let mut r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(1, 2, |k| Second::ok(k, 1000.0))
+        .segment(1, 3, |_| Second::ok(5, 2000.0))
+        .build();
+    r.segments[0].end_s = 1.01;
+    r.segments[1].start_s = 2.0;
+    for g in &mut r.segments {
+        g.users = None;
+    }
+    let a = analyze(&r).unwrap();
+    let s = &a.segments[0];
+    assert_eq!((s.requests, s.steady_requests), (1, 1));
+    assert!((s.latency_ms.p50 - 1000.0).abs() < 5.0, "{:?}", s.latency_ms);
+    assert!((s.throughput_rps - 1.0 / 1.01).abs() < 1e-9, "{}", s.throughput_rps);
+    assert_eq!(s.ratio_to_lowest, Some(1.0), "it is the baseline");
+    assert!((a.segments[1].ratio_to_lowest.unwrap() - 2.0).abs() < 0.01);
+}
