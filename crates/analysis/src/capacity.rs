@@ -479,6 +479,32 @@ fn breaking(countable: &[&SegmentAnalysis], judged: impl Fn(&SegmentAnalysis) ->
     None
 }
 
+/// The steps that are load levels and completed requests, by load, one per load.
+fn levels(segments: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
+    let mut loaded: Vec<&SegmentAnalysis> = segments
+        .iter()
+        .filter(|s| s.requests > 0 && s.load_value() > 0.0 && s.judged == Judged::Yes)
+        .collect();
+    loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
+    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
+    loaded
+}
+
+/// The highest load level, when successful throughput was still growing there: at least
+/// [`SATURATION_GROWTH`] above the level below it, for a load growth of at least [`LOAD_STEP`],
+/// without failing. The run then ended before its service saturated, whatever the power curve
+/// says, so its optimum lies beyond the loads it tried.
+pub fn still_growing(segments: &[SegmentAnalysis]) -> Option<&SegmentAnalysis> {
+    let loaded = levels(segments);
+    let [.., below, top] = loaded.as_slice() else {
+        return None;
+    };
+    let grew = top.load_value() / below.load_value() - 1.0 >= LOAD_STEP
+        && below.success_rps > 0.0
+        && top.success_rps / below.success_rps - 1.0 >= SATURATION_GROWTH;
+    (grew && top.error_rate <= BREAKING_ERROR_RATE).then_some(*top)
+}
+
 /// Percent change from `a` to `b` (0 when `a` is 0).
 fn change(a: f64, b: f64) -> f64 {
     if a > 0.0 {

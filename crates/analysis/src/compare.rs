@@ -1,9 +1,10 @@
 //! Comparing runs, metric by metric: each run a column, with its change against the first and,
 //! for latencies, a word on whether that change is beyond run-to-run noise; and notes on why the
-//! runs may not compare like with like. Monitored series are matched across runs by what the
-//! user called them, never by a pid, which is new in every run.
+//! runs may not compare like with like. Monitored series are matched across runs by the key
+//! their reports show (what the user called them, never a pid, which is new in every run).
 
 use crate::analyze::Analysis;
+use crate::capacity::{still_growing, NoOptimal};
 use crate::figures::{Point, StepLoad};
 use crest_model::monitor::Unit;
 use serde::Serialize;
@@ -14,8 +15,8 @@ use serde::Serialize;
 pub enum Metric {
     /// Requests per second.
     Throughput,
-    /// The best step's requests per second over the whole step, every request it counted (the
-    /// run's throughput, when it had one step).
+    /// The best step's successful requests per second in its steady state: what the service
+    /// sustained, not failures answered fast nor a warm-up.
     PeakThroughput,
     /// Successful requests per second.
     SuccessfulThroughput,
@@ -27,6 +28,9 @@ pub enum Metric {
     Requests,
     /// Requests failed.
     Failures,
+    /// Runs whose users each run a fixed number of iterations (run once, threads x loops):
+    /// seconds from the start until the last user was done, the headline of such a run.
+    AllDone,
     /// The optimal operating point's load.
     OptimalLoad,
     /// Throughput at the optimal operating point.
@@ -95,6 +99,10 @@ pub struct Row {
     pub verdict: Vec<Option<Verdict>>,
     /// True when a higher value is better (throughput), for colouring.
     pub higher_is_better: bool,
+    /// For the optimal load: a run whose figures put its optimum past the loads it tried
+    /// (successful throughput still growing at its highest level) has no value, and this is
+    /// that highest level, so the cell reads "beyond" it rather than a number to compare.
+    pub beyond: Vec<Option<StepLoad>>,
 }
 
 /// A run's shape: its model and its steps' loads.
@@ -221,8 +229,20 @@ struct Rows<'a> {
 impl Rows<'_> {
     /// Adds a row of one figure read from every run, unless no run has it.
     fn add(&mut self, metric: Metric, higher_is_better: bool, value: impl Fn(&Analysis) -> Option<f64>) {
-        let values: Vec<Option<f64>> = self.runs.iter().map(|(a, _)| value(a)).collect();
-        if values.iter().all(Option::is_none) {
+        let values = self.runs.iter().map(|(a, _)| value(a)).collect();
+        self.push(metric, higher_is_better, values, vec![None; self.runs.len()]);
+    }
+
+    /// Adds a row of the runs' values, and for each run whose value lies past its range the
+    /// level it lies beyond; unless no run has either.
+    fn push(
+        &mut self,
+        metric: Metric,
+        higher_is_better: bool,
+        values: Vec<Option<f64>>,
+        beyond: Vec<Option<StepLoad>>,
+    ) {
+        if values.iter().all(Option::is_none) && beyond.iter().all(Option::is_none) {
             return;
         }
         // A run that completed nothing has no figure to compare: its zeros are no measurement.
@@ -239,6 +259,7 @@ impl Rows<'_> {
             .collect();
         self.rows.push(Row {
             verdict: vec![None; values.len()],
+            beyond,
             metric,
             values,
             change_pct,
@@ -262,20 +283,73 @@ impl Rows<'_> {
     }
 }
 
+/// Where a run's optimum lies, judged by its figures.
+enum Optimum {
+    /// At this level (users or arrivals per second), within the loads the run tried, with its
+    /// throughput there.
+    At(f64, f64),
+    /// Past the highest level tried, this one: successful throughput was still growing there.
+    Beyond(StepLoad),
+    /// Not found (every level failed, or the run had one level).
+    Unknown,
+}
+
+fn optimum(a: &Analysis) -> Optimum {
+    if let Some(top) = still_growing(&a.segments) {
+        return Optimum::Beyond(top.load());
+    }
+    match (&a.capacity.optimal, &a.capacity.no_optimal) {
+        (Some(p), _) => Optimum::At(p.load_value, p.throughput_rps),
+        (None, Some(NoOptimal::BestAtHighest { load, .. })) => Optimum::Beyond(load.clone()),
+        _ => Optimum::Unknown,
+    }
+}
+
 /// Compares runs, each with its label, against the first.
 pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     let mut rows = Rows { runs, rows: Vec::new() };
     rows.add(Metric::Throughput, true, |a| Some(a.summary.throughput_rps));
     rows.add(Metric::PeakThroughput, true, |a| {
-        a.segments.iter().map(|s| s.whole.throughput_rps).reduce(f64::max)
+        a.segments
+            .iter()
+            .filter(|s| s.steady_requests > 0)
+            .map(|s| s.success_rps)
+            .reduce(f64::max)
     });
     rows.add(Metric::SuccessfulThroughput, true, |a| Some(a.summary.success_rps));
-    rows.add(Metric::OptimalLoad, true, |a| {
-        a.capacity.optimal.as_ref().map(|p| p.load_value)
+    // A run-once study's answer is how long everyone took; a shorter time is better.
+    rows.add(Metric::AllDone, false, |a| {
+        a.summary.users.as_ref().map(|u| u.all_done_s)
     });
-    rows.add(Metric::OptimalThroughput, true, |a| {
-        a.capacity.optimal.as_ref().map(|p| p.throughput_rps)
-    });
+    // HOOK (iterations): when Analysis carries per-flow iterations, their rows go here, beside
+    // the request rows above: completed, failed and per second, each read from every run.
+
+    // A run still growing at its highest level has no optimum within its range: its cell says
+    // so, rather than a level to compare with another run's.
+    let optima: Vec<Optimum> = runs.iter().map(|(a, _)| optimum(a)).collect();
+    let at = |pick: fn(f64, f64) -> f64| -> Vec<Option<f64>> {
+        optima
+            .iter()
+            .map(|o| match o {
+                Optimum::At(load, rps) => Some(pick(*load, *rps)),
+                _ => None,
+            })
+            .collect()
+    };
+    let beyond = optima
+        .iter()
+        .map(|o| match o {
+            Optimum::Beyond(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect();
+    rows.push(Metric::OptimalLoad, true, at(|load, _| load), beyond);
+    rows.push(
+        Metric::OptimalThroughput,
+        true,
+        at(|_, rps| rps),
+        vec![None; runs.len()],
+    );
     rows.add(Metric::SaturationLoad, true, |a| {
         a.capacity.saturation.as_ref().map(|p| p.load_value)
     });
@@ -296,8 +370,8 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     let mut series: Vec<(&str, Unit)> = Vec::new();
     for (a, _) in runs {
         for r in &a.summary.resources {
-            if !series.iter().any(|(k, _)| *k == r.same_as) {
-                series.push((&r.same_as, r.unit));
+            if !series.iter().any(|(k, _)| *k == r.key) {
+                series.push((&r.key, r.unit));
             }
         }
     }
@@ -306,7 +380,7 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
             a.summary
                 .resources
                 .iter()
-                .find(|r| r.same_as == key)
+                .find(|r| r.key == key)
                 .and_then(|r| r.all.clone())
         };
         // Less use of a resource is better; more of a rate (transactions, rows) is.

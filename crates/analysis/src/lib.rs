@@ -2,15 +2,17 @@
 //!
 //! Nothing here measures, reads files or writes text: it takes [`crest_model::Results`] and
 //! returns figures and typed findings; the report crate puts them in words. The modules form
-//! layers, each importing only those below it: [`figures`] and [`units`] at the bottom; then
-//! the stages ([`segment`], [`iterations`], [`capacity`], [`failures`], [`recovery`], [`resources`],
-//! [`validity`], [`find`], [`thresholds`]); then [`summary`], [`findings`] and [`analyze`],
+//! layers, each importing only those below it: [`figures`], [`baseline`] and [`units`] at the
+//! bottom; then the stages ([`segment`], [`iterations`], [`capacity`], [`failures`],
+//! [`recovery`], [`resources`], [`validity`], [`find`], [`thresholds`]); then [`summary`],
+//! [`findings`] and [`analyze`],
 //! which runs them in order; [`compare`] on top. [`stop`] holds the live stop rules the
 //! engine's caller evaluates while a run is in progress; thresholds and stop conditions arrive
 //! parsed, as `crest_model::expr` values.
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod baseline;
 pub mod capacity;
 pub mod compare;
 pub mod failures;

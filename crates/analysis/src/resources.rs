@@ -32,11 +32,10 @@ const MAX_POINTS: usize = 400;
 /// One monitored series, summarised.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResourceRow {
-    /// The series, `metric{label="value"}`.
+    /// The series, `metric{label="value"}`, as every report and comparison shows it: with the
+    /// process's name in place of a pid, which differs from run to run, so that runs match by
+    /// it (a label the user gave is kept as given).
     pub key: String,
-    /// What another run's series is matched by: the key, with the process's name in place of
-    /// a pid, which differs from run to run.
-    pub same_as: String,
     /// A human title.
     pub title: String,
     /// Its unit.
@@ -89,8 +88,7 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
     m.series
         .iter()
         .map(|s| ResourceRow {
-            key: s.key.to_string(),
-            same_as: same_as(&s.key, m.sources.get(s.source as usize)),
+            key: shown_key(&s.key, m.sources.get(s.source as usize)),
             title: s.title.clone(),
             unit: s.unit,
             limit: s.limit,
@@ -107,9 +105,9 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
         .collect()
 }
 
-/// See [`ResourceRow::same_as`]. A label the user gave (or a process name, a pattern) is kept:
+/// See [`ResourceRow::key`]. A label the user gave (or a process name, a pattern) is kept:
 /// only a label that is the pid itself gives way to the name.
-fn same_as(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
+fn shown_key(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
     let by_pid = |s: &&SourceRecord| !s.label.is_empty() && s.label.bytes().all(|b| b.is_ascii_digit());
     match source
         .filter(by_pid)
@@ -136,7 +134,7 @@ fn steady_window(g: &SegmentAnalysis, segments: &[SegmentAnalysis]) -> (f64, f64
 /// A resource that grows under steady load.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Leak {
-    /// The series.
+    /// The series, as [`ResourceRow::key`] shows it.
     pub key: String,
     /// Its metric's name.
     pub metric: String,
@@ -193,15 +191,16 @@ pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
             })
             .max_by(|a, b| a.1.slope.total_cmp(&b.1.slope));
         if let Some((g, t)) = best {
-            out.push(leak(s, g, &t, segments.len() > 1));
+            let key = shown_key(&s.key, m.sources.get(s.source as usize));
+            out.push(leak(s, key, g, &t, segments.len() > 1));
         }
     }
     out
 }
 
-fn leak(s: &MonitorSeries, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
+fn leak(s: &MonitorSeries, key: String, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
     Leak {
-        key: s.key.to_string(),
+        key,
         metric: s.key.metric.clone(),
         title: s.title.clone(),
         unit: s.unit,

@@ -3,6 +3,7 @@
 //! and latency describe the load level rather than the ramp into it; and the per-interval
 //! series the charts draw. Every later stage reads these figures; none recomputes them.
 
+use crate::baseline::{ratios, Candidate};
 use crate::figures::{Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, WholeStep};
 use crest_model::results::{EndReason, Interval, Results};
 use crest_model::{EncodedHistogram, HistError};
@@ -49,7 +50,17 @@ fn steps(r: &Results, unit: Unit) -> Result<Vec<SegmentAnalysis>, HistError> {
         .map(|i| segment(r, i, unit))
         .collect::<Result<Vec<_>, _>>()?;
     judge(r, &mut segments);
-    baseline(&mut segments);
+    // Steps not judged are no baseline and get no ratio.
+    let candidates: Vec<Candidate> = segments
+        .iter()
+        .map(|s| Candidate {
+            load: s.load_value(),
+            mean_ms: (s.requests > 0 && s.judged == Judged::Yes).then_some(s.latency_ms.mean),
+        })
+        .collect();
+    for (s, ratio) in segments.iter_mut().zip(ratios(&candidates)) {
+        s.ratio_to_lowest = ratio;
+    }
     Ok(segments)
 }
 
@@ -71,26 +82,6 @@ fn judge(r: &Results, segments: &mut [SegmentAnalysis]) {
             if lasted_s < CUT_SHORT * usual_s {
                 s.judged = Judged::CutShort { lasted_s, usual_s };
             }
-        }
-    }
-}
-
-/// Sets each judged step's ratio of mean latency to the baseline's.
-pub(crate) fn baseline(segments: &mut [SegmentAnalysis]) {
-    let measured = || segments.iter().filter(|s| s.requests > 0 && s.judged == Judged::Yes);
-    let lowest = match measured().any(|s| s.load_value() > 0.0) {
-        true => measured()
-            .filter(|s| s.load_value() > 0.0)
-            .min_by(|a, b| a.load_value().total_cmp(&b.load_value())),
-        false => measured().next(),
-    }
-    .map(|s| s.latency_ms.mean);
-    if let Some(low) = lowest.filter(|l| *l > 0.0) {
-        for s in segments
-            .iter_mut()
-            .filter(|s| s.requests > 0 && s.judged == Judged::Yes)
-        {
-            s.ratio_to_lowest = Some(s.latency_ms.mean / low);
         }
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::analyze::Analysis;
 use crate::capacity::{rose, LATENCY_GROWTH};
+use crate::baseline::{baseline, ratios, Candidate};
 use crate::failures::Cluster;
 use crate::figures::Percentiles;
 use crate::summary::UsersDone;
@@ -48,9 +49,12 @@ pub struct StudyPoint {
     pub throughput_rps: f64,
     /// Latency of every request, ms.
     pub latency_ms: Percentiles,
-    /// Mean latency over the first point's (seed 000's "performance ratio"); none for the first
-    /// point or when the first had no request.
+    /// Mean latency over the baseline point's (seed 000's "performance ratio"): the first point
+    /// with a request, by [`crate::baseline`], as in the joined run's report; none for the
+    /// baseline itself and for a point without a request.
     pub ratio: Option<f64>,
+    /// True for the baseline point.
+    pub baseline: bool,
     /// Per request name, aligned with [`Study::names`]; none where the point made no such
     /// request.
     pub per_name: Vec<Option<NameFigures>>,
@@ -144,11 +148,17 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
             }
         }
     }
-    let first_mean = points
-        .first()
-        .map(|(_, _, a)| &a.summary)
-        .filter(|s| s.requests > 0)
-        .map(|s| s.latency_ms.mean);
+    // The same baseline as the joined run's report: points are no load levels, so the first
+    // point measured.
+    let candidates: Vec<Candidate> = points
+        .iter()
+        .map(|(_, _, a)| Candidate {
+            load: 0.0,
+            mean_ms: (a.summary.requests > 0).then_some(a.summary.latency_ms.mean),
+        })
+        .collect();
+    let base = baseline(&candidates);
+    let ratios = ratios(&candidates);
     let rows: Vec<StudyPoint> = points
         .iter()
         .enumerate()
@@ -167,9 +177,8 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
                 duration_s: s.duration_s,
                 throughput_rps: s.throughput_rps,
                 latency_ms: s.latency_ms,
-                ratio: first_mean
-                    .filter(|m| i > 0 && *m > 0.0 && s.requests > 0)
-                    .map(|m| s.latency_ms.mean / m),
+                ratio: ratios[i].filter(|_| Some(i) != base),
+                baseline: Some(i) == base,
                 per_name: names
                     .iter()
                     .map(|n| {
@@ -226,10 +235,9 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
         }
     }
     if let (Some(first), Some(slowest)) = (
-        rows.first().filter(|p| p.requests > 0),
+        rows.iter().find(|p| p.baseline),
         rows.iter()
-            .skip(1)
-            .filter(|p| p.requests > 0)
+            .filter(|p| !p.baseline && p.ratio.is_some())
             .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean)),
     ) {
         // The points are whole runs; their growth passes the one noise rule (no per-second

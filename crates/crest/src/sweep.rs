@@ -11,7 +11,7 @@ use crate::cli::SweepArgs;
 use crate::output;
 use crate::run::{measure, Interrupt};
 use anyhow::{bail, Context, Result};
-use crest_model::results::{self, EndReason, Results, Segment};
+use crest_model::results::{self, EndReason, Results, RunConfig, Segment};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -207,6 +207,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     }
     let study_path = write_study(&dir)?;
     let kept = parts.len();
+    let config = whole_config(&parts);
     let mut parts = parts.into_iter();
     let first = parts.next().context("no point ran")?;
     let mut results = results::concat(first, parts)?;
@@ -215,7 +216,10 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         Some(Interrupt::Term) => EndReason::Sigterm,
         None => EndReason::Completed,
     };
-    results.config.duration_s = Some(results.duration_s);
+    results.config = RunConfig {
+        duration_s: Some(results.duration_s),
+        ..config
+    };
     let written = output::write_all(&dir, &results, &a.output)?;
     if let Some(why) = setup_failed {
         bail!(
@@ -227,6 +231,24 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         eprintln!("study: {}", study_path.display());
     }
     Ok(crate::run::exit_code(results.ended_by, &written, a.output.strict))
+}
+
+/// The joined run's configuration, describing every point rather than the first alone: the
+/// most users (or the highest rate) any point ran, and the iterations, request count and
+/// in-flight cap only when every point had the same.
+fn whole_config(parts: &[(Segment, Results)]) -> RunConfig {
+    let configs: Vec<&RunConfig> = parts.iter().map(|(_, r)| &r.config).collect();
+    let same = |f: fn(&RunConfig) -> Option<u64>| {
+        let first = f(configs[0]);
+        configs.iter().all(|c| f(c) == first).then_some(first).flatten()
+    };
+    RunConfig {
+        concurrency: configs.iter().map(|c| c.concurrency).max().unwrap_or(0),
+        rate: configs.iter().filter_map(|c| c.rate).reduce(f64::max),
+        iterations: same(|c| c.iterations),
+        requests: same(|c| c.requests),
+        ..configs[0].clone()
+    }
 }
 
 /// Writes the study of the points measured in `dir` (those with a results.json); returns the

@@ -45,6 +45,8 @@ struct RunView<'a> {
     title: String,
     started_at: &'a str,
     duration_s: f64,
+    /// The timeline charts and failure times follow, when longer than the duration.
+    timeline: Option<String>,
     ended_by: &'static str,
     find: Option<&'a crest_model::results::FindRecord>,
     load: String,
@@ -129,9 +131,10 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         started_at: &r.started_at,
         // The time load was sent, as the summary has it: a joined run's timeline is longer.
         duration_s: a.summary.duration_s,
+        timeline: words::timeline(r),
         ended_by: words::ended(r),
         find: r.find.as_ref(),
-        load: words::load(words::Load::of(c)),
+        load: words::run_load(r),
         command_line: c.command_line.join(" "),
         scenario: c.scenario.as_ref(),
         environment: r.environment.as_ref(),
@@ -188,11 +191,12 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
     let pts =
         |f: fn(&crest_analysis::figures::Point) -> f64| a.series.iter().map(|p| (p.t_s, f(p))).collect::<Vec<_>>();
     let load_name = if r.config.rate.is_some() { "arrivals/s" } else { "users" };
+    let seconds = words::time_axis(r);
     let mut out = vec![
         chart(
             "throughput",
             "Throughput over time",
-            "seconds",
+            seconds,
             "requests/s",
             &[("requests/s", pts(|p| p.rps))],
             &[],
@@ -200,7 +204,7 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         chart(
             "latency",
             "Latency percentiles over time",
-            "seconds",
+            seconds,
             "ms",
             &[
                 ("p50", pts(|p| p.p50_ms)),
@@ -212,7 +216,7 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         chart(
             "load",
             &format!("Load over time ({load_name})"),
-            "seconds",
+            seconds,
             load_name,
             &[(load_name, pts(|p| p.load))],
             &[],
@@ -220,7 +224,7 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         chart(
             "errors",
             "Errors over time",
-            "seconds",
+            seconds,
             "failures/s",
             &[("failures/s", pts(|p| p.errors_per_s))],
             &[],
@@ -319,7 +323,14 @@ pub fn resource_charts(r: &Results) -> Vec<Chart> {
                 let (t0, t1) = (s.points[0].0, s.points[s.points.len() - 1].0);
                 lines.push(("limit", vec![(t0, limit), (t1, limit)]));
             }
-            chart(&format!("resource-{i}"), &s.title, "seconds", unit, &lines, &[])
+            chart(
+                &format!("resource-{i}"),
+                &s.title,
+                words::time_axis(r),
+                unit,
+                &lines,
+                &[],
+            )
         })
         .collect()
 }

@@ -290,7 +290,12 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                     cells: r
                         .values
                         .iter()
-                        .map(|v| v.map(|v| words::compared_cell(&r.metric, v)))
+                        .zip(&r.beyond)
+                        .map(|(v, beyond)| match (v, beyond) {
+                            (Some(v), _) => Some(words::compared_cell(&r.metric, *v)),
+                            (None, Some(l)) => Some(words::compared_beyond(l)),
+                            (None, None) => None,
+                        })
                         .collect(),
                     change_pct: r.change_pct.clone(),
                     verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),

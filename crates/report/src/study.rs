@@ -56,7 +56,11 @@ fn view(s: &Study) -> View {
             p50: fmt::ms(p.latency_ms.p50),
             p95: fmt::ms(p.latency_ms.p95),
             mean: fmt::ms(p.latency_ms.mean),
-            ratio: p.ratio.map_or_else(|| "1.00".to_string(), |r| format!("{r:.2}")),
+            ratio: match (p.baseline, p.ratio) {
+                (true, _) => "1.00".to_string(),
+                (false, Some(r)) => format!("{r:.2}"),
+                (false, None) => "-".to_string(),
+            },
             per_name: p
                 .per_name
                 .iter()

@@ -37,12 +37,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         let flows: Vec<String> = sc.flows.iter().map(|(n, w)| format!("{n} (weight {w})")).collect();
         writeln!(out, "scenario {}: {}", sc.path, flows.join(", "))?;
     }
-    writeln!(
-        out,
-        "  {}, ended by {}",
-        words::load(words::Load::of(c)),
-        words::ended(r)
-    )?;
+    writeln!(out, "  {}, ended by {}", words::run_load(r), words::ended(r))?;
     writeln!(out)?;
     writeln!(
         out,

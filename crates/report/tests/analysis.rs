@@ -462,6 +462,10 @@ fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
 /// A run whose service was watched by `--monitor-pid`, with its pid, and the name the monitor
 /// read for it.
 fn watched_by_pid(pid: u32, rps: u64, mib: f64, cpu: f64) -> Worded {
+    analyze(&watched_by_pid_results(pid, rps, mib, cpu)).unwrap()
+}
+
+fn watched_by_pid_results(pid: u32, rps: u64, mib: f64, cpu: f64) -> Results {
     use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
     let s = |metric: &str, unit, v: f64| MonitorSeries {
         key: SeriesKey::new(metric).with("process", pid.to_string()),
@@ -471,7 +475,7 @@ fn watched_by_pid(pid: u32, rps: u64, mib: f64, cpu: f64) -> Worded {
         limit: None,
         points: (0..20).map(|t| (t as f64, v)).collect(),
     };
-    let r = ResultsBuilder::new(Outcome::Reset, true)
+    ResultsBuilder::new(Outcome::Reset, true)
         .segment(10, 20, |_| Second::ok(rps, 100.0))
         .monitor(MonitorRecord {
             interval_s: 1.0,
@@ -486,8 +490,7 @@ fn watched_by_pid(pid: u32, rps: u64, mib: f64, cpu: f64) -> Worded {
                 s("process_cpu_percent", Unit::Percent, cpu),
             ],
         })
-        .build();
-    analyze(&r).unwrap()
+        .build()
 }
 
 /// Issue 14: the same service has a new pid in every run; its memory and CPU rows are matched
@@ -561,4 +564,146 @@ fn an_n_way_comparison_notes_each_shape_and_shows_points_found() {
     // A series only the second run recorded is still a row, "-" in the others.
     let mem = row(&cmp, r#"process_resident_memory_bytes{process="crest"} (peak)"#);
     assert_eq!(mem["values"][0], Value::Null);
+}
+
+/// Issue 20: the peak is the best step's steady successful throughput. A step that answers
+/// most of its requests with fast failures counts more requests per second than it served.
+#[test]
+fn the_peak_throughput_row_counts_only_steady_successes() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 6, |_| Second::ok(400, 25.0))
+        .segment(20, 6, |_| Second {
+            ok: 300,
+            latency_ms: 60.0,
+            failed: 160,
+            failure_ms: 1.0,
+        })
+        .build();
+    let a = analyze(&r).unwrap();
+    let cmp = compare(&a, "a", &a, "b");
+    let peak = row(&cmp, "peak throughput (best step)");
+    assert_eq!(peak["values"], serde_json::json!([400.0, 400.0]), "{peak}");
+    assert_eq!(peak["cells"][0], "400.0 req/s");
+}
+
+/// Issue 20: a run-once study's answer is how long everyone took, a row of its own.
+#[test]
+fn a_run_once_comparison_has_a_row_for_the_time_until_everyone_was_done() {
+    let run = |secs: f64| {
+        let mut r = ResultsBuilder::new(Outcome::Reset, true)
+            .segment(300, 5, |_| Second::ok(400, 100.0))
+            .build();
+        let h = crest_model::hist::new_histogram();
+        r.users = Some(crest_model::results::UserTimes {
+            finished: 300,
+            cut_short: 0,
+            first_start_s: 0.0,
+            last_end_s: secs,
+            duration: crest_model::EncodedHistogram::encode(&h),
+        });
+        analyze(&r).unwrap()
+    };
+    let cmp = compare(&run(4.42), "pool-10", &run(1.72), "pool-30");
+    let done = row(&cmp, "time until every user was done");
+    assert_eq!(done["values"], serde_json::json!([4.42, 1.72]), "{done}");
+    assert_eq!(
+        (done["cells"][0].as_str(), done["cells"][1].as_str()),
+        (Some("4.42 s"), Some("1.72 s"))
+    );
+    assert!((done["change_pct"][1].as_f64().unwrap() + 61.1).abs() < 0.1, "{done}");
+    assert_eq!(done["higher_is_better"], false);
+    // A run whose users ran for a time has no such row.
+    let steps = analyze(&stepping_fixture()).unwrap();
+    let cmp = compare(&steps, "a", &steps, "b");
+    assert!(
+        !cmp["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["metric"] == "time until every user was done"),
+        "{cmp}"
+    );
+}
+
+/// Issue 20: "optimal load 100 vs 100, 0.0%" while one run still gained 53% at its highest
+/// level. A run still growing at its last level has no optimum within its range: its cell says
+/// where it lies beyond, and no change is computed against it.
+#[test]
+fn a_run_still_growing_at_its_last_level_has_its_optimum_beyond_it() {
+    // Both peak in power at 100 users; pool 10 flattens, pool 30 still gains 53% at 200.
+    let pool10 = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(50, 6, |_| Second::ok(250, 40.0))
+        .segment(100, 6, |_| Second::ok(400, 50.0))
+        .segment(200, 6, |_| Second::ok(410, 120.0))
+        .build();
+    let pool30 = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(50, 6, |_| Second::ok(300, 20.0))
+        .segment(100, 6, |_| Second::ok(800, 25.0))
+        .segment(200, 6, |_| Second::ok(1224, 60.0))
+        .build();
+    let (a, b) = (analyze(&pool10).unwrap(), analyze(&pool30).unwrap());
+    assert_eq!(
+        b.capacity.optimal.as_ref().map(|p| p.load_value),
+        Some(100.0),
+        "power alone peaks at 100 users"
+    );
+    let cmp = compare(&a, "pool-10", &b, "pool-30");
+    let optimal = row(&cmp, "optimal load");
+    assert_eq!(optimal["values"], serde_json::json!([100.0, null]), "{optimal}");
+    assert_eq!(
+        optimal["cells"],
+        serde_json::json!(["100", "beyond 200 users"]),
+        "{optimal}"
+    );
+    assert_eq!(optimal["change_pct"][1], Value::Null, "{optimal}");
+    let at = row(&cmp, "throughput at the optimal load");
+    assert_eq!(at["values"][1], Value::Null, "{at}");
+    let md = crest_report::html::compare_markdown(&crest_analysis::compare::compare(&[
+        (&a.a, "pool-10"),
+        (&b.a, "pool-30"),
+    ]))
+    .unwrap();
+    assert!(md.contains("| optimal load | 100 | beyond 200 users | - |"), "{md}");
+}
+
+/// Issue 20: a process watched by pid is keyed by its name in its own report as in a
+/// comparison (`process="crest"`, never `process="4101"`), since the pid is new in every run.
+#[test]
+fn a_process_watched_by_pid_is_keyed_by_its_name_in_reports_as_in_comparisons() {
+    let r = watched_by_pid_results(4101, 100, 100.0, 10.0);
+    let a = crest_analysis::analyze(&r).unwrap();
+    let keys: Vec<&str> = a.summary.resources.iter().map(|r| r.key.as_str()).collect();
+    let named = [
+        r#"process_resident_memory_bytes{process="crest"}"#,
+        r#"process_cpu_percent{process="crest"}"#,
+    ];
+    assert_eq!(keys, named);
+    let md = crest_report::html::markdown(&r, &a).unwrap();
+    for key in named {
+        assert!(md.contains(&format!("| `{key}` |")), "{md}");
+    }
+    assert!(!md.contains("process=\"4101\""), "{md}");
+}
+
+/// Issue 20 item 4: a sweep's 1 x 1 point whose one request took a second ended past the
+/// point's last whole second, so its steady window held nothing and its row read 0.0 req/s and
+/// p50 0.00 ms; the baseline then skipped it. Such a step has the whole step's figures.
+#[test]
+fn a_step_whose_requests_all_end_past_its_last_whole_second_keeps_them() {
+    let mut r = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(1, 2, |k| Second::ok(k, 1000.0))
+        .segment(1, 3, |_| Second::ok(5, 2000.0))
+        .build();
+    r.segments[0].end_s = 1.01;
+    r.segments[1].start_s = 2.0;
+    for g in &mut r.segments {
+        g.users = None;
+    }
+    let a = analyze(&r).unwrap();
+    let s = &a.segments[0];
+    assert_eq!((s.requests, s.steady_requests), (1, 1));
+    assert!((s.latency_ms.p50 - 1000.0).abs() < 5.0, "{:?}", s.latency_ms);
+    assert!((s.throughput_rps - 1.0 / 1.01).abs() < 1e-9, "{}", s.throughput_rps);
+    assert_eq!(s.ratio_to_lowest, Some(1.0), "it is the baseline");
+    assert!((a.segments[1].ratio_to_lowest.unwrap() - 2.0).abs() < 0.01);
 }

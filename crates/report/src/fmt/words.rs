@@ -78,6 +78,54 @@ pub fn load(l: Load) -> String {
     }
 }
 
+/// True when the run's steps are a sweep's points (each a run of its own, none a load level).
+fn sweep_points(r: &Results) -> Option<usize> {
+    let points = r.segments.len();
+    (points > 1 && r.segments.iter().all(|s| s.users.is_none() && s.rate.is_none())).then_some(points)
+}
+
+/// The load of a finished run in words, all of it: a sweep's points together, e.g. `closed
+/// model, up to 50 users once each, over 6 points`, never the first point's alone.
+pub fn run_load(r: &Results) -> String {
+    let whole = load(Load::of(&r.config));
+    match sweep_points(r) {
+        Some(points) => format!(
+            "{}, over {points} points",
+            whole.replacen(" model, ", " model, up to ", 1)
+        ),
+        None => whole,
+    }
+}
+
+/// True when the run's timeline is longer than the time load was sent: the parts of a joined
+/// run (a sweep's points, `-c` levels, a capacity search's probes) each start on a whole
+/// interval, so there are gaps between them.
+fn has_gaps(r: &Results) -> bool {
+    r.segments.len() > 1 && r.duration_s - r.active_s() > 1e-3
+}
+
+/// The run's timeline, when it has gaps: what the charts and failure times are measured on,
+/// beside the duration, which counts only the time load was sent.
+pub fn timeline(r: &Results) -> Option<String> {
+    has_gaps(r).then(|| {
+        let unit = if r.interval_s == 1.0 { "second" } else { "interval" };
+        format!(
+            "on a timeline of {} s, which charts and failure times follow: its {} parts ran one after another, each starting on a whole {unit}",
+            num(r.duration_s),
+            r.segments.len()
+        )
+    })
+}
+
+/// The x axis of a chart over time: seconds from the start of the run, on its timeline.
+pub fn time_axis(r: &Results) -> &'static str {
+    if has_gaps(r) {
+        "seconds on the run's timeline (parts joined)"
+    } else {
+        "seconds"
+    }
+}
+
 /// How a run ended, in words; a capacity search ends when its search does.
 pub fn ended(r: &Results) -> &'static str {
     if r.find.is_some() && r.ended_by == EndReason::Completed {
@@ -808,6 +856,7 @@ pub fn compared(m: &Compared) -> String {
         Compared::ErrorRate => "error rate".into(),
         Compared::Requests => "requests".into(),
         Compared::Failures => "failures".into(),
+        Compared::AllDone => "time until every user was done".into(),
         Compared::OptimalLoad => "optimal load".into(),
         Compared::OptimalThroughput => "throughput at the optimal load".into(),
         Compared::SaturationLoad => "saturation load".into(),
@@ -825,6 +874,7 @@ pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
         | Compared::SuccessfulThroughput
         | Compared::OptimalThroughput => (1.0, "req/s"),
         Compared::Latency(_) => (1.0, "ms"),
+        Compared::AllDone => (1.0, "s"),
         Compared::ErrorRate => (100.0, "%"),
         Compared::Requests
         | Compared::Failures
@@ -853,8 +903,9 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
     };
     let n = if whole && v >= 0.0 {
         super::int(v as u64)
-    } else if *m == Compared::ErrorRate {
-        // As every other report shows an error rate: 1 failure in 10,000 is not 0.0%.
+    } else if *m == Compared::ErrorRate || *m == Compared::AllDone {
+        // As every other report shows an error rate (1 failure in 10,000 is not 0.0%) and the
+        // time until the users were done (4.42 s).
         format!("{v:.2}")
     } else {
         super::num(v)
@@ -864,6 +915,11 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
         "%" => format!("{n}%"),
         _ => format!("{n} {unit}"),
     }
+}
+
+/// A comparison cell for a run whose value lies past the loads it tried: `beyond 200 users`.
+pub fn compared_beyond(l: &StepLoad) -> String {
+    format!("beyond {}", step(l))
 }
 
 /// Whether a difference is beyond noise.
@@ -911,6 +967,8 @@ mod tests {
         assert_eq!(compared_cell(&Compared::BreakingLoad, 312.5), "312.5");
         assert_eq!(compared_cell(&Compared::ErrorRate, 0.0001), "0.01%");
         assert_eq!(compared_cell(&Compared::Throughput, 394.44), "394.4 req/s");
+        assert_eq!(compared_cell(&Compared::AllDone, 4.417), "4.42 s");
+        assert_eq!(compared_beyond(&StepLoad::Users(200)), "beyond 200 users");
         let fds = "process_open_fds".to_string();
         assert_eq!(compared_cell(&Compared::SeriesMean(fds, Unit::Count), 208.0), "208");
         let cpu = "process_cpu_percent".to_string();
