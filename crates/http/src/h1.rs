@@ -89,6 +89,19 @@ pub(crate) struct Progress {
     pub read: u64,
     pub first_byte: Option<Instant>,
     pub status: Option<u16>,
+    /// Held from the first byte written until the exchange ends, so that a run's end counts
+    /// the requests it cut off.
+    sent: Option<crest_engine::Unanswered>,
+}
+
+impl Progress {
+    /// `n` more bytes of the request left.
+    pub fn wrote(&mut self, n: u64) {
+        self.written += n;
+        if self.sent.is_none() {
+            self.sent = Some(crest_engine::Unanswered::sent());
+        }
+    }
 }
 
 /// Why an exchange failed.
@@ -157,6 +170,26 @@ impl Conn {
         self.reusable
     }
 
+    /// Whether the server closed or reset this connection while it sat idle, as the runtime
+    /// last saw the socket (no system call). A request is only ever sent again on another
+    /// connection when this says so before any of its bytes were written: after that, the
+    /// server may have read it, and a second copy would be a request the user never asked
+    /// for. A close that arrives after this check fails the request as `closed`.
+    pub fn closed_while_idle(&self) -> bool {
+        let tcp = match &self.stream {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.get_ref().0,
+        };
+        let ready = std::pin::pin!(tcp.ready(tokio::io::Interest::READABLE));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::future::Future::poll(ready, &mut cx) {
+            // The closed state is kept once seen; a stale readable one is not a close.
+            std::task::Poll::Ready(Ok(r)) => r.is_read_closed(),
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        }
+    }
+
     /// Writes `request` and reads the whole response. Its head and body are kept in `keep` when
     /// given, and otherwise discarded as they are read.
     pub async fn exchange(
@@ -169,9 +202,18 @@ impl Conn {
         // Bytes left over from a previous response mean the peer sent more than it framed.
         self.start = 0;
         self.end = 0;
-        self.stream.write_all(request).await?;
+        // Counted as the socket takes them, so that a failed write says whether any byte left:
+        // a request of which none did may go out again on another connection.
+        let mut rest = request;
+        while !rest.is_empty() {
+            let n = self.stream.write(rest).await?;
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+            }
+            p.wrote(n as u64);
+            rest = &rest[n..];
+        }
         self.stream.flush().await?;
-        p.written += request.len() as u64;
         let (status, framing) = loop {
             if let Some(k) = keep.as_deref_mut() {
                 *k = Response::default();
