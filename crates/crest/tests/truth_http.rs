@@ -62,6 +62,25 @@ fn reconcile(r: &Run, c: Counts, failed_as: &str) -> BTreeMap<String, Totals> {
     o
 }
 
+/// `crest run` on a scenario whose users each send `GET /` to `addr` and think for `think`,
+/// with `more` top-level YAML (the load), from async tests.
+async fn request_then_think(addr: std::net::SocketAddr, think: &str, more: &str) -> Run {
+    let text = format!("target: http://{addr}\nsteps:\n  - request: {{path: /}}\n  - think: {think}\n{more}");
+    tokio::task::spawn_blocking(move || {
+        let (_dir, file) = common::scenario_file(&text);
+        common::run_scenario(&file, &[], &["--quiet"])
+    })
+    .await
+    .unwrap()
+}
+
+/// `crest run` against a server with `fault`, with `args`; what the server counted after.
+async fn against(fault: Fault, args: &[&str]) -> (Run, Counts) {
+    let server = Faulty::start(fault, Duration::ZERO).await;
+    let r = run_async(&server.url(), args).await;
+    (r, server.counts())
+}
+
 #[test]
 fn a_request_the_server_read_and_dropped_is_one_closed_failure_never_sent_again() {
     let _serial = common::serial();
@@ -70,10 +89,7 @@ fn a_request_the_server_read_and_dropped_is_one_closed_failure_never_sent_again(
             // A crashing worker: each connection's 4th request is read, then the connection
             // closes unanswered. crest used to send it again on a new connection and report 40
             // requests, 0 failed, while the server read 52 and dropped 12.
-            let server = Faulty::start(Fault::Drop { nth: 4 }, Duration::ZERO).await;
-            let args = [method, &["-c", "2", "-n", "40"]].concat();
-            let r = run_async(&server.url(), &args).await;
-            let c = server.counts();
+            let (r, c) = against(Fault::Drop { nth: 4 }, &[method, &["-c", "2", "-n", "40"]].concat()).await;
             assert!(c.dropped >= 9, "{c:?}");
             let o = reconcile(&r, c, "closed");
             assert_eq!(o["closed"].bytes_received, 0, "nothing was answered");
@@ -86,9 +102,11 @@ fn a_request_the_server_read_and_dropped_is_one_closed_failure_never_sent_again(
 fn a_connection_aborted_before_the_body_was_read_is_one_reset_failure() {
     let _serial = common::serial();
     rt().block_on(async {
-        let server = Faulty::start(Fault::CloseBeforeBody { nth: 3 }, Duration::ZERO).await;
-        let r = run_async(&server.url(), &["--body", "payload", "-c", "2", "-n", "30"]).await;
-        let c = server.counts();
+        let (r, c) = against(
+            Fault::CloseBeforeBody { nth: 3 },
+            &["--body", "payload", "-c", "2", "-n", "30"],
+        )
+        .await;
         assert!(c.reset >= 9, "{c:?}");
         let o = reconcile(&r, c, "reset");
         assert_eq!(o.len(), 2, "only successes and resets: {o:?}");
@@ -99,9 +117,7 @@ fn a_connection_aborted_before_the_body_was_read_is_one_reset_failure() {
 fn a_reset_in_the_middle_of_an_answer_is_one_reset_failure_with_the_bytes_that_came() {
     let _serial = common::serial();
     rt().block_on(async {
-        let server = Faulty::start(Fault::ResetMidResponse { nth: 2 }, Duration::ZERO).await;
-        let r = run_async(&server.url(), &["-c", "2", "-n", "20"]).await;
-        let c = server.counts();
+        let (r, c) = against(Fault::ResetMidResponse { nth: 2 }, &["-c", "2", "-n", "20"]).await;
         assert_eq!(c.reset, 10, "{c:?}");
         let o = reconcile(&r, c, "reset");
         assert!(o["reset"].bytes_received > 0, "half answers arrived: {o:?}");
@@ -208,13 +224,12 @@ fn only_requests_sent_and_unanswered_at_the_end_are_abandoned() {
         // server received exactly what crest completed, and nothing was cut off. crest used to
         // count the 5 thinking users as 5 requests cut off.
         let server = Faulty::start(Fault::Drop { nth: u64::MAX }, Duration::ZERO).await;
-        let (_dir, file) = common::scenario_file(&format!(
-            "target: http://{}\ndefaults: {{timeout: 1s}}\nsteps:\n  - request: {{path: /}}\n  - think: 5s\nload: {{users: 5, duration: 500ms}}\n",
-            server.addr
-        ));
-        let r = tokio::task::spawn_blocking(move || common::run_scenario(&file, &[], &["--quiet"]))
-            .await
-            .unwrap();
+        let r = request_then_think(
+            server.addr,
+            "5s",
+            "defaults: {timeout: 1s}\nload: {users: 5, duration: 500ms}\n",
+        )
+        .await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         let s = r.summary();
         assert_eq!(server.counts().answered, 5);
@@ -222,7 +237,14 @@ fn only_requests_sent_and_unanswered_at_the_end_are_abandoned() {
         assert_eq!(s["abandoned"], 0, "{s:#}");
 
         // Requests the server holds past the grace period are cut off: each one it read.
-        let server = Faulty::start(Fault::Die { answer: 0, hold: u64::MAX }, Duration::ZERO).await;
+        let server = Faulty::start(
+            Fault::Die {
+                answer: 0,
+                hold: u64::MAX,
+            },
+            Duration::ZERO,
+        )
+        .await;
         let r = run_async(&server.url(), &["-c", "3", "-d", "500ms", "--timeout", "30s"]).await;
         let s = r.summary();
         assert_eq!(s["requests"], 0, "{s:#}");
@@ -239,13 +261,7 @@ fn a_connection_the_server_closed_while_idle_is_replaced_before_anything_is_sent
         // think between requests, so the close arrives while the connection is idle. Each
         // next request goes out on a new connection, and nothing fails or goes out twice.
         let server = Faulty::start(Fault::CloseAfterAnswer { nth: 1 }, Duration::ZERO).await;
-        let (_dir, file) = common::scenario_file(&format!(
-            "target: http://{}\nsteps:\n  - request: {{path: /}}\n  - think: 300ms\nload: {{threads: 2, loops: 4}}\n",
-            server.addr
-        ));
-        let r = tokio::task::spawn_blocking(move || common::run_scenario(&file, &[], &["--quiet"]))
-            .await
-            .unwrap();
+        let r = request_then_think(server.addr, "300ms", "load: {threads: 2, loops: 4}\n").await;
         assert_eq!(r.code, 0, "{}", r.stderr);
         let s = r.summary();
         let c = server.counts();

@@ -182,24 +182,29 @@ fn open_model_with_a_count_stops_after_n_arrivals() {
     assert_eq!(samples(&r), 25);
 }
 
-#[test]
-fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
-    let start = Instant::now();
+/// 3 users on 2 threads running `workload` until a cancel after 200 ms.
+fn three_users_cancelled<W: Workload>(workload: W) -> crest_engine::EngineReport<Collect> {
     let stop = Stop::new(None, None);
     let canceller = stop.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         canceller.cancel();
     });
-    // Iterations take 10 s; the 300 ms grace period cuts them off.
-    let r = run(
+    run(
         &shape(LoadModel::users(3), 2),
-        start,
+        Instant::now(),
         &stop,
-        Arc::new(Sleepy(Duration::from_secs(10))),
+        Arc::new(workload),
         |_| Collect::default(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
+    let start = Instant::now();
+    // Iterations take 10 s; the 300 ms grace period cuts them off.
+    let r = three_users_cancelled(Sleepy(Duration::from_secs(10)));
     assert_eq!(r.cause, StopCause::Cancelled);
     assert_eq!(r.abandoned, 3);
     assert_eq!(samples(&r), 0);
@@ -224,21 +229,8 @@ impl Workload for Thinker {
 
 #[test]
 fn iterations_cut_off_in_a_think_time_abandon_no_request() {
-    let stop = Stop::new(None, None);
-    let canceller = stop.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        canceller.cancel();
-    });
     // Every user's one request was answered; the grace period ends while they think.
-    let r = run(
-        &shape(LoadModel::users(3), 2),
-        Instant::now(),
-        &stop,
-        Arc::new(Thinker(Duration::from_secs(10))),
-        |_| Collect::default(),
-    )
-    .unwrap();
+    let r = three_users_cancelled(Thinker(Duration::from_secs(10)));
     assert_eq!(samples(&r), 3);
     assert_eq!(r.abandoned, 0, "no request was in flight at the end");
 }
