@@ -12,6 +12,7 @@ mod common;
 use common::{rt, run_async, Run};
 use crest_testkit::faulty::{Counts, Fault, Faulty};
 use crest_testkit::h2::{H2Reply, H2Server};
+use crest_testkit::{Reply, Server};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,16 +63,23 @@ fn reconcile(r: &Run, c: Counts, failed_as: &str) -> BTreeMap<String, Totals> {
     o
 }
 
-/// `crest run` on a scenario whose users each send `GET /` to `addr` and think for `think`,
-/// with `more` top-level YAML (the load), from async tests.
-async fn request_then_think(addr: std::net::SocketAddr, think: &str, more: &str) -> Run {
-    let text = format!("target: http://{addr}\nsteps:\n  - request: {{path: /}}\n  - think: {think}\n{more}");
+/// `crest run` on a scenario of this text, from async tests.
+async fn scenario(text: String) -> Run {
     tokio::task::spawn_blocking(move || {
         let (_dir, file) = common::scenario_file(&text);
         common::run_scenario(&file, &[], &["--quiet"])
     })
     .await
     .unwrap()
+}
+
+/// `crest run` on a scenario whose users each send `GET /` to `addr` and think for `think`,
+/// with `more` top-level YAML (the load), from async tests.
+async fn request_then_think(addr: std::net::SocketAddr, think: &str, more: &str) -> Run {
+    scenario(format!(
+        "target: http://{addr}\nsteps:\n  - request: {{path: /}}\n  - think: {think}\n{more}"
+    ))
+    .await
 }
 
 /// `crest run` against a server with `fault`, with `args`; what the server counted after.
@@ -280,4 +288,65 @@ fn a_connection_the_server_closed_while_idle_is_replaced_before_anything_is_sent
             "{s:#}"
         );
     });
+}
+
+#[test]
+fn redirect_chains_end_at_their_timeout_or_a_long_location_and_a_step_s_own_timeout_holds() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        // A redirect loop whose every hop takes 150 ms, under a 1 s timeout: each hop used to
+        // get the whole second again, so the chain ran to the redirect limit (7.5 s).
+        let server = Server::start(|r, _| match r.path.as_str() {
+            "/fast" => Reply::ok(),
+            "/hang" => Reply::Hang,
+            "/long" => Reply::redirect(302, &format!("/{}", "a".repeat(9000))),
+            _ => Reply::Delayed(Duration::from_millis(150), Box::new(Reply::redirect(302, "/loop"))),
+        })
+        .await;
+        let base = format!("target: {}\n", server.url("").trim_end_matches('/'));
+        let r = scenario(format!(
+            "{base}defaults: {{redirects: 50, timeout: 1s}}\nsteps:\n  - request: {{path: /loop}}\nload: {{threads: 1, loops: 1}}\n"
+        ))
+        .await;
+        let s = r.summary();
+        assert_eq!(r.error_count("timeout"), 1, "{s:#}");
+        let hops = server.received().len();
+        assert!(hops < 50, "the chain stopped at its timeout, after {hops} hops");
+
+        // A Location past 8 KiB is not followed (one that grew at each hop took 30 MB a user).
+        let before = server.received().len();
+        let r = scenario(format!(
+            "{base}defaults: {{redirects: 5}}\nsteps:\n  - request: {{path: /long}}\nload: {{threads: 1, loops: 1}}\n"
+        ))
+        .await;
+        assert_eq!(r.error_count("protocol"), 1, "{}", r.stdout);
+        assert_eq!(server.received().len(), before + 1, "not followed");
+
+        // A step's own timeout, shorter than the one before it, is honoured: the session's
+        // timer was still armed for the earlier, later deadline.
+        let r = scenario(format!(
+            "{base}steps:\n  - request: {{path: /fast}}\n  - request: {{path: /hang, timeout: 300ms}}\nload: {{threads: 1, loops: 1}}\n"
+        ))
+        .await;
+        let s = r.summary();
+        assert_eq!(r.error_count("timeout"), 1, "{s:#}");
+        assert!(
+            common::f(&s, &["latency_ms", "max"]) < 20_000.0,
+            "the hanging request ended at its own 300 ms, not the default 30 s: {s:#}"
+        );
+    });
+}
+
+#[test]
+fn redirects_beyond_the_limit_are_refused_where_they_are_written() {
+    let (_dir, file) = common::scenario_file(
+        "target: http://127.0.0.1:1\nsteps:\n  - request: {path: /}\ndefaults: {redirects: 4294967295}\nload: {users: 1, duration: 1s}\n",
+    );
+    let out = common::crest().arg("validate").arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("scenario.yaml:4:23: ") && stderr.contains("redirects: at most 50"),
+        "{stderr}"
+    );
 }

@@ -142,6 +142,11 @@ impl Endpoint {
         let result = {
             let Session { conn, h2, timer, .. } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+            // A shorter timeout than the last request's (a step's own, a redirect chain's
+            // remainder) must not wait for the later deadline.
+            if timer.deadline() > deadline.into() {
+                timer.as_mut().reset(deadline.into());
+            }
             let work = self.attempt((conn, h2), call, started, deadline, &mut opened, &mut p, keep);
             tokio::pin!(work);
             loop {

@@ -199,9 +199,6 @@ impl Conn {
         p: &mut Progress,
         mut keep: Option<&mut Response>,
     ) -> Result<u16, H1Error> {
-        // Bytes left over from a previous response mean the peer sent more than it framed.
-        self.start = 0;
-        self.end = 0;
         // Counted as the socket takes them, so that a failed write says whether any byte left:
         // a request of which none did may go out again on another connection.
         let mut rest = request;
@@ -250,12 +247,19 @@ impl Conn {
                 }
             }
         }
+        if self.start < self.end {
+            // More than the response framed: the server broke the framing, and whatever
+            // follows on this connection could be read as the next request's answer.
+            self.reusable = false;
+            self.release();
+            return Err(H1Error::Parse("bytes after the end of the response"));
+        }
         self.uses += 1;
         self.release();
         Ok(status)
     }
 
-    /// Gives the read buffer back, dropping any bytes the server sent beyond the response.
+    /// Gives the read buffer back.
     fn release(&mut self) {
         self.start = 0;
         self.end = 0;
@@ -594,6 +598,21 @@ mod tests {
             c.exchange(REQ, false, &mut Progress::default(), None).await,
             Err(H1Error::Parse(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn bytes_after_the_framed_body_are_a_protocol_error() {
+        let mut c = conn_to(
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n"],
+            false,
+        )
+        .await;
+        let mut p = Progress::default();
+        assert!(matches!(
+            c.exchange(REQ, false, &mut p, None).await,
+            Err(H1Error::Parse("bytes after the end of the response"))
+        ));
+        assert!(!c.reusable(), "what follows would be read as the next answer");
     }
 
     #[tokio::test]
