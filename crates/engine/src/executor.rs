@@ -76,7 +76,8 @@ pub struct EngineReport<S> {
     pub arrivals: u64,
     /// Open model: arrivals dropped at the cap on iterations in flight.
     pub dropped: u64,
-    /// Iterations still running when the grace period ran out; they were cut off.
+    /// Requests sent and not answered when the grace period ran out ([`crate::Unanswered`]);
+    /// they were cut off.
     pub abandoned: u64,
     /// Iterations started.
     pub iterations: u64,
@@ -280,6 +281,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         .max_blocking_threads(64)
         .build()?;
     let set = LocalSet::new();
+    let unanswered = crate::unanswered::count_here();
     let sink = Rc::new(RefCell::new(sink));
     let local = Rc::new(Local {
         workload,
@@ -318,7 +320,9 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         };
         drain(shape.grace, &local.tracker, &stop).await;
         ticker.abort();
-        (arrivals, dropped, local.tracker.active.get())
+        // Requests sent and never answered, not iterations still running: those may be in a
+        // think time or a poll's wait, with nothing of theirs at the server.
+        (arrivals, dropped, unanswered.load(std::sync::atomic::Ordering::Relaxed))
     });
     let iterations = local.tracker.started.get();
     let user_times = local.user_times.take();

@@ -20,9 +20,11 @@
 
 mod executor;
 mod stop;
+mod unanswered;
 
 pub use executor::{run, EngineReport, Shape, Workload};
 pub use stop::{Stop, StopCause};
+pub use unanswered::Unanswered;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};

@@ -7,7 +7,7 @@ use crest_model::{Outcome, Sample, Sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Each iteration takes `0` and records one successful sample.
+/// Each iteration is one request that takes `0` and records one successful sample.
 struct Sleepy(Duration);
 
 impl Workload for Sleepy {
@@ -19,7 +19,9 @@ impl Workload for Sleepy {
 
     async fn iterate<'a>(&'a self, _user: &'a mut u64, ctx: Ctx<'a>) {
         let started = Instant::now();
+        let sent = crest_engine::Unanswered::sent();
         tokio::time::sleep(self.0).await;
+        drop(sent);
         let s = Sample {
             name: 0,
             segment: 0,
@@ -180,28 +182,57 @@ fn open_model_with_a_count_stops_after_n_arrivals() {
     assert_eq!(samples(&r), 25);
 }
 
-#[test]
-fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
-    let start = Instant::now();
+/// 3 users on 2 threads running `workload` until a cancel after 200 ms.
+fn three_users_cancelled<W: Workload>(workload: W) -> crest_engine::EngineReport<Collect> {
     let stop = Stop::new(None, None);
     let canceller = stop.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         canceller.cancel();
     });
-    // Iterations take 10 s; the 300 ms grace period cuts them off.
-    let r = run(
+    run(
         &shape(LoadModel::users(3), 2),
-        start,
+        Instant::now(),
         &stop,
-        Arc::new(Sleepy(Duration::from_secs(10))),
+        Arc::new(workload),
         |_| Collect::default(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn cancel_stops_an_unlimited_run_and_the_grace_period_bounds_the_drain() {
+    let start = Instant::now();
+    // Iterations take 10 s; the 300 ms grace period cuts them off.
+    let r = three_users_cancelled(Sleepy(Duration::from_secs(10)));
     assert_eq!(r.cause, StopCause::Cancelled);
     assert_eq!(r.abandoned, 3);
     assert_eq!(samples(&r), 0);
     assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+}
+
+/// Each iteration is one quick request, then a think time of `0`.
+struct Thinker(Duration);
+
+impl Workload for Thinker {
+    type User = u64;
+
+    fn new_user(&self, id: u64) -> u64 {
+        id
+    }
+
+    async fn iterate<'a>(&'a self, user: &'a mut u64, ctx: Ctx<'a>) {
+        Sleepy(Duration::ZERO).iterate(user, ctx).await;
+        tokio::time::sleep(self.0).await;
+    }
+}
+
+#[test]
+fn iterations_cut_off_in_a_think_time_abandon_no_request() {
+    // Every user's one request was answered; the grace period ends while they think.
+    let r = three_users_cancelled(Thinker(Duration::from_secs(10)));
+    assert_eq!(samples(&r), 3);
+    assert_eq!(r.abandoned, 0, "no request was in flight at the end");
 }
 
 #[test]

@@ -637,6 +637,8 @@ impl FlowWorkload {
         let Some(pg) = user.pg.as_mut() else {
             return Err((Outcome::SqlConnectionLost, "no connection".into()));
         };
+        // The step's sample is its one request; the server holds it from its first statement.
+        let _sent = crest_engine::Unanswered::sent();
         if s.transaction {
             pg.simple("BEGIN").await.map_err(|e| (e.outcome, e.message))?;
         }

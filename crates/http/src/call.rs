@@ -142,6 +142,11 @@ impl Endpoint {
         let result = {
             let Session { conn, h2, timer, .. } = &mut *session;
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+            // A shorter timeout than the last request's (a step's own, a redirect chain's
+            // remainder) must not wait for the later deadline.
+            if timer.deadline() > deadline.into() {
+                timer.as_mut().reset(deadline.into());
+            }
             let work = self.attempt((conn, h2), call, started, deadline, &mut opened, &mut p, keep);
             tokio::pin!(work);
             loop {
@@ -274,7 +279,11 @@ impl Endpoint {
     }
 
     /// One HTTP/2 exchange on the user's seat, seating it first. A request the connection
-    /// could not take (it was going away) is sent once more on another connection.
+    /// could not take is sent once more on another connection: either none of it was written
+    /// (the connection was found closed or going away first), or the server's GOAWAY named a
+    /// last processed stream below it, which is the protocol's own statement that the server
+    /// did not act on it (RFC 9113 section 6.8). No other failure is sent again: a stream that
+    /// was written and then lost with its connection is the request's outcome.
     #[allow(clippy::too_many_arguments)]
     async fn attempt_h2(
         &self,
@@ -356,9 +365,12 @@ impl Endpoint {
         Ok(conn.clone())
     }
 
-    /// One HTTP/1.1 exchange, opening a connection when there is none. A keep-alive connection
-    /// that the server closed while idle is retried once on a new connection, as browsers do,
-    /// since the server never saw the request.
+    /// One HTTP/1.1 exchange, opening a connection when there is none, or when the user's
+    /// connection was closed by the server while idle. A request goes out again on a new
+    /// connection only when none of its bytes were written (the connection was found closed
+    /// before, or the very first write failed): once a byte left, the server may have read the
+    /// request, so its failure is the request's outcome (`closed`, `reset`), never hidden by a
+    /// copy the user did not ask for.
     #[allow(clippy::too_many_arguments)]
     async fn attempt_h1(
         &self,
@@ -372,6 +384,9 @@ impl Endpoint {
     ) -> Result<u16, Failure> {
         let mut retried = false;
         loop {
+            if conn.as_ref().is_some_and(h1::Conn::closed_while_idle) {
+                *conn = None;
+            }
             let c = match conn {
                 Some(c) => c,
                 None => {
@@ -382,10 +397,9 @@ impl Endpoint {
             let reused = c.uses > 0;
             match c.exchange(call.request, call.head, p, keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
-                Err(H1Error::Closed | H1Error::Io(_)) if reused && !retried && p.read == 0 => {
+                Err(H1Error::Io(_)) if reused && !retried && p.written == 0 => {
                     *conn = None;
                     retried = true;
-                    *p = h1::Progress::default();
                 }
                 Err(e) => return Err(Failure::h1(e)),
             }

@@ -30,10 +30,12 @@ pub(crate) fn io_error(e: &io::Error) -> Outcome {
     }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => Outcome::ConnectRefused,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => Outcome::Reset,
+        // The h2 crate reports a connection that reached its end with streams open as a broken
+        // pipe of its own making (no OS error): a close, not a reset.
+        io::ErrorKind::BrokenPipe if e.raw_os_error().is_none() => Outcome::Closed,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => Outcome::Reset,
+        // A TLS stream that ended without close_notify.
+        io::ErrorKind::UnexpectedEof => Outcome::Closed,
         io::ErrorKind::TimedOut => Outcome::Timeout,
         io::ErrorKind::InvalidData => Outcome::Protocol,
         _ => Outcome::Other,
@@ -44,7 +46,7 @@ pub(crate) fn io_error(e: &io::Error) -> Outcome {
 pub(crate) fn h1_error(e: &H1Error) -> Outcome {
     match e {
         H1Error::Io(io) => io_error(io),
-        H1Error::Closed => Outcome::Reset,
+        H1Error::Closed => Outcome::Closed,
         H1Error::Parse(_) => Outcome::Protocol,
     }
 }
@@ -61,7 +63,7 @@ pub(crate) fn h2_error(e: &H2Error) -> Outcome {
     }
     match e {
         H2Error::Io(io) => io_error(io),
-        H2Error::Closed => Outcome::Reset,
+        H2Error::Closed => Outcome::Closed,
         H2Error::GoAway(_) => Outcome::H2GoAway,
         H2Error::Reset(c) => Outcome::H2Reset(*c),
         H2Error::Local(_) | H2Error::LocalReset(_) | H2Error::Exhausted => Outcome::Protocol,
@@ -88,7 +90,7 @@ mod tests {
         assert_eq!(h2_error(&H2Error::GoAway(1)), Outcome::H2Protocol);
         assert_eq!(h2_error(&H2Error::Reset(11)), Outcome::H2Reset(11));
         assert_eq!(h2_error(&H2Error::Reset(3)), Outcome::H2FlowControl);
-        assert_eq!(h2_error(&H2Error::Closed), Outcome::Reset);
+        assert_eq!(h2_error(&H2Error::Closed), Outcome::Closed);
     }
 
     #[test]
@@ -108,6 +110,15 @@ mod tests {
         assert_eq!(
             io_error(&io::Error::from_raw_os_error(libc::ECONNRESET)),
             Outcome::Reset
+        );
+        assert_eq!(io_error(&io::Error::from_raw_os_error(libc::EPIPE)), Outcome::Reset);
+        assert_eq!(
+            io_error(&io::Error::new(io::ErrorKind::BrokenPipe, "connection closed")),
+            Outcome::Closed
+        );
+        assert_eq!(
+            io_error(&io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Outcome::Closed
         );
         assert_eq!(
             io_error(&io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError)),

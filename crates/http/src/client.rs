@@ -12,7 +12,11 @@ use crate::h1::Response;
 use crate::Detail;
 use crest_model::Outcome;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The longest `Location` followed. URLs past 8 KiB are refused by most servers and proxies;
+/// a server whose `Location` grows at each hop would otherwise grow every user's memory.
+const MAX_LOCATION: usize = 8 * 1024;
 
 /// One redirect followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +53,8 @@ impl Endpoint {
         let Some(mut req) = Parsed::new(call.request) else {
             return self.call(session, call, Some(resp)).await;
         };
+        // The timeout bounds the whole chain, not each hop: a redirect loop must end in time.
+        let deadline = Instant::now() + call.timeout;
         let mut total: Option<Exchange> = None;
         let mut hops = Vec::new();
         // The server the current hop goes to: this one until a redirect leads elsewhere.
@@ -60,6 +66,7 @@ impl Endpoint {
             let hop_call = Call {
                 request: &bytes,
                 head: req.method == "HEAD",
+                timeout: deadline.saturating_duration_since(Instant::now()),
                 ..*call
             };
             let hop_session = match &other {
@@ -82,21 +89,23 @@ impl Endpoint {
                 j.store(&ep.host, &req.target, set);
             }
             let status = resp.status;
-            let location = resp.header("location").map(str::to_string);
-            let next = match (matches!(status, 301 | 302 | 303 | 307 | 308), location) {
-                (true, Some(loc)) if opts.max_redirects > 0 => ep.next_hop(&req.target, &loc),
-                _ => None,
-            };
+            let redirect = matches!(status, 301 | 302 | 303 | 307 | 308) && opts.max_redirects > 0;
+            let location = resp.header("location").filter(|_| redirect);
+            if location.is_some_and(|l| l.len() > MAX_LOCATION) {
+                total = Some(stopped(
+                    ex,
+                    Outcome::Protocol,
+                    "a redirect's Location is longer than 8 KiB",
+                ));
+                break;
+            }
+            let next = location.and_then(|loc| ep.next_hop(&req.target, loc));
             let Some(next) = next else {
                 total = Some(ex);
                 break;
             };
             if hops.len() as u32 >= opts.max_redirects {
-                let mut ex = ex;
-                ex.outcome = Outcome::TooManyRedirects;
-                ex.status = None;
-                ex.set_error(Detail::Text("stopped at the redirect limit"));
-                total = Some(ex);
+                total = Some(stopped(ex, Outcome::TooManyRedirects, "stopped at the redirect limit"));
                 break;
             }
             let (target, shown) = match next {
@@ -108,11 +117,11 @@ impl Endpoint {
                         (target.clone(), format!("{base}{target}"))
                     }
                     Err(_) => {
-                        let mut ex = ex;
-                        ex.outcome = Outcome::Other;
-                        ex.status = None;
-                        ex.set_error(Detail::Text("a redirect led to a server that cannot be reached"));
-                        total = Some(ex);
+                        total = Some(stopped(
+                            ex,
+                            Outcome::Other,
+                            "a redirect led to a server that cannot be reached",
+                        ));
                         break;
                     }
                 },
@@ -122,6 +131,14 @@ impl Endpoint {
                 location: shown,
             });
             req.redirect(status, target);
+            if Instant::now() >= deadline {
+                total = Some(stopped(
+                    ex,
+                    Outcome::Timeout,
+                    "request timed out while following redirects",
+                ));
+                break;
+            }
             total = Some(ex);
         }
         let Some(mut ex) = total else {
@@ -184,6 +201,15 @@ fn user_session<'s>(session: &'s mut Session, other: &Arc<Endpoint>) -> &'s mut 
         }
     };
     &mut others[i].1
+}
+
+/// The chain ends at `ex`, the last hop's exchange, with `outcome` for `why`: the response
+/// that arrived is not the request's result.
+fn stopped(mut ex: Exchange, outcome: Outcome, why: &'static str) -> Exchange {
+    ex.outcome = outcome;
+    ex.status = None;
+    ex.set_error(Detail::Text(why));
+    ex
 }
 
 /// A hop's exchange folded into the request's: one start, one end, the bytes and connects of

@@ -89,6 +89,19 @@ pub(crate) struct Progress {
     pub read: u64,
     pub first_byte: Option<Instant>,
     pub status: Option<u16>,
+    /// Held from the first byte written until the exchange ends, so that a run's end counts
+    /// the requests it cut off.
+    sent: Option<crest_engine::Unanswered>,
+}
+
+impl Progress {
+    /// `n` more bytes of the request left.
+    pub fn wrote(&mut self, n: u64) {
+        self.written += n;
+        if self.sent.is_none() {
+            self.sent = Some(crest_engine::Unanswered::sent());
+        }
+    }
 }
 
 /// Why an exchange failed.
@@ -157,6 +170,26 @@ impl Conn {
         self.reusable
     }
 
+    /// Whether the server closed or reset this connection while it sat idle, as the runtime
+    /// last saw the socket (no system call). A request is only ever sent again on another
+    /// connection when this says so before any of its bytes were written: after that, the
+    /// server may have read it, and a second copy would be a request the user never asked
+    /// for. A close that arrives after this check fails the request as `closed`.
+    pub fn closed_while_idle(&self) -> bool {
+        let tcp = match &self.stream {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.get_ref().0,
+        };
+        let ready = std::pin::pin!(tcp.ready(tokio::io::Interest::READABLE));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::future::Future::poll(ready, &mut cx) {
+            // The closed state is kept once seen; a stale readable one is not a close.
+            std::task::Poll::Ready(Ok(r)) => r.is_read_closed(),
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        }
+    }
+
     /// Writes `request` and reads the whole response. Its head and body are kept in `keep` when
     /// given, and otherwise discarded as they are read.
     pub async fn exchange(
@@ -166,12 +199,18 @@ impl Conn {
         p: &mut Progress,
         mut keep: Option<&mut Response>,
     ) -> Result<u16, H1Error> {
-        // Bytes left over from a previous response mean the peer sent more than it framed.
-        self.start = 0;
-        self.end = 0;
-        self.stream.write_all(request).await?;
+        // Counted as the socket takes them, so that a failed write says whether any byte left:
+        // a request of which none did may go out again on another connection.
+        let mut rest = request;
+        while !rest.is_empty() {
+            let n = self.stream.write(rest).await?;
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+            }
+            p.wrote(n as u64);
+            rest = &rest[n..];
+        }
         self.stream.flush().await?;
-        p.written += request.len() as u64;
         let (status, framing) = loop {
             if let Some(k) = keep.as_deref_mut() {
                 *k = Response::default();
@@ -208,12 +247,19 @@ impl Conn {
                 }
             }
         }
+        if self.start < self.end {
+            // More than the response framed: the server broke the framing, and whatever
+            // follows on this connection could be read as the next request's answer.
+            self.reusable = false;
+            self.release();
+            return Err(H1Error::Parse("bytes after the end of the response"));
+        }
         self.uses += 1;
         self.release();
         Ok(status)
     }
 
-    /// Gives the read buffer back, dropping any bytes the server sent beyond the response.
+    /// Gives the read buffer back.
     fn release(&mut self) {
         self.start = 0;
         self.end = 0;
@@ -552,6 +598,21 @@ mod tests {
             c.exchange(REQ, false, &mut Progress::default(), None).await,
             Err(H1Error::Parse(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn bytes_after_the_framed_body_are_a_protocol_error() {
+        let mut c = conn_to(
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n"],
+            false,
+        )
+        .await;
+        let mut p = Progress::default();
+        assert!(matches!(
+            c.exchange(REQ, false, &mut p, None).await,
+            Err(H1Error::Parse("bytes after the end of the response"))
+        ));
+        assert!(!c.reusable(), "what follows would be read as the next answer");
     }
 
     #[tokio::test]

@@ -21,8 +21,12 @@ pub enum Outcome {
     /// The host name did not resolve, when each connection resolves it
     /// (`--dns-per-connection`): no address, or the resolver failed.
     DnsFailed,
-    /// The peer reset or closed the connection before the response was complete.
+    /// The peer reset the connection (TCP RST) before the response was complete.
     Reset,
+    /// The peer closed the connection (end of stream, without a reset) before the response
+    /// was complete: the request was sent and never answered, as when a server's worker
+    /// crashes. crest does not send it again: the server may have acted on it.
+    Closed,
     /// The request did not complete within the request timeout.
     Timeout,
     /// The TLS handshake failed (bad certificate, protocol mismatch).
@@ -85,6 +89,7 @@ impl Outcome {
             Outcome::ConnectTimeout => "connect_timeout",
             Outcome::DnsFailed => "dns_failed",
             Outcome::Reset => "reset",
+            Outcome::Closed => "closed",
             Outcome::Timeout => "timeout",
             Outcome::Tls => "tls",
             Outcome::Protocol => "protocol",
@@ -114,6 +119,7 @@ impl Outcome {
             Outcome::ConnectTimeout => "connect timeout".into(),
             Outcome::DnsFailed => "host name did not resolve".into(),
             Outcome::Reset => "connection reset".into(),
+            Outcome::Closed => "closed before the response".into(),
             Outcome::Timeout => "request timeout".into(),
             Outcome::Tls => "TLS error".into(),
             Outcome::Protocol => "body or protocol error".into(),
@@ -192,6 +198,7 @@ impl FromStr for Outcome {
             "connect_timeout" => Outcome::ConnectTimeout,
             "dns_failed" => Outcome::DnsFailed,
             "reset" => Outcome::Reset,
+            "closed" => Outcome::Closed,
             "timeout" => Outcome::Timeout,
             "tls" => Outcome::Tls,
             "protocol" => Outcome::Protocol,
@@ -237,7 +244,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -257,6 +264,7 @@ mod tests {
             Outcome::ConnectTimeout,
             Outcome::DnsFailed,
             Outcome::Reset,
+            Outcome::Closed,
             Outcome::Timeout,
             Outcome::Tls,
             Outcome::Protocol,

@@ -51,6 +51,10 @@ impl FromStr for HttpVersion {
     }
 }
 
+/// The most redirects a request may follow: curl's default limit. A chain longer than this is a
+/// loop, and each hop it follows is kept in the request's record.
+pub const MAX_REDIRECTS: u32 = 50;
+
 /// HTTP client behaviour for one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpOptions {
@@ -58,7 +62,8 @@ pub struct HttpOptions {
     pub version: HttpVersion,
     /// HTTP/2: most virtual users sharing one connection, each with one stream in flight.
     pub max_streams: u32,
-    /// Redirects followed per request (0: none; the 3xx response is the result).
+    /// Redirects followed per request (0: none; the 3xx response is the result), at most
+    /// [`MAX_REDIRECTS`].
     pub max_redirects: u32,
     /// Send `Accept-Encoding: gzip, deflate, br` and decode what comes back.
     pub compression: bool,

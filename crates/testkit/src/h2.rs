@@ -27,6 +27,15 @@ pub enum H2Reply {
     /// Shut the whole connection down with GOAWAY and this error code, without answering:
     /// streams still in flight on it fail.
     GoAway(u32),
+    /// Close the connection at once, without answering and without GOAWAY, as a crashing
+    /// process would: the client is never told which streams were processed.
+    Crash,
+}
+
+/// How a stream asks its connection to end.
+enum End {
+    GoAway(u32),
+    Crash,
 }
 
 impl H2Reply {
@@ -113,8 +122,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, shared: Shared) {
     else {
         return;
     };
-    // Streams ask the accept loop, which owns the connection, to send GOAWAY.
-    let (goaway_tx, mut goaway_rx) = mpsc::unbounded_channel::<u32>();
+    // Streams ask the accept loop, which owns the connection, to send GOAWAY or to crash.
+    let (goaway_tx, mut goaway_rx) = mpsc::unbounded_channel::<End>();
     loop {
         tokio::select! {
             next = conn.accept() => {
@@ -126,7 +135,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, shared: Shared) {
                 };
                 tokio::spawn(stream(req, respond, shared.clone(), goaway_tx.clone()));
             }
-            Some(code) = goaway_rx.recv() => conn.abrupt_shutdown(h2::Reason::from(code)),
+            Some(end) = goaway_rx.recv() => match end {
+                End::GoAway(code) => conn.abrupt_shutdown(h2::Reason::from(code)),
+                End::Crash => return,
+            },
         }
     }
 }
@@ -135,7 +147,7 @@ async fn stream(
     req: http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     shared: Shared,
-    goaway: mpsc::UnboundedSender<u32>,
+    goaway: mpsc::UnboundedSender<End>,
 ) {
     let (parts, mut body) = req.into_parts();
     let mut data = Vec::new();
@@ -196,7 +208,14 @@ async fn stream(
         H2Reply::Reset(code) => respond.send_reset(h2::Reason::from(code)),
         H2Reply::GoAway(code) => {
             shared.gone.store(true, Ordering::SeqCst);
-            let _ = goaway.send(code);
+            let _ = goaway.send(End::GoAway(code));
+        }
+        H2Reply::Crash => {
+            shared.gone.store(true, Ordering::SeqCst);
+            let _ = goaway.send(End::Crash);
+            // Dropping the stream first would reset it: the connection goes before it does.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            drop(respond);
         }
     }
 }

@@ -5,6 +5,7 @@
 //! Every server records what it received so tests can check both sides of the wire.
 #![allow(missing_docs)]
 
+pub mod faulty;
 pub mod h2;
 pub mod proxy;
 pub mod results;
@@ -49,6 +50,8 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     },
+    /// Wait, then do as the reply inside says.
+    Delayed(Duration, Box<Reply>),
     /// Answer with this status and body (JSON, say), after a delay.
     Body {
         delay: Duration,
@@ -361,6 +364,13 @@ where
         };
         let reply = behaviour(&r, idx);
         rec.lock().expect("lock").push(r);
+        let reply = match reply {
+            Reply::Delayed(delay, then) => {
+                precise_sleep(delay).await;
+                *then
+            }
+            reply => reply,
+        };
         match reply {
             Reply::Respond {
                 delay,
@@ -427,6 +437,7 @@ where
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
             }
+            Reply::Delayed(..) => unreachable!("waited for above"),
         }
     }
 }

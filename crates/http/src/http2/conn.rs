@@ -264,7 +264,7 @@ impl Exchange<'_> {
                 let id = st.next_id;
                 st.next_id += 2;
                 st.open(id, req, keep.is_some());
-                p.written += req.size;
+                p.wrote(req.size);
                 self.id = Some(id);
                 id
             }

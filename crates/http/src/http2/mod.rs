@@ -271,8 +271,9 @@ pub(crate) fn translate(request: &[u8], https: bool, own: bool) -> Result<H2Requ
 
 /// Why an HTTP/2 exchange failed.
 pub(crate) enum H2Fail {
-    /// The connection could not take the request (it went away first): the server never saw
-    /// it, so it may be sent again on a new connection.
+    /// The connection could not take the request (it went away first), or the server's
+    /// GOAWAY said that it was not processed: the server did not act on it, so it may be sent
+    /// again on a new connection.
     NotSent(H2Error),
     /// The request was sent and then failed.
     Sent(H2Error),

@@ -91,7 +91,7 @@ async fn exchange_inner(
     if !req.body.is_empty() {
         body_tx.send_data(req.body.clone(), true).map_err(Fail::Sent)?;
     }
-    p.written += req.size;
+    p.wrote(req.size);
     let response = response.await.map_err(Fail::Sent)?;
     p.first_byte = Some(Instant::now());
     let status = response.status().as_u16();

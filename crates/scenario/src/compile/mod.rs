@@ -407,6 +407,14 @@ impl Cx<'_> {
             self.http.max_streams = **n;
         }
         if let Some(n) = &d.redirects {
+            use crest_model::protocol::MAX_REDIRECTS;
+            if **n > MAX_REDIRECTS {
+                self.err(
+                    n.at(),
+                    format!("redirects: at most {MAX_REDIRECTS} (a longer chain is a loop)"),
+                    None,
+                );
+            }
             self.http.max_redirects = **n;
         }
         if let Some(b) = &d.compression {
