@@ -239,6 +239,10 @@ impl FlowWorkload {
         on_failure: OnFailure,
     ) -> Result<Control, Failed> {
         for (i, step) in steps.iter().enumerate() {
+            // Steps that do no I/O (a `set` in a loop of a billion rounds) never wait, so they
+            // spend the task's cooperative budget to hand the thread back now and then: the
+            // ticker, the deadline and a signal's stop all run on this thread.
+            tokio::task::coop::consume_budget().await;
             let done = match step {
                 Step::Request(r) => self
                     .request(r, user, ctx, intended.take())

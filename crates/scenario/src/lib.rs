@@ -27,6 +27,8 @@ pub struct Scenario {
     pub plan: Plan,
     /// What each user does.
     pub flow: FlowPlan,
+    /// What is valid but probably not meant (a loop that sends nothing), located in the file.
+    pub warnings: Vec<Problem>,
 }
 
 /// A scenario's plan before it is resolved, and what its users do.
@@ -36,6 +38,8 @@ pub struct Drafted {
     pub draft: Draft,
     /// What each user does.
     pub flow: FlowPlan,
+    /// See [`Scenario::warnings`].
+    pub warnings: Vec<Problem>,
 }
 
 /// Reads and validates a scenario file. `${env:NAME}` reads the process environment.
@@ -77,7 +81,11 @@ impl Drafted {
             .draft
             .resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))
             .map_err(|e| located(file, e))?;
-        Ok(Scenario { plan, flow: self.flow })
+        Ok(Scenario {
+            plan,
+            flow: self.flow,
+            warnings: self.warnings,
+        })
     }
 }
 
@@ -156,7 +164,11 @@ pub fn draft_str(
                 monitor: c.monitor,
                 log_requests: c.log_requests,
             };
-            Ok(Drafted { draft, flow: c.flow })
+            Ok(Drafted {
+                draft,
+                flow: c.flow,
+                warnings: cx.warnings,
+            })
         }
         _ => Err(fail(if problems.is_empty() {
             vec![Problem {

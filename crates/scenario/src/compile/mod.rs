@@ -65,6 +65,8 @@ pub(crate) struct Cx<'a> {
     dir: PathBuf,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub problems: Vec<Problem>,
+    /// What is valid but probably not meant, for `crest validate` to show.
+    pub warnings: Vec<Problem>,
     names: Vec<String>,
     /// Where each name is in `names`.
     name_ids: HashMap<String, u32>,
@@ -95,6 +97,7 @@ impl<'a> Cx<'a> {
             dir: dir.to_path_buf(),
             env,
             problems: Vec::new(),
+            warnings: Vec::new(),
             names: Vec::new(),
             name_ids: HashMap::new(),
             part_of: Vec::new(),
