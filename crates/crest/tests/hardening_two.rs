@@ -129,3 +129,98 @@ fn tiny_rates_are_refused_naming_the_flag_or_the_line() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 1);
 }
+
+/// Every file under `dir`, as bytes, with its path.
+fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// None of `secrets` is in any file of `dir` (gzip'd request logs decompressed), nor in
+/// `outputs`.
+fn assert_nowhere(secrets: &[&str], dir: &std::path::Path, outputs: &[&str]) {
+    let files = every_file(dir);
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with("results.json")),
+        "the run wrote its results"
+    );
+    for s in secrets {
+        for (path, bytes) in &files {
+            assert!(
+                !bytes.windows(s.len()).any(|w| w == s.as_bytes()),
+                "{s} is written in {}",
+                path.display()
+            );
+        }
+        for o in outputs {
+            assert!(!o.contains(s), "{s} is shown:\n{o}");
+        }
+    }
+}
+
+#[test]
+fn json_bodies_and_checks_of_secret_fields_are_never_quoted() {
+    common::rt().block_on(async {
+        let server = crest_testkit::Server::start(|_, _| {
+            crest_testkit::Reply::json(200, r#"{"token":"SERVERTOKEN1","status":"ok"}"#)
+        })
+        .await;
+        // Quick mode: a JSON body with secret-named fields.
+        let r = common::run_async(
+            &server.url("/login"),
+            &["-n", "3", "--body", r#"{"user":"ann","password":"BODYPASS1","client_secret":"BODYSECRET1"}"#],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let dir = r.dir.path().to_path_buf();
+        let report = tokio::task::spawn_blocking(move || crest_out(&["report", dir.to_str().unwrap()]))
+            .await
+            .unwrap();
+        assert_eq!(report.0, 0, "{}", report.2);
+        assert_nowhere(
+            &["BODYPASS1", "BODYSECRET1"],
+            r.dir.path(),
+            &[&r.stdout, &r.stderr, &report.1, &report.2],
+        );
+        assert!(r.results_text().contains(r#"\"user\":\"ann\""#), "other fields stay readable");
+        // The server was sent the body as given.
+        let bodies: Vec<String> = server
+            .received()
+            .iter()
+            .map(|q| String::from_utf8_lossy(&q.body).into_owned())
+            .collect();
+        assert!(bodies.iter().all(|b| b.contains("BODYPASS1")), "{bodies:?}");
+
+        // A scenario: a check on a server-issued token fails, and a JSON body's secret field
+        // comes from the environment.
+        let text = format!(
+            "target: {}\nload: {{threads: 1, loops: 1}}\nsteps:\n  - request:\n      method: POST\n      path: /login\n      json: {{user: ann, password: \"${{env:PW}}\"}}\n      check: {{json: {{\"$.token\": EXPECTEDTOKEN1}}}}\n  - request:\n      path: /items\n      extract: {{session_token: \"$.token\"}}\n      check: {{json: {{\"$.status\": fine}}}}\n",
+            server.url("").trim_end_matches('/')
+        );
+        let (_guard, file) = scenario_file(&text);
+        let r = tokio::task::spawn_blocking(move || {
+            common::run_scenario(&file, &[("PW", "ENVPASS2")], &["--log-requests"])
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 1, "every request failed its check: {}", r.stderr);
+        assert_eq!(r.error_count("check_failed"), 1, "{}", r.stdout);
+        let failures = std::fs::read_to_string(r.dir.path().join("failures.csv")).unwrap();
+        assert!(
+            failures.contains("$.token is not the expected value"),
+            "the failure still says what was wrong: {failures}"
+        );
+        assert_nowhere(&["SERVERTOKEN1", "EXPECTEDTOKEN1", "ENVPASS2"], r.dir.path(), &[&r.stdout, &r.stderr]);
+    });
+}

@@ -354,7 +354,13 @@ impl FlowWorkload {
                     let now: Vec<String> = p
                         .until
                         .iter()
-                        .map(|(v, _)| format!("{v} is {:?}", u.vars.get(v).map_or("", |s| s)))
+                        .map(|(v, _)| match u.vars.get(v) {
+                            // A token being polled for is a credential: say only whether it is set.
+                            Some(_) if crest_model::redact::is_secret_name(v) => {
+                                format!("{v} is {}", crest_model::redact::REDACTED)
+                            }
+                            value => format!("{v} is {:?}", value.map_or("", |s| s)),
+                        })
                         .collect();
                     PollVerdict::GiveUp(format!(
                         "gave up after {} s: {}",
@@ -683,6 +689,9 @@ impl FlowWorkload {
                 crate::plan::SqlCheck::Value(col, want) => {
                     match last.returned.first().map(|row| crest_pg::value(row, col)) {
                         Some(Ok(Some(v))) if v == *want => Ok(()),
+                        Some(Ok(_)) if crest_model::redact::is_secret_name(col) => Err(format!(
+                            "{col} is not the expected value (neither is shown: the name looks secret)"
+                        )),
                         Some(Ok(v)) => Err(format!("{col} is {v:?}, expected {want:?}")),
                         Some(Err(m)) => Err(m.to_string()),
                         None => Err(format!("no row to read {col} from")),
