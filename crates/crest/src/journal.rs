@@ -155,7 +155,8 @@ fn read_find(dir: &Path) -> Result<Option<crest_model::results::FindRecord>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?;
+    let text = crest_model::input::read_file(&path, crest_model::input::MAX_RESULTS)
+        .with_context(|| format!("{}: cannot read it", path.display()))?;
     serde_json::from_slice(&text)
         .map(Some)
         .with_context(|| format!("{}: not a capacity search's record", path.display()))

@@ -205,7 +205,8 @@ pub fn read_results(path: &Path) -> Result<Results> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).with_context(|| format!("{}: cannot read it", file.display()))?;
+    let text = crest_model::input::read_text_file(&file, crest_model::input::MAX_RESULTS)
+        .with_context(|| format!("{}: cannot read it", file.display()))?;
     crest_model::results::parse(&text).with_context(|| format!("{}: not a crest results document", file.display()))
 }
 

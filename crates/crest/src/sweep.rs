@@ -117,8 +117,8 @@ fn points(a: &SweepArgs) -> Result<Points> {
 /// Runs the sweep. Returns the exit code.
 pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     let p = points(a)?;
-    let text =
-        std::fs::read_to_string(&a.scenario).with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
+    let text = crest_model::input::read_text_file(&a.scenario, crest_model::input::MAX_SCENARIO)
+        .with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
     let file = a.scenario.display().to_string();
     let dir_of = a.scenario.parent().unwrap_or(std::path::Path::new("."));
     // Every point must be valid before the first setup command runs.
@@ -233,9 +233,11 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
 /// path of its Markdown.
 pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
     let path = dir.join(SWEEP_FILE);
-    let p: Points =
-        serde_json::from_slice(&std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?)
-            .with_context(|| format!("{}: not a sweep's record", path.display()))?;
+    let p: Points = serde_json::from_slice(
+        &crest_model::input::read_file(&path, crest_model::input::MAX_RESULTS)
+            .with_context(|| format!("{}: cannot read it", path.display()))?,
+    )
+    .with_context(|| format!("{}: not a sweep's record", path.display()))?;
     let mut measured = Vec::new();
     for k in 0..p.points.len() {
         let results = dir.join(crest_report::study::point_dir(k)).join("results.json");

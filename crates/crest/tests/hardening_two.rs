@@ -224,3 +224,153 @@ fn json_bodies_and_checks_of_secret_fields_are_never_quoted() {
         assert_nowhere(&["SERVERTOKEN1", "EXPECTEDTOKEN1", "ENVPASS2"], r.dir.path(), &[&r.stdout, &r.stderr]);
     });
 }
+
+/// `crest ARGS...` with its address space capped at 1.5 GB (`ulimit -v`), so an input that
+/// takes memory without bound fails this test instead of the machine: exit code, stdout, stderr.
+fn crest_capped(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_crest"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("memory allocation"),
+        "{args:?}: {stderr}"
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+#[test]
+fn no_input_takes_memory_without_bound() {
+    let target = common::target_process(&[]);
+    let base = target.url.trim_end_matches('/');
+
+    // A variable that doubles each round: 2^64 bytes unbounded; the users stop at the limit.
+    let (_guard, file) = scenario_file(&format!(
+        "target: {base}\nload: {{users: 2, duration: 1s}}\nvariables: {{a: x}}\nsteps:\n  - loop: {{times: 64, steps: [{{set: {{a: \"${{a}}${{a}}\"}}}}]}}\n  - request: {{path: /}}\n"
+    ));
+    let out = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = crest_capped(&["run", file.to_str().unwrap(), "--out", out.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "no request succeeded: {stderr}");
+    common::check_counts(&out.path().join("results.json"));
+    assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 0);
+
+    // /dev/zero as each input, and a scenario past its size: refused, naming the input.
+    let (code, _, stderr) = crest_capped(&["run", &target.url, "--body-file", "/dev/zero", "-n", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--body-file /dev/zero") && stderr.contains("larger than 64 MiB"),
+        "{stderr}"
+    );
+    for cmd in ["validate", "run"] {
+        let (code, _, stderr) = crest_capped(&[cmd, "/dev/zero"]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains("/dev/zero: cannot read the file: it is larger than 1 MiB"),
+            "{stderr}"
+        );
+    }
+    let (_guard, file) = scenario_file(&format!(
+        "target: {base}\ndata:\n  d: {{file: /dev/zero}}\nload: {{users: 1, duration: 1s}}\nsteps:\n  - request: {{path: /}}\n"
+    ));
+    let (code, _, stderr) = crest_capped(&["validate", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("scenario.yaml:3:13: data d") && stderr.contains("larger than 64 MiB"),
+        "{stderr}"
+    );
+    let big = format!(
+        "target: {base}\nload: {{users: 1, duration: 1s}}\nsteps:\n  - request: {{path: /}}\n#{}\n",
+        "x".repeat(2 << 20)
+    );
+    let (_guard, file) = scenario_file(&big);
+    let (code, _, stderr) = crest_capped(&["validate", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("larger than 1 MiB"), "{stderr}");
+    assert_eq!(
+        common::target_metric(&target.url, "crest_target_requests_total"),
+        0,
+        "nothing was sent"
+    );
+}
+
+/// A real run's results.json, edited by `edit`, read back by `crest report` (with its memory
+/// capped): the exit code and stderr.
+fn report_of_edited(edit: impl FnOnce(&mut serde_json::Value)) -> (i32, String) {
+    let target = common::target_process(&[]);
+    let r = common::run(&target.url, &["-n", "20", "-c", "2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut doc = r.results();
+    edit(&mut doc);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("edited.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (code, _, stderr) = crest_capped(&["report", file.to_str().unwrap()]);
+    (code, stderr)
+}
+
+/// A histogram whose header declares a 2 GiB payload, in the V2 deflate encoding.
+const HUGE_HISTOGRAM: &str =
+    "HISTFAAAAEJ4nJNpmSzcwAAHzFCaEURcm7yEwf4DRGCpCJMqkyATNxMTMwsTJxMrkGZiZ+IFMlYyMi1mZzrPwnTQmYkJAGuYCYE=";
+
+#[test]
+fn results_that_do_not_hold_together_are_refused_naming_the_field() {
+    let cases: Vec<(Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+        (Box::new(|d| d["started_at"] = "yesterday".into()), "started_at"),
+        (
+            Box::new(|d| {
+                let n = d["status_codes"]["200"].clone();
+                d["status_codes"] = serde_json::json!({ "abc": n });
+            }),
+            "status_codes.abc",
+        ),
+        (Box::new(|d| d["status_codes"]["200"] = 21.into()), "status_codes"),
+        (
+            Box::new(|d| d["intervals"][0]["requests"] = 1000.into()),
+            "intervals' requests",
+        ),
+        (Box::new(|d| d["stats"][0]["count"] = 19.into()), "stats[0].latency"),
+        (
+            Box::new(|d| d["stats"][0]["latency"] = HUGE_HISTOGRAM.into()),
+            "stats[0].latency",
+        ),
+    ];
+    for (edit, field) in cases {
+        let (code, stderr) = report_of_edited(edit);
+        assert_eq!(code, 2, "{field}: {stderr}");
+        assert!(
+            stderr.contains("edited.json: not a crest results document") && stderr.contains(field),
+            "{field}: {stderr}"
+        );
+    }
+    // The run's own document, unedited, is read.
+    let (code, stderr) = report_of_edited(|_| {});
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_journal_with_a_million_names_is_refused_at_its_first_line() {
+    let target = common::target_process(&[]);
+    let r = common::run(&target.url, &["-n", "5"]);
+    let journal = std::fs::read_to_string(r.dir.path().join("journal.jsonl")).unwrap();
+    let mut lines: Vec<String> = journal.lines().map(str::to_string).collect();
+    let mut start: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    start["names"] = (0..1_000_000).map(|i| format!("n{i}")).collect::<Vec<_>>().into();
+    lines[0] = start.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("journal.jsonl"), lines.join("\n") + "\n").unwrap();
+    let (code, _, stderr) = crest_capped(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("line 1: names: 1000000 of them; a run has at most 10000"),
+        "{stderr}"
+    );
+}

@@ -2,7 +2,7 @@
 
 use crate::extract::LazyJson;
 use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, Part, PartContent, PollStep, RequestStep, Step};
-use crate::template::{Scope, Template};
+use crate::template::{Scope, Template, MAX_VALUE};
 use crest_engine::{Ctx, Workload};
 use crest_http::{build_request, Call, CookieJar, Response, Session};
 use crest_model::Outcome;
@@ -254,11 +254,23 @@ impl FlowWorkload {
                     Ok(Control::Done)
                 }
                 Step::Set(vars) => {
+                    let mut done = Ok(Control::Done);
                     for (name, t) in vars {
-                        let v = t.render(&UserScope { user, plan: &self.plan });
-                        user.vars.insert(name.clone(), v);
+                        match t.render_at_most(&UserScope { user, plan: &self.plan }, MAX_VALUE) {
+                            Some(v) => {
+                                user.vars.insert(name.clone(), v);
+                            }
+                            None => {
+                                // A value that outgrows the limit grows every round (it is set
+                                // from itself): this user could only fail again, so it stops.
+                                user.vars.remove(name);
+                                user.stopped = true;
+                                done = Err(Failed::default());
+                                break;
+                            }
+                        }
                     }
-                    Ok(Control::Done)
+                    done
                 }
                 Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {

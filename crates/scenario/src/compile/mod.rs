@@ -238,7 +238,7 @@ impl<'a> Cx<'a> {
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
         self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
-            match std::fs::read(self.resolve(ca)) {
+            match crest_model::input::read_file(&self.resolve(ca), crest_model::input::MAX_DATA_FILE) {
                 Ok(pem) => self.tls.ca_pem = Some(pem),
                 Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
             }
@@ -433,7 +433,7 @@ impl Cx<'_> {
         match (&d.cert, &d.key) {
             (Some(c), Some(k)) => {
                 let read = |cx: &mut Self, f: &Sp<String>, what: &str| {
-                    std::fs::read(cx.resolve(f))
+                    crest_model::input::read_file(&cx.resolve(f), crest_model::input::MAX_DATA_FILE)
                         .map_err(|e| cx.err(f.at(), format!("{what} {:?}: cannot read it: {e}", f.as_str()), None))
                         .ok()
                 };
