@@ -136,6 +136,8 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;
     output::write_atomic(&dir.join(SWEEP_FILE), &serde_json::to_vec_pretty(&p)?)?;
     let mut parts: Vec<(Segment, Results)> = Vec::new();
+    // False once a point's journal or request log could not be written in full.
+    let mut whole = true;
     let mut interrupted = None;
     let mut setup_failed = None;
     for (k, s) in scenarios.into_iter().enumerate() {
@@ -188,8 +190,10 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
         output::write_atomic(&own.join("results.json"), &serde_json::to_vec_pretty(&m.results)?)?;
         if let Err(e) = crest_report::write_run(&own, &m.results) {
-            eprintln!("warning: {label}: {e}");
+            eprintln!("error: {label}: {e}");
+            whole = false;
         }
+        whole &= m.whole;
         parts.push((segment, m.results));
         if m.interrupted.is_some() {
             interrupted = m.interrupted;
@@ -216,7 +220,8 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         None => EndReason::Completed,
     };
     results.config.duration_s = Some(results.duration_s);
-    let written = output::write_all(&dir, &results, &a.output)?;
+    let mut written = output::write_all(&dir, &results, &a.output)?;
+    written.complete &= whole;
     if let Some(why) = setup_failed {
         bail!(
             "{why}; the {kept} point(s) measured before it are kept, with their study: {}",

@@ -374,3 +374,41 @@ fn a_journal_with_a_million_names_is_refused_at_its_first_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_output_that_cannot_be_written_whole_is_never_left_partial_and_exits_4() {
+    // RLIMIT_FSIZE (10 KB a file, with SIGXFSZ ignored so a write fails with EFBIG) stands in
+    // for a full disk: results.json and the journal fit, report.html does not.
+    let target = common::target_process(&[]);
+    let out = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 10 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_crest"))
+        .args(["run", &target.url, "-n", "20", "-c", "2", "-q", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("cannot write") && stderr.contains("report.html"),
+        "{stderr}"
+    );
+    let names: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("report.html")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.ends_with(".tmp") || n.ends_with(".reserve")),
+        "{names:?}"
+    );
+    common::check_counts(&out.path().join("results.json"));
+    assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 20);
+
+    // With room again, `crest report` writes them.
+    let (code, _, stderr) = crest_out(&["report", out.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.path().join("report.html").is_file());
+}
