@@ -123,9 +123,15 @@ pub fn measure<W: Workload>(
     let (tx, rx) = mpsc::channel();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     // Handlers are installed before the first request, so an early Ctrl-C is never lost.
-    let (mut sigint, mut sigterm) = {
+    // SIGHUP (the SSH session that started the run dropped) is taken as SIGTERM: stop, and
+    // write what was measured.
+    let (mut sigint, mut sigterm, mut sighup) = {
         let _guard = rt.enter();
-        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        )
     };
 
     // Checked before anything is sent; sampling starts with the load.
@@ -227,6 +233,10 @@ pub fn measure<W: Workload>(
                     interrupt.get_or_insert(Interrupt::Int);
                 }
                 _ = sigterm.recv() => {
+                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
+                    interrupt.get_or_insert(Interrupt::Term);
+                }
+                _ = sighup.recv() => {
                     if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
                     interrupt.get_or_insert(Interrupt::Term);
                 }

@@ -412,3 +412,89 @@ fn an_output_that_cannot_be_written_whole_is_never_left_partial_and_exits_4() {
     assert_eq!(code, 0, "{stderr}");
     assert!(out.path().join("report.html").is_file());
 }
+
+#[test]
+fn sighup_ends_a_run_as_sigterm_does_and_keeps_its_results() {
+    let target = common::target_process(&[]);
+    let out = tempfile::tempdir().unwrap();
+    let mut child = common::spawn_out(&["run", &target.url, "-c", "2", "-d", "1h"], out.path());
+    let started = Instant::now();
+    while journal_intervals(out.path()) < 1 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no interval was journaled");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(wait_at_most(&mut child, Duration::from_secs(60)), 143);
+    common::check_counts(&out.path().join("results.json"));
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["ended_by"], "sigterm");
+    // Every request the target served is in the results, but the few cut off in flight.
+    let served = common::target_metric(&target.url, "crest_target_requests_total");
+    let counted: u64 = results["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    assert!(
+        served >= counted && served - counted <= 2,
+        "served {served}, counted {counted}"
+    );
+}
+
+#[test]
+fn smaller_ones_names_as_text_in_csv_a_bounded_demo_body_help_and_urls() {
+    let target = common::target_process(&[]);
+    // A request name starting with `=` stays text in requests.csv.
+    let (_guard, file) = scenario_file(&format!(
+        "target: {}\nload: {{threads: 1, loops: 2}}\nsteps:\n  - request: {{name: \"=HYPERLINK(1)\", path: /}}\n",
+        target.url.trim_end_matches('/')
+    ));
+    let r = common::run_scenario(&file, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(r.dir.path().join("requests.csv")).unwrap();
+    assert!(csv.contains(",'=HYPERLINK(1),"), "{csv}");
+    assert!(!csv.contains(",=HYPERLINK"), "{csv}");
+
+    // The demo target reads a JSON body only up to its limit: 200 MB sent to it costs it
+    // nothing near that.
+    let rss = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap();
+        kb.trim().trim_end_matches(" kB").trim().parse::<u64>().unwrap() * 1024
+    };
+    let before = rss(target.child.id());
+    {
+        use std::io::{Read, Write};
+        let addr = target.url.trim_start_matches("http://").trim_end_matches('/');
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let size = 200u64 << 20;
+        s.write_all(format!("POST /tasks/submissions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n").as_bytes())
+            .unwrap();
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..200 {
+            if s.write_all(&chunk).is_err() {
+                break; // the target answered and closed: it read no further
+            }
+        }
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+    }
+    let grew = rss(target.child.id()).saturating_sub(before);
+    assert!(grew < 32 << 20, "the target's peak memory grew by {grew} bytes");
+
+    // --help lists every exit code; a word that is neither a URL nor a file says so.
+    let (_, help, _) = crest_out(&["--help"]);
+    for code in ["  0 ", "  1 ", "  2 ", "  3 ", "  4 ", "  130 ", "  143 "] {
+        assert!(help.contains(code), "{code:?} in {help}");
+    }
+    let (code, _, stderr) = crest_out(&["run", "not a url", "-d", "1s"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("\"not a url\" is not a URL"), "{stderr}");
+}
