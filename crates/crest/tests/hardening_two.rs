@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{crest, scenario_file};
+use common::{assert_nowhere, crest, scenario_file};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,15 @@ fn wait_at_most(child: &mut Child, limit: Duration) -> i32 {
     }
 }
 
+/// Sends `child` a signal (`-TERM`).
+fn signal(child: &Child, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Intervals written to the journal in `dir` so far.
 fn journal_intervals(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("journal.jsonl"))
@@ -44,6 +53,15 @@ fn journal_intervals(dir: &std::path::Path) -> usize {
         .lines()
         .filter(|l| l.starts_with("{\"entry\":\"interval\""))
         .count()
+}
+
+/// Waits until the journal in `dir` has `n` intervals: the run is under way.
+fn wait_for_intervals(dir: &std::path::Path, n: usize) {
+    let started = Instant::now();
+    while journal_intervals(dir) < n {
+        assert!(started.elapsed() < Duration::from_secs(60), "no interval was journaled");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A flow that loops a billion times over a `set` before its request.
@@ -82,16 +100,8 @@ fn a_flow_that_never_waits_still_ends_by_duration_and_by_signal() {
     let (_guard, file) = scenario_file(&busy_loop_scenario(target.url.trim_end_matches('/'), "1h"));
     let out = tempfile::tempdir().unwrap();
     let mut child = common::spawn_out(&["run", file.to_str().unwrap()], out.path());
-    let started = Instant::now();
-    while journal_intervals(out.path()) < 2 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no interval was journaled");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    wait_for_intervals(out.path(), 2);
+    signal(&child, "-TERM");
     assert_eq!(wait_at_most(&mut child, Duration::from_secs(60)), 143);
     let results = std::fs::read_to_string(out.path().join("results.json")).unwrap();
     assert!(results.contains("\"ended_by\": \"sigterm\""), "{results}");
@@ -128,45 +138,6 @@ fn tiny_rates_are_refused_naming_the_flag_or_the_line() {
     let r = common::run(&target.url, &["--rate", "0.000001", "-d", "1s"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 1);
-}
-
-/// Every file under `dir`, as bytes, with its path.
-fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
-
-/// None of `secrets` is in any file of `dir` (gzip'd request logs decompressed), nor in
-/// `outputs`.
-fn assert_nowhere(secrets: &[&str], dir: &std::path::Path, outputs: &[&str]) {
-    let files = every_file(dir);
-    assert!(
-        files.iter().any(|(p, _)| p.ends_with("results.json")),
-        "the run wrote its results"
-    );
-    for s in secrets {
-        for (path, bytes) in &files {
-            assert!(
-                !bytes.windows(s.len()).any(|w| w == s.as_bytes()),
-                "{s} is written in {}",
-                path.display()
-            );
-        }
-        for o in outputs {
-            assert!(!o.contains(s), "{s} is shown:\n{o}");
-        }
-    }
 }
 
 #[test]
@@ -321,9 +292,12 @@ fn report_of_edited(edit: impl FnOnce(&mut serde_json::Value)) -> (i32, String) 
 const HUGE_HISTOGRAM: &str =
     "HISTFAAAAEJ4nJNpmSzcwAAHzFCaEURcm7yEwf4DRGCpCJMqkyATNxMTMwsTJxMrkGZiZ+IFMlYyMi1mZzrPwnTQmYkJAGuYCYE=";
 
+/// An edit of a results document.
+type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+
 #[test]
 fn results_that_do_not_hold_together_are_refused_naming_the_field() {
-    let cases: Vec<(Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|d| d["started_at"] = "yesterday".into()), "started_at"),
         (
             Box::new(|d| {
@@ -418,16 +392,8 @@ fn sighup_ends_a_run_as_sigterm_does_and_keeps_its_results() {
     let target = common::target_process(&[]);
     let out = tempfile::tempdir().unwrap();
     let mut child = common::spawn_out(&["run", &target.url, "-c", "2", "-d", "1h"], out.path());
-    let started = Instant::now();
-    while journal_intervals(out.path()) < 1 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no interval was journaled");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    wait_for_intervals(out.path(), 1);
+    signal(&child, "-HUP");
     assert_eq!(wait_at_most(&mut child, Duration::from_secs(60)), 143);
     common::check_counts(&out.path().join("results.json"));
     let results: serde_json::Value =
