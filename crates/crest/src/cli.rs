@@ -29,8 +29,10 @@ Exit codes:
   1    the run finished but failed its checks
   2    bad usage or input, or the run could not start
   3    with --strict: crest itself limited the run
+  4    the run finished but an output could not be written in full (a full disk): results.json,
+       a report, the journal or the request log; what was written is whole
   130  interrupted by Ctrl-C (results gathered so far are written)
-  143  interrupted by SIGTERM (results gathered so far are written)";
+  143  interrupted by SIGTERM or SIGHUP (results gathered so far are written)";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

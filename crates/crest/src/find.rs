@@ -113,6 +113,8 @@ pub fn search<W: Workload>(
     let mut probes: Vec<Probe> = Vec::new();
     let mut records: Vec<ProbeRecord> = Vec::new();
     let mut parts: Vec<(Segment, Results)> = Vec::new();
+    // False once a probe's journal or request log could not be written in full.
+    let mut whole = true;
     let mut interrupted = None;
     let stopped_because = loop {
         let level = match next(&probes, slo, open, start_level, max) {
@@ -189,6 +191,7 @@ pub fn search<W: Workload>(
             eprintln!("warning: {e:#}");
         }
         let stop = m.results.stopped_by.clone();
+        whole &= m.whole;
         parts.push((label, m.results));
         probes.push(p);
         if m.interrupted.is_some() {
@@ -216,7 +219,8 @@ pub fn search<W: Workload>(
         probes: records,
         stopped_because,
     });
-    let written = output::write_all(&dir, &results, out)?;
+    let mut written = output::write_all(&dir, &results, out)?;
+    written.complete &= whole;
     if written.complete {
         crate::journal::remove_find(&dir);
     }

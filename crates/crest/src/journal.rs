@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use crest_model::journal::{self, Entry};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -26,57 +26,112 @@ pub fn part_file(k: usize) -> String {
     format!("journal-{:03}.jsonl", k + 1)
 }
 
+/// Room kept on the disk for the journal: a file of this size beside it, given up when the disk
+/// is full, so the journal's last intervals and its end still fit when the request log (or
+/// anything else) filled the disk first. An interval's line takes about 1 KB a request name.
+const RESERVE: usize = 2 << 20;
+
 /// An open journal. A write that fails is kept and reported when the run ends; the run itself
 /// goes on, since the load is already on its way and the figures still reach results.json.
 #[derive(Debug)]
 pub struct Writer {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: File,
+    /// Bytes of whole lines written: a line cut short by a full disk is cut back to here.
+    len: u64,
     synced: Instant,
     failed: Option<std::io::Error>,
+    /// The reserve's file, while it is kept.
+    reserve: Option<PathBuf>,
+}
+
+/// The reserve's file beside a journal.
+pub fn reserve_of(journal: &Path) -> PathBuf {
+    journal.with_extension("reserve")
 }
 
 impl Writer {
     /// Creates the journal; it must not exist yet (a run never writes over another's files).
     pub fn create(path: &Path) -> Result<Writer> {
         let file = crate::output::create_new(path)?;
+        let reserve = reserve_of(path);
+        // Without room for a reserve the journal goes on without one.
+        let kept = crate::output::create_new(&reserve)
+            .ok()
+            .is_some_and(|mut f| f.write_all(&vec![0; RESERVE]).and_then(|()| f.sync_data()).is_ok());
+        if !kept {
+            let _ = std::fs::remove_file(&reserve);
+        }
         Ok(Writer {
             path: path.to_path_buf(),
-            out: BufWriter::new(file),
+            out: file,
+            len: 0,
             synced: Instant::now(),
             failed: None,
+            reserve: kept.then_some(reserve),
         })
     }
 
-    /// Appends one entry as a line, flushed to the kernel at once, synced to disk every
-    /// [`SYNC_EVERY`].
+    /// Appends one entry as a line, written to the kernel at once, synced to disk every
+    /// [`SYNC_EVERY`]. A line the disk has no room for is cut back, the reserve given up, and
+    /// the line written again.
     pub fn write(&mut self, entry: &Entry) {
         if self.failed.is_some() {
             return;
         }
-        let result = (|| -> std::io::Result<()> {
-            serde_json::to_writer(&mut self.out, entry)?;
-            self.out.write_all(b"\n")?;
-            self.out.flush()?;
-            if self.synced.elapsed() >= SYNC_EVERY || matches!(entry, Entry::End(_)) {
-                self.out.get_ref().sync_data()?;
-                self.synced = Instant::now();
+        let mut line = match serde_json::to_vec(entry) {
+            Ok(l) => l,
+            Err(e) => {
+                self.failed = Some(e.into());
+                return;
             }
-            Ok(())
-        })();
+        };
+        line.push(b'\n');
+        let mut result = self.append(&line, entry);
+        if result.is_err() {
+            if let Some(reserve) = self.reserve.take() {
+                let _ = std::fs::remove_file(reserve);
+                result = self.append(&line, entry);
+            }
+        }
         if let Err(e) = result {
             self.failed = Some(e);
         }
     }
 
+    fn append(&mut self, line: &[u8], entry: &Entry) -> std::io::Result<()> {
+        let written = (|| {
+            self.out.write_all(line)?;
+            if self.synced.elapsed() >= SYNC_EVERY || matches!(entry, Entry::End(_)) {
+                self.out.sync_data()?;
+                self.synced = Instant::now();
+            }
+            Ok(())
+        })();
+        match written {
+            Ok(()) => {
+                self.len += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Whatever part of the line was written goes, so the journal stays whole lines.
+                let _ = self.out.set_len(self.len);
+                let _ = std::io::Seek::seek(&mut self.out, std::io::SeekFrom::Start(self.len));
+                Err(e)
+            }
+        }
+    }
+
     /// Ends writing; the error of the first write that failed, if one did.
     pub fn finish(mut self) -> Result<PathBuf> {
+        if let Some(reserve) = self.reserve.take() {
+            let _ = std::fs::remove_file(reserve);
+        }
         if let Some(e) = self.failed.take() {
             return Err(e).with_context(|| format!("cannot write {}", self.path.display()));
         }
         self.out
-            .flush()
-            .and_then(|()| self.out.get_ref().sync_data())
+            .sync_data()
             .with_context(|| format!("cannot write {}", self.path.display()))?;
         Ok(self.path)
     }
@@ -155,7 +210,8 @@ fn read_find(dir: &Path) -> Result<Option<crest_model::results::FindRecord>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?;
+    let text = crest_model::input::read_file(&path, crest_model::input::MAX_RESULTS)
+        .with_context(|| format!("{}: cannot read it", path.display()))?;
     serde_json::from_slice(&text)
         .map(Some)
         .with_context(|| format!("{}: not a capacity search's record", path.display()))

@@ -26,6 +26,8 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
     let out = &args.output;
     let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
     let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
+    // False once a level's journal or request log could not be written in full.
+    let mut whole = true;
     for (k, &users) in levels.iter().enumerate() {
         let level = Level {
             value: users as f64,
@@ -55,6 +57,7 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
         )?;
         // A stop condition or a signal ends the study, not just its level.
         stopped_by = m.results.stopped_by.clone();
+        whole &= m.whole;
         parts.push((label, m.results));
         if m.interrupted.is_some() || stopped_by.is_some() {
             interrupted = m.interrupted;
@@ -63,6 +66,7 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
     }
     let mut results = joined(parts, interrupted, false, 0, command_line)?;
     results.stopped_by = stopped_by;
-    let written = output::write_all(&dir, &results, out)?;
+    let mut written = output::write_all(&dir, &results, out)?;
+    written.complete &= whole;
     Ok(exit_code(results.ended_by, &written, out.strict))
 }

@@ -45,6 +45,13 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         }
         Command::Run(a) => {
             let given = plan::quick_flags_given(&a);
+            if !Path::new(&a.url).exists() {
+                // Neither a URL nor a file: saying which flags need a URL would hide that.
+                bail!(
+                    "{:?} is not a URL (http://host/path) nor a scenario file that exists",
+                    a.url
+                );
+            }
             if !given.is_empty() {
                 bail!(
                     "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
@@ -52,6 +59,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                 );
             }
             let scenario = crest_scenario::draft(Path::new(&a.url))?;
+            warn(&a.url, &scenario.warnings);
             let mut draft = scenario.draft;
             plan::add_flags(&mut draft, &plan::Flags::of_run(&a))?;
             let workload = crest_flow::FlowWorkload::new(scenario.flow);
@@ -150,9 +158,21 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
 }
 
 /// Checks a scenario file and describes what it would run.
+/// A scenario's warnings, on stderr, located as its errors are.
+fn warn(file: &str, warnings: &[crest_scenario::Problem]) {
+    for w in warnings {
+        let one = crest_scenario::ScenarioError {
+            file: file.to_string(),
+            problems: vec![w.clone()],
+        };
+        eprintln!("warning: {one}");
+    }
+}
+
 fn validate(file: &std::path::Path) -> Result<u8> {
     use std::fmt::Write;
     let s = crest_scenario::load(file)?;
+    warn(&file.display().to_string(), &s.warnings);
     let mut out = String::new();
     let flows: Vec<String> = s
         .flow

@@ -75,7 +75,10 @@ fn check_out(d: &Path, force: bool) -> Result<()> {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let ours = OWN_FILES.contains(&name)
             || crest_report::RUN_FILES.contains(&name)
-            || (name.starts_with("journal") && name.ends_with(".jsonl"))
+            || name
+                .strip_suffix(".tmp")
+                .is_some_and(|n| crest_report::RUN_FILES.contains(&n))
+            || (name.starts_with("journal") && (name.ends_with(".jsonl") || name.ends_with(".reserve")))
             || crate::reqlog::is_log(name);
         if ours {
             // Removing a link removes the link, never what it points to.
@@ -101,6 +104,7 @@ pub fn discard_if_unused(dir: &Path) {
         if crate::journal::read(&j).is_ok_and(|j| j.intervals.is_empty()) {
             let _ = std::fs::remove_file(&j);
             let _ = std::fs::remove_file(crate::reqlog::beside(&j));
+            let _ = std::fs::remove_file(crate::journal::reserve_of(&j));
         }
     }
     let _ = std::fs::remove_dir(dir);
@@ -110,7 +114,8 @@ pub fn discard_if_unused(dir: &Path) {
 pub struct Written {
     /// The summary, shown and returned whatever was written.
     pub summary: crest_analysis::Summary,
-    /// False when results.json could not be written: the exit code says so.
+    /// False when results.json, a report or the summary file could not be written: the exit
+    /// code says so.
     pub complete: bool,
 }
 
@@ -125,14 +130,16 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
 
     // The reports come second: if one fails, results.json is already safe and `crest report`
     // can try again.
+    let mut reports_written = true;
     let summary = match &written {
         Ok(()) => match crest_report::write_run(dir, results) {
             Ok(analysis) => Some(analysis.summary),
             Err(e) => {
                 eprintln!(
-                    "warning: {e}; results.json is complete, and `crest report {}` retries",
+                    "error: {e}; results.json is complete, and `crest report {}` retries",
                     dir.display()
                 );
+                reports_written = false;
                 None
             }
         },
@@ -159,6 +166,7 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
         Some(p) => {
             if let Err(e) = write_named(Path::new(p), summary_json.as_bytes()) {
                 eprintln!("error: --summary-json {p}: {e:#}");
+                reports_written = false;
             }
         }
         None => {}
@@ -194,7 +202,7 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     }
     Ok(Written {
         summary,
-        complete: true,
+        complete: reports_written,
     })
 }
 
@@ -205,7 +213,8 @@ pub fn read_results(path: &Path) -> Result<Results> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).with_context(|| format!("{}: cannot read it", file.display()))?;
+    let text = crest_model::input::read_text_file(&file, crest_model::input::MAX_RESULTS)
+        .with_context(|| format!("{}: cannot read it", file.display()))?;
     crest_model::results::parse(&text).with_context(|| format!("{}: not a crest results document", file.display()))
 }
 

@@ -224,7 +224,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => {
-            std::fs::read(path).with_context(|| format!("--body-file {}: cannot read the file", path.display()))?
+            read_file(path).with_context(|| format!("--body-file {}: cannot read the file", path.display()))?
         }
         (None, None) => Vec::new(),
     };
@@ -248,14 +248,14 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
     }
     let ca_pem = match &args.cacert {
         Some(path) => {
-            Some(std::fs::read(path).with_context(|| format!("--cacert {}: cannot read the file", path.display()))?)
+            Some(read_file(path).with_context(|| format!("--cacert {}: cannot read the file", path.display()))?)
         }
         None => None,
     };
     let client_pem = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => Some((
-            std::fs::read(cert).with_context(|| format!("--cert {}: cannot read the file", cert.display()))?,
-            std::fs::read(key).with_context(|| format!("--key {}: cannot read the file", key.display()))?,
+            read_file(cert).with_context(|| format!("--cert {}: cannot read the file", cert.display()))?,
+            read_file(key).with_context(|| format!("--key {}: cannot read the file", key.display()))?,
         )),
         _ => None,
     };
@@ -368,6 +368,11 @@ fn check_concurrency(n: u64) -> Result<()> {
         bail!("-c {n}: {problem}");
     }
     Ok(())
+}
+
+/// A file named by a flag (`--body-file`, `--cacert`), read up to the limit of such files.
+fn read_file(path: &std::path::Path) -> Result<Vec<u8>, crest_model::input::ReadError> {
+    crest_model::input::read_file(path, crest_model::input::MAX_DATA_FILE)
 }
 
 #[cfg(test)]

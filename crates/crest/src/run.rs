@@ -59,7 +59,8 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
             return Err(e);
         }
     };
-    let written = output::write_all(&dir, &measured.results, out)?;
+    let mut written = output::write_all(&dir, &measured.results, out)?;
+    written.complete &= measured.whole;
     Ok(exit_code(measured.results.ended_by, &written, out.strict))
 }
 
@@ -88,6 +89,9 @@ pub struct Measured {
     pub results: Results,
     /// The signal that stopped it, if one did.
     pub interrupted: Option<Interrupt>,
+    /// False when its journal or request log could not be written in full (a full disk): the
+    /// figures are whole, a copy on disk is not, and the exit code says so.
+    pub whole: bool,
 }
 
 /// Runs `plan` with `workload`: sends the load, shows progress, reacts to signals, and returns
@@ -119,9 +123,15 @@ pub fn measure<W: Workload>(
     let (tx, rx) = mpsc::channel();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     // Handlers are installed before the first request, so an early Ctrl-C is never lost.
-    let (mut sigint, mut sigterm) = {
+    // SIGHUP (the SSH session that started the run dropped) is taken as SIGTERM: stop, and
+    // write what was measured.
+    let (mut sigint, mut sigterm, mut sighup) = {
         let _guard = rt.enter();
-        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        )
     };
 
     // Checked before anything is sent; sampling starts with the load.
@@ -233,6 +243,10 @@ pub fn measure<W: Workload>(
                     if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
                     interrupt.get_or_insert(Interrupt::Term);
                 }
+                _ = sighup.recv() => {
+                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
+                    interrupt.get_or_insert(Interrupt::Term);
+                }
                 _ = poll.tick() => {
                     for acc in rx.try_iter() {
                         for mut done in series.add(acc) {
@@ -299,10 +313,12 @@ pub fn measure<W: Workload>(
             }
         }
     }
+    let mut whole = true;
     if let Some(log) = reqlog {
         if let Err(e) = log.finish() {
             // As for the journal: the run and its figures are whole, only this copy is not.
-            eprintln!("warning: {e:#}");
+            eprintln!("error: {e:#}");
+            whole = false;
         }
     }
     kept?;
@@ -339,13 +355,15 @@ pub fn measure<W: Workload>(
         j.write(&Entry::End(closing.clone()));
         if let Err(e) = j.finish() {
             // The run and its figures are whole; only the copy on disk is not.
-            eprintln!("warning: {e:#}");
+            eprintln!("error: {e:#}");
+            whole = false;
         }
     }
     let results = fold.finish(&opening, Some(&closing));
     Ok(Measured {
         results,
         interrupted: interrupt,
+        whole,
     })
 }
 

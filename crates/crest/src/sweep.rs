@@ -117,8 +117,8 @@ fn points(a: &SweepArgs) -> Result<Points> {
 /// Runs the sweep. Returns the exit code.
 pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     let p = points(a)?;
-    let text =
-        std::fs::read_to_string(&a.scenario).with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
+    let text = crest_model::input::read_text_file(&a.scenario, crest_model::input::MAX_SCENARIO)
+        .with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
     let file = a.scenario.display().to_string();
     let dir_of = a.scenario.parent().unwrap_or(std::path::Path::new("."));
     // Every point must be valid before the first setup command runs.
@@ -136,6 +136,8 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;
     output::write_atomic(&dir.join(SWEEP_FILE), &serde_json::to_vec_pretty(&p)?)?;
     let mut parts: Vec<(Segment, Results)> = Vec::new();
+    // False once a point's journal or request log could not be written in full.
+    let mut whole = true;
     let mut interrupted = None;
     let mut setup_failed = None;
     for (k, s) in scenarios.into_iter().enumerate() {
@@ -188,8 +190,10 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
         output::write_atomic(&own.join("results.json"), &serde_json::to_vec_pretty(&m.results)?)?;
         if let Err(e) = crest_report::write_run(&own, &m.results) {
-            eprintln!("warning: {label}: {e}");
+            eprintln!("error: {label}: {e}");
+            whole = false;
         }
+        whole &= m.whole;
         parts.push((segment, m.results));
         if m.interrupted.is_some() {
             interrupted = m.interrupted;
@@ -220,7 +224,8 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         duration_s: Some(results.duration_s),
         ..config
     };
-    let written = output::write_all(&dir, &results, &a.output)?;
+    let mut written = output::write_all(&dir, &results, &a.output)?;
+    written.complete &= whole;
     if let Some(why) = setup_failed {
         bail!(
             "{why}; the {kept} point(s) measured before it are kept, with their study: {}",
@@ -255,9 +260,11 @@ fn whole_config(parts: &[(Segment, Results)]) -> RunConfig {
 /// path of its Markdown.
 pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
     let path = dir.join(SWEEP_FILE);
-    let p: Points =
-        serde_json::from_slice(&std::fs::read(&path).with_context(|| format!("{}: cannot read it", path.display()))?)
-            .with_context(|| format!("{}: not a sweep's record", path.display()))?;
+    let p: Points = serde_json::from_slice(
+        &crest_model::input::read_file(&path, crest_model::input::MAX_RESULTS)
+            .with_context(|| format!("{}: cannot read it", path.display()))?,
+    )
+    .with_context(|| format!("{}: not a sweep's record", path.display()))?;
     let mut measured = Vec::new();
     for k in 0..p.points.len() {
         let results = dir.join(crest_report::study::point_dir(k)).join("results.json");

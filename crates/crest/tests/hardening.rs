@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{crest, scenario_file};
+use common::{assert_nowhere, crest, scenario_file};
 
 /// `crest ARGS...`: exit code, stdout, stderr.
 fn crest_out(args: &[&str]) -> (i32, String, String) {
@@ -299,44 +299,6 @@ fn a_connection_switched_by_101_is_never_reused() {
         );
         assert_eq!(connections.load(Ordering::SeqCst), 4, "one connection per request");
     });
-}
-
-/// Every file under `dir`, as bytes, with its path.
-fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
-
-/// None of `secrets` is in any file of `dir`, nor in `outputs`.
-fn assert_nowhere(secrets: &[&str], dir: &std::path::Path, outputs: &[&str]) {
-    let files = every_file(dir);
-    assert!(
-        files.iter().any(|(p, _)| p.ends_with("results.json")),
-        "the run wrote its results"
-    );
-    for s in secrets {
-        for (path, bytes) in &files {
-            assert!(
-                !bytes.windows(s.len()).any(|w| w == s.as_bytes()),
-                "{s} is written in {}",
-                path.display()
-            );
-        }
-        for o in outputs {
-            assert!(!o.contains(s), "{s} is shown:\n{o}");
-        }
-    }
 }
 
 #[test]

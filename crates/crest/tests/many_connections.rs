@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{f, run, target_process};
+use common::{run, target_process};
 
 #[test]
 fn ten_thousand_concurrent_connections_from_one_process() {
@@ -27,7 +27,10 @@ fn ten_thousand_concurrent_connections_from_one_process() {
     let s = r.summary();
     assert_eq!(s["connections"], 10_000, "one connection per user, all open at once");
     assert_eq!(s["failures"], 0, "{}", s["errors"]);
-    // Each user waits 1 s per request, so 10,000 users make about 10,000 requests a second.
-    let tput = f(&s, &["throughput_rps"]);
-    assert!(tput > 5_000.0, "throughput {tput}");
+    // Each user waits 1 s per request over 4 s: every one of them made at least one, and crest
+    // counted each request the target served (a rate in req/s would depend on how busy the
+    // machine is; these counts do not).
+    let requests = s["requests"].as_u64().unwrap();
+    assert!(requests >= 10_000, "{requests} requests from 10,000 users");
+    assert_eq!(requests, common::target_metric(&url, "crest_target_requests_total"));
 }

@@ -342,8 +342,9 @@ fn stepping_keeps_statistics_per_step() {
             .collect();
         let ratio = per[1] as f64 / per[0] as f64;
         assert!((1.6..=2.4).contains(&ratio), "twice the users, twice the requests: {per:?}");
-        let s = r.summary();
-        assert!((80.0..=105.0).contains(&f(&s["segments"][0], &["throughput_rps"])), "{}", s["segments"][0]);
+        // The steps hold every request the server answered (a wall-clock rate would depend on
+        // how busy the machine is; the server's count does not).
+        assert_eq!(per[0] + per[1], server.received().len() as u64);
     });
 }
 

@@ -33,6 +33,13 @@ pub enum Mismatch {
         /// The expected value, quoted.
         expected: String,
     },
+    /// A JSONPath check of a secret-named field (`$.token`) found another value: neither is
+    /// quoted, since either may be a credential.
+    #[error("{query} is not the expected value (neither is shown: the name looks secret)")]
+    SecretNotEqual {
+        /// The query as written.
+        query: String,
+    },
     /// The response has no such header.
     #[error("no {0} header")]
     NoHeader(String),
@@ -245,12 +252,18 @@ impl Check {
                     None => {
                         return Err(Mismatch::NoMatchExpected {
                             query: text.clone(),
-                            expected: quote(expected),
+                            expected: if crest_model::redact::is_secret_name(text) {
+                                crest_model::redact::REDACTED.to_string()
+                            } else {
+                                quote(expected)
+                            },
                         })
                     }
                 };
                 if &got == expected {
                     Ok(())
+                } else if crest_model::redact::is_secret_name(text) {
+                    Err(Mismatch::SecretNotEqual { query: text.clone() })
                 } else {
                     Err(Mismatch::NotEqual {
                         query: text.clone(),

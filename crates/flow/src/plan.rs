@@ -133,6 +133,18 @@ pub enum Step {
     Next,
 }
 
+impl Step {
+    /// Whether this step, or one inside it, sends a request or a statement.
+    pub fn sends(&self) -> bool {
+        match self {
+            Step::Request(_) | Step::Poll(_) | Step::Sql(_) => true,
+            Step::Loop { steps, .. } | Step::Foreach { steps, .. } => steps.iter().any(Step::sends),
+            Step::If { then, otherwise, .. } => then.iter().chain(otherwise).any(Step::sends),
+            Step::Think { .. } | Step::Set(_) | Step::Break | Step::Next => false,
+        }
+    }
+}
+
 /// A request with what to take from its response and what to check.
 #[derive(Debug)]
 pub struct RequestStep {

@@ -2,7 +2,7 @@
 
 use crate::extract::LazyJson;
 use crate::plan::{Body, FlowPlan, JsonTemplate, OnFailure, Part, PartContent, PollStep, RequestStep, Step};
-use crate::template::{Scope, Template};
+use crate::template::{Scope, Template, MAX_VALUE};
 use crest_engine::{Ctx, Workload};
 use crest_http::{build_request, Call, CookieJar, Response, Session};
 use crest_model::Outcome;
@@ -250,6 +250,10 @@ impl FlowWorkload {
         on_failure: OnFailure,
     ) -> Result<Control, Failed> {
         for (i, step) in steps.iter().enumerate() {
+            // Steps that do no I/O (a `set` in a loop of a billion rounds) never wait, so they
+            // spend the task's cooperative budget to hand the thread back now and then: the
+            // ticker, the deadline and a signal's stop all run on this thread.
+            tokio::task::coop::consume_budget().await;
             let done = match step {
                 Step::Request(r) => self
                     .request(r, user, ctx, intended.take())
@@ -261,11 +265,23 @@ impl FlowWorkload {
                     Ok(Control::Done)
                 }
                 Step::Set(vars) => {
+                    let mut done = Ok(Control::Done);
                     for (name, t) in vars {
-                        let v = t.render(&UserScope { user, plan: &self.plan });
-                        user.vars.insert(name.clone(), v);
+                        match t.render_at_most(&UserScope { user, plan: &self.plan }, MAX_VALUE) {
+                            Some(v) => {
+                                user.vars.insert(name.clone(), v);
+                            }
+                            None => {
+                                // A value that outgrows the limit grows every round (it is set
+                                // from itself): this user could only fail again, so it stops.
+                                user.vars.remove(name);
+                                user.stopped = true;
+                                done = Err(Failed::default());
+                                break;
+                            }
+                        }
                     }
-                    Ok(Control::Done)
+                    done
                 }
                 Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {
@@ -362,7 +378,13 @@ impl FlowWorkload {
                     let now: Vec<String> = p
                         .until
                         .iter()
-                        .map(|(v, _)| format!("{v} is {:?}", u.vars.get(v).map_or("", |s| s)))
+                        .map(|(v, _)| match u.vars.get(v) {
+                            // A token being polled for is a credential: say only whether it is set.
+                            Some(_) if crest_model::redact::is_secret_name(v) => {
+                                format!("{v} is {}", crest_model::redact::REDACTED)
+                            }
+                            value => format!("{v} is {:?}", value.map_or("", |s| s)),
+                        })
                         .collect();
                     PollVerdict::GiveUp(format!(
                         "gave up after {} s: {}",
@@ -693,6 +715,9 @@ impl FlowWorkload {
                 crate::plan::SqlCheck::Value(col, want) => {
                     match last.returned.first().map(|row| crest_pg::value(row, col)) {
                         Some(Ok(Some(v))) if v == *want => Ok(()),
+                        Some(Ok(_)) if crest_model::redact::is_secret_name(col) => Err(format!(
+                            "{col} is not the expected value (neither is shown: the name looks secret)"
+                        )),
                         Some(Ok(v)) => Err(format!("{col} is {v:?}, expected {want:?}")),
                         Some(Err(m)) => Err(m.to_string()),
                         None => Err(format!("no row to read {col} from")),

@@ -75,6 +75,9 @@ pub struct TemplateError {
 
 /// The longest `random_string(length)`: each rendering allocates it, for every request.
 pub const MAX_RANDOM_STRING: usize = 1 << 20;
+/// The longest value a `set` step gives a variable. Variables are set from templates of other
+/// variables, so this bounds every rendered template by its number of parts.
+pub const MAX_VALUE: usize = 4 << 20;
 
 /// Names of the functions, for "did you mean" hints.
 pub const FUNCTIONS: &[&str] = &[
@@ -215,6 +218,26 @@ impl Template {
         let mut out = String::new();
         self.render_into(scope, &mut out);
         out
+    }
+
+    /// Renders to a new string of at most `limit` bytes, or `None` once it would be longer:
+    /// a variable set from itself (`${a}${a}`) in a loop doubles each round, and is stopped
+    /// here before it takes the machine's memory. Each part is at most a variable's size, so
+    /// the text never grows far past the limit before it is refused.
+    pub fn render_at_most(&self, scope: &dyn Scope, limit: usize) -> Option<String> {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) | Part::Secret(s) => out.push_str(s),
+                Part::Var(v) => out.push_str(scope.var(v).unwrap_or("")),
+                Part::Column { feeder, column } => out.push_str(scope.column(feeder, column).unwrap_or("")),
+                Part::Func(f) => render_func(f, scope, &mut out),
+            }
+            if out.len() > limit {
+                return None;
+            }
+        }
+        Some(out)
     }
 }
 

@@ -47,6 +47,10 @@ pub enum HistError {
     /// The text is not valid base64.
     #[error("histogram is not valid base64")]
     Base64(#[from] base64::DecodeError),
+    /// Its header declares more than a histogram of crest's holds: decoding would allocate
+    /// what it declares before reading a count.
+    #[error("histogram declares {0}, more than any of crest's holds")]
+    TooLarge(String),
     /// The bytes are not an HdrHistogram V2 encoding.
     #[error("histogram could not be decoded: {0:?}")]
     Decode(hdrhistogram::serialization::DeserializeError),
@@ -71,6 +75,7 @@ impl EncodedHistogram {
     /// Decodes the histogram.
     pub fn decode(&self) -> Result<Histogram<u64>, HistError> {
         let bytes = base64::engine::general_purpose::STANDARD.decode(&self.0)?;
+        check_header(&bytes)?;
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(HistError::Decode)?;
@@ -79,6 +84,44 @@ impl EncodedHistogram {
         h.auto(true);
         Ok(h)
     }
+}
+
+/// The most counts' bytes a histogram may declare. One of crest's, at three digits up to an hour,
+/// has about 45,000 counters, at most 9 bytes each once encoded.
+const MAX_PAYLOAD: u32 = 1 << 20;
+/// The most significant digits a histogram may declare: crest's have 3; each more multiplies
+/// the counters by ten.
+const MAX_DIGITS: u32 = 3;
+/// HdrHistogram's V2 cookie of a deflated encoding.
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+
+/// Refuses an encoding whose header declares a payload or a precision beyond crest's, which
+/// the decoder would allocate before reading a byte of it (a 1 KB document declaring 2 GiB).
+fn check_header(bytes: &[u8]) -> Result<(), HistError> {
+    use std::io::Read;
+    let word = |b: &[u8], at: usize| b.get(at..at + 4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    let mut inner = [0u8; 16];
+    let header: &[u8] = match word(bytes, 0) {
+        Some(V2_DEFLATE_COOKIE) => {
+            // The inner header is the first bytes of the deflated stream.
+            let mut z = flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default());
+            if z.read_exact(&mut inner).is_err() {
+                return Ok(()); // left to the decoder to describe
+            }
+            &inner
+        }
+        _ => bytes,
+    };
+    let (Some(payload), Some(digits)) = (word(header, 4), word(header, 12)) else {
+        return Ok(());
+    };
+    if payload > MAX_PAYLOAD {
+        return Err(HistError::TooLarge(format!("a payload of {payload} bytes")));
+    }
+    if digits > MAX_DIGITS {
+        return Err(HistError::TooLarge(format!("{digits} significant digits")));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -105,6 +148,43 @@ mod tests {
         assert_eq!(h.len(), 2);
         assert!(h.max() >= MAX_MICROS - MAX_MICROS / 1000);
         assert_eq!(h.min(), 1);
+    }
+
+    #[test]
+    fn a_header_declaring_a_huge_payload_is_refused_before_allocating_it() {
+        use std::io::{Read, Write};
+        let mut h = new_histogram();
+        record(&mut h, Duration::from_millis(3));
+        let good = base64::engine::general_purpose::STANDARD
+            .decode(&EncodedHistogram::encode(&h).0)
+            .unwrap();
+        // The inner header as the encoder wrote it, with its payload length made 2 GiB, then
+        // with 5 digits.
+        let mut inner = Vec::new();
+        flate2::read::ZlibDecoder::new(&good[8..])
+            .read_to_end(&mut inner)
+            .unwrap();
+        for (at, value) in [(4, 0x8000_0000u32), (12, 5)] {
+            let mut bad = inner.clone();
+            bad[at..at + 4].copy_from_slice(&value.to_be_bytes());
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(&bad).unwrap();
+            let deflated = z.finish().unwrap();
+            let mut doc = good[..4].to_vec();
+            doc.extend_from_slice(&(deflated.len() as u32).to_be_bytes());
+            doc.extend_from_slice(&deflated);
+            let encoded = EncodedHistogram(base64::engine::general_purpose::STANDARD.encode(&doc));
+            match encoded.decode() {
+                Err(HistError::TooLarge(_)) => {}
+                other => panic!("{other:?}"),
+            }
+            // Plain V2, too.
+            let mut plain = bad.clone();
+            plain[..4].copy_from_slice(&0x1c84_9313_u32.to_be_bytes());
+            let encoded = EncodedHistogram(base64::engine::general_purpose::STANDARD.encode(&plain));
+            assert!(matches!(encoded.decode(), Err(HistError::TooLarge(_))));
+        }
+        assert_eq!(EncodedHistogram::encode(&h).decode().unwrap().len(), 1);
     }
 
     #[test]

@@ -4,13 +4,15 @@
 //! the engine executes, with its thresholds and stop conditions parsed into [`expr`] values, the
 //! [`Outcome`] of each request, the [`Sample`] the engine emits through a
 //! [`Sink`], the [`journal`] of closed intervals a run writes as it goes, and the [`results`]
-//! document that every analysis and report is rendered from. The crate opens no file and knows
-//! no runtime, so analysis, reports and tests can use it freely.
+//! document that every analysis and report is rendered from. The crate knows no runtime and
+//! opens no file but through [`input::read_file`], the bounded reader of every input, so
+//! analysis, reports and tests can use it freely.
 #![warn(missing_docs)]
 
 pub mod address;
 pub mod expr;
 pub mod hist;
+pub mod input;
 pub mod journal;
 pub mod monitor;
 pub mod outcome;

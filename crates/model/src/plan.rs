@@ -42,6 +42,9 @@ pub mod defaults {
 /// hundred thousand requests a second; far beyond that a rate is a typo, and `1e300` overflowed
 /// the schedule's arithmetic.
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// The lowest arrival rate a plan may ask for, per second: one request in about eleven days.
+/// Below it a rate is a typo, and `1e-300` put the second arrival past any time a clock holds.
+pub const MIN_RATE: f64 = 1e-6;
 /// The most users (or requests in flight) a plan may ask for: each holds a connection.
 pub const MAX_USERS: u64 = 1_000_000;
 /// The longest duration a plan may give (a run, a stage, a timeout): a year. Longer ones are
@@ -54,6 +57,9 @@ pub enum BoundError {
     /// Not a positive, finite rate.
     #[error("the rate must be a number of requests per second above 0")]
     RateNotPositive,
+    /// Below [`MIN_RATE`].
+    #[error("the rate is at least {MIN_RATE}/s (one request in 11.6 days)")]
+    RateTooLow,
     /// Above [`MAX_RATE`].
     #[error("the rate is at most {MAX_RATE:.0}/s")]
     RateTooHigh,
@@ -70,6 +76,8 @@ pub enum BoundError {
 pub fn rate_problem(rate: f64) -> Option<BoundError> {
     if !(rate.is_finite() && rate > 0.0) {
         Some(BoundError::RateNotPositive)
+    } else if rate < MIN_RATE {
+        Some(BoundError::RateTooLow)
     } else if rate > MAX_RATE {
         Some(BoundError::RateTooHigh)
     } else {

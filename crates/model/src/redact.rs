@@ -180,6 +180,8 @@ pub fn command_line(args: &[String]) -> Vec<String> {
 /// every `NAME=value` whose name looks secret (`PGPASSWORD=x`, `--api-key=x`), and the password
 /// and secret parameters of every URL in it, are replaced. Quotes around a value are kept.
 pub fn text(s: &str) -> String {
+    let fields = json_fields(s);
+    let s = fields.as_str();
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while !rest.is_empty() {
@@ -224,6 +226,102 @@ pub fn text(s: &str) -> String {
     out
 }
 
+/// Text with the value of every secret-named JSON field (`"password": "x"`, `"client_secret":
+/// {...}`) replaced by `"<redacted>"`, the rest kept as written. It reads the text as JSON
+/// tokens without parsing it whole, so a body that is not valid JSON, or JSON inside other
+/// text (`--body={...}`, `curl -d '{...}'`), is redacted too.
+pub fn json_fields(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let key_end = string_end(bytes, i);
+        if key_end >= bytes.len() {
+            // A string cut short: no value follows it.
+            break;
+        }
+        let mut j = skip_space(bytes, key_end);
+        if bytes.get(j) != Some(&b':') || !is_secret_name(&s[i + 1..key_end - 1]) {
+            i = key_end;
+            continue;
+        }
+        j = skip_space(bytes, j + 1);
+        let value_end = json_value_end(bytes, j);
+        if value_end > j {
+            out.push_str(&s[copied..j]);
+            out.push('"');
+            out.push_str(REDACTED);
+            out.push('"');
+            copied = value_end;
+        }
+        i = value_end.max(j);
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+/// Just past the string that starts with the quote at `start` (or the end of the text).
+fn string_end(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+fn skip_space(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Just past the JSON value starting at `start`: a string, a whole object or array (strings
+/// inside skipped), or a scalar up to the next `,` `}` `]` or space.
+fn json_value_end(b: &[u8], start: usize) -> usize {
+    match b.get(start) {
+        Some(b'"') => string_end(b, start),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while i < b.len() {
+                match b[i] {
+                    b'"' => {
+                        i = string_end(b, i);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            b.len()
+        }
+        _ => {
+            let mut i = start;
+            while i < b.len() && !matches!(b[i], b',' | b'}' | b']') && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            i
+        }
+    }
+}
+
 fn is_separator(c: char) -> bool {
     c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`')
 }
@@ -253,6 +351,41 @@ fn header_arg(h: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_json_fields_are_redacted_wherever_a_body_is_shown() {
+        let body = r#"{"user":"ann","password":"PW1","client_secret" : "CS1","pin":1234,"credentials":{"a":["x","}"]},"note":"a \"password\": here"}"#;
+        let shown = json_fields(body);
+        for secret in ["PW1", "CS1", "1234", "\"x\""] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert_eq!(
+            shown,
+            r#"{"user":"ann","password":"<redacted>","client_secret" : "<redacted>","pin":"<redacted>","credentials":"<redacted>","note":"a \"password\": here"}"#
+        );
+        // In a command line, as the argument of --body or inside another word; not JSON at all,
+        // and cut short, are redacted as far as they go.
+        let args: Vec<String> = [
+            "crest",
+            "run",
+            "--body",
+            r#"{"password":"PW2"}"#,
+            r#"--body={"token": "T3"}"#,
+            r#"{"api_key":"K4"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let shown = command_line(&args).join(" ");
+        for secret in ["PW2", "T3", "K4"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert_eq!(
+            json_fields("plain \"text\" with no fields"),
+            "plain \"text\" with no fields"
+        );
+        assert_eq!(json_fields("{\"é"), "{\"é");
+    }
 
     #[test]
     fn secret_headers_are_redacted() {

@@ -205,6 +205,35 @@ impl Results {
             }
         };
         time(self.duration_s, "duration_s")?;
+        if humantime::parse_rfc3339(&self.started_at).is_err() {
+            return Err(Invalid::new(
+                "started_at",
+                format!(
+                    "is {:?}: give an RFC 3339 time in UTC, such as 2026-01-31T09:30:00.000Z",
+                    self.started_at
+                ),
+            ));
+        }
+        if let Some(code) = self
+            .status_codes
+            .keys()
+            .find(|c| !(c.len() == 3 && c.parse::<u16>().is_ok_and(|n| (100..=599).contains(&n))))
+        {
+            return Err(Invalid::new(
+                format!("status_codes.{code}"),
+                "is not an HTTP status code (100 to 599)",
+            ));
+        }
+        if self.names.len() > crate::input::MAX_NAMES {
+            return Err(Invalid::new(
+                "names",
+                format!(
+                    "has {}: a run has at most {}",
+                    self.names.len(),
+                    crate::input::MAX_NAMES
+                ),
+            ));
+        }
         if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 3600.0) {
             return Err(Invalid::new(
                 "interval_s",
@@ -304,6 +333,7 @@ impl Results {
         )?;
         fits("status codes", Box::new(self.status_codes.values().copied()))?;
         fits("error classes", Box::new(self.errors.iter().map(|e| e.count)))?;
+        self.check_totals()?;
         if let Some(o) = &self.open {
             if o.dropped > o.arrivals {
                 return Err(Invalid::new(
@@ -338,6 +368,68 @@ impl Results {
                         "has a value that is not a number",
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the totals agree: every response's status is one of a request's, every
+    /// failing status has its responses, the intervals and error classes hold the steps'
+    /// requests and failures, and each stat's histogram holds its count.
+    fn check_totals(&self) -> Result<(), Invalid> {
+        for (k, s) in self.stats.iter().enumerate() {
+            let held = s
+                .latency
+                .decode()
+                .map_err(|e| Invalid::new(format!("stats[{k}].latency"), e.to_string()))?
+                .len();
+            if held != s.count {
+                return Err(Invalid::new(
+                    format!("stats[{k}].latency"),
+                    format!("holds {held} requests, the stat's count {}", s.count),
+                ));
+            }
+        }
+        let counted = || self.stats.iter().filter(|s| self.counts(s));
+        let requests: u64 = counted().map(|s| s.count).sum();
+        let failures: u64 = counted().filter(|s| !s.outcome.is_success()).map(|s| s.count).sum();
+        let answered: u64 = self.status_codes.values().sum();
+        if answered > requests {
+            return Err(Invalid::new(
+                "status_codes",
+                format!("add up to {answered} responses, more than the {requests} requests in stats"),
+            ));
+        }
+        for (k, e) in self.errors.iter().enumerate() {
+            if let Outcome::Status(code) = e.outcome {
+                let seen = self.status_codes.get(&code.to_string()).copied().unwrap_or(0);
+                if seen < e.count {
+                    return Err(Invalid::new(
+                        format!("errors[{k}].count"),
+                        format!(
+                            "is {} failures of HTTP {code}, but status_codes has {seen} such responses",
+                            e.count
+                        ),
+                    ));
+                }
+            }
+        }
+        let sums = [
+            (
+                "intervals' requests",
+                self.intervals.iter().map(|i| i.requests).sum::<u64>(),
+                requests,
+            ),
+            (
+                "intervals' failures",
+                self.intervals.iter().map(|i| i.failures).sum(),
+                failures,
+            ),
+            ("errors' counts", self.errors.iter().map(|e| e.count).sum(), failures),
+        ];
+        for (what, sum, total) in sums {
+            if sum != total {
+                return Err(Invalid::new(what, format!("add up to {sum}, the stats to {total}")));
             }
         }
         Ok(())

@@ -110,9 +110,10 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
             None => Default::default(),
         };
         let [size_p50, size_p95, size_max] = sizes;
+        // Names come from URLs and scenarios: one starting with `=` must stay text.
         out.write_record([
-            segment,
-            name,
+            crate::fmt::csv_text(&segment),
+            crate::fmt::csv_text(&name),
             s.outcome.key(),
             s.count.to_string(),
             q(0.5),
@@ -154,7 +155,7 @@ pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
             x.description.clone(),
             x.count.to_string(),
             x.first_at_s.map(f).unwrap_or_default(),
-            x.first_segment.clone().unwrap_or_default(),
+            crate::fmt::csv_text(x.first_segment.as_deref().unwrap_or_default()),
             f(x.duration_ms.p50),
             f(x.duration_ms.p90),
             f(x.duration_ms.max),

@@ -43,15 +43,22 @@ pub enum ReportError {
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ReportError> {
     use std::io::Write;
     let path = dir.join(name);
-    let result = match std::fs::remove_file(&path) {
+    // Written beside and renamed into place: a full disk leaves the earlier file or none,
+    // never a truncated one under the final name.
+    let tmp = dir.join(format!("{name}.tmp"));
+    let result = match std::fs::remove_file(&tmp) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(bytes)),
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&tmp, &path)),
     };
-    result.map_err(|e| ReportError::Io(path, e))
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        ReportError::Io(path, e)
+    })
 }
 
 /// The files a run directory holds besides results.json.

@@ -27,6 +27,8 @@ pub struct Scenario {
     pub plan: Plan,
     /// What each user does.
     pub flow: FlowPlan,
+    /// What is valid but probably not meant (a loop that sends nothing), located in the file.
+    pub warnings: Vec<Problem>,
 }
 
 /// A scenario's plan before it is resolved, and what its users do.
@@ -36,6 +38,8 @@ pub struct Drafted {
     pub draft: Draft,
     /// What each user does.
     pub flow: FlowPlan,
+    /// See [`Scenario::warnings`].
+    pub warnings: Vec<Problem>,
 }
 
 /// Reads and validates a scenario file. `${env:NAME}` reads the process environment.
@@ -47,14 +51,15 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// Reads and checks a scenario file, up to its plan's [`Draft`].
 pub fn draft(path: &Path) -> Result<Drafted, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: file.clone(),
-        problems: vec![Problem {
-            at: None,
-            message: format!("cannot read the file: {e}"),
-            hint: None,
-        }],
-    })?;
+    let text =
+        crest_model::input::read_text_file(path, crest_model::input::MAX_SCENARIO).map_err(|e| ScenarioError {
+            file: file.clone(),
+            problems: vec![Problem {
+                at: None,
+                message: format!("cannot read the file: {e}"),
+                hint: None,
+            }],
+        })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     draft_str(&file, &text, dir, &|name| std::env::var(name).ok())
 }
@@ -77,7 +82,11 @@ impl Drafted {
             .draft
             .resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))
             .map_err(|e| located(file, e))?;
-        Ok(Scenario { plan, flow: self.flow })
+        Ok(Scenario {
+            plan,
+            flow: self.flow,
+            warnings: self.warnings,
+        })
     }
 }
 
@@ -130,6 +139,21 @@ pub fn draft_str(
     let mut cx = compile::Cx::new(file, &node, dir, env);
     let compiled = cx.scenario(&raw);
     let mut problems = cx.problems;
+    if let Some(c) = compiled
+        .as_ref()
+        .filter(|c| c.names.len() > crest_model::input::MAX_NAMES)
+    {
+        // Its results could not be read back: refused before anything is sent.
+        problems.push(Problem {
+            at: None,
+            message: format!(
+                "{} request names; a run has at most {}",
+                c.names.len(),
+                crest_model::input::MAX_NAMES
+            ),
+            hint: Some("name requests by what they do (`name: get item`), not by their values".into()),
+        });
+    }
     problems.sort_by_key(|p| p.at.unwrap_or((usize::MAX, 0)));
     match compiled {
         Some(c) if problems.is_empty() => {
@@ -156,7 +180,11 @@ pub fn draft_str(
                 monitor: c.monitor,
                 log_requests: c.log_requests,
             };
-            Ok(Drafted { draft, flow: c.flow })
+            Ok(Drafted {
+                draft,
+                flow: c.flow,
+                warnings: cx.warnings,
+            })
         }
         _ => Err(fail(if problems.is_empty() {
             vec![Problem {

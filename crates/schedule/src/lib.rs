@@ -105,14 +105,14 @@ impl Schedule {
             let r1 = stage.to_rate;
             let a1 = a0 + (r0 + r1) / 2.0 * d;
             if n <= a1 && d > 0.0 {
-                return Some(secs(t0 + within_ramp(n - a0, r0, r1, d)));
+                return secs(t0 + within_ramp(n - a0, r0, r1, d));
             }
             t0 += d;
             a0 = a1;
             r0 = r1;
         }
         match self.hold {
-            Some(rate) if rate > 0.0 => Some(secs(t0 + (n - a0).max(0.0) / rate)),
+            Some(rate) if rate > 0.0 => secs(t0 + (n - a0).max(0.0) / rate),
             _ => None,
         }
     }
@@ -150,8 +150,13 @@ fn within_ramp(m: f64, r0: f64, r1: f64, d: f64) -> f64 {
     (2.0 * m / denom).min(d)
 }
 
-fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
+/// Past this offset no arrival is due: no run lasts that long (plans stop at a year), and the
+/// engine adds the offset to the start's `Instant`, which must not overflow.
+const HORIZON: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// `s` seconds, or `None` past the [`HORIZON`] (a rate of 1e-300 puts its second arrival there).
+fn secs(s: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(s.max(0.0)).ok().filter(|d| *d <= HORIZON)
 }
 
 /// Users active at offset `t`: linear within a stage, rounded down, the last level held.
@@ -187,6 +192,23 @@ mod tests {
 
     fn close(a: Duration, b: f64) -> bool {
         (a.as_secs_f64() - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn arrivals_past_any_clock_are_never_due() {
+        // These panicked converting 1e300 s to a Duration.
+        let s = Schedule::constant(1e-300).unwrap();
+        assert_eq!(s.at(0), Some(Duration::ZERO));
+        assert_eq!(s.at(1), None);
+        let ramp = Schedule::stages(
+            1e-300,
+            vec![Stage {
+                duration: Duration::from_secs(1),
+                to_rate: 1e-300,
+            }],
+        )
+        .unwrap();
+        assert_eq!(ramp.at(5), None);
     }
 
     #[test]

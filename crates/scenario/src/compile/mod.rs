@@ -65,6 +65,8 @@ pub(crate) struct Cx<'a> {
     dir: PathBuf,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub problems: Vec<Problem>,
+    /// What is valid but probably not meant, for `crest validate` to show.
+    pub warnings: Vec<Problem>,
     names: Vec<String>,
     /// Where each name is in `names`.
     name_ids: HashMap<String, u32>,
@@ -95,6 +97,7 @@ impl<'a> Cx<'a> {
             dir: dir.to_path_buf(),
             env,
             problems: Vec::new(),
+            warnings: Vec::new(),
             names: Vec::new(),
             name_ids: HashMap::new(),
             part_of: Vec::new(),
@@ -235,7 +238,7 @@ impl<'a> Cx<'a> {
         self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
         self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
-            match std::fs::read(self.resolve(ca)) {
+            match crest_model::input::read_file(&self.resolve(ca), crest_model::input::MAX_DATA_FILE) {
                 Ok(pem) => self.tls.ca_pem = Some(pem),
                 Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
             }
@@ -438,7 +441,7 @@ impl Cx<'_> {
         match (&d.cert, &d.key) {
             (Some(c), Some(k)) => {
                 let read = |cx: &mut Self, f: &Sp<String>, what: &str| {
-                    std::fs::read(cx.resolve(f))
+                    crest_model::input::read_file(&cx.resolve(f), crest_model::input::MAX_DATA_FILE)
                         .map_err(|e| cx.err(f.at(), format!("{what} {:?}: cannot read it: {e}", f.as_str()), None))
                         .ok()
                 };

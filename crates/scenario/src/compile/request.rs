@@ -166,7 +166,7 @@ impl Cx<'_> {
         } else if let Some(b) = &r.body {
             self.template(b, known).map_or(Body::None, Body::Text)
         } else if let Some(f) = &r.body_file {
-            match std::fs::read(self.resolve(f)) {
+            match crest_model::input::read_file(&self.resolve(f), crest_model::input::MAX_DATA_FILE) {
                 Ok(bytes) => Body::Bytes(bytes),
                 Err(e) => {
                     self.err(f.at(), format!("body_file {:?}: cannot read it: {e}", f.as_str()), None);
@@ -224,7 +224,8 @@ impl Cx<'_> {
     fn part(&mut self, p: &Sp<raw::MultipartPart>, known: &Known) -> Option<Part> {
         let content = match (&p.value, &p.file) {
             (Some(v), None) => PartContent::Value(self.template(v, known)?),
-            (None, Some(f)) => match std::fs::read(self.resolve(f)) {
+            (None, Some(f)) => match crest_model::input::read_file(&self.resolve(f), crest_model::input::MAX_DATA_FILE)
+            {
                 Ok(bytes) => PartContent::File {
                     filename: std::path::Path::new(f.as_str())
                         .file_name()

@@ -3,7 +3,7 @@
 
 use super::vars::Known;
 use super::{exactly_one, Cx};
-use crate::error::did_you_mean;
+use crate::error::{did_you_mean, Problem};
 use crate::raw::{self, Sp};
 use crest_flow::condition::Condition;
 use crest_flow::plan::{OnFailure, PollStep, Step};
@@ -130,6 +130,17 @@ impl Cx<'_> {
                 self.loop_depth += 1;
                 let steps = self.steps(&l.steps, known);
                 self.loop_depth -= 1;
+                if !steps.iter().any(Step::sends) {
+                    let at = self.mapping_at(s);
+                    self.warnings.push(Problem {
+                        at,
+                        message: format!(
+                            "loop: none of its steps sends anything, yet each user runs it {} times in every iteration",
+                            *l.times
+                        ),
+                        hint: Some("a loop without a request only burns CPU; did a request step go missing?".into()),
+                    });
+                }
                 out.push(Step::Loop { times: *l.times, steps });
             }
         }

@@ -45,7 +45,7 @@ impl Cx<'_> {
                 }
             };
             let path = self.resolve(&f.file);
-            match std::fs::read(&path)
+            match crest_model::input::read_file(&path, crest_model::input::MAX_DATA_FILE)
                 .map_err(|e| format!("cannot read it: {e}"))
                 .and_then(|b| Feeder::from_csv(name, &b, mode).map_err(|e| e.to_string()))
             {

@@ -1,0 +1,79 @@
+//! How much crest reads of each input: every file it is given has a stated limit, checked while
+//! reading (a size on disk says nothing of `/dev/zero` or a pipe), so no input, hostile or
+//! mistaken, can take memory without bound. The limits are documented in README.md.
+
+use std::io::Read;
+
+/// A scenario file. Loading one takes about 175 bytes of memory per byte of YAML (the node tree
+/// with its locations), so this bounds a load to under 200 MB; the largest example is 6 KB.
+pub const MAX_SCENARIO: u64 = 1 << 20;
+/// A data file of a scenario (CSV or JSON rows), a body or multipart file, `--body-file`: each
+/// is held in memory for the whole run.
+pub const MAX_DATA_FILE: u64 = 64 << 20;
+/// A results document (`results.json`, a sweep's or a search's parts). A run's is a few hundred
+/// KB: histograms are compressed and requests are kept one by one only up to 10,000.
+pub const MAX_RESULTS: u64 = 256 << 20;
+/// Request names in a plan, a journal or a results document. Each name costs a row in every
+/// table and histograms per step; 10,000 is more than any report can show.
+pub const MAX_NAMES: usize = 10_000;
+
+/// An input larger than its limit, or one that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// It is larger than its limit.
+    #[error("it is larger than {} (the most crest reads of such a file)", size(*.0))]
+    TooLarge(u64),
+    /// Reading it failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// All of `r`, unless it holds more than `limit` bytes. Stops reading past the limit, so an
+/// endless input (`/dev/zero`) costs at most `limit` bytes.
+pub fn read_at_most(r: impl Read, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let mut out = Vec::new();
+    r.take(limit.saturating_add(1)).read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(ReadError::TooLarge(limit));
+    }
+    Ok(out)
+}
+
+/// The file at `path`, unless it holds more than `limit` bytes (see [`read_at_most`]). The
+/// one place crest reads an input file, so that each is bounded.
+pub fn read_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_at_most(std::fs::File::open(path)?, limit)
+}
+
+/// [`read_file`], as UTF-8 text.
+pub fn read_text_file(path: &std::path::Path, limit: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_file(path, limit)?)
+        .map_err(|e| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_input_is_refused_after_its_limit() {
+        let endless = std::io::repeat(0);
+        match read_at_most(endless, 1000) {
+            Err(ReadError::TooLarge(1000)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(read_at_most(&b"abc"[..], 3).unwrap(), b"abc");
+        assert_eq!(
+            ReadError::TooLarge(MAX_SCENARIO).to_string(),
+            "it is larger than 1 MiB (the most crest reads of such a file)"
+        );
+    }
+}
