@@ -44,6 +44,17 @@ pub struct Analysis {
     pub series: Vec<Point>,
 }
 
+impl Analysis {
+    /// The steps in the run's unit of work: iterations for a scenario with flows, else requests
+    /// (transactions).
+    pub fn unit_segments(&self) -> &[SegmentAnalysis] {
+        match self.unit {
+            WorkUnit::Iterations => &self.iteration_segments,
+            WorkUnit::Requests | WorkUnit::Transactions => &self.segments,
+        }
+    }
+}
+
 /// Analyses a results document.
 pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     let segments = segments(r)?;

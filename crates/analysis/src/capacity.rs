@@ -248,7 +248,10 @@ fn failed(s: &SegmentAnalysis) -> Failed {
 pub fn capacity_in(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
     let mut c = capacity(r, segments)?;
     c.unit = unit;
-    for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking].into_iter().flatten() {
+    for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking]
+        .into_iter()
+        .flatten()
+    {
         p.unit = unit;
     }
     Ok(c)
@@ -315,9 +318,8 @@ fn standard_error(v: &[f64]) -> Option<f64> {
 /// Finds the points over the judged segments ordered by load.
 pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
     let steps = step_noise(r, segments)?;
-    let judged = |s: &SegmentAnalysis| {
-        s.judged == Judged::Yes && steps.get(s.index).is_some_and(|n| n.unjudged.is_none())
-    };
+    let judged =
+        |s: &SegmentAnalysis| s.judged == Judged::Yes && steps.get(s.index).is_some_and(|n| n.unjudged.is_none());
     let mut loaded: Vec<&SegmentAnalysis> = segments
         .iter()
         .filter(|s| s.requests > 0 && s.load_value() > 0.0 && judged(s))

@@ -31,10 +31,20 @@ pub enum Metric {
     /// Runs whose users each run a fixed number of iterations (run once, threads x loops):
     /// seconds from the start until the last user was done, the headline of such a run.
     AllDone,
+    /// Completed iterations of the flows per second over the run.
+    Iterations,
+    /// The best step's completed iterations per second.
+    PeakIterations,
+    /// Iterations completed.
+    IterationsCompleted,
+    /// Iterations failed.
+    IterationsFailed,
+    /// A completed iteration's time, ms (p50 or p95).
+    IterationTime(LatencyStat),
     /// The optimal operating point's load.
     OptimalLoad,
-    /// Throughput at the optimal operating point.
-    OptimalThroughput,
+    /// Throughput at the optimal operating point, in the runs' unit of work.
+    OptimalThroughput(crate::figures::WorkUnit),
     /// The load at which throughput stopped growing.
     SaturationLoad,
     /// The load at which the run broke (errors above 1% or throughput falling).
@@ -295,7 +305,7 @@ enum Optimum {
 }
 
 fn optimum(a: &Analysis) -> Optimum {
-    if let Some(top) = still_growing(&a.segments) {
+    if let Some(top) = still_growing(a.unit_segments()) {
         return Optimum::Beyond(top.load());
     }
     match (&a.capacity.optimal, &a.capacity.no_optimal) {
@@ -321,8 +331,31 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     rows.add(Metric::AllDone, false, |a| {
         a.summary.users.as_ref().map(|u| u.all_done_s)
     });
-    // HOOK (iterations): when Analysis carries per-flow iterations, their rows go here, beside
-    // the request rows above: completed, failed and per second, each read from every run.
+    // A scenario's flows: the user's unit of work, beside the requests above.
+    rows.add(Metric::Iterations, true, |a| {
+        a.summary.iterations.as_ref().map(|i| i.per_s)
+    });
+    rows.add(Metric::PeakIterations, true, |a| {
+        a.iteration_segments
+            .iter()
+            .filter(|s| s.steady_requests > 0)
+            .map(|s| s.success_rps)
+            .reduce(f64::max)
+    });
+    rows.add(Metric::IterationsCompleted, true, |a| {
+        a.summary.iterations.as_ref().map(|i| i.completed as f64)
+    });
+    rows.add(Metric::IterationsFailed, false, |a| {
+        a.summary.iterations.as_ref().map(|i| i.failed as f64)
+    });
+    for (stat, pick) in [
+        (LatencyStat::P50, (|p| p.p50) as fn(&crate::figures::Percentiles) -> f64),
+        (LatencyStat::P95, |p| p.p95),
+    ] {
+        rows.add(Metric::IterationTime(stat), false, move |a| {
+            a.summary.iterations.as_ref().map(|i| pick(&i.duration_ms))
+        });
+    }
 
     // A run still growing at its highest level has no optimum within its range: its cell says
     // so, rather than a level to compare with another run's.
@@ -344,8 +377,10 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         })
         .collect();
     rows.push(Metric::OptimalLoad, true, at(|load, _| load), beyond);
+    // In the first run's unit: runs of one scenario share it.
+    let unit = runs.first().map_or(crate::figures::WorkUnit::Requests, |(a, _)| a.unit);
     rows.push(
-        Metric::OptimalThroughput,
+        Metric::OptimalThroughput(unit),
         true,
         at(|_, rps| rps),
         vec![None; runs.len()],

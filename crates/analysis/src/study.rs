@@ -7,8 +7,8 @@
 //! figures in the study are exactly those of its own report.
 
 use crate::analyze::Analysis;
-use crate::capacity::{rose, LATENCY_GROWTH};
 use crate::baseline::{baseline, ratios, Candidate};
+use crate::capacity::{rose, LATENCY_GROWTH};
 use crate::failures::Cluster;
 use crate::figures::Percentiles;
 use crate::summary::UsersDone;

@@ -213,7 +213,7 @@ fn no_optimal_when_every_level_failed_names_the_level_that_failed_least() {
     let why = f
         .iter()
         .find_map(|f| match f {
-            Finding::NoOptimal(n) => Some(n.clone()),
+            Finding::NoOptimal(n, _) => Some(n.clone()),
             _ => None,
         })
         .expect("no optimal point, and why");

@@ -82,9 +82,10 @@ fn task_queue_past_capacity_is_answered_in_tasks() {
     assert_eq!(c["unit"], "iterations", "{c}");
     let levels = steps(&s);
     let best = levels.iter().map(|l| l.1).fold(0.0, f64::max);
-    // Flattened: the first level within 15% of the best, as wide as a 4 s step's count of some
-    // 60 tasks varies on a busy machine; the optimum (most tasks per second per second of task
-    // time) is that level or the one before it, where the queue had not yet formed.
+    // The optimum (most tasks per second per second of task time) lies before the queue
+    // formed: at or below the first level within 15% of the best rate, and with most of that
+    // rate. A 4 s step's count of some 60 tasks varies by 10% on a busy machine, so the level
+    // where the rate flattened is read with that margin.
     let flat = levels.iter().position(|l| l.1 >= 0.85 * best).unwrap();
     assert!(
         flat + 1 < levels.len(),
@@ -93,10 +94,11 @@ fn task_queue_past_capacity_is_answered_in_tasks() {
     let optimal = c["optimal"]["users"]
         .as_u64()
         .unwrap_or_else(|| panic!("no optimum: {c}"));
-    let around: Vec<u64> = levels[flat.saturating_sub(1)..=flat].iter().map(|l| l.0).collect();
+    let at = levels.iter().position(|l| l.0 == optimal).unwrap();
     assert!(
-        around.contains(&optimal),
-        "optimum at {optimal} users, tasks flattened at {around:?}: {levels:?}"
+        at <= flat && levels[at].1 >= 0.6 * best,
+        "optimum at {optimal} users, tasks flattened at {} users: {levels:?}",
+        levels[flat].0
     );
     let limit = c["limit"]["users"].as_u64().unwrap_or_else(|| panic!("no limit: {c}"));
     assert!(limit > optimal, "{c}");

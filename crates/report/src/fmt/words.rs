@@ -858,7 +858,12 @@ pub fn compared(m: &Compared) -> String {
         Compared::Failures => "failures".into(),
         Compared::AllDone => "time until every user was done".into(),
         Compared::OptimalLoad => "optimal load".into(),
-        Compared::OptimalThroughput => "throughput at the optimal load".into(),
+        Compared::Iterations => "iterations per second".into(),
+        Compared::PeakIterations => "peak iterations per second (best step)".into(),
+        Compared::IterationsCompleted => "iterations completed".into(),
+        Compared::IterationsFailed => "iterations failed".into(),
+        Compared::IterationTime(s) => format!("{} iteration time", if *s == LatencyStat::P50 { "p50" } else { "p95" }),
+        Compared::OptimalThroughput(_) => "throughput at the optimal load".into(),
         Compared::SaturationLoad => "saturation load".into(),
         Compared::BreakingLoad => "breaking load".into(),
         Compared::SeriesMean(key, _) => format!("{key} (mean)"),
@@ -869,15 +874,16 @@ pub fn compared(m: &Compared) -> String {
 /// How a comparison row's values are scaled for display, and their unit.
 pub fn compared_unit(m: &Compared) -> (f64, &'static str) {
     match m {
-        Compared::Throughput
-        | Compared::PeakThroughput
-        | Compared::SuccessfulThroughput
-        | Compared::OptimalThroughput => (1.0, "req/s"),
-        Compared::Latency(_) => (1.0, "ms"),
+        Compared::Throughput | Compared::PeakThroughput | Compared::SuccessfulThroughput => (1.0, "req/s"),
+        Compared::OptimalThroughput(unit) => (1.0, unit_rate(*unit)),
+        Compared::Iterations | Compared::PeakIterations => (1.0, "iterations/s"),
+        Compared::Latency(_) | Compared::IterationTime(_) => (1.0, "ms"),
         Compared::AllDone => (1.0, "s"),
         Compared::ErrorRate => (100.0, "%"),
         Compared::Requests
         | Compared::Failures
+        | Compared::IterationsCompleted
+        | Compared::IterationsFailed
         | Compared::OptimalLoad
         | Compared::SaturationLoad
         | Compared::BreakingLoad => (1.0, ""),
@@ -896,7 +902,7 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
     let (k, unit) = compared_unit(m);
     let v = v * k;
     let whole = match m {
-        Compared::Requests | Compared::Failures => true,
+        Compared::Requests | Compared::Failures | Compared::IterationsCompleted | Compared::IterationsFailed => true,
         // A closed model's load is a number of users; an open model's is a rate.
         Compared::OptimalLoad | Compared::SaturationLoad | Compared::BreakingLoad => v.fract() == 0.0,
         _ => false,
