@@ -292,7 +292,9 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
         differs: !warm.is_empty(),
     };
     let littles_law = g.users.filter(|u| *u > 0 && steady_requests > 0).map(|users| {
-        let in_flight = throughput_rps * latency_ms.mean / 1000.0;
+        // Every request of the step over its whole span, as its mean latency is of every
+        // request: one window for both sides of the law.
+        let in_flight = whole.throughput_rps * latency_ms.mean / 1000.0;
         let busy_share = in_flight / users as f64;
         LittlesLaw {
             in_flight,
