@@ -238,3 +238,35 @@ fn short_levels_read_their_true_rates() {
         );
     }
 }
+
+/// Issue 20: a step's percentiles come from every request of it, failures included. 25 users
+/// send one request each to 5 workers of 1 s that answer 500 to a request still waiting at
+/// 3.5 s: about 10 of the 25 fail, each after 3.5 s, so the step's p95 and max are at least
+/// that (a p95 taken from a trimmed window read 7 s beside 44% failures that each took 8 s).
+#[test]
+fn a_steps_percentiles_keep_its_failures() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "5", "--service-time", "1s", "--server-timeout", "3500ms"]);
+    let r = run(&t.url, &["-c", "25", "-n", "1x", "--quiet"]);
+    let s = r.summary();
+    let timed_out = target_metric(&t.url, "crest_target_timeouts_total");
+    assert!(timed_out >= 5, "{timed_out} timeouts");
+    let g = &s["segments"][0];
+    assert_eq!(g["failures"].as_u64(), Some(timed_out), "{g}");
+    let results = r.results();
+    let quickest_failure = results["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["took_ms"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert!(quickest_failure >= 3_400.0, "{}", results["failed"]);
+    let (p95, max) = (
+        g["latency_ms"]["p95"].as_f64().unwrap(),
+        g["latency_ms"]["max"].as_f64().unwrap(),
+    );
+    assert!(
+        p95 >= quickest_failure * 0.99 && max >= p95,
+        "p95 {p95} ms, max {max} ms, failures took {quickest_failure} ms and more: {g}"
+    );
+}
