@@ -5,34 +5,12 @@
 
 mod common;
 
-use common::scenario_file;
+use common::{compare, compared as row, scenario_file};
 use serde_json::Value;
 use std::path::Path;
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// `crest compare RUNS... --out DIR`; returns compare.json.
-fn compare(runs: &[&Path], out: &Path) -> Value {
-    let r = common::crest()
-        .arg("compare")
-        .args(runs)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap();
-    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
-    json(&out.join("compare.json"))
-}
-
-fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
-    c["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric:?}: {c:#}"))
 }
 
 /// The cells of the Markdown table row whose first cell is `first`.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{edit, example, run_scenario, scenario_file, target_metric, target_process, TargetProcess};
+use common::{compared, edit, example, run_scenario, scenario_file, target_metric, target_process, TargetProcess};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -270,26 +270,8 @@ fn pool_run(pool: &str, users: u32) -> (common::Run, f64) {
 
 fn compare_runs(runs: &[&common::Run]) -> Value {
     let out_dir = tempfile::tempdir().unwrap();
-    let out = common::crest()
-        .arg("compare")
-        .args(runs.iter().map(|r| r.dir.path()))
-        .arg("--out")
-        .arg(out_dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let md = std::fs::read_to_string(out_dir.path().join("compare.md")).unwrap();
-    assert!(md.ends_with(".\n"), "compare.md ends with a newline");
-    serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("compare.json")).unwrap()).unwrap()
-}
-
-fn compared<'a>(c: &'a Value, metric: &str) -> &'a Value {
-    c["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric:?} in {c:#}"))
+    let dirs: Vec<&std::path::Path> = runs.iter().map(|r| r.dir.path()).collect();
+    common::compare(&dirs, out_dir.path())
 }
 
 /// Issue 14 (seed 001): two pool sizes compared. The service is watched by pid, a new one in

@@ -178,7 +178,7 @@ fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
             .collect(),
         failed: &a.failed,
         charts: charts(r, a),
-        each_request: each_request(a),
+        each_request: each_request(r, a),
         each_request_absent: words::each_request_absent(&a.each_request),
         sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
         resource_charts: resource_charts(r),
@@ -253,7 +253,7 @@ const SCATTER_FAILURE_SERIES: usize = 3;
 /// Each request's latency against when it was meant to start: successes as dots, failures as
 /// crosses with a series per outcome (the commonest few), so a stall, a burst of timeouts or
 /// one slow user stands out as it would in JMeter's or Gatling's scatter.
-pub fn each_request(a: &Analysis) -> Option<Chart> {
+pub fn each_request(r: &Results, a: &Analysis) -> Option<Chart> {
     let EachRequest::Plotted { points } = &a.each_request else {
         return None;
     };
@@ -287,7 +287,7 @@ pub fn each_request(a: &Analysis) -> Option<Chart> {
     Some(scatter(
         "each-request",
         "Each request: latency against its start",
-        "seconds (intended start)",
+        &format!("{} (intended start)", words::time_axis(r)),
         "ms",
         &series,
     ))

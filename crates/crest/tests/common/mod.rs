@@ -349,3 +349,29 @@ pub fn assert_nowhere(secrets: &[&str], dir: &std::path::Path, outputs: &[&str])
         }
     }
 }
+
+/// `crest compare RUNS... --out DIR`, each run a directory; returns compare.json, after
+/// checking that compare.md ends with a newline.
+pub fn compare(runs: &[&std::path::Path], out: &std::path::Path) -> Value {
+    let r = crest()
+        .arg("compare")
+        .args(runs)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(md.ends_with(".\n"), "compare.md ends with a newline");
+    serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap()
+}
+
+/// One row of compare.json, by the metric's words.
+pub fn compared<'a>(c: &'a Value, metric: &str) -> &'a Value {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric:?} in {c:#}"))
+}
