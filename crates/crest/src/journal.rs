@@ -133,7 +133,16 @@ impl Writer {
         self.out
             .sync_data()
             .with_context(|| format!("cannot write {}", self.path.display()))?;
-        Ok(self.path)
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for Writer {
+    /// A run that failed before its end gives its reserve back too.
+    fn drop(&mut self) {
+        if let Some(reserve) = self.reserve.take() {
+            let _ = std::fs::remove_file(reserve);
+        }
     }
 }
 

@@ -107,7 +107,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
                             .collect::<Vec<_>>()
                             .join(", "),
                         r.intervals.len(),
-                        crest_report::fmt::words::ended_by(r.ended_by)
+                        crest_report::fmt::words::ended(&r)
                     );
                     r
                 }

@@ -464,3 +464,27 @@ fn smaller_ones_names_as_text_in_csv_a_bounded_demo_body_help_and_urls() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("\"not a url\" is not a URL"), "{stderr}");
 }
+
+#[test]
+fn a_run_rebuilt_without_its_end_line_that_reached_its_duration_is_not_called_killed() {
+    let target = common::target_process(&[]);
+    let r = common::run(&target.url, &["-c", "2", "-d", "2s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The journal as a full disk leaves it: every interval, no end line.
+    let journal = std::fs::read_to_string(r.dir.path().join("journal.jsonl")).unwrap();
+    let kept: Vec<&str> = journal
+        .lines()
+        .filter(|l| !l.starts_with("{\"entry\":\"end\""))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("journal.jsonl"), kept.join("\n") + "\n").unwrap();
+    let (code, _, stderr) = crest_out(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("ended by duration, as far as its journal shows"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("killed or crashed"), "{stderr}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(!md.contains("killed or crashed"), "{md}");
+}

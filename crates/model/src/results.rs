@@ -885,6 +885,12 @@ impl Invalid {
 /// Reads a results document, refusing another schema or version before reading its fields, so
 /// a document of a later crest is refused by name rather than misread.
 pub fn parse(text: &str) -> Result<Results, ParseError> {
+    if text.len() as u64 > crate::input::MAX_RESULTS {
+        return Err(ParseError::Invalid(Invalid::new(
+            "the document",
+            crate::input::ReadError::TooLarge(crate::input::MAX_RESULTS).to_string(),
+        )));
+    }
     let v: serde_json::Value = serde_json::from_str(text)?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA_ID) => {}

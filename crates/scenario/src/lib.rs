@@ -120,6 +120,14 @@ pub fn draft_str(
         file: file.to_string(),
         problems,
     };
+    // Text from elsewhere than a file (a sweep's, a test's) is held to a file's limit too.
+    if text.len() as u64 > crest_model::input::MAX_SCENARIO {
+        return Err(fail(vec![Problem {
+            at: None,
+            message: crest_model::input::ReadError::TooLarge(crest_model::input::MAX_SCENARIO).to_string(),
+            hint: None,
+        }]));
+    }
     // Editors on Windows start files with a byte-order mark; it is not part of the first key.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     check_depth(text).map_err(|p| fail(vec![p]))?;

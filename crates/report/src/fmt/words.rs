@@ -128,8 +128,13 @@ pub fn time_axis(r: &Results) -> &'static str {
 
 /// How a run ended, in words; a capacity search ends when its search does.
 pub fn ended(r: &Results) -> &'static str {
+    let planned = r.config.duration_s.filter(|_| r.ended_by == EndReason::Unfinished);
     if r.find.is_some() && r.ended_by == EndReason::Completed {
         "the capacity search finishing"
+    } else if planned.is_some_and(|d| r.duration_s >= d) {
+        // Its journal reached the planned length: it was not cut short, only its last line
+        // is missing (a full disk, or crest stopped while writing it).
+        "duration, as far as its journal shows (it has no end line: a full disk, or crest was stopped while writing it)"
     } else {
         ended_by(r.ended_by)
     }
