@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# How close to its slot crest sends each open-model arrival: send lag p50/p99 (and the service
-# time beside the latency) at several rates, one engine thread, against nginx on loopback (the
-# same nginx as bench/run.sh: one worker on core 0, crest on core 1, both at the highest priority
-# when run as root).
+# How close to its slot crest sends each open-model arrival: send lag p50/p99/p99.9 (and the
+# service time beside the latency) at several rates against nginx on loopback (the same nginx
+# as bench/run.sh: one worker on core 0), next to the machine's own wake-up latency measured by
+# cyclictest in the same minutes.
+#
 # Usage: bench/pacing.sh [SECONDS] [RATE ...]   (default: 5 s at 1000 10000 50000 arrivals/s)
+# Environment:
+#   ROUNDS=N            rounds of every run (default 1); medians are printed at the end
+#   MODES="pinned plain" pinned (default): --threads 1, the engine thread moved to core 1 and
+#                       crest at the highest priority when run as root; plain: `crest run URL
+#                       --rate R -d SECONDS` as a user runs it (default threads, no pinning,
+#                       normal priority)
+#   CREST_BIN=PATH      the build measured (default: this tree's release build)
+#   CREST_BEFORE=PATH   another build (e.g. the one before a change) run in the same rounds,
+#                       right after CREST_BIN, for a before/after on the same machine state
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -12,22 +22,23 @@ shift $(( $# < 1 ? $# : 1 ))
 rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(1000 10000 50000)
 
-if ! command -v nginx >/dev/null 2>&1 || ! [ -x /usr/bin/time ]; then
-  echo "installing nginx and GNU time from Debian's packages" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light time >/dev/null
+if ! command -v nginx >/dev/null 2>&1 || ! [ -x /usr/bin/time ] || ! command -v cyclictest >/dev/null 2>&1; then
+  echo "installing nginx, GNU time and rt-tests (cyclictest) from Debian's packages" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light time rt-tests >/dev/null
 fi
-(cd "$root" && cargo build --release -q -p crest)
+if [ -z "${CREST_BIN:-}" ]; then
+  (cd "$root" && cargo build --release -q -p crest)
+fi
 crest="${CREST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/crest}"
 
 BENCH_DIR="$here" exec python3 - "$crest" "$secs" "${rates[@]}" <<'PY'
-import json, os, signal, subprocess, sys, tempfile
+import glob, json, os, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from compare import GEN_CORE, NGINX_CORE, PORT, PRIORITY, start_nginx
 
 
 def pin_engine(parent):
     """Moves the engine thread (crest-engine-0) of `parent`'s child to GEN_CORE once it appears."""
-    import glob, time
     deadline = time.time() + 5
     while time.time() < deadline:
         for stat in glob.glob("/proc/[0-9]*/stat"):
@@ -45,36 +56,100 @@ def pin_engine(parent):
         time.sleep(0.001)
     sys.exit("crest's engine thread did not appear")
 
-crest, secs, rates = sys.argv[1], sys.argv[2], [int(r) for r in sys.argv[3:]]
-prefix = tempfile.mkdtemp(prefix="crest-bench-nginx-")
-nginx = start_nginx(prefix)
-print(f"open model, --threads 1: the engine thread on core {GEN_CORE}, crest's other threads and"
-      f" nginx (1 worker) on core {NGINX_CORE}, {secs} s per rate; ms")
-print(f"{'rate/s':>8} {'achieved':>9} {'dropped':>8} {'lag p50':>8} {'lag p99':>8} {'lag max':>8}"
-      f" {'latency p50':>12} {'service p50':>12} {'CPU s':>6}")
-try:
-    for rate in rates:
-        out = tempfile.mkdtemp(prefix="crest-pacing-")
-        # Beside the run directory, not in it: crest writes only into an empty one.
-        timing = out + ".time"
+
+def cyclictest(secs, interval_us=20):
+    """The machine's own wake-up latency on GEN_CORE: a normal-priority thread (as crest's) at the
+    same nice as crest, woken every `interval_us` (50,000 times a second, the top rate here).
+    Returns (p99, p99.9, max) in ms."""
+    buckets = 2000
+    out = subprocess.run(
+        PRIORITY + ["cyclictest", "-q", "-m", "-t1", "-a", GEN_CORE, "-i", str(interval_us),
+                    "-D", str(secs), "-h", str(buckets)],
+        check=True, capture_output=True, text=True).stdout
+    counts, overflow, worst = [0] * buckets, 0, 0
+    for line in out.splitlines():
+        if line.startswith("# Histogram Overflows:"):
+            overflow = int(line.split()[-1])
+        elif line.startswith("# Max Latencies:"):
+            worst = int(line.split()[-1])
+        elif line[:1].isdigit():
+            us, n = line.split()[:2]
+            counts[int(us)] = int(n)
+    total = sum(counts) + overflow
+
+    def pct(q):
+        seen = 0
+        for us, n in enumerate(counts):
+            seen += n
+            if seen >= q * total:
+                return us / 1000
+        return buckets / 1000
+    return pct(0.99), pct(0.999), worst / 1000
+
+
+def run(binary, mode, rate, secs):
+    out = tempfile.mkdtemp(prefix="crest-pacing-")
+    # Beside the run directory, not in it: crest writes only into an empty one.
+    timing = out + ".time"
+    args = [binary, "run", f"http://127.0.0.1:{PORT}/", "--rate", str(rate), "-d", f"{secs}s",
+            "-q", "--summary-json", "-", "--out", out]
+    if mode == "pinned":
         # crest starts on nginx's core; its engine thread moves to its own core as soon as it
         # exists, so what is measured is what one engine thread can hold, not how the kernel
-        # shares a core between it and crest's controller, journal and monitor threads (on one
-        # core, each wake-up of those costs the engine a time slice: a send lag p99 of
-        # milliseconds at 50,000 arrivals/s).
-        p = subprocess.Popen(
-            PRIORITY + ["/usr/bin/time", "-f", "%U %S", "-o", timing, "taskset", "-c", NGINX_CORE, crest, "run",
-             f"http://127.0.0.1:{PORT}/", "--rate", str(rate), "-d", f"{secs}s", "--threads", "1",
-             "-q", "--summary-json", "-", "--out", out],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # shares a core between it and crest's controller, journal and monitor threads.
+        cmd = PRIORITY + ["/usr/bin/time", "-f", "%U %S", "-o", timing, "taskset", "-c", NGINX_CORE] + args + ["--threads", "1"]
+    else:
+        cmd = ["/usr/bin/time", "-f", "%U %S", "-o", timing] + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if mode == "pinned":
         pin_engine(p.pid)
-        stdout, _ = p.communicate()
-        s = json.loads(stdout)
-        cpu = sum(float(x) for x in open(timing).read().split()[-2:])
-        lag, svc = s["send_lag_ms"], s.get("service_ms") or {}
-        print(f"{rate:>8} {s['achieved_rps']:>9.0f} {s['dropped']:>8} {lag['p50']:>8.3f} {lag['p99']:>8.3f}"
-              f" {lag['max']:>8.3f} {s['latency_ms']['p50']:>12.3f} {svc.get('p50', float('nan')):>12.3f} {cpu:>6.2f}")
+    stdout, stderr = p.communicate()
+    if p.returncode not in (0, 1):
+        sys.exit(f"crest failed ({p.returncode}): {stderr}")
+    s = json.loads(stdout)
+    cpu = sum(float(x) for x in open(timing).read().split()[-2:])
+    lag, svc = s["send_lag_ms"], s.get("service_ms") or {}
+    return {"achieved": s["achieved_rps"], "dropped": s["dropped"], "lag50": lag["p50"],
+            "lag99": lag["p99"], "lag999": lag["p999"], "lagmax": lag["max"],
+            "lat50": s["latency_ms"]["p50"], "svc50": svc.get("p50", float("nan")), "cpu": cpu}
+
+
+crest, secs, rates = sys.argv[1], int(sys.argv[2]), [int(r) for r in sys.argv[3:]]
+builds = [("now", crest)] + ([("before", os.environ["CREST_BEFORE"])] if os.environ.get("CREST_BEFORE") else [])
+modes = os.environ.get("MODES", "pinned").split()
+rounds = int(os.environ.get("ROUNDS", "1"))
+prefix = tempfile.mkdtemp(prefix="crest-bench-nginx-")
+nginx = start_nginx(prefix)
+print(f"load average at start: {os.getloadavg()[0]:.2f}; {secs} s per run; nginx (1 worker) on core"
+      f" {NGINX_CORE}; pinned: --threads 1, engine thread on core {GEN_CORE}; plain: as a user runs it; ms")
+cols = ["achieved", "dropped", "lag50", "lag99", "lag999", "lagmax", "lat50", "svc50", "cpu"]
+head = f"{'round':>5} {'mode':>6} {'build':>6} {'rate/s':>7} " + " ".join(f"{c:>8}" for c in cols)
+print(head)
+rows, machine = [], []
+try:
+    for r in range(1, rounds + 1):
+        ct = cyclictest(secs)
+        machine.append(ct)
+        print(f"{r:>5} cyclictest on core {GEN_CORE}, every 20 us: p99 {ct[0]:.3f} p99.9 {ct[1]:.3f} max {ct[2]:.3f}"
+              f" (load average {os.getloadavg()[0]:.2f})", flush=True)
+        for mode in modes:
+            for rate in rates:
+                for name, binary in builds:
+                    x = run(binary, mode, rate, secs)
+                    rows.append((mode, name, rate, x))
+                    print(f"{r:>5} {mode:>6} {name:>6} {rate:>7} " + " ".join(
+                        f"{x[c]:>8.0f}" if c in ("achieved", "dropped") else f"{x[c]:>8.3f}" for c in cols), flush=True)
 finally:
     nginx.send_signal(signal.SIGQUIT)
     nginx.wait(timeout=10)
+print(f"\nmedians of {rounds} round(s); load average at end: {os.getloadavg()[0]:.2f}")
+print(f"cyclictest p99 {statistics.median(m[0] for m in machine):.3f} p99.9 {statistics.median(m[1] for m in machine):.3f}"
+      f" max {statistics.median(m[2] for m in machine):.3f}")
+print(head.replace("round", "     ", 1))
+for mode in modes:
+    for rate in rates:
+        for name, _ in builds:
+            xs = [x for (m, n, rt, x) in rows if (m, n, rt) == (mode, name, rate)]
+            print(f"{'':>5} {mode:>6} {name:>6} {rate:>7} " + " ".join(
+                f"{statistics.median(x[c] for x in xs):>8.{0 if c in ('achieved', 'dropped') else 3}f}" for c in cols))
 PY

@@ -77,3 +77,66 @@ fn a_run_that_drops_a_tenth_of_a_percent_of_its_arrivals_is_flagged() {
         );
     });
 }
+
+/// Arrivals due, sent and dropped, against what the server received.
+fn accounted(r: &common::Run, server: &Server) -> (u64, u64, u64) {
+    let s = r.summary();
+    let open = &r.results()["open"];
+    let (due, dropped, sent) = (
+        open["arrivals"].as_u64().unwrap(),
+        open["dropped"].as_u64().unwrap(),
+        s["requests"].as_u64().unwrap(),
+    );
+    assert_eq!(s["dropped"], dropped, "{s}");
+    assert_eq!(sent + dropped, due, "every arrival due is sent or dropped: {s}");
+    assert_eq!(
+        server.received().len() as u64,
+        sent,
+        "the server saw every request sent: {s}"
+    );
+    (due, dropped, sent)
+}
+
+#[test]
+fn every_arrival_due_is_sent_or_dropped_as_the_server_counts() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        // The first four requests are held for half a second, so the cap of 4 in flight (2 per
+        // thread) is reached and about a thousand arrivals find it so, however slow this
+        // machine is.
+        let server = Server::start(|_, i| {
+            if i < 4 {
+                Reply::delayed(Duration::from_millis(500))
+            } else {
+                Reply::ok()
+            }
+        })
+        .await;
+        let r = run_async(
+            &server.url("/"),
+            &["--rate", "2000", "-c", "4", "-d", "2s", "--threads", "2"],
+        )
+        .await;
+        let (due, dropped, _) = accounted(&r, &server);
+        // Slots n/2000 s for n = 0..3999 fall before the 2 s deadline.
+        assert_eq!(due, 4000);
+        assert!(dropped > 0, "{}", r.summary());
+    });
+}
+
+#[test]
+fn a_rate_beyond_what_the_engine_sends_still_accounts_for_every_arrival() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        // One debug-built engine thread cannot send 200,000 a second: it falls behind, sends
+        // what is due in bursts and stops at the deadline by the clock.
+        let server = Server::start(|_, _| Reply::ok()).await;
+        let r = run_async(
+            &server.url("/"),
+            &["--rate", "200000", "-c", "50", "-d", "1s", "--threads", "1"],
+        )
+        .await;
+        let (due, _, sent) = accounted(&r, &server);
+        assert!(due <= 200_000 && sent > 0, "{}", r.summary());
+    });
+}

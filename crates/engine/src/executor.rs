@@ -4,11 +4,14 @@ use crate::{Ctx, Stop, StopCause};
 use crest_model::plan::LoadModel;
 use crest_model::plan::UsersProfile;
 use crest_model::Sink;
-use crest_schedule::{interleaved, segment_at, users_at, Schedule};
+use crest_schedule::{interleaved, segment_at, users_at, wait, Schedule, Wait};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use timerfd::{ClockId, SetTimeFlags, TimerFd, TimerState};
 use tokio::io::unix::AsyncFd;
@@ -482,7 +485,23 @@ fn spawn_user<W: Workload>(
 /// request is labelled with the user that sent it, as in the closed model.
 type IdleUsers<U> = Rc<RefCell<Vec<(u64, u64, U)>>>;
 
+/// The open model's iterations in flight on one thread, each polled by the thread's sender (see
+/// [`open`]).
+type InFlight = FuturesUnordered<Deferring<Pin<Box<dyn Future<Output = ()>>>>>;
+
+/// The slot of the next arrival this thread has not sent yet, once it has come: while it is
+/// set and past, iterations in flight stand aside (see [`Deferring`]). `None` once sending has
+/// stopped.
+type NextSlot = Rc<Cell<Option<Instant>>>;
+
 /// Open model: start iterations on this thread's share of the schedule.
+///
+/// Sending never waits behind receiving. The iterations in flight are not tasks of their own:
+/// they are polled by this one task, which sends every arrival that is due before it polls
+/// any of them, runs each new iteration at once up to its first wait (the request written),
+/// and makes the others stand aside as soon as the next slot has come, so an arrival waits
+/// behind at most one response being read, never behind a batch of ready tasks or a turn of
+/// the runtime. Measured against spawning a task per arrival in bench/README.md ("Pacing").
 async fn open<W: Workload>(
     k: usize,
     threads: usize,
@@ -492,6 +511,8 @@ async fn open<W: Workload>(
     stop: &Stop,
 ) -> (u64, u64) {
     let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
+    let next: NextSlot = Rc::new(Cell::new(None));
+    let mut in_flight = InFlight::new();
     let mut next_id = k as u64;
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
@@ -502,31 +523,42 @@ async fn open<W: Workload>(
             if due >= deadline {
                 // Nothing more is due before the deadline; hold until it so the run lasts as long
                 // as asked.
+                next.set(None);
+                serving(&mut in_flight, async {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(deadline.into()) => { stop.is_stopped(deadline); }
+                        _ = stop.cancelled() => {}
+                    }
+                })
+                .await;
+                break;
+            }
+        }
+        next.set(Some(due));
+        let now = Instant::now();
+        if now < due {
+            let waited = serving(&mut in_flight, async {
                 tokio::select! {
-                    _ = tokio::time::sleep_until(deadline.into()) => { stop.is_stopped(deadline); }
-                    _ = stop.cancelled() => {}
+                    biased;
+                    _ = stop.cancelled() => false,
+                    _ = pacer.until(local.start, at) => true,
                 }
+            })
+            .await;
+            if !waited {
                 break;
             }
-        }
-        // Far behind the schedule (a rate beyond what this thread can send) every arrival is
-        // already due and nothing here waits: the clock, not the slot, must end the run at its
-        // deadline, and a yield lets the requests already started make progress.
-        if Instant::now() >= due {
-            if stop.is_stopped(Instant::now()) {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        if Instant::now() < due {
-            tokio::select! {
-                _ = pacer.until(due) => {}
-                _ = stop.cancelled() => break,
-            }
+        } else if wait(now.saturating_duration_since(local.start), at, Duration::ZERO) == Wait::SendBehind
+            && stop.is_stopped(now)
+        {
+            // Far behind the schedule (a rate beyond what this thread can send) every arrival is
+            // already due and nothing here waits: the clock, not the slot, ends the run at its
+            // deadline.
+            break;
         }
         // The decision is made at the arrival's slot, not at the moment the timer fired, so a
         // late wake-up never moves an arrival across the deadline.
-        if !stop.claim(due) {
+        if !stop.claim_slot(due) {
             break;
         }
         arrivals += 1;
@@ -545,20 +577,88 @@ async fn open<W: Workload>(
             }
         };
         local.reserve();
-        let (local, pool) = (Rc::clone(local), Rc::clone(&pool));
-        tokio::task::spawn_local(async move {
-            local.run_reserved(&mut user, (id, done), due).await;
-            if !local.workload.stopped(&user) {
+        let (task, pool) = (Rc::clone(local), Rc::clone(&pool));
+        let mut iteration: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+            task.run_reserved(&mut user, (id, done), due).await;
+            if !task.workload.stopped(&user) {
                 pool.borrow_mut().push((id, done + 1, user));
             }
         });
+        // Sent now, whatever budget this turn of the runtime has left: the first poll writes the
+        // request (or starts the connect). It is polled again, with a waker of its own, in the set.
+        let first = tokio::task::unconstrained(std::future::poll_fn(|cx| Poll::Ready(iteration.as_mut().poll(cx))));
+        if first.await.is_pending() {
+            in_flight.push(Deferring {
+                inner: iteration,
+                next: Rc::clone(&next),
+            });
+        }
+        // Far behind, one arrival per turn: the yield lets the runtime poll its sockets, and
+        // the ready iterations run once the next slot is not yet due.
+        if wait(
+            Instant::now().saturating_duration_since(local.start),
+            at,
+            Duration::ZERO,
+        ) == Wait::SendBehind
+        {
+            next.set(None);
+            serve_ready(&mut in_flight).await;
+            tokio::task::yield_now().await;
+        }
+    }
+    next.set(None);
+    // Iterations still in flight finish on their own task, so the drain waits for them as it
+    // waits for the closed model's users; dropping the thread's task set cuts them off.
+    if !in_flight.is_empty() {
+        tokio::task::spawn_local(async move { while in_flight.next().await.is_some() {} });
     }
     (arrivals, dropped)
 }
 
+/// Polls the iterations in flight until `until` completes. `until` is polled first, and again
+/// after the ready iterations, so a slot that came while they ran is met in the same turn.
+async fn serving<T>(in_flight: &mut InFlight, until: impl Future<Output = T>) -> T {
+    let mut until = std::pin::pin!(until);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = until.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
+        until.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// Runs every iteration in flight that is ready, once.
+async fn serve_ready(in_flight: &mut InFlight) {
+    std::future::poll_fn(|cx| {
+        while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
+        Poll::Ready(())
+    })
+    .await
+}
+
+/// An open-model iteration in flight that stands aside while an arrival is due: polled then,
+/// it asks to be polled again and returns at once, so the sender runs before it.
+struct Deferring<F> {
+    inner: F,
+    next: NextSlot,
+}
+
+impl<F: Future + Unpin> Future for Deferring<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.next.get().is_some_and(|due| Instant::now() >= due) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.inner).poll(cx)
+    }
+}
+
 /// How long before an arrival's slot the kernel timer wakes the thread, which then yields to the
-/// runtime until the clock reaches the slot: the timer's slack (50 µs for a normal thread) and
-/// the wake-up itself fit in it.
+/// runtime until the clock reaches the slot: the wake-up itself fits in it.
 const WAKE_AHEAD: Duration = Duration::from_micros(150);
 /// The same with only tokio's timer, whose wheel ticks in milliseconds and whose epoll wait rounds
 /// up to one: it fires up to about 2 ms late (a send lag p50 of 1 ms, measured before).
@@ -579,6 +679,10 @@ const WAKE_AHEAD_COARSE: Duration = Duration::from_micros(2_000);
 /// loop serve.
 struct Pacer {
     timer: Option<AsyncFd<TimerFd>>,
+    /// When the timer is set to expire, if it has not yet been seen to: a wait taken up again
+    /// for the same slot does not set it again.
+    armed: Option<Instant>,
+    ahead: Duration,
 }
 
 impl Pacer {
@@ -590,42 +694,50 @@ impl Pacer {
         let timer = TimerFd::new_custom(ClockId::Monotonic, true, true)
             .ok()
             .and_then(|t| AsyncFd::new(t).ok());
-        Pacer { timer }
+        let ahead = if timer.is_some() { WAKE_AHEAD } else { WAKE_AHEAD_COARSE };
+        Pacer {
+            timer,
+            armed: None,
+            ahead,
+        }
     }
 
-    async fn until(&mut self, due: Instant) {
-        match &mut self.timer {
-            Some(fd) => {
-                if let Some(wake) = due.checked_sub(WAKE_AHEAD) {
-                    // Loops because an expiry left from a wait that was cancelled may wake it
-                    // early.
-                    loop {
-                        let now = Instant::now();
-                        if now >= wake {
-                            break;
-                        }
+    /// Returns at the slot `at` of a run that started at `start`.
+    async fn until(&mut self, start: Instant, at: Duration) {
+        loop {
+            let now = Instant::now();
+            match wait(now.saturating_duration_since(start), at, self.ahead) {
+                Wait::Sleep(wake) => {
+                    let wake = start + wake;
+                    let Some(fd) = &mut self.timer else {
+                        tokio::time::sleep_until(wake.into()).await;
+                        continue;
+                    };
+                    // A wait taken up again for the same slot finds the timer set already.
+                    if self.armed != Some(wake) {
                         fd.get_mut().set_state(
                             TimerState::Oneshot((wake - now).max(Duration::from_micros(1))),
                             SetTimeFlags::Default,
                         );
-                        let Ok(mut ready) = fd.readable().await else {
-                            break;
-                        };
-                        ready.get_inner().read();
-                        ready.clear_ready();
+                        self.armed = Some(wake);
+                    }
+                    // An expiry left from a wait for an earlier slot may wake it early: the loop
+                    // looks at the clock again.
+                    match fd.readable().await {
+                        Ok(mut ready) => {
+                            ready.get_inner().read();
+                            ready.clear_ready();
+                            self.armed = None;
+                        }
+                        Err(_) => {
+                            self.timer = None;
+                            self.ahead = WAKE_AHEAD_COARSE;
+                        }
                     }
                 }
+                Wait::Turn => tokio::task::yield_now().await,
+                Wait::Send | Wait::SendBehind => return,
             }
-            None => {
-                if let Some(wake) = due.checked_sub(WAKE_AHEAD_COARSE) {
-                    if Instant::now() < wake {
-                        tokio::time::sleep_until(wake.into()).await;
-                    }
-                }
-            }
-        }
-        while Instant::now() < due {
-            tokio::task::yield_now().await;
         }
     }
 }
@@ -652,7 +764,55 @@ async fn drain(grace: Duration, tracker: &Tracker, stop: &Stop) {
 
 #[cfg(test)]
 mod tests {
-    use super::share;
+    use super::*;
+
+    /// A batch of iterations whose responses are all in, as after the thread lost its core for
+    /// a moment. The next arrival's slot comes while the fourth is being read. Each entry of
+    /// the log is an iteration's number, or `None` for the send.
+    fn ready_batch(next: &NextSlot, log: &Rc<RefCell<Vec<Option<u32>>>>) -> InFlight {
+        let in_flight = InFlight::new();
+        for i in 0..50 {
+            let (slot, log) = (Rc::clone(next), Rc::clone(log));
+            let read: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+                log.borrow_mut().push(Some(i));
+                if i == 3 {
+                    // Long past, so the test does not depend on how fast this machine is.
+                    slot.set(Instant::now().checked_sub(Duration::from_secs(1)));
+                }
+            });
+            in_flight.push(Deferring {
+                inner: read,
+                next: Rc::clone(next),
+            });
+        }
+        in_flight
+    }
+
+    #[test]
+    fn an_arrival_whose_slot_comes_waits_behind_at_most_the_response_being_read() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let next: NextSlot = Rc::new(Cell::new(None));
+            let log = Rc::new(RefCell::new(Vec::new()));
+            let mut in_flight = ready_batch(&next, &log);
+            // The sender: ready once the slot has come, as the pacer is.
+            let send = std::future::poll_fn(|_| match next.get() {
+                Some(due) if Instant::now() >= due => {
+                    log.borrow_mut().push(None);
+                    Poll::Ready(())
+                }
+                _ => Poll::Pending,
+            });
+            serving(&mut in_flight, send).await;
+            assert_eq!(*log.borrow(), [Some(0), Some(1), Some(2), Some(3), None]);
+            // Once sent, the rest of the batch runs.
+            next.set(None);
+            while in_flight.next().await.is_some() {}
+            let log = log.borrow();
+            assert_eq!(log.len(), 51);
+            assert!(log[5..].iter().all(Option::is_some));
+        });
+    }
 
     #[test]
     fn shares_add_up() {

@@ -122,9 +122,22 @@ impl Stop {
 
     /// Claims the right to start one more iteration at `now`; false once the run must stop.
     pub fn claim(&self, now: Instant) -> bool {
-        if self.is_stopped(now) {
-            return false;
+        !self.is_stopped(now) && self.take()
+    }
+
+    /// Claims an open-model arrival due at `slot`, as [`Stop::claim`] at the slot, except that a
+    /// slot before the deadline stays the run's once another thread has seen the deadline pass:
+    /// a thread a moment late still sends its last arrivals, so a run's arrivals do not depend
+    /// on which thread reached the end first.
+    pub fn claim_slot(&self, slot: Instant) -> bool {
+        if self.cause() == StopCause::Duration && self.inner.deadline.is_some_and(|d| slot < d) {
+            return self.take();
         }
+        self.claim(slot)
+    }
+
+    /// Takes one of the iterations a count-limited run may still start.
+    fn take(&self) -> bool {
         let mut cur = self.inner.remaining.load(Ordering::Relaxed);
         loop {
             if cur == u64::MAX {
@@ -177,5 +190,21 @@ mod tests {
         c.cancel();
         assert!(!c.claim(start));
         assert_eq!(c.cause(), StopCause::Cancelled);
+    }
+
+    #[test]
+    fn a_slot_before_the_deadline_is_claimed_after_another_thread_saw_it_pass() {
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(1);
+        let s = Stop::new(Some(deadline), Some(2));
+        assert!(s.is_stopped(deadline), "one thread reached the deadline");
+        assert!(!s.claim(deadline - Duration::from_millis(1)));
+        assert!(s.claim_slot(deadline - Duration::from_millis(1)), "a slot before it");
+        assert!(!s.claim_slot(deadline), "a slot at it");
+        assert!(s.claim_slot(start));
+        assert!(!s.claim_slot(start), "the count still holds");
+        let c = Stop::new(Some(deadline), None);
+        c.cancel();
+        assert!(!c.claim_slot(start), "a cancelled run sends nothing more");
     }
 }

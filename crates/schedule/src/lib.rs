@@ -159,6 +159,40 @@ fn secs(s: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(s.max(0.0)).ok().filter(|d| *d <= HORIZON)
 }
 
+/// How an engine thread waits for an arrival's slot: what to do at one look at the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Far from the slot: sleep on the kernel's timer until this offset, then look again.
+    Sleep(Duration),
+    /// Closer than the timer's wake-up margin: give the runtime a turn (its sockets polled,
+    /// ready responses read), then look again.
+    Turn,
+    /// The slot has come: send.
+    Send,
+    /// Send, [`BEHIND`] or more after the slot: the thread lost its core for a while or the
+    /// rate is beyond it, and the runtime gets a turn after each send so that responses are
+    /// read while the backlog goes out.
+    SendBehind,
+}
+
+/// How late an arrival must be before sending it gives the runtime a turn; within it, a backlog
+/// of due arrivals goes out in one go, ahead of any response.
+pub const BEHIND: Duration = Duration::from_millis(1);
+
+/// What to do at offset `now` for an arrival due at offset `due`, with the timer set to wake
+/// `ahead` of the slot.
+pub fn wait(now: Duration, due: Duration, ahead: Duration) -> Wait {
+    if now + ahead < due {
+        Wait::Sleep(due - ahead)
+    } else if now < due {
+        Wait::Turn
+    } else if now < due + BEHIND {
+        Wait::Send
+    } else {
+        Wait::SendBehind
+    }
+}
+
 /// Users active at offset `t`: linear within a stage, rounded down, the last level held.
 pub fn users_at(p: &UsersProfile, t: Duration) -> u64 {
     let mut t0 = Duration::ZERO;
@@ -363,6 +397,26 @@ mod tests {
         );
         assert_eq!(users_at(&p, Duration::from_secs(99)), 140);
         assert_eq!(users_at(&UsersProfile::constant(7), Duration::from_secs(1)), 7);
+    }
+
+    #[test]
+    fn the_sender_sleeps_then_turns_then_sends() {
+        let (ms, us) = (Duration::from_millis, Duration::from_micros);
+        let ahead = us(50);
+        // Slot at 10 ms: the timer wakes the thread 50 µs before it.
+        assert_eq!(wait(ms(0), ms(10), ahead), Wait::Sleep(us(9_950)));
+        assert_eq!(wait(us(9_949), ms(10), ahead), Wait::Sleep(us(9_950)));
+        // Woken, on time or late, it only takes turns of the runtime until the slot.
+        assert_eq!(wait(us(9_950), ms(10), ahead), Wait::Turn);
+        assert_eq!(wait(us(9_999), ms(10), ahead), Wait::Turn);
+        assert_eq!(wait(ms(10), ms(10), ahead), Wait::Send);
+        assert_eq!(wait(us(10_999), ms(10), ahead), Wait::Send);
+        // A millisecond late, each send of the backlog gives the runtime a turn.
+        assert_eq!(wait(ms(11), ms(10), ahead), Wait::SendBehind);
+        // No margin: sleep to the slot itself.
+        assert_eq!(wait(ms(0), ms(10), Duration::ZERO), Wait::Sleep(ms(10)));
+        // Slots closer than the margin (a high rate) are never slept for.
+        assert_eq!(wait(us(9_980), ms(10), ahead), Wait::Turn);
     }
 
     #[test]
