@@ -5,7 +5,7 @@
 
 use crate::analyze::Analysis;
 use crate::capacity::{still_growing, NoOptimal};
-use crate::figures::{Point, SegmentAnalysis, StepLoad};
+use crate::figures::{Point, StepLoad};
 use crest_model::monitor::Unit;
 use serde::Serialize;
 
@@ -293,17 +293,6 @@ impl Rows<'_> {
     }
 }
 
-/// A step's successful requests per second after its warm-up: over the whole step when no
-/// warm-up was trimmed (a run-once's one step, whose last partial second is its own), else over
-/// its steady state. Failures never count: a service that answers 503 fast is not serving.
-fn served_per_s(s: &SegmentAnalysis) -> f64 {
-    if s.trimmed_s > 0.0 || s.whole.duration_s <= 0.0 {
-        s.success_rps
-    } else {
-        (s.requests - s.failures) as f64 / s.whole.duration_s
-    }
-}
-
 /// Where a run's optimum lies, judged by its figures.
 enum Optimum {
     /// At this level (users or arrivals per second), within the loads the run tried, with its
@@ -334,7 +323,7 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         a.segments
             .iter()
             .filter(|s| s.steady_requests > 0)
-            .map(served_per_s)
+            .map(|s| s.success_rps)
             .reduce(f64::max)
     });
     rows.add(Metric::SuccessfulThroughput, true, |a| Some(a.summary.success_rps));
