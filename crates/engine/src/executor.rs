@@ -568,6 +568,18 @@ async fn open<W: Workload>(
             local.sink.borrow_mut().dropped(at);
             continue;
         }
+        if pool.borrow().is_empty() && !in_flight.is_empty() {
+            // No idle user: one turn of the runtime reads the responses already in, so a user
+            // whose answer has come is reused rather than a connection opened, whose request
+            // would wait a turn for the connect anyway. Without it a thread a moment behind
+            // (sending its backlog before any response) opened a connection per arrival.
+            next.set(None);
+            serve_ready(&mut in_flight).await;
+            if pool.borrow().is_empty() {
+                tokio::task::yield_now().await;
+                serve_ready(&mut in_flight).await;
+            }
+        }
         let (id, done, mut user) = match pool.borrow_mut().pop() {
             Some(u) => u,
             None => {
