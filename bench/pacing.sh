@@ -31,8 +31,10 @@ if [ -z "${CREST_BIN:-}" ]; then
 fi
 crest="${CREST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/crest}"
 
-BENCH_DIR="$here" exec python3 - "$crest" "$secs" "${rates[@]}" <<'PY'
-import glob, json, os, signal, statistics, subprocess, sys, tempfile, time
+# In a session of its own: compare.py raises its session's scheduling group to the highest
+# priority, which would otherwise stay with the caller's shell and every build it starts later.
+BENCH_DIR="$here" exec setsid -w python3 - "$crest" "$secs" "${rates[@]}" <<'PY'
+import glob, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from compare import GEN_CORE, NGINX_CORE, PORT, PRIORITY, start_nginx
 
@@ -108,6 +110,9 @@ def run(binary, mode, rate, secs):
         sys.exit(f"crest failed ({p.returncode}): {stderr}")
     s = json.loads(stdout)
     cpu = sum(float(x) for x in open(timing).read().split()[-2:])
+    # A run at 50,000/s writes megabytes; dozens of rounds filled a shared disk.
+    shutil.rmtree(out, ignore_errors=True)
+    os.remove(timing)
     lag, svc = s["send_lag_ms"], s.get("service_ms") or {}
     return {"achieved": s["achieved_rps"], "dropped": s["dropped"], "lag50": lag["p50"],
             "lag99": lag["p99"], "lag999": lag["p999"], "lagmax": lag["max"],
@@ -142,6 +147,7 @@ try:
 finally:
     nginx.send_signal(signal.SIGQUIT)
     nginx.wait(timeout=10)
+    shutil.rmtree(prefix, ignore_errors=True)
 print(f"\nmedians of {rounds} round(s); load average at end: {os.getloadavg()[0]:.2f}")
 print(f"cyclictest p99 {statistics.median(m[0] for m in machine):.3f} p99.9 {statistics.median(m[1] for m in machine):.3f}"
       f" max {statistics.median(m[2] for m in machine):.3f}")

@@ -548,13 +548,17 @@ async fn open<W: Workload>(
             if !waited {
                 break;
             }
-        } else if wait(now.saturating_duration_since(local.start), at, Duration::ZERO) == Wait::SendBehind
-            && stop.is_stopped(now)
-        {
+        } else if wait(now.saturating_duration_since(local.start), at, Duration::ZERO) == Wait::SendBehind {
             // Far behind the schedule (a rate beyond what this thread can send) every arrival is
             // already due and nothing here waits: the clock, not the slot, ends the run at its
-            // deadline.
-            break;
+            // deadline, and each arrival, sent or dropped, gives the runtime a turn first, so
+            // the responses of those in flight are read and free their places under the cap.
+            if stop.is_stopped(now) {
+                break;
+            }
+            next.set(None);
+            serve_ready(&mut in_flight).await;
+            tokio::task::yield_now().await;
         }
         // The decision is made at the arrival's slot, not at the moment the timer fired, so a
         // late wake-up never moves an arrival across the deadline.
@@ -567,6 +571,18 @@ async fn open<W: Workload>(
             dropped += 1;
             local.sink.borrow_mut().dropped(at);
             continue;
+        }
+        if pool.borrow().is_empty() && !in_flight.is_empty() {
+            // No idle user: one turn of the runtime reads the responses already in, so a user
+            // whose answer has come is reused rather than a connection opened, whose request
+            // would wait a turn for the connect anyway. Without it a thread a moment behind
+            // (sending its backlog before any response) opened a connection per arrival.
+            next.set(None);
+            serve_ready(&mut in_flight).await;
+            if pool.borrow().is_empty() {
+                tokio::task::yield_now().await;
+                serve_ready(&mut in_flight).await;
+            }
         }
         let (id, done, mut user) = match pool.borrow_mut().pop() {
             Some(u) => u,
@@ -592,18 +608,6 @@ async fn open<W: Workload>(
                 inner: iteration,
                 next: Rc::clone(&next),
             });
-        }
-        // Far behind, one arrival per turn: the yield lets the runtime poll its sockets, and
-        // the ready iterations run once the next slot is not yet due.
-        if wait(
-            Instant::now().saturating_duration_since(local.start),
-            at,
-            Duration::ZERO,
-        ) == Wait::SendBehind
-        {
-            next.set(None);
-            serve_ready(&mut in_flight).await;
-            tokio::task::yield_now().await;
         }
     }
     next.set(None);
