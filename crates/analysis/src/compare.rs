@@ -304,10 +304,10 @@ enum Optimum {
     Unknown,
 }
 
+/// The run's own answer, so a comparison never contradicts the report of either run: its
+/// capacity analysis names the optimum only where a level beyond it showed latency outgrowing
+/// throughput, and says "beyond" when the highest level was the best.
 fn optimum(a: &Analysis) -> Optimum {
-    if let Some(top) = still_growing(a.unit_segments()) {
-        return Optimum::Beyond(top.load());
-    }
     match (&a.capacity.optimal, &a.capacity.no_optimal) {
         (Some(p), _) => Optimum::At(p.load_value, p.throughput_rps),
         (None, Some(NoOptimal::BestAtHighest { load, .. })) => Optimum::Beyond(load.clone()),
@@ -385,12 +385,29 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         at(|_, rps| rps),
         vec![None; runs.len()],
     );
-    rows.add(Metric::SaturationLoad, true, |a| {
-        a.capacity.saturation.as_ref().map(|p| p.load_value)
-    });
-    rows.add(Metric::BreakingLoad, true, |a| {
-        a.capacity.breaking.as_ref().map(|p| p.load_value)
-    });
+    // A run whose successful throughput still grew at its highest level neither saturated nor
+    // broke within its range: both lie beyond it, which its cells say rather than a blank.
+    let growing: Vec<Option<StepLoad>> = runs
+        .iter()
+        .map(|(a, _)| still_growing(a.unit_segments()).map(|s| s.load()))
+        .collect();
+    for (metric, point) in [
+        (
+            Metric::SaturationLoad,
+            (|a| a.capacity.saturation.as_ref().map(|p| p.load_value)) as fn(&Analysis) -> _,
+        ),
+        (Metric::BreakingLoad, |a| {
+            a.capacity.breaking.as_ref().map(|p| p.load_value)
+        }),
+    ] {
+        let values: Vec<Option<f64>> = runs.iter().map(|(a, _)| point(a)).collect();
+        let beyond = values
+            .iter()
+            .zip(&growing)
+            .map(|(v, g)| g.clone().filter(|_| v.is_none()))
+            .collect();
+        rows.push(metric, true, values, beyond);
+    }
     rows.latency(LatencyStat::P50, |a| a.summary.latency_ms.p50, Some(|p| p.p50_ms));
     rows.latency(LatencyStat::P90, |a| a.summary.latency_ms.p90, None);
     rows.latency(LatencyStat::P95, |a| a.summary.latency_ms.p95, Some(|p| p.p95_ms));

@@ -214,6 +214,24 @@ fn compare_takes_peaks_the_target_served_and_says_when_an_optimum_lies_beyond_th
         optimal["values"][0].as_f64().is_some(),
         "10 workers flattened: {optimal}"
     );
+    // The comparison gives each run's own answer, never one its report contradicts.
+    for (k, s) in [&s10, &s30].into_iter().enumerate() {
+        let own = &s["capacity"]["optimal"];
+        match own.as_object() {
+            Some(p) => assert_eq!(
+                optimal["values"][k].as_f64(),
+                p["users"].as_f64(),
+                "run {k}: {own} vs {optimal}"
+            ),
+            None => assert!(
+                optimal["cells"][k].as_str().unwrap().starts_with("beyond"),
+                "run {k}: {optimal}"
+            ),
+        }
+    }
+    // Still growing at 40 users, it neither saturated nor broke within the run.
+    let saturation = row(&c, "saturation load");
+    assert_eq!(saturation["cells"][1], "beyond 40 users", "{saturation}");
     let md = std::fs::read_to_string(dir.path().join("cmp").join("compare.md")).unwrap();
     assert!(md.contains("| beyond 40 users | - |"), "{md}");
 }
