@@ -626,10 +626,11 @@ fn a_run_once_comparison_has_a_row_for_the_time_until_everyone_was_done() {
 }
 
 /// Issue 20: "optimal load 100 vs 100, 0.0%" while one run still gained 53% at its highest
-/// level. A run still growing at its last level has no optimum within its range: its cell says
-/// where it lies beyond, and no change is computed against it.
+/// level. The optimal load row gives each run's own answer (both reports name 100 users, the
+/// most power), and the run still growing at its last level shows where it did not saturate
+/// or break: beyond 200 users, with no change computed against it.
 #[test]
-fn a_run_still_growing_at_its_last_level_has_its_optimum_beyond_it() {
+fn a_run_still_growing_at_its_last_level_saturates_beyond_it() {
     // Both peak in power at 100 users; pool 10 flattens, pool 30 still gains 53% at 200.
     let pool10 = ResultsBuilder::new(Outcome::Status(503), true)
         .segment(50, 6, |_| Second::ok(250, 40.0))
@@ -649,21 +650,21 @@ fn a_run_still_growing_at_its_last_level_has_its_optimum_beyond_it() {
     );
     let cmp = compare(&a, "pool-10", &b, "pool-30");
     let optimal = row(&cmp, "optimal load");
-    assert_eq!(optimal["values"], serde_json::json!([100.0, null]), "{optimal}");
+    assert_eq!(optimal["values"], serde_json::json!([100.0, 100.0]), "{optimal}");
+    let saturation = row(&cmp, "saturation load");
+    assert_eq!(saturation["values"], serde_json::json!([200.0, null]), "{saturation}");
     assert_eq!(
-        optimal["cells"],
-        serde_json::json!(["100", "beyond 200 users"]),
-        "{optimal}"
+        saturation["cells"],
+        serde_json::json!(["200", "beyond 200 users"]),
+        "{saturation}"
     );
-    assert_eq!(optimal["change_pct"][1], Value::Null, "{optimal}");
-    let at = row(&cmp, "throughput at the optimal load");
-    assert_eq!(at["values"][1], Value::Null, "{at}");
+    assert_eq!(saturation["change_pct"][1], Value::Null, "{saturation}");
     let md = crest_report::html::compare_markdown(&crest_analysis::compare::compare(&[
         (&a.a, "pool-10"),
         (&b.a, "pool-30"),
     ]))
     .unwrap();
-    assert!(md.contains("| optimal load | 100 | beyond 200 users | - |"), "{md}");
+    assert!(md.contains("| saturation load | 200 | beyond 200 users | - |"), "{md}");
 }
 
 /// Issue 20: a process watched by pid is keyed by its name in its own report as in a
