@@ -4,13 +4,15 @@
 
 use crate::cli::{Count, MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
+use crest_http::HttpWorkload;
 use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
+    self, defaults, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, StopRule, Target,
+    TlsOptions, UsersProfile,
 };
-use crest_model::protocol::{HttpOptions, HttpVersion, Network};
+use crest_model::protocol::{HttpVersion, Network};
 use crest_monitor::spec;
 use std::time::Duration;
 
@@ -18,37 +20,31 @@ use std::time::Duration;
 /// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let levels = levels(args)?;
-    let model = match args.rate {
+    let load = match args.rate {
         Some(rate) => {
             if let Some(problem) = plan::rate_problem(rate) {
                 bail!("--rate {rate}: {problem}");
             }
-            let cap = args.concurrency.as_ref().map_or(defaults::MAX_IN_FLIGHT, |c| c.first());
-            check_concurrency(cap)?;
-            LoadModel::rate(rate, cap)
+            LoadDraft::rate(rate, args.concurrency.as_ref().map(|c| c.first()))
         }
-        None => LoadModel::Closed {
-            users: plan::UsersProfile::constant(levels[0]),
+        None => LoadDraft::Closed {
+            users: levels.first().map(|n| UsersProfile::constant(*n)),
             iterations: per_user(args),
         },
     };
     if args.duration == Some(Duration::ZERO) {
         bail!("-d 0s: the duration must be above 0");
     }
-    let (request, name) = request(&args.url, &args.request)?;
-    let mut draft = url_draft(request, name);
+    let mut draft = url_draft(&args.url, &args.request)?;
     draft.stop = stop_at(args)?;
-    draft.load = model;
+    draft.load = load;
     add_flags(&mut draft, &Flags::of_run(args))?;
     finish(draft)
 }
 
-/// The users of each level `-c` gives (one level without a list), checked.
+/// The users of each level `-c` gives (none without `-c`: the resolver's default then), checked.
 pub fn levels(args: &RunArgs) -> Result<Vec<u64>> {
-    let levels = args
-        .concurrency
-        .as_ref()
-        .map_or_else(|| vec![defaults::USERS], |c| c.0.clone());
+    let levels = args.concurrency.as_ref().map_or_else(Vec::new, |c| c.0.clone());
     if levels.len() > 1 && args.rate.is_some() {
         bail!(
             "-c {}: levels are numbers of users; with --rate, -c is the most requests in flight",
@@ -75,9 +71,9 @@ pub fn per_user(args: &RunArgs) -> Option<u64> {
 }
 
 /// When a quick-mode run (or one level of it) stops: after `-n` requests in all, or after `-d`;
-/// after 10 s when neither is given. `-n 10x` is no stop rule but each user's own count (see
-/// [`per_user`]): the run ends when every user has sent its share, or at `-d`.
-pub fn stop_at(args: &RunArgs) -> Result<StopRule> {
+/// neither given, the resolver's default length. `-n 10x` is no stop rule but each user's own
+/// count (see [`per_user`]): the run ends when every user has sent its share, or at `-d`.
+fn stop_at(args: &RunArgs) -> Result<StopRule> {
     let requests = match args.requests {
         None => None,
         Some(Count::Requests(0) | Count::PerUser(0)) => {
@@ -91,11 +87,7 @@ pub fn stop_at(args: &RunArgs) -> Result<StopRule> {
     };
     Ok(StopRule {
         requests,
-        duration: args.duration.or(if args.requests.is_none() {
-            Some(defaults::DURATION)
-        } else {
-            None
-        }),
+        duration: args.duration,
     })
 }
 
@@ -124,10 +116,7 @@ impl<'a> Flags<'a> {
 /// engine threads.
 pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     if let Some(value) = flags.threads {
-        draft.threads = Some(Given {
-            value,
-            origin: Origin::Flag("--threads"),
-        });
+        draft.threads = Some(given("--threads")(value));
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
@@ -149,7 +138,15 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
 
 /// The plan of a draft, through the one resolver.
 pub fn finish(draft: Draft) -> Result<Plan> {
-    Ok(draft.resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))?)
+    Ok(draft.resolve()?)
+}
+
+/// The workload of a plan that repeats one HTTP request (quick mode, `crest find` on a URL).
+pub fn http_workload(plan: &Plan) -> Result<HttpWorkload> {
+    let Target::Http(http) = &plan.target else {
+        bail!("internal: a plan without a URL")
+    };
+    HttpWorkload::new(http, &plan.connection, 0).with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))
 }
 
 /// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
@@ -215,11 +212,14 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
     Ok(())
 }
 
-/// The repeated request of quick mode (and of `crest find` on a URL), with its statistics name.
-pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
-    let timeout = args.timeout.unwrap_or(defaults::TIMEOUT);
-    if timeout.is_zero() {
+/// The repeated request of quick mode (and of `crest find` on a URL), how it is sent as the
+/// flags give it, and its statistics name.
+fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, ConnectionDraft, String)> {
+    if args.timeout == Some(Duration::ZERO) {
         bail!("--timeout 0s: the timeout must be above 0");
+    }
+    if args.connect_timeout == Some(Duration::ZERO) {
+        bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
@@ -228,11 +228,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
         }
         (None, None) => Vec::new(),
     };
-    let method = match &args.method {
-        Some(m) => m.to_ascii_uppercase(),
-        None if !body.is_empty() => "POST".into(),
-        None => "GET".into(),
-    };
+    let method = plan::method(args.method.as_deref(), !body.is_empty());
     let mut headers = Vec::with_capacity(args.headers.len());
     for h in &args.headers {
         let Some((name, value)) = h.split_once(':') else {
@@ -265,67 +261,54 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
     }
     network.resolve = args.resolve.clone();
     network.dns_per_connection = args.dns_per_connection;
-    if args.connect_timeout == Some(Duration::ZERO) {
-        bail!("--connect-timeout 0s: the connect timeout must be above 0");
-    }
-    let mut http = HttpOptions {
-        version: match (args.http2, args.http_version) {
-            (true, _) => HttpVersion::Http2,
-            (false, v) => v.unwrap_or_default(),
+    let connection = ConnectionDraft {
+        timeout: args.timeout.map(given("--timeout")),
+        connect_timeout: args.connect_timeout.map(given("--connect-timeout")),
+        version: if args.http2 {
+            Some(HttpVersion::Http2)
+        } else {
+            args.http_version
         },
-        ..HttpOptions::default()
+        max_streams: args.max_streams.map(given("--max-streams")),
+        keepalive: args.no_keepalive.then_some(false),
+        tls: TlsOptions {
+            insecure: args.insecure,
+            ca_pem,
+            client_pem,
+        },
+        network,
+        ..ConnectionDraft::default()
     };
-    if let Some(n) = args.max_streams {
-        if n == 0 {
-            bail!("--max-streams 0: at least one stream per connection is needed");
-        }
-        if http.version == HttpVersion::Http1 {
-            bail!("--max-streams applies to HTTP/2: add --http2 or --http auto");
-        }
-        http.max_streams = n;
-    }
     let parsed = address::parse(url, address::HTTP)?;
     let path = address::path_and_query(&parsed);
     let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
-    let url = url.to_string();
-    Ok((
-        HttpRequest {
-            method,
-            url,
-            headers,
-            body,
-            timeout,
-            connect_timeout: args.connect_timeout.unwrap_or(defaults::CONNECT_TIMEOUT).min(timeout),
-            keepalive: !args.no_keepalive,
-            tls: TlsOptions {
-                insecure: args.insecure,
-                ca_pem,
-                client_pem,
-            },
-            http,
-            network: Box::new(network),
-        },
-        name,
-    ))
+    let request = HttpRequest {
+        method,
+        url: url.to_string(),
+        headers,
+        body,
+    };
+    Ok((request, connection, name))
 }
 
 /// A draft that repeats one HTTP request: one user until stopped, for quick mode and for
 /// `crest find` to vary the load of.
-pub fn url_draft(request: HttpRequest, name: String) -> Draft {
-    Draft {
-        load: LoadModel::users(1),
+pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
+    let (request, connection, name) = request(url, args)?;
+    Ok(Draft {
+        load: LoadDraft::users(1),
         stop: StopRule::default(),
         names: vec![name],
         part_of: Vec::new(),
         segments: vec![SegmentPlan::whole_run()],
-        timeout: request.timeout,
         target: Target::Http(request),
+        connection,
         threads: None,
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
         log_requests: false,
-    }
+    })
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
@@ -360,6 +343,14 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         .collect()
 }
 
+/// Marks a value as given by `flag`.
+fn given<T>(flag: &'static str) -> impl Fn(T) -> Given<T> {
+    move |value| Given {
+        value,
+        origin: Origin::Flag(flag),
+    }
+}
+
 fn check_concurrency(n: u64) -> Result<()> {
     if n == 0 {
         bail!("-c 0: at least one concurrent user is needed");
@@ -379,6 +370,7 @@ fn read_file(path: &std::path::Path) -> Result<Vec<u8>, crest_model::input::Read
 mod tests {
     use super::*;
     use clap::Parser;
+    use crest_model::plan::LoadModel;
 
     fn args(extra: &[&str]) -> Result<Plan> {
         let mut v = vec!["crest", "run"];
