@@ -445,4 +445,121 @@ mod tests {
             assert!(err.contains(needle), "{flags:?}: {err}");
         }
     }
+
+    /// The scenario's plan, through the same resolver as quick mode's.
+    fn scenario(text: &str) -> Result<Plan, String> {
+        crest_scenario::load_str("scenario.yaml", text, std::path::Path::new("."), &|k| {
+            std::env::var(k).ok()
+        })
+        .map(|s| s.plan)
+        .map_err(|e| e.to_string())
+    }
+
+    /// What the resolver decides, side by side: load, end, grace and how requests are sent.
+    fn decided(p: &Plan) -> impl PartialEq + std::fmt::Debug {
+        let c = &p.connection;
+        (
+            p.load.clone(),
+            p.stop,
+            p.grace,
+            (c.timeout, c.connect_timeout, c.keepalive, c.http, c.tls.insecure),
+            (*c.network).clone(),
+        )
+    }
+
+    const HEAD: &str = "target: http://127.0.0.1:9\nsteps:\n  - request: {path: /x}\n";
+
+    #[test]
+    fn the_same_settings_resolve_to_the_same_plan_through_both_front_ends() {
+        for (flags, file) in [
+            (vec![], "load: {users: 50, duration: 10s}\ndefaults: {cookies: false}\n"),
+            (
+                vec![
+                    "-c",
+                    "7",
+                    "-d",
+                    "3s",
+                    "--timeout",
+                    "2s",
+                    "--connect-timeout",
+                    "1s",
+                    "--no-keepalive",
+                    "--insecure",
+                ],
+                "load: {users: 7, duration: 3s}\n\
+                 defaults: {timeout: 2s, connect_timeout: 1s, keepalive: false, insecure: true, cookies: false}\n",
+            ),
+            (
+                vec!["--rate", "5", "-d", "2s", "--http2", "--max-streams", "4"],
+                "load: {rate: 5, duration: 2s}\ndefaults: {http: 2, max_streams: 4, cookies: false}\n",
+            ),
+            (
+                vec!["--rate", "5", "-c", "30", "-d", "2s", "--http", "auto"],
+                "load: {rate: 5, duration: 2s, max_in_flight: 30}\ndefaults: {http: auto, cookies: false}\n",
+            ),
+        ] {
+            let mut all = vec!["http://127.0.0.1:9/x"];
+            all.extend_from_slice(&flags);
+            let quick = args(&all).unwrap();
+            let file = scenario(&format!("{HEAD}{file}")).unwrap();
+            assert_eq!(decided(&quick), decided(&file), "{flags:?}");
+            assert_eq!(file.names, quick.names, "{flags:?}: one method rule names both");
+        }
+    }
+
+    /// The connect timeout is never above the request's: quick mode capped it, the scenario
+    /// compiler did not.
+    #[test]
+    fn the_connect_timeout_is_capped_at_the_timeout_on_both_paths() {
+        let quick = args(&["http://127.0.0.1:9/x", "--timeout", "2s"]).unwrap();
+        let file = scenario(&format!(
+            "{HEAD}load: {{users: 1, duration: 1s}}\ndefaults: {{timeout: 2s}}\n"
+        ))
+        .unwrap();
+        let given = scenario(&format!(
+            "{HEAD}load: {{users: 1, duration: 1s}}\ndefaults: {{timeout: 2s, connect_timeout: 5s}}\n"
+        ))
+        .unwrap();
+        for p in [&quick, &file, &given] {
+            assert_eq!(p.connection.connect_timeout, Duration::from_secs(2));
+            assert_eq!(p.grace, Duration::from_secs(2));
+        }
+        let p = args(&["http://127.0.0.1:9/x"]).unwrap();
+        let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
+        for p in [&p, &f] {
+            assert_eq!(
+                (p.connection.timeout, p.connection.connect_timeout, p.grace),
+                (defaults::TIMEOUT, defaults::CONNECT_TIMEOUT, defaults::MAX_GRACE)
+            );
+        }
+        assert!(
+            !p.connection.http.cookies && f.connection.http.cookies,
+            "a scenario's users keep cookies"
+        );
+    }
+
+    #[test]
+    fn streams_per_connection_follow_one_rule_on_both_paths() {
+        for (flags, file, quick_says, file_says) in [
+            (
+                vec!["--http2", "--max-streams", "0"],
+                "defaults: {http: 2, max_streams: 0}\n",
+                "--max-streams 0: at least one stream per connection is needed",
+                "scenario.yaml:5:34: max_streams: at least one stream per connection is needed",
+            ),
+            (
+                vec!["--max-streams", "3"],
+                "defaults: {max_streams: 3}\n",
+                "--max-streams applies to HTTP/2: add --http2 or --http auto",
+                "scenario.yaml:5:25: max_streams applies to HTTP/2: add `http: 2` or `http: auto`",
+            ),
+        ] {
+            let mut all = vec!["http://127.0.0.1:9/x"];
+            all.extend_from_slice(&flags);
+            let err = format!("{:#}", args(&all).unwrap_err());
+            assert!(err.contains(quick_says), "{flags:?}: {err}");
+            let err = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n{file}")).unwrap_err();
+            assert!(err.contains(file_says), "{file}: {err}");
+        }
+    }
 }
