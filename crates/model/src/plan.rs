@@ -724,3 +724,87 @@ impl std::fmt::Debug for TlsOptions {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(load: LoadDraft, stop: StopRule) -> Draft {
+        Draft {
+            load,
+            stop,
+            names: vec!["GET /".into()],
+            part_of: Vec::new(),
+            segments: vec![SegmentPlan::whole_run()],
+            target: Target::Http(HttpRequest {
+                method: method(None, false),
+                url: "http://127.0.0.1:9/".into(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            }),
+            connection: ConnectionDraft::default(),
+            threads: None,
+            thresholds: Vec::new(),
+            stop_when: Vec::new(),
+            monitor: MonitorPlan::default(),
+            monitor_interval: None,
+            log_requests: false,
+        }
+    }
+
+    #[test]
+    fn a_run_given_no_end_lasts_the_default_and_the_load_gets_its_defaults() {
+        let ten = Some(defaults::DURATION);
+        let closed = LoadDraft::Closed {
+            users: None,
+            iterations: None,
+        };
+        let p = draft(closed, StopRule::default()).resolve().unwrap();
+        assert_eq!((p.load, p.stop.duration), (LoadModel::users(defaults::USERS), ten));
+        let p = draft(LoadDraft::rate(5.0, None), StopRule::default())
+            .resolve()
+            .unwrap();
+        assert_eq!(
+            (p.load, p.stop.duration),
+            (LoadModel::rate(5.0, defaults::MAX_IN_FLIGHT), ten)
+        );
+        // Each user's own count is an end; so is a number of requests.
+        let counted = LoadDraft::Closed {
+            users: None,
+            iterations: Some(3),
+        };
+        assert_eq!(
+            draft(counted, StopRule::default()).resolve().unwrap().stop.duration,
+            None
+        );
+        let n = StopRule {
+            requests: Some(5),
+            duration: None,
+        };
+        assert_eq!(draft(LoadDraft::users(2), n).resolve().unwrap().stop, n);
+    }
+
+    #[test]
+    fn every_problem_of_a_draft_is_named_by_its_origin() {
+        let mut d = draft(LoadDraft::users(1), StopRule::default());
+        d.threads = Some(Given {
+            value: 0,
+            origin: Origin::Flag("--threads"),
+        });
+        d.connection.max_streams = Some(Given {
+            value: 0,
+            origin: Origin::File {
+                file: "s.yaml".into(),
+                key: "max_streams",
+                at: Some((3, 16)),
+            },
+        });
+        let e = d.resolve().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--threads 0: at least one thread is needed\n\
+             s.yaml:3:16: max_streams: at least one stream per connection is needed\n\
+             s.yaml:3:16: max_streams applies to HTTP/2: add `http: 2` or `http: auto` to `defaults`"
+        );
+    }
+}
