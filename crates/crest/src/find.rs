@@ -10,19 +10,20 @@ use anyhow::{bail, Context, Result};
 use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
-use crest_model::plan::{LoadModel, Plan, SegmentPlan, StopRule};
+use crest_model::plan::{defaults, LoadModel, Plan, SegmentPlan, StopRule};
 use crest_model::results::{self, EndReason, FindRecord, ProbeRecord, Results, Segment};
 use crest_report::fmt::words;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Reads `--slo` expressions into a service level.
+/// Reads `--slo` expressions into a service level, over the default one (`--slo` may change
+/// its error rate).
 pub fn slo(exprs: &[String]) -> Result<Slo> {
     let mut slo = Slo {
-        max_error_rate: 0.01,
+        max_error_rate: 1.0,
         max_p99_ms: None,
     };
-    for text in exprs {
+    for text in std::iter::once(defaults::SLO).chain(exprs.iter().map(String::as_str)) {
         let e = Expr::parse(text).map_err(|m| anyhow::anyhow!("--slo {m}"))?;
         let Bound::Value(v) = e.bound else {
             bail!("--slo {text:?}: compare with a value")
@@ -230,7 +231,7 @@ pub fn search<W: Workload>(
 /// The service level as given, or the default a search applies without one.
 fn slo_list(slo_text: &[String]) -> Vec<String> {
     if slo_text.is_empty() {
-        vec!["error_rate < 1%".to_string()]
+        vec![defaults::SLO.to_string()]
     } else {
         slo_text.to_vec()
     }

@@ -7,10 +7,9 @@ use crate::cli::RunArgs;
 use crate::find::{joined, level_plan};
 use crate::output;
 use crate::run::{exit_code, measure};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use crest_analysis::find::Level;
-use crest_http::HttpWorkload;
-use crest_model::plan::{LoadModel, Plan, Target};
+use crest_model::plan::{LoadModel, Plan};
 use crest_model::results::Segment;
 use crest_report::fmt::words;
 use std::sync::Arc;
@@ -18,11 +17,7 @@ use std::sync::Arc;
 /// Runs `base` (quick mode's plan at the first level) at each of `levels` users in turn and
 /// writes the joined results. Returns the exit code.
 pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
-    let Target::Http(http) = &base.target else {
-        anyhow::bail!("internal: quick mode without a URL")
-    };
-    let workload =
-        Arc::new(HttpWorkload::new(http, 0).with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))?);
+    let workload = Arc::new(crate::plan::http_workload(&base)?);
     let out = &args.output;
     let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
     let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
@@ -33,7 +28,8 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
             value: users as f64,
             open: false,
         };
-        let mut plan = level_plan(&base, level, users, crate::plan::stop_at(args)?);
+        // -n and -d apply to each level, as they did to the first.
+        let mut plan = level_plan(&base, level, users, base.stop);
         if let LoadModel::Closed { iterations, .. } = &mut plan.load {
             *iterations = crate::plan::per_user(args);
         }

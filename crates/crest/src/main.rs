@@ -39,7 +39,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Run(a) if a.url.contains("://") => {
             let plan = plan::resolve(&a)?;
             match plan::levels(&a)?.as_slice() {
-                [_] => run::quick(plan, args, &a.output),
+                [] | [_] => run::quick(plan, args, &a.output),
                 levels => levels::run(plan, levels, &a, args),
             }
         }
@@ -62,19 +62,16 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             warn(&a.url, &scenario.warnings);
             let mut draft = scenario.draft;
             plan::add_flags(&mut draft, &plan::Flags::of_run(&a))?;
-            let workload = crest_flow::FlowWorkload::new(scenario.flow);
-            run::execute(plan::finish(draft)?, workload, args, &a.output)
+            let plan = plan::finish(draft)?;
+            let workload = crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?);
+            run::execute(plan, workload, args, &a.output)
         }
         Command::Validate(a) => validate(&a.file),
         Command::Find(a) if a.url.contains("://") => {
-            let (request, name) = plan::request(&a.url, &a.request)?;
-            let workload = Arc::new(
-                crest_http::HttpWorkload::new(&request, 0)
-                    .with_context(|| format!("URL {}", crest_model::redact::url(&request.url)))?,
-            );
-            let mut draft = plan::url_draft(request, name);
+            let mut draft = plan::url_draft(&a.url, &a.request)?;
             plan::add_flags(&mut draft, &find::flags(&a))?;
             let base = plan::finish(draft)?;
+            let workload = Arc::new(plan::http_workload(&base)?);
             find::find(find::Subject { workload, base }, &a, args)
         }
         Command::Find(a) => {
@@ -82,7 +79,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             let mut draft = s.draft;
             plan::add_flags(&mut draft, &find::flags(&a))?;
             let base = plan::finish(draft)?;
-            let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
+            let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow.finish(&base)?));
             find::find(find::Subject { workload, base }, &a, args)
         }
         Command::Sweep(a) => sweep::sweep(&a, args),
@@ -308,9 +305,8 @@ fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
             humantime::format_duration(a.budget)
         );
     }
-    let (request, name) = plan::request(&format!("http://{addr}/"), &demo_request())?;
-    let workload = Arc::new(crest_http::HttpWorkload::new(&request, 0)?);
-    let base = plan::finish(plan::url_draft(request, name))?;
+    let base = plan::finish(plan::url_draft(&format!("http://{addr}/"), &demo_request())?)?;
+    let workload = Arc::new(plan::http_workload(&base)?);
     let slo = find::slo(&[])?;
     find::search(
         find::Subject { workload, base },

@@ -4,13 +4,15 @@
 
 use crate::cli::{Count, MonitorArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context, Result};
+use crest_http::HttpWorkload;
 use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, defaults, Draft, Given, HttpRequest, LoadModel, Origin, Plan, SegmentPlan, StopRule, Target, TlsOptions,
+    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, StopRule, Target,
+    TlsOptions, UsersProfile,
 };
-use crest_model::protocol::{HttpOptions, HttpVersion, Network};
+use crest_model::protocol::{HttpVersion, Network};
 use crest_monitor::spec;
 use std::time::Duration;
 
@@ -18,37 +20,31 @@ use std::time::Duration;
 /// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let levels = levels(args)?;
-    let model = match args.rate {
+    let load = match args.rate {
         Some(rate) => {
             if let Some(problem) = plan::rate_problem(rate) {
                 bail!("--rate {rate}: {problem}");
             }
-            let cap = args.concurrency.as_ref().map_or(defaults::MAX_IN_FLIGHT, |c| c.first());
-            check_concurrency(cap)?;
-            LoadModel::rate(rate, cap)
+            LoadDraft::rate(rate, args.concurrency.as_ref().map(|c| c.first()))
         }
-        None => LoadModel::Closed {
-            users: plan::UsersProfile::constant(levels[0]),
+        None => LoadDraft::Closed {
+            users: levels.first().map(|n| UsersProfile::constant(*n)),
             iterations: per_user(args),
         },
     };
     if args.duration == Some(Duration::ZERO) {
         bail!("-d 0s: the duration must be above 0");
     }
-    let (request, name) = request(&args.url, &args.request)?;
-    let mut draft = url_draft(request, name);
+    let mut draft = url_draft(&args.url, &args.request)?;
     draft.stop = stop_at(args)?;
-    draft.load = model;
+    draft.load = load;
     add_flags(&mut draft, &Flags::of_run(args))?;
     finish(draft)
 }
 
-/// The users of each level `-c` gives (one level without a list), checked.
+/// The users of each level `-c` gives (none without `-c`: the resolver's default then), checked.
 pub fn levels(args: &RunArgs) -> Result<Vec<u64>> {
-    let levels = args
-        .concurrency
-        .as_ref()
-        .map_or_else(|| vec![defaults::USERS], |c| c.0.clone());
+    let levels = args.concurrency.as_ref().map_or_else(Vec::new, |c| c.0.clone());
     if levels.len() > 1 && args.rate.is_some() {
         bail!(
             "-c {}: levels are numbers of users; with --rate, -c is the most requests in flight",
@@ -75,9 +71,9 @@ pub fn per_user(args: &RunArgs) -> Option<u64> {
 }
 
 /// When a quick-mode run (or one level of it) stops: after `-n` requests in all, or after `-d`;
-/// after 10 s when neither is given. `-n 10x` is no stop rule but each user's own count (see
-/// [`per_user`]): the run ends when every user has sent its share, or at `-d`.
-pub fn stop_at(args: &RunArgs) -> Result<StopRule> {
+/// neither given, the resolver's default length. `-n 10x` is no stop rule but each user's own
+/// count (see [`per_user`]): the run ends when every user has sent its share, or at `-d`.
+fn stop_at(args: &RunArgs) -> Result<StopRule> {
     let requests = match args.requests {
         None => None,
         Some(Count::Requests(0) | Count::PerUser(0)) => {
@@ -91,11 +87,7 @@ pub fn stop_at(args: &RunArgs) -> Result<StopRule> {
     };
     Ok(StopRule {
         requests,
-        duration: args.duration.or(if args.requests.is_none() {
-            Some(defaults::DURATION)
-        } else {
-            None
-        }),
+        duration: args.duration,
     })
 }
 
@@ -124,13 +116,13 @@ impl<'a> Flags<'a> {
 /// engine threads.
 pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     if let Some(value) = flags.threads {
-        draft.threads = Some(Given {
-            value,
-            origin: Origin::Flag("--threads"),
-        });
+        draft.threads = Some(given("--threads")(value));
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
+    if let Some(i) = flags.monitor.interval {
+        draft.monitor_interval = Some(given("--monitor-interval")(i));
+    }
     add_monitors(flags.monitor, &mut draft.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
@@ -149,21 +141,19 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
 
 /// The plan of a draft, through the one resolver.
 pub fn finish(draft: Draft) -> Result<Plan> {
-    Ok(draft.resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))?)
+    Ok(draft.resolve()?)
+}
+
+/// The workload of a plan that repeats one HTTP request (quick mode, `crest find` on a URL).
+pub fn http_workload(plan: &Plan) -> Result<HttpWorkload> {
+    let Target::Http(http) = &plan.target else {
+        bail!("internal: a plan without a URL")
+    };
+    HttpWorkload::new(http, &plan.connection, 0).with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))
 }
 
 /// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
-pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
-    if let Some(i) = args.interval {
-        if i < defaults::MIN_MONITOR_INTERVAL {
-            bail!(
-                "--monitor-interval {}: sample at most every {}",
-                humantime::format_duration(i),
-                humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
-            );
-        }
-        plan.interval = i;
-    }
+fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
     if args.no_host {
         plan.host = false;
     }
@@ -215,11 +205,14 @@ pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
     Ok(())
 }
 
-/// The repeated request of quick mode (and of `crest find` on a URL), with its statistics name.
-pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
-    let timeout = args.timeout.unwrap_or(defaults::TIMEOUT);
-    if timeout.is_zero() {
+/// The repeated request of quick mode (and of `crest find` on a URL), how it is sent as the
+/// flags give it, and its statistics name.
+fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, ConnectionDraft, String)> {
+    if args.timeout == Some(Duration::ZERO) {
         bail!("--timeout 0s: the timeout must be above 0");
+    }
+    if args.connect_timeout == Some(Duration::ZERO) {
+        bail!("--connect-timeout 0s: the connect timeout must be above 0");
     }
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
@@ -228,11 +221,7 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
         }
         (None, None) => Vec::new(),
     };
-    let method = match &args.method {
-        Some(m) => m.to_ascii_uppercase(),
-        None if !body.is_empty() => "POST".into(),
-        None => "GET".into(),
-    };
+    let method = plan::method(args.method.as_deref(), !body.is_empty());
     let mut headers = Vec::with_capacity(args.headers.len());
     for h in &args.headers {
         let Some((name, value)) = h.split_once(':') else {
@@ -265,67 +254,55 @@ pub fn request(url: &str, args: &RequestArgs) -> Result<(HttpRequest, String)> {
     }
     network.resolve = args.resolve.clone();
     network.dns_per_connection = args.dns_per_connection;
-    if args.connect_timeout == Some(Duration::ZERO) {
-        bail!("--connect-timeout 0s: the connect timeout must be above 0");
-    }
-    let mut http = HttpOptions {
-        version: match (args.http2, args.http_version) {
-            (true, _) => HttpVersion::Http2,
-            (false, v) => v.unwrap_or_default(),
+    let connection = ConnectionDraft {
+        timeout: args.timeout.map(given("--timeout")),
+        connect_timeout: args.connect_timeout.map(given("--connect-timeout")),
+        version: if args.http2 {
+            Some(HttpVersion::Http2)
+        } else {
+            args.http_version
         },
-        ..HttpOptions::default()
+        max_streams: args.max_streams.map(given("--max-streams")),
+        keepalive: args.no_keepalive.then_some(false),
+        tls: TlsOptions {
+            insecure: args.insecure,
+            ca_pem,
+            client_pem,
+        },
+        network,
+        ..ConnectionDraft::default()
     };
-    if let Some(n) = args.max_streams {
-        if n == 0 {
-            bail!("--max-streams 0: at least one stream per connection is needed");
-        }
-        if http.version == HttpVersion::Http1 {
-            bail!("--max-streams applies to HTTP/2: add --http2 or --http auto");
-        }
-        http.max_streams = n;
-    }
     let parsed = address::parse(url, address::HTTP)?;
     let path = address::path_and_query(&parsed);
     let name = format!("{method} {}", path.split('?').next().unwrap_or("/"));
-    let url = url.to_string();
-    Ok((
-        HttpRequest {
-            method,
-            url,
-            headers,
-            body,
-            timeout,
-            connect_timeout: args.connect_timeout.unwrap_or(defaults::CONNECT_TIMEOUT).min(timeout),
-            keepalive: !args.no_keepalive,
-            tls: TlsOptions {
-                insecure: args.insecure,
-                ca_pem,
-                client_pem,
-            },
-            http,
-            network: Box::new(network),
-        },
-        name,
-    ))
+    let request = HttpRequest {
+        method,
+        url: url.to_string(),
+        headers,
+        body,
+    };
+    Ok((request, connection, name))
 }
 
 /// A draft that repeats one HTTP request: one user until stopped, for quick mode and for
 /// `crest find` to vary the load of.
-pub fn url_draft(request: HttpRequest, name: String) -> Draft {
-    Draft {
-        load: LoadModel::users(1),
+pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
+    let (request, connection, name) = request(url, args)?;
+    Ok(Draft {
+        load: LoadDraft::users(1),
         stop: StopRule::default(),
         names: vec![name],
         part_of: Vec::new(),
         segments: vec![SegmentPlan::whole_run()],
-        timeout: request.timeout,
         target: Target::Http(request),
+        connection,
         threads: None,
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
+        monitor_interval: None,
         log_requests: false,
-    }
+    })
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
@@ -360,6 +337,14 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         .collect()
 }
 
+/// Marks a value as given by `flag`.
+fn given<T>(flag: &'static str) -> impl Fn(T) -> Given<T> {
+    move |value| Given {
+        value,
+        origin: Origin::Flag(flag),
+    }
+}
+
 fn check_concurrency(n: u64) -> Result<()> {
     if n == 0 {
         bail!("-c 0: at least one concurrent user is needed");
@@ -379,6 +364,7 @@ fn read_file(path: &std::path::Path) -> Result<Vec<u8>, crest_model::input::Read
 mod tests {
     use super::*;
     use clap::Parser;
+    use crest_model::plan::{defaults, LoadModel};
 
     fn args(extra: &[&str]) -> Result<Plan> {
         let mut v = vec!["crest", "run"];
@@ -451,6 +437,170 @@ mod tests {
         ] {
             let err = format!("{:#}", args(&flags).unwrap_err());
             assert!(err.contains(needle), "{flags:?}: {err}");
+        }
+    }
+
+    /// The scenario's plan, through the same resolver as quick mode's.
+    fn scenario(text: &str) -> Result<Plan, String> {
+        crest_scenario::load_str("scenario.yaml", text, std::path::Path::new("."), &|k| {
+            std::env::var(k).ok()
+        })
+        .map(|s| s.plan)
+        .map_err(|e| e.to_string())
+    }
+
+    /// What the resolver decides, side by side: load, end, grace and how requests are sent.
+    fn decided(p: &Plan) -> impl PartialEq + std::fmt::Debug {
+        let c = &p.connection;
+        (
+            p.load.clone(),
+            p.stop,
+            p.grace,
+            (c.timeout, c.connect_timeout, c.keepalive, c.http, c.tls.insecure),
+            (*c.network).clone(),
+        )
+    }
+
+    const HEAD: &str = "target: http://127.0.0.1:9\nsteps:\n  - request: {path: /x}\n";
+
+    #[test]
+    fn the_same_settings_resolve_to_the_same_plan_through_both_front_ends() {
+        for (flags, file) in [
+            (vec![], "load: {users: 50, duration: 10s}\ndefaults: {cookies: false}\n"),
+            (
+                vec![
+                    "-c",
+                    "7",
+                    "-d",
+                    "3s",
+                    "--timeout",
+                    "2s",
+                    "--connect-timeout",
+                    "1s",
+                    "--no-keepalive",
+                    "--insecure",
+                ],
+                "load: {users: 7, duration: 3s}\n\
+                 defaults: {timeout: 2s, connect_timeout: 1s, keepalive: false, insecure: true, cookies: false}\n",
+            ),
+            (
+                vec!["--rate", "5", "-d", "2s", "--http2", "--max-streams", "4"],
+                "load: {rate: 5, duration: 2s}\ndefaults: {http: 2, max_streams: 4, cookies: false}\n",
+            ),
+            (
+                vec!["--rate", "5", "-c", "30", "-d", "2s", "--http", "auto"],
+                "load: {rate: 5, duration: 2s, max_in_flight: 30}\ndefaults: {http: auto, cookies: false}\n",
+            ),
+        ] {
+            let mut all = vec!["http://127.0.0.1:9/x"];
+            all.extend_from_slice(&flags);
+            let quick = args(&all).unwrap();
+            let file = scenario(&format!("{HEAD}{file}")).unwrap();
+            assert_eq!(decided(&quick), decided(&file), "{flags:?}");
+            assert_eq!(file.names, quick.names, "{flags:?}: one method rule names both");
+        }
+    }
+
+    /// The connect timeout is never above the request's: quick mode capped it, the scenario
+    /// compiler did not.
+    #[test]
+    fn the_connect_timeout_is_capped_at_the_timeout_on_both_paths() {
+        let quick = args(&["http://127.0.0.1:9/x", "--timeout", "2s"]).unwrap();
+        let file = scenario(&format!(
+            "{HEAD}load: {{users: 1, duration: 1s}}\ndefaults: {{timeout: 2s}}\n"
+        ))
+        .unwrap();
+        let given = scenario(&format!(
+            "{HEAD}load: {{users: 1, duration: 1s}}\ndefaults: {{timeout: 2s, connect_timeout: 5s}}\n"
+        ))
+        .unwrap();
+        for p in [&quick, &file, &given] {
+            assert_eq!(p.connection.connect_timeout, Duration::from_secs(2));
+            assert_eq!(p.grace, Duration::from_secs(2));
+        }
+        let p = args(&["http://127.0.0.1:9/x"]).unwrap();
+        let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
+        for p in [&p, &f] {
+            assert_eq!(
+                (p.connection.timeout, p.connection.connect_timeout, p.grace),
+                (defaults::TIMEOUT, defaults::CONNECT_TIMEOUT, defaults::MAX_GRACE)
+            );
+        }
+        assert!(
+            !p.connection.http.cookies && f.connection.http.cookies,
+            "a scenario's users keep cookies"
+        );
+    }
+
+    #[test]
+    fn the_monitor_interval_follows_one_rule_on_both_paths() {
+        let err = format!("{:#}", args(&["http://h/", "--monitor-interval", "50ms"]).unwrap_err());
+        assert!(
+            err.contains("--monitor-interval 50ms: sample at most every 100ms"),
+            "{err}"
+        );
+        let file = format!("{HEAD}load: {{users: 1, duration: 1s}}\nmonitor: {{interval: 50ms}}\n");
+        let err = scenario(&file).unwrap_err();
+        assert!(
+            err.contains("scenario.yaml:5:21: monitor: interval: 50ms: sample at most every 100ms"),
+            "{err}"
+        );
+        let quick = args(&["http://h/"]).unwrap();
+        let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
+        assert_eq!(
+            (quick.monitor.interval, f.monitor.interval),
+            (defaults::MONITOR_INTERVAL, defaults::MONITOR_INTERVAL)
+        );
+        // The flag replaces the file's interval, and is held to the same bound.
+        let file = file.replace("50ms", "500ms");
+        let with = |interval: &str| {
+            let mut d = crest_scenario::draft_str("scenario.yaml", &file, std::path::Path::new("."), &|_| None)
+                .unwrap()
+                .draft;
+            let monitor = MonitorArgs {
+                interval: Some(crate::cli::parse_duration(interval).unwrap()),
+                ..MonitorArgs::default()
+            };
+            let flags = Flags {
+                threads: None,
+                thresholds: &[],
+                stop_when: &[],
+                monitor: &monitor,
+                log_requests: false,
+            };
+            add_flags(&mut d, &flags)?;
+            finish(d)
+        };
+        assert_eq!(with("250ms").unwrap().monitor.interval, Duration::from_millis(250));
+        let err = format!("{:#}", with("10ms").unwrap_err());
+        assert!(
+            err.contains("--monitor-interval 10ms: sample at most every 100ms"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn streams_per_connection_follow_one_rule_on_both_paths() {
+        for (flags, file, quick_says, file_says) in [
+            (
+                vec!["--http2", "--max-streams", "0"],
+                "defaults: {http: 2, max_streams: 0}\n",
+                "--max-streams 0: at least one stream per connection is needed",
+                "scenario.yaml:5:34: max_streams: at least one stream per connection is needed",
+            ),
+            (
+                vec!["--max-streams", "3"],
+                "defaults: {max_streams: 3}\n",
+                "--max-streams applies to HTTP/2: add --http2 or --http auto",
+                "scenario.yaml:5:25: max_streams applies to HTTP/2: add `http: 2` or `http: auto`",
+            ),
+        ] {
+            let mut all = vec!["http://127.0.0.1:9/x"];
+            all.extend_from_slice(&flags);
+            let err = format!("{:#}", args(&all).unwrap_err());
+            assert!(err.contains(quick_says), "{flags:?}: {err}");
+            let err = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n{file}")).unwrap_err();
+            assert!(err.contains(file_says), "{file}: {err}");
         }
     }
 }

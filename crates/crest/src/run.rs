@@ -11,7 +11,6 @@ use crate::{limits, output};
 use anyhow::{Context, Result};
 use crest_analysis::stop::{IntervalFigures, StopWatch, Stopped};
 use crest_engine::{Shape, Stop, StopCause, Workload};
-use crest_http::HttpWorkload;
 use crest_metrics::{IntervalAcc, Recorder, Series};
 use crest_model::journal::{End as JournalEnd, Entry, Fold, Start as JournalStart};
 use crest_model::plan::{LoadModel, Plan, Target};
@@ -35,10 +34,7 @@ pub enum Interrupt {
 
 /// Runs a quick-mode plan.
 pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
-    let Target::Http(http) = &plan.target else {
-        anyhow::bail!("internal: quick mode without a URL")
-    };
-    let workload = HttpWorkload::new(http, 0).with_context(|| format!("URL {}", redact::url(&http.url)))?;
+    let workload = crate::plan::http_workload(&plan)?;
     execute(plan, workload, command_line, out)
 }
 
@@ -446,9 +442,9 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
                     .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
                     .collect(),
                 body_bytes: h.body.len() as u64,
-                timeout_s: h.timeout.as_secs_f64(),
-                keepalive: h.keepalive,
-                insecure: h.tls.insecure,
+                timeout_s: plan.connection.timeout.as_secs_f64(),
+                keepalive: plan.connection.keepalive,
+                insecure: plan.connection.tls.insecure,
             }),
             Target::Scenario(_) => None,
         },

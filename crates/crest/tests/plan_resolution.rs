@@ -132,3 +132,60 @@ fn an_unmonitored_metric_in_a_scenario_is_located() {
         "{err}"
     );
 }
+
+/// Issue 22, item 1: the same HTTP/2 settings, given as flags or in a file, go through one
+/// resolver, so the server sees the same requests on the same number of connections.
+#[test]
+fn issue_22_streams_per_connection_are_one_rule_for_flags_and_files() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let quick = crest_testkit::h2::H2Server::start(|_, _| crest_testkit::h2::H2Reply::ok()).await;
+        let r = common::run_async(
+            &quick.url("/x"),
+            &[
+                "--http2",
+                "--max-streams",
+                "2",
+                "-c",
+                "6",
+                "-n",
+                "10x",
+                "--threads",
+                "2",
+            ],
+        )
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let file = crest_testkit::h2::H2Server::start(|_, _| crest_testkit::h2::H2Reply::ok()).await;
+        let (_dir, path) = scenario_file(&format!(
+            "target: http://{}\ndefaults: {{http: 2, max_streams: 2}}\nsteps:\n  - request: {{path: /x}}\n\
+             load: {{threads: 6, loops: 10}}\n",
+            file.addr
+        ));
+        let s = tokio::task::spawn_blocking(move || run_scenario(&path, &[], &["--threads", "2"]))
+            .await
+            .unwrap();
+        assert_eq!(s.code, 0, "{}", s.stderr);
+        // Two engine threads of 3 users each, at 2 streams a connection: two connections each,
+        // on both paths (one each, had either path ignored the setting).
+        assert_eq!((quick.received().len(), quick.connections()), (60, 4));
+        assert_eq!((file.received().len(), file.connections()), (60, 4));
+    });
+}
+
+/// A rule the scenario compiler did not apply now refuses the file, at the key's line and
+/// column, as the flag is refused by name.
+#[test]
+fn issue_22_max_streams_without_http2_is_refused_in_a_file_too() {
+    let (_dir, file) = scenario_file(
+        "target: http://127.0.0.1:9\ndefaults:\n  max_streams: 3\nsteps:\n  - request: {path: /}\n\
+         load: {users: 1, duration: 1s}\n",
+    );
+    let err = refused(&["validate", file.to_str().unwrap()]);
+    assert!(
+        err.contains("scenario.yaml:3:16: max_streams applies to HTTP/2: add `http: 2` or `http: auto`"),
+        "{err}"
+    );
+    let err = refused(&["run", "http://127.0.0.1:9/", "--max-streams", "3"]);
+    assert!(err.contains("--max-streams applies to HTTP/2"), "{err}");
+}

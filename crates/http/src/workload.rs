@@ -3,7 +3,7 @@
 use crate::call::{Call, Session};
 use crate::endpoint::{build_request, invalid, Endpoint, InvalidRequest};
 use crest_engine::{Ctx, Workload};
-use crest_model::plan::HttpRequest;
+use crest_model::plan::{Connection, HttpRequest};
 use crest_model::NameId;
 use std::fmt;
 
@@ -30,9 +30,10 @@ impl fmt::Debug for HttpWorkload {
 }
 
 impl HttpWorkload {
-    /// Prepares `req`; its statistics are grouped under `name`. Resolves the host once, here.
-    pub fn new(req: &HttpRequest, name: NameId) -> Result<Self, InvalidRequest> {
-        let (endpoint, path) = Endpoint::parse_on(&req.url, &req.tls, &req.http, &req.network)?;
+    /// Prepares `req`, sent as `conn` says; its statistics are grouped under `name`. Resolves
+    /// the host once, here.
+    pub fn new(req: &HttpRequest, conn: &Connection, name: NameId) -> Result<Self, InvalidRequest> {
+        let (endpoint, path) = Endpoint::parse_on(&req.url, &conn.tls, &conn.http, &conn.network)?;
         if !crate::is_token(&req.method) {
             return Err(invalid(format!("{:?} is not a valid HTTP method", req.method)));
         }
@@ -42,16 +43,16 @@ impl HttpWorkload {
             endpoint.authority(),
             &req.headers,
             &req.body,
-            req.keepalive,
+            conn.keepalive,
         )?;
         Ok(HttpWorkload {
             name,
             endpoint,
             request,
             head: req.method == "HEAD",
-            timeout: req.timeout,
-            connect_timeout: req.connect_timeout,
-            keepalive: req.keepalive,
+            timeout: conn.timeout,
+            connect_timeout: conn.connect_timeout,
+            keepalive: conn.keepalive,
         })
     }
 }

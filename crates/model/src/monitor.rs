@@ -31,7 +31,7 @@ pub struct MonitorPlan {
 impl Default for MonitorPlan {
     fn default() -> Self {
         MonitorPlan {
-            interval: Duration::from_secs(1),
+            interval: crate::plan::defaults::MONITOR_INTERVAL,
             host: true,
             processes: Vec::new(),
             prometheus: Vec::new(),
@@ -79,6 +79,147 @@ pub struct PostgresSpec {
     pub url: String,
     /// The password, when given apart from the URL; never written anywhere.
     pub password: Option<String>,
+}
+
+/// Metrics read from /proc for the machine.
+pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
+/// Metrics read from /proc for each watched process.
+pub const PROCESS_METRICS: [&str; 5] = [
+    "process_cpu_percent",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+    "process_threads",
+    "process_count",
+];
+/// Metrics read from PostgreSQL's statistics views.
+pub const POSTGRES_METRICS: [&str; 4] = [
+    "pg_connections",
+    "pg_tps",
+    "pg_rollbacks_per_second",
+    "pg_database_size_bytes",
+];
+
+/// The request metrics an expression may name, as the unknown-metric message lists them.
+const REQUEST_METRICS: &str = "p50, p95, p99, p99.9 (any pNN), mean, max, error_rate, throughput, requests, failures";
+
+/// Which Prometheus metric names are kept: names or regular expressions, each matched against
+/// the whole name; none keeps every name.
+#[derive(Clone, Debug)]
+pub struct MetricFilter(Vec<regex::Regex>);
+
+/// A metric pattern that is not a regular expression.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("metric pattern {pattern:?} is not a valid regular expression: {reason}")]
+pub struct BadPattern {
+    /// The pattern as written.
+    pub pattern: String,
+    /// The parser's reason.
+    pub reason: String,
+}
+
+impl MetricFilter {
+    /// The filter of `patterns`, or the first that does not compile.
+    pub fn new(patterns: &[String]) -> Result<Self, BadPattern> {
+        patterns
+            .iter()
+            .map(|p| {
+                regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| BadPattern {
+                    pattern: p.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(MetricFilter)
+    }
+
+    /// Whether `name` is kept.
+    pub fn keeps(&self, name: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|r| r.is_match(name))
+    }
+}
+
+/// A metric named in a stop condition or threshold that a plan does not record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricError {
+    /// A host metric while host monitoring is off.
+    #[error("{0} is a host metric, but host monitoring is off")]
+    HostOff(String),
+    /// A process metric with no process watched.
+    #[error("{0} needs a process to watch (monitor: processes, or --monitor-pid / --monitor-process)")]
+    NoProcess(String),
+    /// A PostgreSQL metric with no database watched.
+    #[error("{0} needs a database to watch (monitor: postgres, or --monitor-postgres)")]
+    NoDatabase(String),
+    /// A name no source records; says which names are known here.
+    #[error(
+        "unknown metric {metric:?}: {}request metrics are {REQUEST_METRICS}; {}monitored ones here are {}",
+        if *.prometheus { "no Prometheus endpoint is asked for it; " } else { "" },
+        if *.prometheus { "built-in " } else { "" },
+        .known.join(", ")
+    )]
+    Unknown {
+        /// The name as written.
+        metric: String,
+        /// The monitored metrics this plan records.
+        known: Vec<&'static str>,
+        /// Whether Prometheus endpoints are watched (so the name could have been one of theirs).
+        prometheus: bool,
+    },
+}
+
+impl MonitorPlan {
+    /// Whether this plan records `metric` (as a stop condition or threshold names it): a
+    /// built-in metric of a source it watches, or a name one of its Prometheus endpoints keeps.
+    pub fn records(&self, metric: &str) -> Result<(), MetricError> {
+        let builtin = |names: &[&str]| names.contains(&metric);
+        if builtin(&HOST_METRICS) {
+            return if self.host {
+                Ok(())
+            } else {
+                Err(MetricError::HostOff(metric.to_string()))
+            };
+        }
+        if builtin(&PROCESS_METRICS) {
+            return if self.processes.is_empty() {
+                Err(MetricError::NoProcess(metric.to_string()))
+            } else {
+                Ok(())
+            };
+        }
+        if builtin(&POSTGRES_METRICS) {
+            return if self.postgres.is_empty() {
+                Err(MetricError::NoDatabase(metric.to_string()))
+            } else {
+                Ok(())
+            };
+        }
+        let name = metric
+            .strip_prefix("rate(")
+            .and_then(|m| m.strip_suffix(')'))
+            .unwrap_or(metric);
+        let chosen = self
+            .prometheus
+            .iter()
+            .any(|p| MetricFilter::new(&p.metrics).is_ok_and(|f| f.keeps(name)));
+        if chosen {
+            return Ok(());
+        }
+        let mut known: Vec<&'static str> = Vec::new();
+        if self.host {
+            known.extend(HOST_METRICS);
+        }
+        if !self.processes.is_empty() {
+            known.extend(PROCESS_METRICS);
+        }
+        if !self.postgres.is_empty() {
+            known.extend(POSTGRES_METRICS);
+        }
+        Err(MetricError::Unknown {
+            metric: metric.to_string(),
+            known,
+            prometheus: !self.prometheus.is_empty(),
+        })
+    }
 }
 
 /// Everything the monitor recorded.
@@ -385,6 +526,49 @@ impl MonitorBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metrics_are_checked_against_what_is_watched() {
+        let mut plan = MonitorPlan::default();
+        assert!(plan.records("load_average").is_ok());
+        assert!(plan
+            .records("process_open_fds")
+            .unwrap_err()
+            .to_string()
+            .contains("--monitor-pid"));
+        assert!(plan
+            .records("pg_tps")
+            .unwrap_err()
+            .to_string()
+            .contains("--monitor-postgres"));
+        let e = plan.records("latency").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown metric \"latency\"") && e.contains("error_rate") && e.contains("load_average"),
+            "{e}"
+        );
+        plan.processes.push(ProcessSpec {
+            label: "x".into(),
+            select: ProcessSelect::Pid(1),
+        });
+        assert!(plan.records("process_open_fds").is_ok());
+        plan.prometheus.push(PrometheusSpec {
+            url: "http://127.0.0.1:1/metrics".into(),
+            metrics: vec!["stream_.*".into()],
+        });
+        assert!(plan.records("stream_lag_seconds").is_ok());
+        assert!(plan.records("rate(stream_rows_total)").is_ok());
+        assert!(plan
+            .records("other")
+            .unwrap_err()
+            .to_string()
+            .contains("no Prometheus endpoint"));
+        plan.host = false;
+        assert!(plan
+            .records("load_average")
+            .unwrap_err()
+            .to_string()
+            .contains("host monitoring is off"));
+    }
 
     #[test]
     fn keys_read_like_prometheus_series_and_match_by_subset() {

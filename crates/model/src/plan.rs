@@ -1,15 +1,17 @@
 //! The validated plan: everything the engine needs to know, and nothing about where it came from.
 //!
 //! Every front end (quick-mode flags, a scenario file, `crest find`, `crest sweep`, the demo)
-//! builds a [`Draft`]: its load shape, its target, and its settings each marked with the flag or
-//! the place in the file it came from. Flags may then add to a scenario's draft. One function,
-//! [`Draft::resolve`], fills in the [`defaults`], checks what only the whole draft can tell (a
-//! thread count, an expression on a metric that something must monitor) and gives the [`Plan`]
-//! the engine runs. The load model and the stop rule are independent values, so one executor
-//! serves every combination of them.
+//! fills a [`Draft`] with what it was given and nothing more: its load shape, its target, and its
+//! settings each marked with the flag or the place in the file it came from; a setting not given
+//! is `None`. Flags may then add to a scenario's draft. One function, [`Draft::resolve`],
+//! applies every rule that spans settings and every default in [`defaults`], once for every
+//! front end (as ripgrep's `HiArgs::from_low_args` does), and gives the [`Plan`] the engine runs.
+//! The load model and the stop rule are independent values, so one executor serves every
+//! combination of them.
 
 use crate::expr::{StopCondition, Threshold};
-use crate::monitor::MonitorPlan;
+use crate::monitor::{MetricError, MonitorPlan};
+use crate::protocol::{HttpOptions, HttpVersion, Network};
 use std::fmt;
 use std::time::Duration;
 
@@ -31,6 +33,11 @@ pub mod defaults {
     pub const MAX_GRACE: Duration = Duration::from_secs(5);
     /// The shortest time between two monitor samples.
     pub const MIN_MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+    /// Time between two monitor samples when none is given.
+    pub const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+    /// The service level `crest find` holds each probe to, besides any `--slo` given (which
+    /// may raise or lower this error rate).
+    pub const SLO: &str = "error_rate < 1%";
 
     /// Engine threads when none are asked for: one per core.
     pub fn threads() -> usize {
@@ -121,13 +128,14 @@ pub struct Given<T> {
     pub origin: Origin,
 }
 
-/// A plan as a front end describes it, before [`Draft::resolve`] makes it a [`Plan`]. The load
-/// shape and the target are already checked by the front end that knows their syntax.
+/// A plan as a front end was given it, before [`Draft::resolve`] makes it a [`Plan`]. Each
+/// front end checks what only it can read (a flag's syntax, a key's type, a duration above 0);
+/// the rules between settings and the defaults are [`Draft::resolve`]'s alone.
 #[derive(Clone, Debug)]
 pub struct Draft {
-    /// See [`Plan::load`].
-    pub load: LoadModel,
-    /// See [`Plan::stop`].
+    /// The load shape, its defaults not yet filled.
+    pub load: LoadDraft,
+    /// See [`Plan::stop`]; a run given no end lasts [`defaults::DURATION`].
     pub stop: StopRule,
     /// See [`Plan::names`].
     pub names: Vec<String>,
@@ -137,22 +145,138 @@ pub struct Draft {
     pub segments: Vec<SegmentPlan>,
     /// See [`Plan::target`].
     pub target: Target,
-    /// The longest a request may take: the grace after sending stops is derived from it.
-    pub timeout: Duration,
+    /// How requests are limited and connections made.
+    pub connection: ConnectionDraft,
     /// Engine threads asked for; [`defaults::threads`] otherwise.
     pub threads: Option<Given<usize>>,
     /// See [`Plan::thresholds`].
     pub thresholds: Vec<Given<Threshold>>,
     /// See [`Plan::stop_when`].
     pub stop_when: Vec<Given<StopCondition>>,
-    /// See [`Plan::monitor`].
+    /// See [`Plan::monitor`]; its interval is the one below.
     pub monitor: MonitorPlan,
+    /// Time between monitor samples; [`defaults::MONITOR_INTERVAL`] when not given, and at
+    /// least [`defaults::MIN_MONITOR_INTERVAL`].
+    pub monitor_interval: Option<Given<Duration>>,
     /// See [`Plan::log_requests`].
     pub log_requests: bool,
 }
 
-/// Tells whether the monitor of a plan records a metric; the error says why not.
-pub type MetricCheck<'a> = &'a dyn Fn(&MonitorPlan, &str) -> Result<(), String>;
+/// The load as given: the shape checked by its front end, the defaults not yet filled.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoadDraft {
+    /// See [`LoadModel::Closed`].
+    Closed {
+        /// Users over time; [`defaults::USERS`] throughout when not given.
+        users: Option<UsersProfile>,
+        /// See [`LoadModel::Closed`].
+        iterations: Option<u64>,
+    },
+    /// See [`LoadModel::Open`].
+    Open {
+        /// See [`LoadModel::Open`].
+        rate: RateProfile,
+        /// The most in flight; [`defaults::MAX_IN_FLIGHT`] when not given.
+        max_in_flight: Option<u64>,
+    },
+}
+
+impl LoadDraft {
+    /// A fixed number of users with no iteration limit.
+    pub fn users(n: u64) -> Self {
+        LoadDraft::Closed {
+            users: Some(UsersProfile::constant(n)),
+            iterations: None,
+        }
+    }
+
+    /// A constant arrival rate, with the cap in flight if one is given.
+    pub fn rate(rate: f64, max_in_flight: Option<u64>) -> Self {
+        LoadDraft::Open {
+            rate: RateProfile::constant(rate),
+            max_in_flight,
+        }
+    }
+
+    /// The most users this shape may have at once, when it gives them.
+    pub fn max_users(&self) -> Option<u64> {
+        match self {
+            LoadDraft::Closed { users, .. } => Some(users.as_ref().map_or(defaults::USERS, UsersProfile::max)),
+            LoadDraft::Open { .. } => None,
+        }
+    }
+
+    /// The load model, with the defaults filled in.
+    fn resolve(self) -> LoadModel {
+        match self {
+            LoadDraft::Closed { users, iterations } => LoadModel::Closed {
+                users: users.unwrap_or_else(|| UsersProfile::constant(defaults::USERS)),
+                iterations,
+            },
+            LoadDraft::Open { rate, max_in_flight } => LoadModel::Open {
+                rate,
+                max_in_flight: max_in_flight.unwrap_or(defaults::MAX_IN_FLIGHT),
+            },
+        }
+    }
+}
+
+/// How requests are limited and connections made, as given: quick mode's request flags, or a
+/// scenario's `defaults:`. Each front end fills it; [`Draft::resolve`] alone applies the rules
+/// and defaults, so the same settings give the same [`Connection`] whichever way they came.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionDraft {
+    /// Limit on one request; [`defaults::TIMEOUT`] when not given.
+    pub timeout: Option<Given<Duration>>,
+    /// Limit on connecting; [`defaults::CONNECT_TIMEOUT`] when not given, and never above the
+    /// request's timeout.
+    pub connect_timeout: Option<Given<Duration>>,
+    /// The HTTP version; HTTP/1.1 when not given.
+    pub version: Option<HttpVersion>,
+    /// HTTP/2: users per connection. Only with HTTP/2 or auto, and at least 1.
+    pub max_streams: Option<Given<u32>>,
+    /// Redirects followed; none when not given.
+    pub redirects: Option<u32>,
+    /// Ask for compressed responses; no when not given.
+    pub compression: Option<bool>,
+    /// Keep cookies per user: by default a scenario's users do, as browsers do, and quick
+    /// mode's repeated request does not.
+    pub cookies: Option<bool>,
+    /// Reuse connections; yes when not given.
+    pub keepalive: Option<bool>,
+    /// How TLS servers are verified.
+    pub tls: TlsOptions,
+    /// Proxies and address overrides (the environment's proxies already read in).
+    pub network: Network,
+}
+
+/// How requests are limited and connections made, resolved: the same for quick mode's request
+/// and for every request of a scenario.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    /// Limit on one request, from its start until the response body is complete.
+    pub timeout: Duration,
+    /// Limit on establishing a connection.
+    pub connect_timeout: Duration,
+    /// Reuse connections between requests.
+    pub keepalive: bool,
+    /// How the server's certificate is checked.
+    pub tls: TlsOptions,
+    /// The HTTP version and client features.
+    pub http: HttpOptions,
+    /// Proxies and address overrides.
+    pub network: Box<Network>,
+}
+
+/// The method of a request that gives none: POST when it has a body, GET otherwise, as curl
+/// does. Written once for quick mode's request and a scenario's steps.
+pub fn method(given: Option<&str>, has_body: bool) -> String {
+    match given {
+        Some(m) => m.to_ascii_uppercase(),
+        None if has_body => "POST".into(),
+        None => "GET".into(),
+    }
+}
 
 /// What is wrong with a draft.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -160,13 +284,26 @@ pub enum DraftProblem {
     /// `--threads 0`.
     #[error("at least one thread is needed")]
     NoThreads,
+    /// `--max-streams 0`, `max_streams: 0`.
+    #[error("at least one stream per connection is needed")]
+    NoStreams,
+    /// Streams per connection asked for without HTTP/2.
+    #[error("applies to HTTP/2")]
+    StreamsWithoutHttp2,
+    /// Monitor samples closer together than [`defaults::MIN_MONITOR_INTERVAL`].
+    #[error(
+        "{}: sample at most every {}",
+        humantime::format_duration(*.0),
+        humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
+    )]
+    SamplesTooOften(Duration),
     /// An expression on a monitored metric that nothing monitors.
     #[error("{text:?}: {why}")]
     Unmonitored {
         /// The expression.
         text: String,
         /// Why the monitor does not record it.
-        why: String,
+        why: MetricError,
     },
 }
 
@@ -184,7 +321,13 @@ impl PlanProblem {
     /// located problems.
     pub fn message(&self) -> String {
         match (&self.origin, &self.problem) {
-            (Origin::Flag(flag), DraftProblem::NoThreads) => format!("{flag} 0: {}", self.problem),
+            (Origin::Flag(flag), p @ (DraftProblem::NoThreads | DraftProblem::NoStreams)) => format!("{flag} 0: {p}"),
+            (Origin::Flag(flag), p @ DraftProblem::StreamsWithoutHttp2) => {
+                format!("{flag} {p}: add --http2 or --http auto")
+            }
+            (Origin::File { key, .. }, p @ DraftProblem::StreamsWithoutHttp2) => {
+                format!("{key} {p}: add `http: 2` or `http: auto` to `defaults`")
+            }
             (Origin::Flag(flag), p) => format!("{flag} {p}"),
             (Origin::File { key, .. }, p) => format!("{key}: {p}"),
         }
@@ -209,9 +352,10 @@ impl fmt::Display for PlanProblem {
 pub struct PlanError(pub Vec<PlanProblem>);
 
 impl Draft {
-    /// The validated plan, with the defaults filled in; `records` tells which monitored metrics
-    /// the monitor records (the monitor crate knows).
-    pub fn resolve(self, records: MetricCheck<'_>) -> Result<Plan, PlanError> {
+    /// The validated plan: every rule between settings applied and every default filled in,
+    /// for every front end alike. Metrics read by thresholds and stop conditions are checked
+    /// against what the draft's monitor records ([`MonitorPlan::records`]).
+    pub fn resolve(self) -> Result<Plan, PlanError> {
         let mut problems = Vec::new();
         let threads = match self.threads {
             Some(Given { value: 0, origin }) => {
@@ -234,7 +378,7 @@ impl Draft {
                     .map(|c| (c.value.monitored(), c.value.text(), &c.origin)),
             );
         for (m, text, origin) in monitored {
-            if let Some(Err(why)) = m.map(|m| records(&self.monitor, &m.metric)) {
+            if let Some(Err(why)) = m.map(|m| self.monitor.records(&m.metric)) {
                 problems.push(PlanProblem {
                     origin: origin.clone(),
                     problem: DraftProblem::Unmonitored {
@@ -244,23 +388,100 @@ impl Draft {
                 });
             }
         }
+        let mut monitor = self.monitor;
+        monitor.interval = match self.monitor_interval {
+            Some(Given { value, origin }) if value < defaults::MIN_MONITOR_INTERVAL => {
+                problems.push(PlanProblem {
+                    origin,
+                    problem: DraftProblem::SamplesTooOften(value),
+                });
+                value
+            }
+            Some(given) => given.value,
+            None => defaults::MONITOR_INTERVAL,
+        };
+        let flows = matches!(self.target, Target::Scenario(_));
+        let connection = self.connection.resolve(flows, &mut problems);
         if !problems.is_empty() {
             return Err(PlanError(problems));
         }
+        let load = self.load.resolve();
+        let unbounded = matches!(
+            load,
+            LoadModel::Closed { iterations: None, .. } | LoadModel::Open { .. }
+        );
+        let stop = match self.stop {
+            StopRule {
+                requests: None,
+                duration: None,
+            } if unbounded => StopRule {
+                requests: None,
+                duration: Some(defaults::DURATION),
+            },
+            given => given,
+        };
         Ok(Plan {
-            load: self.load,
-            stop: self.stop,
+            load,
+            stop,
             names: self.names,
             part_of: self.part_of,
             segments: self.segments,
             threads,
-            grace: self.timeout.min(defaults::MAX_GRACE),
+            grace: connection.timeout.min(defaults::MAX_GRACE),
             target: self.target,
+            connection,
             stop_when: self.stop_when.into_iter().map(|c| c.value).collect(),
             thresholds: self.thresholds.into_iter().map(|t| t.value).collect(),
-            monitor: self.monitor,
+            monitor,
             log_requests: self.log_requests,
         })
+    }
+}
+
+impl ConnectionDraft {
+    /// The connection settings, defaults filled in; problems are added to `problems`. `flows`:
+    /// the requests are a scenario's users', who keep cookies by default.
+    fn resolve(self, flows: bool, problems: &mut Vec<PlanProblem>) -> Connection {
+        let timeout = self.timeout.map_or(defaults::TIMEOUT, |t| t.value);
+        // A connection is part of its request, so its limit is never the longer one.
+        let connect_timeout = self
+            .connect_timeout
+            .map_or(defaults::CONNECT_TIMEOUT, |t| t.value)
+            .min(timeout);
+        let mut http = HttpOptions {
+            version: self.version.unwrap_or_default(),
+            cookies: self.cookies.unwrap_or(flows),
+            ..HttpOptions::default()
+        };
+        if let Some(n) = self.max_streams {
+            if n.value == 0 {
+                problems.push(PlanProblem {
+                    origin: n.origin.clone(),
+                    problem: DraftProblem::NoStreams,
+                });
+            }
+            if http.version == HttpVersion::Http1 {
+                problems.push(PlanProblem {
+                    origin: n.origin,
+                    problem: DraftProblem::StreamsWithoutHttp2,
+                });
+            }
+            http.max_streams = n.value;
+        }
+        if let Some(n) = self.redirects {
+            http.max_redirects = n;
+        }
+        if let Some(c) = self.compression {
+            http.compression = c;
+        }
+        Connection {
+            timeout,
+            connect_timeout,
+            keepalive: self.keepalive.unwrap_or(true),
+            tls: self.tls,
+            http,
+            network: Box::new(self.network),
+        }
     }
 }
 
@@ -285,6 +506,9 @@ pub struct Plan {
     pub grace: Duration,
     /// What is sent.
     pub target: Target,
+    /// How requests are limited and connections made: quick mode's request and every request
+    /// of a scenario alike.
+    pub connection: Connection,
     /// Conditions checked every interval that end the run early.
     pub stop_when: Vec<StopCondition>,
     /// Conditions checked at the end.
@@ -465,10 +689,10 @@ pub struct ScenarioSource {
     pub flows: Vec<(String, u32)>,
 }
 
-/// One HTTP request, repeated for the whole run.
+/// One HTTP request, repeated for the whole run; how it is sent is the plan's [`Connection`].
 #[derive(Clone, Debug)]
 pub struct HttpRequest {
-    /// The method, e.g. `GET`.
+    /// The method, e.g. `GET` (see [`method`]).
     pub method: String,
     /// The absolute URL (`http` or `https`).
     pub url: String,
@@ -476,18 +700,6 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The request body, possibly empty.
     pub body: Vec<u8>,
-    /// Limit on one request, from its start until the response body is complete.
-    pub timeout: Duration,
-    /// Limit on establishing a connection.
-    pub connect_timeout: Duration,
-    /// Reuse connections between requests.
-    pub keepalive: bool,
-    /// How the server's certificate is checked.
-    pub tls: TlsOptions,
-    /// The HTTP version and client features.
-    pub http: crate::protocol::HttpOptions,
-    /// Proxies and address overrides.
-    pub network: Box<crate::protocol::Network>,
 }
 
 /// How TLS servers are verified, and how crest proves itself to those that ask.
@@ -510,5 +722,89 @@ impl std::fmt::Debug for TlsOptions {
             .field("ca_pem", &self.ca_pem.is_some())
             .field("client_pem", &self.client_pem.is_some())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(load: LoadDraft, stop: StopRule) -> Draft {
+        Draft {
+            load,
+            stop,
+            names: vec!["GET /".into()],
+            part_of: Vec::new(),
+            segments: vec![SegmentPlan::whole_run()],
+            target: Target::Http(HttpRequest {
+                method: method(None, false),
+                url: "http://127.0.0.1:9/".into(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            }),
+            connection: ConnectionDraft::default(),
+            threads: None,
+            thresholds: Vec::new(),
+            stop_when: Vec::new(),
+            monitor: MonitorPlan::default(),
+            monitor_interval: None,
+            log_requests: false,
+        }
+    }
+
+    #[test]
+    fn a_run_given_no_end_lasts_the_default_and_the_load_gets_its_defaults() {
+        let ten = Some(defaults::DURATION);
+        let closed = LoadDraft::Closed {
+            users: None,
+            iterations: None,
+        };
+        let p = draft(closed, StopRule::default()).resolve().unwrap();
+        assert_eq!((p.load, p.stop.duration), (LoadModel::users(defaults::USERS), ten));
+        let p = draft(LoadDraft::rate(5.0, None), StopRule::default())
+            .resolve()
+            .unwrap();
+        assert_eq!(
+            (p.load, p.stop.duration),
+            (LoadModel::rate(5.0, defaults::MAX_IN_FLIGHT), ten)
+        );
+        // Each user's own count is an end; so is a number of requests.
+        let counted = LoadDraft::Closed {
+            users: None,
+            iterations: Some(3),
+        };
+        assert_eq!(
+            draft(counted, StopRule::default()).resolve().unwrap().stop.duration,
+            None
+        );
+        let n = StopRule {
+            requests: Some(5),
+            duration: None,
+        };
+        assert_eq!(draft(LoadDraft::users(2), n).resolve().unwrap().stop, n);
+    }
+
+    #[test]
+    fn every_problem_of_a_draft_is_named_by_its_origin() {
+        let mut d = draft(LoadDraft::users(1), StopRule::default());
+        d.threads = Some(Given {
+            value: 0,
+            origin: Origin::Flag("--threads"),
+        });
+        d.connection.max_streams = Some(Given {
+            value: 0,
+            origin: Origin::File {
+                file: "s.yaml".into(),
+                key: "max_streams",
+                at: Some((3, 16)),
+            },
+        });
+        let e = d.resolve().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--threads 0: at least one thread is needed\n\
+             s.yaml:3:16: max_streams: at least one stream per connection is needed\n\
+             s.yaml:3:16: max_streams applies to HTTP/2: add `http: 2` or `http: auto` to `defaults`"
+        );
     }
 }

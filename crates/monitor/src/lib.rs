@@ -16,7 +16,8 @@ mod prometheus;
 pub mod spec;
 mod store;
 
-pub use error::{MetricError, MonitorError};
+pub use crest_model::monitor::MetricError;
+pub use error::MonitorError;
 pub use store::Reading;
 
 use crest_model::monitor::{MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
@@ -35,76 +36,6 @@ pub struct Snapshot {
     pub values: Vec<(SeriesKey, Unit, f64)>,
     /// What this sample added to the record, to be journaled.
     pub sample: MonitorSample,
-}
-
-/// Metrics read from /proc for the machine.
-pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
-/// Metrics read from /proc for each watched process.
-pub const PROCESS_METRICS: [&str; 5] = [
-    "process_cpu_percent",
-    "process_resident_memory_bytes",
-    "process_open_fds",
-    "process_threads",
-    "process_count",
-];
-/// Metrics read from PostgreSQL's statistics views.
-pub const POSTGRES_METRICS: [&str; 4] = [
-    "pg_connections",
-    "pg_tps",
-    "pg_rollbacks_per_second",
-    "pg_database_size_bytes",
-];
-
-/// Checks that `metric` (as written in a stop condition or threshold) is one this plan records.
-pub fn check_metric(plan: &MonitorPlan, metric: &str) -> Result<(), MetricError> {
-    let builtin = |names: &[&str]| names.contains(&metric);
-    if builtin(&HOST_METRICS) {
-        return if plan.host {
-            Ok(())
-        } else {
-            Err(MetricError::HostOff(metric.to_string()))
-        };
-    }
-    if builtin(&PROCESS_METRICS) {
-        return if plan.processes.is_empty() {
-            Err(MetricError::NoProcess(metric.to_string()))
-        } else {
-            Ok(())
-        };
-    }
-    if builtin(&POSTGRES_METRICS) {
-        return if plan.postgres.is_empty() {
-            Err(MetricError::NoDatabase(metric.to_string()))
-        } else {
-            Ok(())
-        };
-    }
-    let name = metric
-        .strip_prefix("rate(")
-        .and_then(|m| m.strip_suffix(')'))
-        .unwrap_or(metric);
-    let chosen = plan
-        .prometheus
-        .iter()
-        .any(|p| prometheus::Filter::new(&p.metrics).is_ok_and(|f| f.keeps(name)));
-    if chosen {
-        return Ok(());
-    }
-    let mut known: Vec<&'static str> = Vec::new();
-    if plan.host {
-        known.extend(HOST_METRICS);
-    }
-    if !plan.processes.is_empty() {
-        known.extend(PROCESS_METRICS);
-    }
-    if !plan.postgres.is_empty() {
-        known.extend(POSTGRES_METRICS);
-    }
-    Err(MetricError::Unknown {
-        metric: metric.to_string(),
-        known,
-        prometheus: !plan.prometheus.is_empty(),
-    })
 }
 
 /// The configured sources, checked and ready to sample.
@@ -338,45 +269,6 @@ impl Monitor {
 mod tests {
     use super::*;
     use crest_model::monitor::{ProcessSelect, ProcessSpec, PrometheusSpec};
-
-    #[test]
-    fn metrics_are_checked_against_what_is_watched() {
-        let mut plan = MonitorPlan::default();
-        assert!(check_metric(&plan, "load_average").is_ok());
-        assert!(check_metric(&plan, "process_open_fds")
-            .unwrap_err()
-            .to_string()
-            .contains("--monitor-pid"));
-        assert!(check_metric(&plan, "pg_tps")
-            .unwrap_err()
-            .to_string()
-            .contains("--monitor-postgres"));
-        let e = check_metric(&plan, "latency").unwrap_err().to_string();
-        assert!(
-            e.contains("unknown metric \"latency\"") && e.contains("error_rate") && e.contains("load_average"),
-            "{e}"
-        );
-        plan.processes.push(ProcessSpec {
-            label: "x".into(),
-            select: ProcessSelect::Pid(1),
-        });
-        assert!(check_metric(&plan, "process_open_fds").is_ok());
-        plan.prometheus.push(PrometheusSpec {
-            url: "http://127.0.0.1:1/metrics".into(),
-            metrics: vec!["stream_.*".into()],
-        });
-        assert!(check_metric(&plan, "stream_lag_seconds").is_ok());
-        assert!(check_metric(&plan, "rate(stream_rows_total)").is_ok());
-        assert!(check_metric(&plan, "other")
-            .unwrap_err()
-            .to_string()
-            .contains("no Prometheus endpoint"));
-        plan.host = false;
-        assert!(check_metric(&plan, "load_average")
-            .unwrap_err()
-            .to_string()
-            .contains("host monitoring is off"));
-    }
 
     /// Issue 14: a process watched by its pid is recorded with its name, which runs are
     /// compared by (the pid is new in every run).

@@ -8,11 +8,10 @@
 use crate::error::MonitorError;
 use crate::store::Reading;
 use crest_http::{build_request, Call, Endpoint, Response, Session};
-use crest_model::monitor::{PrometheusSpec, SeriesKey, Unit};
+use crest_model::monitor::{MetricFilter, PrometheusSpec, SeriesKey, Unit};
 use crest_model::plan::TlsOptions;
 use crest_model::Outcome;
 use prometheus_parse::{Scrape, Value};
-use regex::Regex;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ pub(crate) struct Scraper {
     endpoint: Endpoint,
     request: Vec<u8>,
     session: Session,
-    filter: Filter,
+    filter: MetricFilter,
     /// Extra labels on every series (which endpoint, when there are several).
     extra: Vec<(String, String)>,
     /// Counter values at the last scrape, for rates.
@@ -33,28 +32,13 @@ pub(crate) struct Scraper {
     last: Option<Instant>,
 }
 
-/// Which metric names are kept.
-#[derive(Debug)]
-pub(crate) struct Filter(Vec<Regex>);
-
-impl Filter {
-    pub(crate) fn new(patterns: &[String]) -> Result<Self, MonitorError> {
-        patterns
-            .iter()
-            .map(|p| {
-                Regex::new(&format!("^(?:{p})$")).map_err(|e| MonitorError::Pattern {
-                    what: "metric pattern",
-                    pattern: p.clone(),
-                    reason: e.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Filter)
-    }
-
-    pub(crate) fn keeps(&self, name: &str) -> bool {
-        self.0.is_empty() || self.0.iter().any(|r| r.is_match(name))
-    }
+/// The filter of a spec's metric patterns, or the monitor's error for a bad one.
+pub(crate) fn filter(patterns: &[String]) -> Result<MetricFilter, MonitorError> {
+    MetricFilter::new(patterns).map_err(|e| MonitorError::Pattern {
+        what: "metric pattern",
+        pattern: e.pattern,
+        reason: e.reason,
+    })
 }
 
 impl Scraper {
@@ -68,7 +52,7 @@ impl Scraper {
             endpoint,
             request,
             session: Session::default(),
-            filter: Filter::new(&spec.metrics)?,
+            filter: filter(&spec.metrics)?,
             extra,
             counters: HashMap::new(),
             last: None,
@@ -103,7 +87,7 @@ impl Scraper {
 /// updated; `elapsed` is the time since the previous page, when there was one.
 pub(crate) fn readings(
     text: &str,
-    filter: &Filter,
+    filter: &MetricFilter,
     extra: &[(String, String)],
     counters: &mut HashMap<SeriesKey, f64>,
     elapsed: Option<f64>,
@@ -196,7 +180,7 @@ other_metric 7
 
     #[test]
     fn gauges_are_kept_counters_become_rates_and_filters_apply() {
-        let filter = Filter::new(&["stream_lag_seconds".into(), "rows_.*".into(), "rpc_.*".into()]).unwrap();
+        let filter = filter(&["stream_lag_seconds".into(), "rows_.*".into(), "rpc_.*".into()]).unwrap();
         let mut counters = HashMap::new();
         let first = readings(PAGE, &filter, &[], &mut counters, None).unwrap();
         let keys: Vec<String> = first.iter().map(|r| r.key.to_string()).collect();
@@ -240,12 +224,12 @@ other_metric 7
     #[test]
     fn no_filter_keeps_everything_and_extra_labels_are_added() {
         let extra = vec![("endpoint".to_string(), "a:9100".to_string())];
-        let all = readings(PAGE, &Filter::new(&[]).unwrap(), &extra, &mut HashMap::new(), None).unwrap();
+        let all = readings(PAGE, &filter(&[]).unwrap(), &extra, &mut HashMap::new(), None).unwrap();
         assert!(all.iter().any(|r| r.key.metric == "other_metric"));
         assert!(all
             .iter()
             .all(|r| r.key.labels.get("endpoint").map(String::as_str) == Some("a:9100")));
-        assert!(Filter::new(&["(".into()])
+        assert!(filter(&["(".into()])
             .unwrap_err()
             .to_string()
             .contains("not a valid regular expression"));

@@ -1,8 +1,9 @@
 //! Scenario files: the seeds' tests written as YAML.
 //!
 //! [`load`] reads a file into a validated [`Scenario`]: the [`Plan`] the engine runs and the
-//! [`FlowPlan`] its users follow. [`draft`] stops one step earlier, at the plan's [`Draft`], for
-//! a caller whose flags add to it before it is resolved. Every problem is reported with the file, line and column and,
+//! [`FlowPlan`] its users follow. [`draft`] stops one step earlier, at the plan's [`Draft`] (what
+//! the file gives, for a caller whose flags add to it before it is resolved) and a
+//! [`FlowDraft`] (the flows, finished once the plan is resolved). Every problem is reported with the file, line and column and,
 //! where it helps, a hint ("did you mean ..."); nothing is sent before the whole file is valid.
 //! The format is documented in docs/scenario.md, and [`json_schema`] gives the JSON Schema
 //! published in schema/scenario.schema.json.
@@ -15,6 +16,7 @@ pub mod raw;
 pub use error::{Problem, ScenarioError};
 
 use crest_flow::FlowPlan;
+use crest_http::Endpoint;
 use crest_model::plan::{Draft, Origin, Plan, PlanError, ScenarioSource, Target};
 use marked_yaml::{Error as YamlError, LoadError, LoaderOptions};
 use sha2::{Digest, Sha256};
@@ -36,10 +38,51 @@ pub struct Scenario {
 pub struct Drafted {
     /// The plan as the file describes it.
     pub draft: Draft,
-    /// What each user does.
-    pub flow: FlowPlan,
+    /// What each user does, once the plan is resolved.
+    pub flow: FlowDraft,
     /// See [`Scenario::warnings`].
     pub warnings: Vec<Problem>,
+}
+
+/// What a scenario's users do, but for how they connect: the servers they send to are made
+/// with the resolved plan's [`Connection`](crest_model::plan::Connection), so that the one
+/// resolver's rules and defaults apply to a scenario's requests as to quick mode's.
+#[derive(Debug)]
+pub struct FlowDraft {
+    /// The file, for locating problems.
+    file: String,
+    flow: FlowPlan,
+    /// Each server's `scheme://authority` and where it was first named.
+    endpoints: Vec<(String, Option<(usize, usize)>)>,
+}
+
+impl FlowDraft {
+    /// The flows, sent as `plan` says. Resolves each server's host, once, here.
+    pub fn finish(self, plan: &Plan) -> Result<FlowPlan, ScenarioError> {
+        let c = &plan.connection;
+        let mut flow = self.flow;
+        let mut problems = Vec::new();
+        for (base, at) in self.endpoints {
+            match Endpoint::parse_on(&base, &c.tls, &c.http, &c.network) {
+                Ok((e, _)) => flow.endpoints.push(e),
+                Err(e) => problems.push(Problem {
+                    at,
+                    message: format!("{base}: {e}"),
+                    hint: None,
+                }),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ScenarioError {
+                file: self.file,
+                problems,
+            });
+        }
+        flow.timeout = c.timeout;
+        flow.connect_timeout = c.connect_timeout;
+        flow.keepalive = c.keepalive;
+        Ok(flow)
+    }
 }
 
 /// Reads and validates a scenario file. `${env:NAME}` reads the process environment.
@@ -78,13 +121,10 @@ pub fn load_str(
 impl Drafted {
     /// The validated scenario, its problems located in `file`.
     pub fn resolve(self, file: &str) -> Result<Scenario, ScenarioError> {
-        let plan = self
-            .draft
-            .resolve(&|p, m| crest_monitor::check_metric(p, m).map_err(|e| e.to_string()))
-            .map_err(|e| located(file, e))?;
+        let plan = self.draft.resolve().map_err(|e| located(file, e))?;
         Ok(Scenario {
+            flow: self.flow.finish(&plan)?,
             plan,
-            flow: self.flow,
             warnings: self.warnings,
         })
     }
@@ -181,16 +221,21 @@ pub fn draft_str(
                     sha256,
                     flows,
                 }),
-                timeout: c.timeout,
+                connection: c.connection,
                 threads: None,
                 thresholds: c.thresholds,
                 stop_when: c.stop_when,
                 monitor: c.monitor,
+                monitor_interval: c.monitor_interval,
                 log_requests: c.log_requests,
             };
             Ok(Drafted {
                 draft,
-                flow: c.flow,
+                flow: FlowDraft {
+                    file: file.to_string(),
+                    flow: c.flow,
+                    endpoints: c.endpoints,
+                },
                 warnings: cx.warnings,
             })
         }

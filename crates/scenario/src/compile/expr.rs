@@ -3,7 +3,7 @@
 use super::Cx;
 use crate::raw::Sp;
 use crest_model::expr::{StopCondition, Threshold};
-use crest_model::plan::{Given, Origin};
+use crest_model::plan::Given;
 use std::fmt::Display;
 
 impl Cx<'_> {
@@ -25,14 +25,7 @@ impl Cx<'_> {
         let mut out = Vec::new();
         for e in list.unwrap_or(&[]) {
             match parse(e) {
-                Ok(value) => out.push(Given {
-                    value,
-                    origin: Origin::File {
-                        file: self.file.clone(),
-                        key,
-                        at: e.at(),
-                    },
-                }),
+                Ok(value) => out.push(self.given(value, key, e.at())),
                 Err(m) => self.err(e.at(), format!("{key}: {m}"), None),
             }
         }

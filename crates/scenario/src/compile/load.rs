@@ -2,7 +2,7 @@
 
 use super::{parse_duration_str, Cx};
 use crate::raw::{self, Sp};
-use crest_model::plan::{defaults, LoadModel, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage};
+use crest_model::plan::{LoadDraft, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage};
 use std::time::Duration;
 
 /// The load shapes a file may give, each with what it is given.
@@ -34,7 +34,7 @@ fn shapes(l: &raw::Load) -> Vec<(&'static str, Shape<'_>)> {
 }
 
 /// A load shape's model, stop rule and steps.
-type Shaped = (LoadModel, StopRule, Vec<SegmentPlan>);
+type Shaped = (LoadDraft, StopRule, Vec<SegmentPlan>);
 
 impl Cx<'_> {
     /// The load shape: model, stop rule and segments.
@@ -53,7 +53,7 @@ impl Cx<'_> {
         };
         let duration = l.duration.as_ref().and_then(|d| self.positive_duration(d, "duration"));
         let ramp_up = l.ramp_up.as_ref().and_then(|d| self.duration(d, "ramp_up"));
-        let cap = l.max_in_flight.as_ref().map_or(defaults::MAX_IN_FLIGHT, |c| **c);
+        let cap = l.max_in_flight.as_ref().map(|c| **c);
         if let Some(c) = &l.max_in_flight {
             self.positive(**c, c.at(), "max_in_flight")?;
             self.users(**c, c.at(), "load: max_in_flight")?;
@@ -80,7 +80,7 @@ impl Cx<'_> {
                 self.users(n, u.at(), "load: users")?;
                 duration?;
                 Some((
-                    LoadModel::users(n),
+                    LoadDraft::users(n),
                     stop,
                     vec![seg(format!("{n} users"), Duration::ZERO, Some(n), None)],
                 ))
@@ -91,7 +91,7 @@ impl Cx<'_> {
                 self.rate(r, rate.at(), "load: rate")?;
                 duration?;
                 Some((
-                    LoadModel::rate(r, cap),
+                    LoadDraft::rate(r, cap),
                     stop,
                     vec![seg(format!("{r}/s"), Duration::ZERO, None, Some(r))],
                 ))
@@ -113,8 +113,8 @@ impl Cx<'_> {
                     .map(|(n, s, lvl)| seg(n, s, Some(lvl as u64), None))
                     .collect();
                 Some((
-                    LoadModel::Closed {
-                        users: UsersProfile { start, stages },
+                    LoadDraft::Closed {
+                        users: Some(UsersProfile { start, stages }),
                         iterations: None,
                     },
                     stop,
@@ -138,7 +138,7 @@ impl Cx<'_> {
                     .into_iter()
                     .map(|(n, s, lvl)| seg(n, s, None, Some(lvl)))
                     .collect();
-                let model = LoadModel::Open {
+                let model = LoadDraft::Open {
                     rate: RateProfile { start, stages },
                     max_in_flight: cap,
                 };
@@ -171,8 +171,8 @@ impl Cx<'_> {
                     _ => UsersProfile::constant(n),
                 };
                 Some((
-                    LoadModel::Closed {
-                        users,
+                    LoadDraft::Closed {
+                        users: Some(users),
                         iterations: Some(loops),
                     },
                     stop,
@@ -264,7 +264,7 @@ impl Cx<'_> {
     }
 
     /// `spike`: a baseline, a jump to the spike's level, and a recovery at the baseline.
-    fn spike(&mut self, s: &Sp<raw::Spike>, mut stop: StopRule, cap: u64) -> Option<Shaped> {
+    fn spike(&mut self, s: &Sp<raw::Spike>, mut stop: StopRule, cap: Option<u64>) -> Option<Shaped> {
         let times = [("after", &s.after), ("for", &s.lasts), ("then", &s.then)];
         let mut ds = Vec::new();
         for (what, text) in times {
@@ -307,8 +307,8 @@ impl Cx<'_> {
                     seg(format!("recovery {base} users"), after + lasts, Some(base), None),
                 ];
                 Some((
-                    LoadModel::Closed {
-                        users: UsersProfile { start: base, stages },
+                    LoadDraft::Closed {
+                        users: Some(UsersProfile { start: base, stages }),
                         iterations: None,
                     },
                     stop,
@@ -343,7 +343,7 @@ impl Cx<'_> {
                     seg(format!("spike {to}/s"), after, None, Some(to)),
                     seg(format!("recovery {base}/s"), after + lasts, None, Some(base)),
                 ];
-                let model = LoadModel::Open {
+                let model = LoadDraft::Open {
                     rate: RateProfile { start: base, stages },
                     max_in_flight: cap,
                 };
@@ -401,8 +401,8 @@ impl Cx<'_> {
         }
         stop.duration = Some(every * levels.len() as u32);
         Some((
-            LoadModel::Closed {
-                users: UsersProfile { start: s.start, stages },
+            LoadDraft::Closed {
+                users: Some(UsersProfile { start: s.start, stages }),
                 iterations: None,
             },
             stop,

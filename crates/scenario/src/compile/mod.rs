@@ -20,11 +20,10 @@ use crate::error::Problem;
 use crate::raw::{self, Sp};
 use crest_flow::feeder::FeedMode;
 use crest_flow::plan::{Flow, FlowPlan, OnFailure};
-use crest_http::Endpoint;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec};
-use crest_model::plan::{self, defaults, Given, LoadModel, SegmentPlan, StopRule, TlsOptions};
-use crest_model::protocol::{HttpOptions, HttpVersion, Network};
+use crest_model::plan::{self, ConnectionDraft, Given, LoadDraft, Origin, SegmentPlan, StopRule};
+use crest_model::protocol::{HttpVersion, Network};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,17 +31,24 @@ use vars::Known;
 
 /// The pieces of a compiled scenario.
 pub(crate) struct Compiled {
-    pub load: LoadModel,
+    pub load: LoadDraft,
     pub stop: StopRule,
     pub segments: Vec<SegmentPlan>,
     pub names: Vec<String>,
     pub part_of: Vec<Option<u32>>,
+    /// What users do, but for its endpoints and connection settings: they are made once the
+    /// plan is resolved (see [`crate::FlowDraft`]).
     pub flow: FlowPlan,
+    /// The servers requests go to, as `scheme://authority`, each with where it was first
+    /// named; [`crest_flow::plan::RequestStep::endpoint`] indexes this.
+    pub endpoints: Vec<(String, Option<(usize, usize)>)>,
     pub stop_when: Vec<Given<StopCondition>>,
     pub thresholds: Vec<Given<Threshold>>,
-    /// The longest a request may take.
-    pub timeout: Duration,
+    /// `defaults:` on how requests are limited and connections made.
+    pub connection: ConnectionDraft,
     pub monitor: MonitorPlan,
+    /// `monitor: interval`.
+    pub monitor_interval: Option<Given<Duration>>,
     /// `output: log_requests: true`.
     pub log_requests: bool,
 }
@@ -72,10 +78,9 @@ pub(crate) struct Cx<'a> {
     name_ids: HashMap<String, u32>,
     /// Parallel to `names`: the transaction a statement's name is part of.
     part_of: Vec<Option<u32>>,
-    endpoints: Vec<(String, Endpoint)>,
-    tls: TlsOptions,
-    http: HttpOptions,
-    network: Network,
+    /// See [`Compiled::endpoints`].
+    endpoints: Vec<(String, Option<(usize, usize)>)>,
+    connection: ConnectionDraft,
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
     target_invalid: bool,
@@ -102,13 +107,10 @@ impl<'a> Cx<'a> {
             name_ids: HashMap::new(),
             part_of: Vec::new(),
             endpoints: Vec::new(),
-            tls: TlsOptions::default(),
-            // Flows are users: they keep their cookies, as browsers do.
-            http: HttpOptions {
-                cookies: true,
-                ..HttpOptions::default()
+            connection: ConnectionDraft {
+                network: Network::from_env(env),
+                ..ConnectionDraft::default()
             },
-            network: Network::from_env(env),
             target: None,
             target_invalid: false,
             loop_depth: 0,
@@ -116,6 +118,18 @@ impl<'a> Cx<'a> {
             has_database: false,
             database: None,
             database_spec: None,
+        }
+    }
+
+    /// `value`, marked as given under `key` at `at` in this file.
+    fn given<T>(&self, value: T, key: &'static str, at: Option<(usize, usize)>) -> Given<T> {
+        Given {
+            value,
+            origin: Origin::File {
+                file: self.file.clone(),
+                key,
+                at,
+            },
         }
     }
 
@@ -227,19 +241,17 @@ impl<'a> Cx<'a> {
     /// Builds everything.
     pub fn scenario(&mut self, s: &raw::Scenario) -> Option<Compiled> {
         let d = s.defaults.as_ref();
-        let timeout = d
-            .and_then(|d| d.timeout.as_ref())
-            .map_or(Some(defaults::TIMEOUT), |t| self.positive_duration(t, "timeout"));
-        let connect_timeout = d
-            .and_then(|d| d.connect_timeout.as_ref())
-            .map_or(Some(defaults::CONNECT_TIMEOUT), |t| {
-                self.positive_duration(t, "connect_timeout")
-            });
-        self.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        let limit = |cx: &mut Self, t: Option<&Sp<String>>, key| {
+            t.and_then(|t| cx.positive_duration(t, key).map(|v| cx.given(v, key, t.at())))
+        };
+        self.connection.timeout = limit(self, d.and_then(|d| d.timeout.as_ref()), "timeout");
+        self.connection.connect_timeout = limit(self, d.and_then(|d| d.connect_timeout.as_ref()), "connect_timeout");
+        self.connection.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
+        self.connection.keepalive = d.and_then(|d| d.keepalive.as_ref()).map(|k| **k);
         self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match crest_model::input::read_file(&self.resolve(ca), crest_model::input::MAX_DATA_FILE) {
-                Ok(pem) => self.tls.ca_pem = Some(pem),
+                Ok(pem) => self.connection.tls.ca_pem = Some(pem),
                 Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
             }
         }
@@ -312,21 +324,22 @@ impl<'a> Cx<'a> {
         }
         let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
         let load = self.load(&s.load);
-        let monitor = self.monitor(s.monitor.as_ref());
+        let (monitor, monitor_interval) = self.monitor(s.monitor.as_ref());
         let stop_when = self.stop_when(s.stop_when.as_deref());
         let thresholds = self.thresholds(s.thresholds.as_deref());
-        if let (Some((LoadModel::Closed { users, .. }, _, _)), true) =
-            (&load, feeders.iter().any(|f| f.mode == FeedMode::Unique))
-        {
+        if let (Some(users), true) = (
+            load.as_ref().and_then(|(l, _, _)| l.max_users()),
+            feeders.iter().any(|f| f.mode == FeedMode::Unique),
+        ) {
             for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
-                if (f.rows.len() as u64) < users.max() {
+                if (f.rows.len() as u64) < users {
                     self.err(
                         None,
                         format!(
                             "data {}: mode unique needs a row per user: {} rows for {} users",
                             f.name,
                             f.rows.len(),
-                            users.max()
+                            users
                         ),
                         None,
                     );
@@ -338,21 +351,18 @@ impl<'a> Cx<'a> {
             self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
             return None;
         }
-        let timeout = timeout?;
         let flow = FlowPlan {
             flows,
             on_start,
             on_stop,
-            endpoints: std::mem::take(&mut self.endpoints)
-                .into_iter()
-                .map(|(_, e)| e)
-                .collect(),
+            endpoints: Vec::new(),
             variables,
             feeders,
             headers,
-            timeout,
-            connect_timeout: connect_timeout?,
-            keepalive: d.and_then(|d| d.keepalive.as_ref()).is_none_or(|k| **k),
+            // Set with the endpoints, from the resolved plan.
+            timeout: Duration::ZERO,
+            connect_timeout: Duration::ZERO,
+            keepalive: true,
             seq: Default::default(),
             database: self.database.take(),
         };
@@ -363,10 +373,12 @@ impl<'a> Cx<'a> {
             names: std::mem::take(&mut self.names),
             part_of: std::mem::take(&mut self.part_of),
             flow,
+            endpoints: std::mem::take(&mut self.endpoints),
             stop_when,
             thresholds,
-            timeout,
+            connection: std::mem::take(&mut self.connection),
             monitor,
+            monitor_interval,
             log_requests: s
                 .output
                 .as_ref()
@@ -395,20 +407,11 @@ impl Cx<'_> {
         let Some(d) = d else { return };
         if let Some(v) = &d.http {
             match v.parse::<HttpVersion>() {
-                Ok(v) => self.http.version = v,
+                Ok(v) => self.connection.version = Some(v),
                 Err(e) => self.err(v.at(), format!("http: {e}"), None),
             }
         }
-        if let Some(n) = &d.max_streams {
-            if **n == 0 {
-                self.err(
-                    n.at(),
-                    "max_streams: at least one stream per connection is needed",
-                    None,
-                );
-            }
-            self.http.max_streams = **n;
-        }
+        self.connection.max_streams = d.max_streams.as_ref().map(|n| self.given(**n, "max_streams", n.at()));
         if let Some(n) = &d.redirects {
             use crest_model::protocol::MAX_REDIRECTS;
             if **n > MAX_REDIRECTS {
@@ -418,14 +421,10 @@ impl Cx<'_> {
                     None,
                 );
             }
-            self.http.max_redirects = **n;
+            self.connection.redirects = Some(**n);
         }
-        if let Some(b) = &d.compression {
-            self.http.compression = **b;
-        }
-        if let Some(b) = &d.cookies {
-            self.http.cookies = **b;
-        }
+        self.connection.compression = d.compression.as_ref().map(|b| **b);
+        self.connection.cookies = d.cookies.as_ref().map(|b| **b);
         self.network_options(d);
     }
 
@@ -434,7 +433,7 @@ impl Cx<'_> {
         if let Some(p) = &d.proxy {
             // The proxy may come from the environment: `${env:PROXY}`.
             match crest_flow::template::Template::parse(p, self.env) {
-                Ok(t) if t.vars().is_empty() => self.network.set_proxy(&t.render(&vars::NoScope::default())),
+                Ok(t) if t.vars().is_empty() => self.connection.network.set_proxy(&t.render(&vars::NoScope::default())),
                 _ => self.err(p.at(), "proxy: a URL, or one read from the environment", None),
             }
         }
@@ -446,7 +445,7 @@ impl Cx<'_> {
                         .ok()
                 };
                 if let (Some(cert), Some(key)) = (read(self, c, "cert"), read(self, k, "key")) {
-                    self.tls.client_pem = Some((cert, key));
+                    self.connection.tls.client_pem = Some((cert, key));
                 }
             }
             (Some(c), None) => self.err(c.at(), "cert needs `key`, the certificate's private key", None),
@@ -455,12 +454,12 @@ impl Cx<'_> {
         }
         for r in d.resolve.iter().flatten() {
             match r.parse() {
-                Ok(r) => self.network.resolve.push(r),
+                Ok(r) => self.connection.network.resolve.push(r),
                 Err(e) => self.err(r.at(), format!("resolve: {e}"), None),
             }
         }
         if let Some(b) = &d.dns_per_connection {
-            self.network.dns_per_connection = **b;
+            self.connection.network.dns_per_connection = **b;
         }
     }
 }

@@ -6,7 +6,6 @@ use crate::raw::{self, Sp};
 use crest_flow::extract::{Check, Extractor, JsonPath};
 use crest_flow::plan::{Body, Part, PartContent, RequestStep};
 use crest_flow::template::Template;
-use crest_http::Endpoint;
 use crest_model::address;
 
 impl Cx<'_> {
@@ -33,9 +32,10 @@ impl Cx<'_> {
         if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
             return Some(i);
         }
-        match Endpoint::parse_on(base, &self.tls, &self.http, &self.network) {
-            Ok((e, _)) => {
-                self.endpoints.push((base.to_string(), e));
+        // Made once the plan is resolved, with its connection settings (see `FlowDraft`).
+        match address::parse(base, address::HTTP) {
+            Ok(_) => {
+                self.endpoints.push((base.to_string(), at));
                 Some(self.endpoints.len() - 1)
             }
             Err(e) => {
@@ -123,17 +123,10 @@ impl Cx<'_> {
                 None,
             );
         }
-        let method = match &r.method {
-            Some(m) => {
-                let up = m.to_ascii_uppercase();
-                if !crest_http::is_token(&up) {
-                    self.err(m.at(), format!("{:?} is not an HTTP method", m.as_str()), None);
-                }
-                up
-            }
-            None if has_body => "POST".into(),
-            None => "GET".into(),
-        };
+        let method = crest_model::plan::method(r.method.as_deref().map(String::as_str), has_body);
+        if let Some(m) = r.method.as_ref().filter(|_| !crest_http::is_token(&method)) {
+            self.err(m.at(), format!("{:?} is not an HTTP method", m.as_str()), None);
+        }
         let mut query = Vec::new();
         for (k, v) in r.query.iter().flatten() {
             if let Some(t) = self.template(v, known) {
