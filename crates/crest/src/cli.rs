@@ -126,6 +126,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 
+    /// Run one part of a run spread over N generators: users, arrivals and requests are split
+    /// so that the N parts add up exactly to the run as given (arrival i goes to worker i mod
+    /// N). Run the same command on every generator with its own --worker-index.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+
+    /// This generator's part, 0 to N-1, with --workers [default: $JOB_COMPLETION_INDEX, which a
+    /// Kubernetes Indexed Job sets]
+    #[arg(long, value_name = "I", requires = "workers")]
+    pub worker_index: Option<u32>,
+
     /// A threshold checked at the end, e.g. 'p95 < 250ms', 'max(process_open_fds) < 900';
     /// crest exits with 1 when one fails. Repeatable.
     #[arg(long = "threshold", value_name = "EXPR")]

@@ -9,8 +9,8 @@ use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, defaults, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, StopRule, Target,
-    TlsOptions, UsersProfile,
+    self, defaults, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, Shard, StopRule,
+    Target, TlsOptions, UsersProfile,
 };
 use crest_model::protocol::{HttpVersion, Network};
 use crest_monitor::spec;
@@ -94,6 +94,8 @@ fn stop_at(args: &RunArgs) -> Result<StopRule> {
 /// The flags that add to any plan: a scenario's, `crest find`'s, quick mode's.
 pub struct Flags<'a> {
     pub threads: Option<usize>,
+    /// `--workers` and `--worker-index`.
+    pub workers: Option<(u32, Option<u32>)>,
     pub thresholds: &'a [String],
     pub stop_when: &'a [String],
     pub monitor: &'a MonitorArgs,
@@ -104,6 +106,7 @@ impl<'a> Flags<'a> {
     pub fn of_run(a: &'a RunArgs) -> Self {
         Flags {
             threads: a.threads,
+            workers: a.workers.map(|n| (n, a.worker_index)),
             thresholds: &a.thresholds,
             stop_when: &a.stop_when,
             monitor: &a.monitor,
@@ -112,11 +115,37 @@ impl<'a> Flags<'a> {
     }
 }
 
+/// The variable a Kubernetes Indexed Job sets to each pod's completion index.
+const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// This worker's index: `--worker-index`, or else the Indexed Job's variable.
+fn worker_index(flag: Option<u32>) -> Result<u32> {
+    if let Some(i) = flag {
+        return Ok(i);
+    }
+    match std::env::var(JOB_INDEX) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{JOB_INDEX}={v:?}: give a worker index of 0 or more")),
+        Err(_) => bail!("--workers: give this generator's --worker-index (0 to N-1), or set {JOB_INDEX}"),
+    }
+}
+
 /// Adds what flags ask for to `draft`: more thresholds, stop conditions and monitors, and the
 /// engine threads.
 pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     if let Some(value) = flags.threads {
         draft.threads = Some(given("--threads")(value));
+    }
+    if let Some((count, index)) = flags.workers {
+        draft.shard = Some(Given {
+            value: Shard {
+                index: worker_index(index)?,
+                count,
+            },
+            origin: Origin::Flag("--workers"),
+        });
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
@@ -304,6 +333,7 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         target: Target::Http(request),
         connection,
         threads: None,
+        shard: None,
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),

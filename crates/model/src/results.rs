@@ -495,6 +495,10 @@ pub struct RunConfig {
     pub duration_s: Option<f64>,
     /// Engine threads.
     pub threads: u64,
+    /// The part of a run spread over several generators that this run sent: the figures above
+    /// are the whole run's, the measurements this worker's. Absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<crate::plan::Shard>,
     /// The HTTP request, in quick mode.
     pub http: Option<HttpConfig>,
     /// The scenario file, when the run came from one.
