@@ -42,6 +42,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write every report of a run again from its results.json.
     Report(ReportArgs),
+    /// Merge the parts of a run that several generators sent at once (each run with --workers
+    /// N --worker-index I) into the one run they add up to, with its reports.
+    Merge(MergeArgs),
     /// Compare runs: throughput, latency, errors and monitored series side by side, each with
     /// its change against the first.
     Compare(CompareArgs),
@@ -77,6 +80,25 @@ pub struct PgInitArgs {
 pub struct ReportArgs {
     /// A run directory (holding results.json), or a results.json file.
     pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Every worker's run directory (each holding its journal.jsonl), in any order.
+    #[arg(required = true, num_args = 1.., value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// Directory for the merged run [default: crest-results/<timestamp>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write the summary as JSON to PATH, or to stdout with '-'.
+    #[arg(long, value_name = "PATH")]
+    pub summary_json: Option<String>,
+    /// No text summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Replace the run already in --out instead of refusing.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -96,6 +96,94 @@ fn four_workers_send_the_open_models_schedule_once_between_them() {
     }
     union.sort_unstable();
     assert_eq!(union, schedule(&dir.path().join("whole").join("w0")));
+
+    // `crest merge` makes of the four parts the run they add up to: 600 requests, one
+    // histogram of every request (its percentiles those of all the workers' requests as the
+    // request logs hold them), and a record of each worker.
+    let merged = dir.path().join("merged");
+    let out = crest()
+        .arg("merge")
+        .args((0..4).rev().map(|i| parts_dir.join(format!("w{i}"))))
+        .args(["--quiet", "--summary-json", "-", "--out"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&out);
+    assert_eq!(s["requests"], 600, "{s:#}");
+    let r = results(&merged);
+    assert_eq!(r["config"]["worker"], Value::Null);
+    let workers: Vec<(u64, u64)> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["index"].as_u64().unwrap(), w["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(workers, [(0, 150), (1, 150), (2, 150), (3, 150)]);
+    common::check_counts(&merged.join("results.json"));
+    let mut all = crest_model::hist::new_histogram();
+    for i in 0..4 {
+        for row in read_log(&parts_dir.join(format!("w{i}")).join("request-log.csv.gz")) {
+            crest_model::hist::record(&mut all, Duration::from_micros(row["total_us"].parse().unwrap()));
+        }
+    }
+    for (q, key) in [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")] {
+        let want = all.value_at_quantile(q) as f64 / 1000.0;
+        let got = s["latency_ms"][key].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= want * 0.002 + 0.001,
+            "{key}: merged {got} ms, all requests' {want} ms"
+        );
+    }
+}
+
+/// `crest merge` refuses what isn't the parts of one run, naming the part.
+#[test]
+fn merge_refuses_a_missing_part_and_a_whole_run() {
+    let _serial = common::serial();
+    let rt = rt();
+    let server = rt.block_on(Server::start(|_, _| Reply::ok()));
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    workers(
+        &dir.path().join("p"),
+        2,
+        &[url.as_str(), "-n", "20", "--workers", "2"],
+        |i| vec![("JOB_COMPLETION_INDEX".into(), i.to_string())],
+    );
+    workers(&dir.path().join("whole"), 1, &[url.as_str(), "-n", "20"], |_| vec![]);
+    assert_eq!(
+        server.received().len(),
+        40,
+        "10 + 10 for the parts, 20 for the whole run"
+    );
+    let merge = |parts: &[std::path::PathBuf]| {
+        let out = crest()
+            .arg("merge")
+            .args(parts)
+            .arg("--out")
+            .arg(dir.path().join("m"))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (w0, w1, whole) = (
+        dir.path().join("p").join("w0"),
+        dir.path().join("p").join("w1"),
+        dir.path().join("whole").join("w0"),
+    );
+    let (code, err) = merge(std::slice::from_ref(&w1));
+    assert_ne!(code, Some(0));
+    assert!(err.contains("worker 0's part of 2 is missing"), "{err}");
+    let (code, err) = merge(&[w0.clone(), whole.clone()]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("part 1 is a whole run") && err.contains(&whole.display().to_string()),
+        "{err}"
+    );
+    let (code, err) = merge(&[w0.clone(), w0]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("both worker 0's"), "{err}");
 }
 
 /// Threads x loops (10 users x 3 iterations) over four workers: 3, 3, 2 and 2 users, 30

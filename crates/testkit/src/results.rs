@@ -252,6 +252,7 @@ impl ResultsBuilder {
             open: None,
             intervals: self.intervals,
             interval_s: 1.0,
+            workers: Vec::new(),
             find: None,
             client: None,
             monitor: self.monitor,
