@@ -9,8 +9,8 @@ use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, defaults, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, Shard, StopRule,
-    Target, TlsOptions, UsersProfile,
+    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, Shard, StopRule, Target,
+    TlsOptions, UsersProfile,
 };
 use crest_model::protocol::{HttpVersion, Network};
 use crest_monitor::spec;
@@ -149,6 +149,9 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
+    if let Some(i) = flags.monitor.interval {
+        draft.monitor_interval = Some(given("--monitor-interval")(i));
+    }
     add_monitors(flags.monitor, &mut draft.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
@@ -179,17 +182,7 @@ pub fn http_workload(plan: &Plan) -> Result<HttpWorkload> {
 }
 
 /// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
-pub fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
-    if let Some(i) = args.interval {
-        if i < defaults::MIN_MONITOR_INTERVAL {
-            bail!(
-                "--monitor-interval {}: sample at most every {}",
-                humantime::format_duration(i),
-                humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
-            );
-        }
-        plan.interval = i;
-    }
+fn add_monitors(args: &MonitorArgs, plan: &mut MonitorPlan) -> Result<()> {
     if args.no_host {
         plan.host = false;
     }
@@ -337,6 +330,7 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
+        monitor_interval: None,
         log_requests: false,
     })
 }
@@ -400,7 +394,7 @@ fn read_file(path: &std::path::Path) -> Result<Vec<u8>, crest_model::input::Read
 mod tests {
     use super::*;
     use clap::Parser;
-    use crest_model::plan::LoadModel;
+    use crest_model::plan::{defaults, LoadModel};
 
     fn args(extra: &[&str]) -> Result<Plan> {
         let mut v = vec!["crest", "run"];
@@ -565,6 +559,53 @@ mod tests {
         assert!(
             !p.connection.http.cookies && f.connection.http.cookies,
             "a scenario's users keep cookies"
+        );
+    }
+
+    #[test]
+    fn the_monitor_interval_follows_one_rule_on_both_paths() {
+        let err = format!("{:#}", args(&["http://h/", "--monitor-interval", "50ms"]).unwrap_err());
+        assert!(
+            err.contains("--monitor-interval 50ms: sample at most every 100ms"),
+            "{err}"
+        );
+        let file = format!("{HEAD}load: {{users: 1, duration: 1s}}\nmonitor: {{interval: 50ms}}\n");
+        let err = scenario(&file).unwrap_err();
+        assert!(
+            err.contains("scenario.yaml:5:21: monitor: interval: 50ms: sample at most every 100ms"),
+            "{err}"
+        );
+        let quick = args(&["http://h/"]).unwrap();
+        let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
+        assert_eq!(
+            (quick.monitor.interval, f.monitor.interval),
+            (defaults::MONITOR_INTERVAL, defaults::MONITOR_INTERVAL)
+        );
+        // The flag replaces the file's interval, and is held to the same bound.
+        let file = file.replace("50ms", "500ms");
+        let with = |interval: &str| {
+            let mut d = crest_scenario::draft_str("scenario.yaml", &file, std::path::Path::new("."), &|_| None)
+                .unwrap()
+                .draft;
+            let monitor = MonitorArgs {
+                interval: Some(crate::cli::parse_duration(interval).unwrap()),
+                ..MonitorArgs::default()
+            };
+            let flags = Flags {
+                threads: None,
+                thresholds: &[],
+                stop_when: &[],
+                monitor: &monitor,
+                log_requests: false,
+            };
+            add_flags(&mut d, &flags)?;
+            finish(d)
+        };
+        assert_eq!(with("250ms").unwrap().monitor.interval, Duration::from_millis(250));
+        let err = format!("{:#}", with("10ms").unwrap_err());
+        assert!(
+            err.contains("--monitor-interval 10ms: sample at most every 100ms"),
+            "{err}"
         );
     }
 

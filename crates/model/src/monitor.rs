@@ -31,7 +31,7 @@ pub struct MonitorPlan {
 impl Default for MonitorPlan {
     fn default() -> Self {
         MonitorPlan {
-            interval: Duration::from_secs(1),
+            interval: crate::plan::defaults::MONITOR_INTERVAL,
             host: true,
             processes: Vec::new(),
             prometheus: Vec::new(),

@@ -33,6 +33,8 @@ pub mod defaults {
     pub const MAX_GRACE: Duration = Duration::from_secs(5);
     /// The shortest time between two monitor samples.
     pub const MIN_MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+    /// Time between two monitor samples when none is given.
+    pub const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
     /// The service level `crest find` holds each probe to, besides any `--slo` given (which
     /// may raise or lower this error rate).
     pub const SLO: &str = "error_rate < 1%";
@@ -153,8 +155,11 @@ pub struct Draft {
     pub thresholds: Vec<Given<Threshold>>,
     /// See [`Plan::stop_when`].
     pub stop_when: Vec<Given<StopCondition>>,
-    /// See [`Plan::monitor`].
+    /// See [`Plan::monitor`]; its interval is the one below.
     pub monitor: MonitorPlan,
+    /// Time between monitor samples; [`defaults::MONITOR_INTERVAL`] when not given, and at
+    /// least [`defaults::MIN_MONITOR_INTERVAL`].
+    pub monitor_interval: Option<Given<Duration>>,
     /// See [`Plan::log_requests`].
     pub log_requests: bool,
 }
@@ -306,6 +311,13 @@ pub enum DraftProblem {
     /// Stop conditions or thresholds on one worker's part of a run.
     #[error("judges the whole run, and one worker sees only its part: leave it out of a worker's plan")]
     WholeRunOnly,
+    /// Monitor samples closer together than [`defaults::MIN_MONITOR_INTERVAL`].
+    #[error(
+        "{}: sample at most every {}",
+        humantime::format_duration(*.0),
+        humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
+    )]
+    SamplesTooOften(Duration),
     /// An expression on a monitored metric that nothing monitors.
     #[error("{text:?}: {why}")]
     Unmonitored {
@@ -404,6 +416,18 @@ impl Draft {
                 });
             }
         }
+        let mut monitor = self.monitor;
+        monitor.interval = match self.monitor_interval {
+            Some(Given { value, origin }) if value < defaults::MIN_MONITOR_INTERVAL => {
+                problems.push(PlanProblem {
+                    origin,
+                    problem: DraftProblem::SamplesTooOften(value),
+                });
+                value
+            }
+            Some(given) => given.value,
+            None => defaults::MONITOR_INTERVAL,
+        };
         let flows = matches!(self.target, Target::Scenario(_));
         let connection = self.connection.resolve(flows, &mut problems);
         if !problems.is_empty() {
@@ -437,7 +461,7 @@ impl Draft {
             connection,
             stop_when: self.stop_when.into_iter().map(|c| c.value).collect(),
             thresholds: self.thresholds.into_iter().map(|t| t.value).collect(),
-            monitor: self.monitor,
+            monitor,
             log_requests: self.log_requests,
         })
     }

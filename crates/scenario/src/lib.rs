@@ -227,6 +227,7 @@ pub fn draft_str(
                 thresholds: c.thresholds,
                 stop_when: c.stop_when,
                 monitor: c.monitor,
+                monitor_interval: c.monitor_interval,
                 log_requests: c.log_requests,
             };
             Ok(Drafted {

@@ -47,6 +47,8 @@ pub(crate) struct Compiled {
     /// `defaults:` on how requests are limited and connections made.
     pub connection: ConnectionDraft,
     pub monitor: MonitorPlan,
+    /// `monitor: interval`.
+    pub monitor_interval: Option<Given<Duration>>,
     /// `output: log_requests: true`.
     pub log_requests: bool,
 }
@@ -322,7 +324,7 @@ impl<'a> Cx<'a> {
         }
         let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
         let load = self.load(&s.load);
-        let monitor = self.monitor(s.monitor.as_ref());
+        let (monitor, monitor_interval) = self.monitor(s.monitor.as_ref());
         let stop_when = self.stop_when(s.stop_when.as_deref());
         let thresholds = self.thresholds(s.thresholds.as_deref());
         if let (Some(users), true) = (
@@ -376,6 +378,7 @@ impl<'a> Cx<'a> {
             thresholds,
             connection: std::mem::take(&mut self.connection),
             monitor,
+            monitor_interval,
             log_requests: s
                 .output
                 .as_ref()

@@ -3,27 +3,19 @@
 use super::{exactly_one, Cx};
 use crate::raw;
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
-use crest_model::plan::defaults;
+use crest_model::plan::Given;
 use crest_monitor::spec::{self, SpecError};
+use std::time::Duration;
 
 impl Cx<'_> {
-    pub(super) fn monitor(&mut self, m: Option<&raw::Monitor>) -> MonitorPlan {
+    /// What `monitor:` asks to watch, and how often, when it says.
+    pub(super) fn monitor(&mut self, m: Option<&raw::Monitor>) -> (MonitorPlan, Option<Given<Duration>>) {
         let mut plan = MonitorPlan::default();
-        let Some(m) = m else { return plan };
-        if let Some(i) = &m.interval {
-            match self.duration(i, "monitor: interval") {
-                Some(d) if d >= defaults::MIN_MONITOR_INTERVAL => plan.interval = d,
-                Some(_) => self.err(
-                    i.at(),
-                    format!(
-                        "monitor: interval must be at least {}",
-                        humantime::format_duration(defaults::MIN_MONITOR_INTERVAL)
-                    ),
-                    None,
-                ),
-                None => {}
-            }
-        }
+        let Some(m) = m else { return (plan, None) };
+        let interval = m.interval.as_ref().and_then(|i| {
+            self.duration(i, "monitor: interval")
+                .map(|d| self.given(d, "monitor: interval", i.at()))
+        });
         plan.host = m.host.as_ref().is_none_or(|h| **h);
         for p in m.processes.iter().flatten() {
             let given = [
@@ -99,6 +91,6 @@ impl Cx<'_> {
                 ),
             }
         }
-        plan
+        (plan, interval)
     }
 }
