@@ -144,7 +144,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
-    /// Engine threads [default: the number of CPU cores]
+    /// Engine threads [default: the number of CPU cores; in the open model (--rate), one per
+    /// 50,000 arrivals/s, at most the cores]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 

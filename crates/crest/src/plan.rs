@@ -431,6 +431,21 @@ mod tests {
         assert_eq!(h.method, "POST");
     }
 
+    /// The open model takes one engine thread per 50,000 arrivals/s, at most the cores: a
+    /// thread polls between its arrivals, and one the rate does not need takes a core from a
+    /// target on the same machine. The closed model and a thread count given keep theirs.
+    #[test]
+    fn the_open_model_takes_the_threads_its_rate_needs() {
+        let cores = defaults::threads();
+        let threads = |extra: &[&str]| args(&[&["http://h/"], extra].concat()).unwrap().threads;
+        assert_eq!(threads(&["--rate", "1000"]), 1);
+        assert_eq!(threads(&["--rate", "50000"]), 1);
+        assert_eq!(threads(&["--rate", "50001"]), 2.min(cores));
+        assert_eq!(threads(&["--rate", "1e6"]), 20.min(cores));
+        assert_eq!(threads(&["--rate", "1000", "--threads", "3"]), 3);
+        assert_eq!(threads(&["-c", "10"]), cores);
+    }
+
     #[test]
     fn levels_start_at_the_first_and_count_per_user() {
         let p = args(&["http://h/", "-c", "10,20,50", "-n", "10x"]).unwrap();
@@ -593,6 +608,7 @@ mod tests {
             };
             let flags = Flags {
                 threads: None,
+                workers: None,
                 thresholds: &[],
                 stop_when: &[],
                 monitor: &monitor,
