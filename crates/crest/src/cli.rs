@@ -42,6 +42,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write every report of a run again from its results.json.
     Report(ReportArgs),
+    /// Merge the parts of a run that several generators sent at once (each run with --workers
+    /// N --worker-index I) into the one run they add up to, with its reports.
+    Merge(MergeArgs),
     /// Compare runs: throughput, latency, errors and monitored series side by side, each with
     /// its change against the first.
     Compare(CompareArgs),
@@ -77,6 +80,25 @@ pub struct PgInitArgs {
 pub struct ReportArgs {
     /// A run directory (holding results.json), or a results.json file.
     pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Every worker's run directory (each holding its journal.jsonl), in any order.
+    #[arg(required = true, num_args = 1.., value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// Directory for the merged run [default: crest-results/<timestamp>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write the summary as JSON to PATH, or to stdout with '-'.
+    #[arg(long, value_name = "PATH")]
+    pub summary_json: Option<String>,
+    /// No text summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Replace the run already in --out instead of refusing.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -122,9 +144,21 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
-    /// Engine threads [default: the number of CPU cores]
+    /// Engine threads [default: the number of CPU cores; in the open model (--rate), one per
+    /// 50,000 arrivals/s, at most the cores]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+
+    /// Run one part of a run spread over N generators: users, arrivals and requests are split
+    /// so that the N parts add up exactly to the run as given (arrival i goes to worker i mod
+    /// N). Run the same command on every generator with its own --worker-index.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+
+    /// This generator's part, 0 to N-1, with --workers [default: $JOB_COMPLETION_INDEX, which a
+    /// Kubernetes Indexed Job sets]
+    #[arg(long, value_name = "I", requires = "workers")]
+    pub worker_index: Option<u32>,
 
     /// A threshold checked at the end, e.g. 'p95 < 250ms', 'max(process_open_fds) < 900';
     /// crest exits with 1 when one fails. Repeatable.

@@ -45,6 +45,7 @@ pub fn slo(exprs: &[String]) -> Result<Slo> {
 pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
     crate::plan::Flags {
         threads: a.threads,
+        workers: None,
         thresholds: &[],
         stop_when: &[],
         monitor: &a.monitor,

@@ -6,6 +6,7 @@ mod find;
 mod journal;
 mod levels;
 mod limits;
+mod merge;
 mod output;
 mod plan;
 mod progress;
@@ -128,6 +129,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Merge(a) => merge::merge(&a),
         Command::Compare(a) => {
             // A run is called by its directory, also when its results.json was named.
             let label = |p: &Path| {

@@ -9,7 +9,7 @@ use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, StopRule, Target,
+    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, Shard, StopRule, Target,
     TlsOptions, UsersProfile,
 };
 use crest_model::protocol::{HttpVersion, Network};
@@ -94,6 +94,8 @@ fn stop_at(args: &RunArgs) -> Result<StopRule> {
 /// The flags that add to any plan: a scenario's, `crest find`'s, quick mode's.
 pub struct Flags<'a> {
     pub threads: Option<usize>,
+    /// `--workers` and `--worker-index`.
+    pub workers: Option<(u32, Option<u32>)>,
     pub thresholds: &'a [String],
     pub stop_when: &'a [String],
     pub monitor: &'a MonitorArgs,
@@ -104,6 +106,7 @@ impl<'a> Flags<'a> {
     pub fn of_run(a: &'a RunArgs) -> Self {
         Flags {
             threads: a.threads,
+            workers: a.workers.map(|n| (n, a.worker_index)),
             thresholds: &a.thresholds,
             stop_when: &a.stop_when,
             monitor: &a.monitor,
@@ -112,11 +115,37 @@ impl<'a> Flags<'a> {
     }
 }
 
+/// The variable a Kubernetes Indexed Job sets to each pod's completion index.
+const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// This worker's index: `--worker-index`, or else the Indexed Job's variable.
+fn worker_index(flag: Option<u32>) -> Result<u32> {
+    if let Some(i) = flag {
+        return Ok(i);
+    }
+    match std::env::var(JOB_INDEX) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{JOB_INDEX}={v:?}: give a worker index of 0 or more")),
+        Err(_) => bail!("--workers: give this generator's --worker-index (0 to N-1), or set {JOB_INDEX}"),
+    }
+}
+
 /// Adds what flags ask for to `draft`: more thresholds, stop conditions and monitors, and the
 /// engine threads.
 pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     if let Some(value) = flags.threads {
         draft.threads = Some(given("--threads")(value));
+    }
+    if let Some((count, index)) = flags.workers {
+        draft.shard = Some(Given {
+            value: Shard {
+                index: worker_index(index)?,
+                count,
+            },
+            origin: Origin::Flag("--workers"),
+        });
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
@@ -297,6 +326,7 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         target: Target::Http(request),
         connection,
         threads: None,
+        shard: None,
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
@@ -399,6 +429,21 @@ mod tests {
             panic!("quick mode makes an HTTP target")
         };
         assert_eq!(h.method, "POST");
+    }
+
+    /// The open model takes one engine thread per 50,000 arrivals/s, at most the cores: a
+    /// thread polls between its arrivals, and one the rate does not need takes a core from a
+    /// target on the same machine. The closed model and a thread count given keep theirs.
+    #[test]
+    fn the_open_model_takes_the_threads_its_rate_needs() {
+        let cores = defaults::threads();
+        let threads = |extra: &[&str]| args(&[&["http://h/"], extra].concat()).unwrap().threads;
+        assert_eq!(threads(&["--rate", "1000"]), 1);
+        assert_eq!(threads(&["--rate", "50000"]), 1);
+        assert_eq!(threads(&["--rate", "50001"]), 2.min(cores));
+        assert_eq!(threads(&["--rate", "1e6"]), 20.min(cores));
+        assert_eq!(threads(&["--rate", "1000", "--threads", "3"]), 3);
+        assert_eq!(threads(&["-c", "10"]), cores);
     }
 
     #[test]
@@ -563,6 +608,7 @@ mod tests {
             };
             let flags = Flags {
                 threads: None,
+                workers: None,
                 thresholds: &[],
                 stop_when: &[],
                 monitor: &monitor,

@@ -13,7 +13,7 @@ use crest_analysis::stop::{IntervalFigures, StopWatch, Stopped};
 use crest_engine::{Shape, Stop, StopCause, Workload};
 use crest_metrics::{IntervalAcc, Recorder, Series};
 use crest_model::journal::{End as JournalEnd, Entry, Fold, Start as JournalStart};
-use crest_model::plan::{LoadModel, Plan, Target};
+use crest_model::plan::{LoadModel, Plan, Shard, Target};
 use crest_model::redact;
 use crest_model::results::{self, ClientStats, EndReason, HttpConfig, Results, RunConfig, ScenarioConfig, StopRecord};
 use std::path::Path;
@@ -111,6 +111,7 @@ pub fn measure<W: Workload>(
     let shape = Shape {
         model: plan.load.clone(),
         threads: plan.threads,
+        shard: plan.shard,
         grace: plan.grace,
         tick: INTERVAL,
         segments: plan.segments.iter().map(|s| s.start).collect(),
@@ -209,7 +210,12 @@ pub fn measure<W: Workload>(
     } else {
         Some(sampler.spawn(start).context("cannot start the monitor thread")?)
     };
-    let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
+    // A worker of a shared run sends its part of a request count: arrival `i` is worker
+    // `i mod N`'s, so the parts are the whole's first requests.
+    let stop = Stop::new(
+        plan.stop.duration.map(|d| start + d),
+        plan.stop.requests.map(|n| plan.shard.share(n)),
+    );
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
         let part_of = plan.part_of.clone();
@@ -432,6 +438,7 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         iterations,
         duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
         threads: threads as u64,
+        worker: (plan.shard != Shard::WHOLE).then_some(plan.shard),
         http: match &plan.target {
             Target::Http(h) => Some(HttpConfig {
                 method: h.method.clone(),

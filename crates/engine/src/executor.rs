@@ -1,8 +1,7 @@
 //! The one executor behind every load model and stop rule.
 
 use crate::{Ctx, Stop, StopCause};
-use crest_model::plan::LoadModel;
-use crest_model::plan::UsersProfile;
+use crest_model::plan::{share, LoadModel, Shard, UsersProfile};
 use crest_model::Sink;
 use crest_schedule::{interleaved, segment_at, users_at, wait, Schedule, Wait};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -53,6 +52,8 @@ pub struct Shape {
     pub model: LoadModel,
     /// Engine threads; fewer are used when there are fewer users than threads.
     pub threads: usize,
+    /// This generator's part of the run ([`Shard::WHOLE`] alone).
+    pub shard: Shard,
     /// How long iterations in flight may finish after sending stops.
     pub grace: Duration,
     /// How often each sink is ticked, so idle intervals close on time.
@@ -62,11 +63,15 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// Threads the run will use: never more than the users (or the cap on requests in flight),
-    /// so no thread sits idle with a share of zero.
+    /// Threads the run will use: never more than this generator's share of the users (or of
+    /// the cap on requests in flight), so no thread sits idle with a share of zero. Every
+    /// worker of a shared run works it out alike, from the whole plan.
     pub fn threads_used(&self) -> usize {
-        self.threads
-            .clamp(1, self.model.max_concurrency().clamp(1, usize::MAX as u64) as usize)
+        let mine = self
+            .model
+            .max_concurrency()
+            .div_ceil(u64::from(self.shard.count.max(1)));
+        self.threads.clamp(1, mine.clamp(1, usize::MAX as u64) as usize)
     }
 }
 
@@ -259,12 +264,6 @@ impl<W: Workload> Local<W> {
     }
 }
 
-/// Splits `total` as evenly as possible: thread `k` of `threads` gets this share.
-fn share(total: u64, k: usize, threads: usize) -> u64 {
-    let t = threads as u64;
-    total / t + u64::from((k as u64) < total % t)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn thread_main<W: Workload, S: Sink + 'static>(
     k: usize,
@@ -311,13 +310,23 @@ fn thread_main<W: Workload, S: Sink + 'static>(
                 }
             })
         };
+        // Each thread is one lane of the whole run's, over every worker's threads.
+        let (lane, lanes) = shape.shard.lane(k, threads);
         let (arrivals, dropped) = match (&shape.model, schedule) {
             (LoadModel::Closed { users, iterations }, _) => {
-                closed(k, threads, users, *iterations, &local, &stop).await;
+                closed(lane, lanes, users, *iterations, &local, &stop).await;
                 (0, 0)
             }
             (LoadModel::Open { max_in_flight, .. }, Some(schedule)) => {
-                open(k, threads, share(*max_in_flight, k, threads), &schedule, &local, &stop).await
+                open(
+                    lane,
+                    lanes,
+                    share(*max_in_flight, lane, lanes),
+                    &schedule,
+                    &local,
+                    &stop,
+                )
+                .await
             }
             (LoadModel::Open { .. }, None) => (0, 0),
         };
@@ -359,11 +368,12 @@ fn thread_main<W: Workload, S: Sink + 'static>(
 /// How often the closed model's controller matches the users running to the profile.
 const CONTROL_EVERY: Duration = Duration::from_millis(50);
 
-/// Closed model: this thread keeps its share of the profile's users running. Each user loops
-/// until the stop rule says no, it has run its iterations, or the profile retires it.
+/// Closed model: this thread keeps its lane's share of the profile's users running (see
+/// [`Shard`]). Each user loops until the stop rule says no, it has run its iterations, or the
+/// profile retires it.
 async fn closed<W: Workload>(
-    k: usize,
-    threads: usize,
+    lane: usize,
+    lanes: usize,
     profile: &UsersProfile,
     iterations: Option<u64>,
     local: &Rc<Local<W>>,
@@ -374,7 +384,7 @@ async fn closed<W: Workload>(
     // Users started, in order, each with the flag that retires it after its current iteration.
     let mut running: Vec<Rc<Cell<bool>>> = Vec::new();
     let mut spawned = 0u64;
-    let final_share = share(profile.stages.last().map_or(profile.start, |s| s.to), k, threads);
+    let final_share = share(profile.stages.last().map_or(profile.start, |s| s.to), lane, lanes);
     let profile_end: Duration = profile.stages.iter().map(|s| s.duration).sum();
     loop {
         let now = Instant::now();
@@ -382,13 +392,13 @@ async fn closed<W: Workload>(
             break;
         }
         let elapsed = now.saturating_duration_since(local.start);
-        let target = share(users_at(profile, elapsed), k, threads);
+        let target = share(users_at(profile, elapsed), lane, lanes);
         match iterations {
             None => {
                 running.retain(|r| !r.get());
                 while (running.len() as u64) < target {
                     running.push(spawn_user(
-                        interleaved(k, threads, spawned),
+                        interleaved(lane, lanes, spawned),
                         None,
                         local,
                         stop,
@@ -406,7 +416,7 @@ async fn closed<W: Workload>(
             Some(n) => {
                 // Users that finished their iterations are not replaced.
                 while spawned < target {
-                    spawn_user(interleaved(k, threads, spawned), Some(n), local, stop, &live, &changed);
+                    spawn_user(interleaved(lane, lanes, spawned), Some(n), local, stop, &live, &changed);
                     spawned += 1;
                 }
                 if live.get() == 0 && spawned >= final_share && elapsed >= profile_end {
@@ -494,7 +504,7 @@ type InFlight = FuturesUnordered<Deferring<Pin<Box<dyn Future<Output = ()>>>>>;
 /// stopped.
 type NextSlot = Rc<Cell<Option<Instant>>>;
 
-/// Open model: start iterations on this thread's share of the schedule.
+/// Open model: start iterations on this lane's share of the schedule (see [`Shard`]).
 ///
 /// Sending never waits behind receiving. The iterations in flight are not tasks of their own:
 /// they are polled by this one task, which sends every arrival that is due before it polls
@@ -503,8 +513,8 @@ type NextSlot = Rc<Cell<Option<Instant>>>;
 /// behind at most one response being read, never behind a batch of ready tasks or a turn of
 /// the runtime. Measured against spawning a task per arrival in bench/README.md ("Pacing").
 async fn open<W: Workload>(
-    k: usize,
-    threads: usize,
+    lane: usize,
+    lanes: usize,
     cap: u64,
     schedule: &Schedule,
     local: &Rc<Local<W>>,
@@ -513,11 +523,11 @@ async fn open<W: Workload>(
     let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let next: NextSlot = Rc::new(Cell::new(None));
     let mut in_flight = InFlight::new();
-    let mut next_id = k as u64;
+    let mut next_id = lane as u64;
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
     let mut pacer = Pacer::new();
-    while let Some(at) = schedule.at(interleaved(k, threads, j)) {
+    while let Some(at) = schedule.at(interleaved(lane, lanes, j)) {
         let due = local.start + at;
         if let Some(deadline) = stop.deadline() {
             if due >= deadline {
@@ -588,7 +598,7 @@ async fn open<W: Workload>(
             Some(u) => u,
             None => {
                 let u = (next_id, 0, local.workload.new_user(next_id));
-                next_id += threads as u64;
+                next_id += lanes as u64;
                 u
             }
         };

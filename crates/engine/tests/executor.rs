@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_engine::{run, Ctx, Shape, Stop, StopCause, Workload};
-use crest_model::plan::{LoadModel, UsersProfile, UsersStage};
+use crest_model::plan::{LoadModel, Shard, UsersProfile, UsersStage};
 use crest_model::{Outcome, Sample, Sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ impl Workload for Sleepy {
         let s = Sample {
             name: 0,
             segment: 0,
-            user: 0,
+            user: *_user,
             iteration: 0,
             intended: ctx.offset(ctx.intended()),
             send_lag: started.saturating_duration_since(ctx.intended()),
@@ -65,6 +65,7 @@ fn shape(model: LoadModel, threads: usize) -> Shape {
     Shape {
         model,
         threads,
+        shard: Shard::WHOLE,
         grace: Duration::from_millis(300),
         tick: Duration::from_millis(50),
         segments: vec![Duration::ZERO],
@@ -465,4 +466,71 @@ fn a_stopped_user_runs_no_more_iterations_and_is_not_replaced() {
         r.iterations.div_ceil(3),
         "one user per 3 iterations"
     );
+}
+
+/// `--workers 4 --worker-index I`: the four parts of an open-model run, each run on its own
+/// with two threads, send between them exactly the arrivals of the whole schedule, each once,
+/// at the whole schedule's times, a quarter each.
+#[test]
+fn the_shards_of_an_open_model_run_follow_the_whole_schedule_exactly() {
+    let mut intended = Vec::new();
+    for index in 0..4 {
+        let start = Instant::now();
+        let stop = Stop::new(Some(start + Duration::from_millis(300)), None);
+        let shape = Shape {
+            shard: Shard { index, count: 4 },
+            ..shape(LoadModel::rate(1000.0, 100), 2)
+        };
+        let r = run(&shape, start, &stop, Arc::new(Sleepy(Duration::from_millis(1))), |_| {
+            Collect::default()
+        })
+        .unwrap();
+        assert_eq!((r.arrivals, r.dropped, samples(&r)), (75, 0, 75), "worker {index}");
+        intended.extend(r.sinks.iter().flat_map(|s| s.samples.iter().map(|x| x.intended)));
+    }
+    intended.sort();
+    assert_eq!(intended.len(), 300);
+    for (n, t) in intended.iter().enumerate() {
+        let want = Duration::from_millis(n as u64);
+        assert!(
+            t.abs_diff(want) < Duration::from_micros(5),
+            "arrival {n} intended at {t:?}"
+        );
+    }
+}
+
+/// Threads x loops over workers: 10 users of 3 iterations split 3, 3, 2 and 2 over four workers
+/// (the remainder spread, none lost), and every user id used once across them, which is what
+/// keeps a `unique` feeder's rows apart.
+#[test]
+fn the_shards_of_a_closed_run_split_its_users_and_keep_their_ids_apart() {
+    let model = LoadModel::Closed {
+        users: UsersProfile::constant(10),
+        iterations: Some(3),
+    };
+    let mut users = Vec::new();
+    let mut per_worker = Vec::new();
+    for index in 0..4 {
+        let shape = Shape {
+            shard: Shard { index, count: 4 },
+            ..shape(model.clone(), 2)
+        };
+        let r = run(
+            &shape,
+            Instant::now(),
+            &Stop::new(None, None),
+            Arc::new(Sleepy(Duration::from_millis(1))),
+            |_| Collect::default(),
+        )
+        .unwrap();
+        assert_eq!(r.cause, StopCause::Completed);
+        per_worker.push(r.iterations);
+        let mut mine: Vec<u64> = r.sinks.iter().flat_map(|s| s.samples.iter().map(|x| x.user)).collect();
+        mine.sort();
+        mine.dedup();
+        users.extend(mine);
+    }
+    assert_eq!(per_worker, [9, 9, 6, 6]);
+    users.sort();
+    assert_eq!(users, (0..10).collect::<Vec<u64>>());
 }

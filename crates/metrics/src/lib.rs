@@ -173,6 +173,7 @@ mod tests {
                 iterations: None,
                 duration_s: None,
                 threads: 2,
+                worker: None,
                 http: None,
                 scenario: None,
                 thresholds: vec![],

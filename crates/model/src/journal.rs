@@ -482,6 +482,7 @@ impl Fold {
                 Vec::new()
             },
             interval_s: start.interval_s,
+            workers: Vec::new(),
         }
     }
 }

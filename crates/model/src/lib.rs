@@ -14,6 +14,7 @@ pub mod expr;
 pub mod hist;
 pub mod input;
 pub mod journal;
+pub mod merge;
 pub mod monitor;
 pub mod outcome;
 pub mod plan;

@@ -43,6 +43,22 @@ pub mod defaults {
     pub fn threads() -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }
+
+    /// Arrivals per second one engine thread sends on time against a fast target on loopback:
+    /// bench/pacing.sh measured 50,000/s from one thread with none dropped and a median send lag
+    /// of 1 µs.
+    pub const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
+
+    /// Engine threads for an open-model run whose rate peaks at `peak` arrivals/s, when none are
+    /// asked for: one per [`OPEN_RATE_PER_THREAD`], never more than the cores. Between arrivals
+    /// an engine thread waits by polling, to send each one within microseconds of its slot, so
+    /// it keeps a core busy whatever the rate: a thread the rate does not need takes a core
+    /// from the target on the same machine (at 50,000/s, two threads polling on a two-core
+    /// machine left nginx too little of either, and every arrival waited behind it).
+    pub fn open_threads(peak: f64) -> usize {
+        let needed = (peak / OPEN_RATE_PER_THREAD).ceil().clamp(1.0, 4096.0) as usize;
+        needed.min(threads())
+    }
 }
 
 /// The highest arrival rate a plan may ask for, per second. One process sends at most a few
@@ -149,6 +165,8 @@ pub struct Draft {
     pub connection: ConnectionDraft,
     /// Engine threads asked for; [`defaults::threads`] otherwise.
     pub threads: Option<Given<usize>>,
+    /// This process's part of a run spread over several generators; the whole run otherwise.
+    pub shard: Option<Given<Shard>>,
     /// See [`Plan::thresholds`].
     pub thresholds: Vec<Given<Threshold>>,
     /// See [`Plan::stop_when`].
@@ -290,6 +308,25 @@ pub enum DraftProblem {
     /// Streams per connection asked for without HTTP/2.
     #[error("applies to HTTP/2")]
     StreamsWithoutHttp2,
+    /// `--worker-index` not below `--workers`, or `--workers 0`.
+    #[error("{index} is not a worker of {count}: give --workers N (at least 1) and --worker-index 0 to N-1")]
+    NoSuchWorker {
+        /// The index given.
+        index: u32,
+        /// The workers given.
+        count: u32,
+    },
+    /// Fewer users, requests in flight or requests than workers: a worker would have none.
+    #[error("{what} can't be split over {workers} workers: each needs at least one")]
+    TooFewToShare {
+        /// What, with its number ("5 users").
+        what: String,
+        /// The workers.
+        workers: u32,
+    },
+    /// Stop conditions or thresholds on one worker's part of a run.
+    #[error("judges the whole run, and one worker sees only its part: leave it out of a worker's plan")]
+    WholeRunOnly,
     /// Monitor samples closer together than [`defaults::MIN_MONITOR_INTERVAL`].
     #[error(
         "{}: sample at most every {}",
@@ -357,16 +394,23 @@ impl Draft {
     /// against what the draft's monitor records ([`MonitorPlan::records`]).
     pub fn resolve(self) -> Result<Plan, PlanError> {
         let mut problems = Vec::new();
+        let shard = match &self.shard {
+            Some(given) => {
+                self.shard_problems(given, &mut problems);
+                given.value
+            }
+            None => Shard::WHOLE,
+        };
         let threads = match self.threads {
             Some(Given { value: 0, origin }) => {
                 problems.push(PlanProblem {
                     origin,
                     problem: DraftProblem::NoThreads,
                 });
-                0
+                Some(0)
             }
-            Some(t) => t.value,
-            None => defaults::threads(),
+            Some(t) => Some(t.value),
+            None => None,
         };
         let monitored = self
             .thresholds
@@ -406,6 +450,10 @@ impl Draft {
             return Err(PlanError(problems));
         }
         let load = self.load.resolve();
+        let threads = threads.unwrap_or_else(|| match &load {
+            LoadModel::Open { rate, .. } => defaults::open_threads(rate.max()),
+            LoadModel::Closed { .. } => defaults::threads(),
+        });
         let unbounded = matches!(
             load,
             LoadModel::Closed { iterations: None, .. } | LoadModel::Open { .. }
@@ -427,6 +475,7 @@ impl Draft {
             part_of: self.part_of,
             segments: self.segments,
             threads,
+            shard,
             grace: connection.timeout.min(defaults::MAX_GRACE),
             target: self.target,
             connection,
@@ -436,6 +485,94 @@ impl Draft {
             log_requests: self.log_requests,
         })
     }
+}
+
+impl Draft {
+    /// What keeps a plan from being split into `shard`'s part: each worker must have a share of
+    /// everything that is split, and what judges the whole run can't run on a part of it.
+    fn shard_problems(&self, shard: &Given<Shard>, problems: &mut Vec<PlanProblem>) {
+        let Shard { index, count } = shard.value;
+        if count == 0 || index >= count {
+            problems.push(PlanProblem {
+                origin: shard.origin.clone(),
+                problem: DraftProblem::NoSuchWorker { index, count },
+            });
+            return;
+        }
+        let mut too_few = |n: u64, what: &str| {
+            if n < u64::from(count) {
+                problems.push(PlanProblem {
+                    origin: shard.origin.clone(),
+                    problem: DraftProblem::TooFewToShare {
+                        what: format!("{n} {what}"),
+                        workers: count,
+                    },
+                });
+            }
+        };
+        match &self.load {
+            LoadDraft::Closed { users, .. } => {
+                too_few(users.as_ref().map_or(defaults::USERS, UsersProfile::max), "users")
+            }
+            LoadDraft::Open { max_in_flight, .. } => {
+                too_few(max_in_flight.unwrap_or(defaults::MAX_IN_FLIGHT), "requests in flight")
+            }
+        }
+        if let Some(n) = self.stop.requests {
+            too_few(n, "requests");
+        }
+        let judges = self
+            .stop_when
+            .iter()
+            .map(|c| &c.origin)
+            .chain(self.thresholds.iter().map(|t| &t.origin));
+        for origin in judges {
+            problems.push(PlanProblem {
+                origin: origin.clone(),
+                problem: DraftProblem::WholeRunOnly,
+            });
+        }
+    }
+}
+
+/// One generator's part of a run spread over `count` of them (`--workers N --worker-index I`).
+///
+/// Everything is split so that the parts add up to the whole exactly, with nothing said between
+/// the workers: an engine thread is one lane of `count` x threads, and lane `index + count * k`
+/// (thread `k` of worker `index`) takes every user, arrival and request whose number is its
+/// lane modulo the lanes. Users and the cap in flight are shared as [`share`] says (the
+/// remainder spread one each over the first lanes), arrival `i` of the schedule goes to worker
+/// `i mod count`, and user ids are distinct across workers, so a `unique` feeder's row is used
+/// by one worker only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Shard {
+    /// This worker, from 0.
+    pub index: u32,
+    /// Workers in the run.
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole run on one generator.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Lane of this worker's engine thread `k` of `threads`, and the lanes of the whole run.
+    pub fn lane(&self, k: usize, threads: usize) -> (usize, usize) {
+        let n = self.count.max(1) as usize;
+        (self.index as usize + n * k, n * threads)
+    }
+
+    /// This worker's part of `total` (requests of a count-limited run).
+    pub fn share(&self, total: u64) -> u64 {
+        share(total, self.index as usize, self.count.max(1) as usize)
+    }
+}
+
+/// Splits `total` as evenly as possible over `n`: part `k` gets this much, and the parts add up
+/// to `total` (the first `total mod n` get one more).
+pub fn share(total: u64, k: usize, n: usize) -> u64 {
+    let n = n.max(1) as u64;
+    total / n + u64::from((k as u64) < total % n)
 }
 
 impl ConnectionDraft {
@@ -502,6 +639,8 @@ pub struct Plan {
     pub segments: Vec<SegmentPlan>,
     /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.
     pub threads: usize,
+    /// This process's part of a run spread over several generators ([`Shard::WHOLE`] alone).
+    pub shard: Shard,
     /// How long requests still in flight may finish after sending stops.
     pub grace: Duration,
     /// What is sent.

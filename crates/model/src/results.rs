@@ -94,6 +94,10 @@ pub struct Results {
     pub points: Vec<RequestPoint>,
     /// Length of each interval in seconds.
     pub interval_s: f64,
+    /// A run merged from the parts several generators sent at once (`crest merge`): each
+    /// worker's part as it measured it. Empty for a run of one generator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::merge::WorkerRecord>,
 }
 
 /// At most this many failed requests are kept one by one; past it a run's failures are
@@ -293,6 +297,21 @@ impl Results {
             || self.part_of.iter().flatten().any(|p| *p as usize >= self.names.len())
         {
             return Err(Invalid::new("part_of", "names a name that is not in names"));
+        }
+        // A merged run is its workers' parts added up: not a request more or less.
+        if !self.workers.is_empty() {
+            let parts = self.workers.iter().map(|w| w.requests).fold(0u64, u64::saturating_add);
+            let whole = self
+                .intervals
+                .iter()
+                .map(|i| i.requests)
+                .fold(0u64, u64::saturating_add);
+            if parts != whole {
+                return Err(Invalid::new(
+                    "workers",
+                    format!("add up to {parts} requests, and the intervals to {whole}"),
+                ));
+            }
         }
         // Every total crest adds up must fit in its counter.
         let fits = |what: &str, mut v: Box<dyn Iterator<Item = u64> + '_>| {
@@ -495,6 +514,10 @@ pub struct RunConfig {
     pub duration_s: Option<f64>,
     /// Engine threads.
     pub threads: u64,
+    /// The part of a run spread over several generators that this run sent: the figures above
+    /// are the whole run's, the measurements this worker's. Absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<crate::plan::Shard>,
     /// The HTTP request, in quick mode.
     pub http: Option<HttpConfig>,
     /// The scenario file, when the run came from one.

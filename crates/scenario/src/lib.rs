@@ -223,6 +223,7 @@ pub fn draft_str(
                 }),
                 connection: c.connection,
                 threads: None,
+                shard: None,
                 thresholds: c.thresholds,
                 stop_when: c.stop_when,
                 monitor: c.monitor,

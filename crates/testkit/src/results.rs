@@ -217,6 +217,7 @@ impl ResultsBuilder {
                 iterations: None,
                 duration_s: Some(self.t as f64),
                 threads: 2,
+                worker: None,
                 http: self.quick.then(|| HttpConfig {
                     method: "GET".into(),
                     url: "http://127.0.0.1:8080/".into(),
@@ -251,6 +252,7 @@ impl ResultsBuilder {
             open: None,
             intervals: self.intervals,
             interval_s: 1.0,
+            workers: Vec::new(),
             find: None,
             client: None,
             monitor: self.monitor,

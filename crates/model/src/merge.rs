@@ -1,0 +1,356 @@
+//! Merging the parts of a run that several generators sent at the same time (the shards of one
+//! plan, `--workers N`; see [`crate::plan::Shard`]) into the run they add up to.
+//!
+//! Each part's journal holds its closed intervals with every count and histogram of the
+//! requests that ended in them. The same interval of every part adds into one record (counts
+//! add, histograms add, nothing is rounded), and the merged records are folded by the one
+//! [`Fold`] that makes every results document, so a merged run's results are those one
+//! generator sending all of it would have written: its percentiles are those of one histogram of
+//! every request. A collector merging live streams adds the same records the same way.
+
+use crate::hist::{new_histogram, HistError};
+use crate::journal::{End, Fold, IntervalRecord, Journal, Start};
+use crate::results::{ClientStats, EndReason, IntervalIterations, IterationSum, Results, Stat, UserTimes, FAILED_KEPT};
+use crate::EncodedHistogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One generator's part of a merged run, as it measured it.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerRecord {
+    /// The worker's index, from 0.
+    pub index: u32,
+    /// When it started sending, RFC 3339 in UTC.
+    pub started_at: String,
+    /// Seconds it sent for, to the end of its last measured request.
+    pub duration_s: f64,
+    /// Why it ended.
+    pub ended_by: EndReason,
+    /// Requests it completed (units of work and their parts alike).
+    pub requests: u64,
+    /// Of those, the ones that failed.
+    pub failures: u64,
+    /// Open model: arrivals due on its share of the schedule, and those it dropped.
+    pub arrivals: Option<u64>,
+    /// Open model: arrivals dropped at its cap on requests in flight.
+    pub dropped: u64,
+    /// Open model: how late its requests started, in µs.
+    pub send_lag: Option<EncodedHistogram>,
+    /// What the generator itself used, when it ended normally.
+    pub client: Option<ClientStats>,
+}
+
+/// Why parts can't be merged into one run.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no parts to merge")]
+    NoParts,
+    /// A part that is a whole run, not one worker's part.
+    #[error("part {0} is a whole run, not one worker's part (run with --workers N --worker-index I)")]
+    Whole(usize),
+    /// A part of a run of several steps run one after another (levels, a capacity search).
+    #[error("part {0} is a run of several parts of its own (levels, a search), which can't be merged")]
+    Joined(usize),
+    /// Two parts of the same worker.
+    #[error("parts {0} and {1} are both worker {2}'s")]
+    Twice(usize, usize, u32),
+    /// A worker's part is missing.
+    #[error("worker {missing}'s part of {count} is missing: every worker's part is needed for the whole run")]
+    Missing {
+        /// The first worker without a part.
+        missing: u32,
+        /// The workers of the run.
+        count: u32,
+    },
+    /// Parts of different runs (another plan, crest version or number of workers).
+    #[error("part {part} is not of the same run as part 0: its {what} differs")]
+    Differs {
+        /// The part.
+        part: usize,
+        /// What differs.
+        what: &'static str,
+    },
+    /// A histogram of a part could not be decoded.
+    #[error(transparent)]
+    Hist(#[from] HistError),
+}
+
+/// The run that `parts` (each worker's journal, read back) add up to, with a record of each
+/// worker. Every worker's part must be there, once, of the same plan and crest version.
+pub fn merge(parts: &[Journal]) -> Result<Results, MergeError> {
+    let order = check(parts)?;
+    let first = &parts[order[0]];
+    // Workers start together (or as close as their operator started them); each part's
+    // intervals count from its own start, so interval k of every part is the same interval.
+    let mut by_index: BTreeMap<u64, IntervalRecord> = BTreeMap::new();
+    for &p in &order {
+        for r in &parts[p].intervals {
+            let k = (r.interval.t_s / parts[p].start.interval_s).round() as u64;
+            match by_index.get_mut(&k) {
+                Some(into) => add_record(into, r)?,
+                None => {
+                    by_index.insert(k, r.clone());
+                }
+            }
+        }
+    }
+    let mut fold = Fold::default();
+    for r in by_index.values() {
+        fold.add(r)?;
+    }
+    // The system under test is the same for every worker: its series are the first worker's,
+    // not one per generator.
+    for m in &first.monitor {
+        fold.add_monitor(m);
+    }
+    for &p in &order {
+        fold.add_points(&parts[p].points);
+    }
+    let start = Start {
+        started_at: order
+            .iter()
+            .map(|&p| parts[p].start.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        config: crate::results::RunConfig {
+            worker: None,
+            ..first.start.config.clone()
+        },
+        ..first.start.clone()
+    };
+    let end = merged_end(parts, &order)?;
+    let mut results = fold.finish(&start, end.as_ref());
+    results.workers = order.iter().map(|&p| worker(&parts[p])).collect::<Result<_, _>>()?;
+    Ok(results)
+}
+
+/// The parts in worker order, once each checked to be parts of one run.
+fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
+    let Some(first) = parts.first() else {
+        return Err(MergeError::NoParts);
+    };
+    let count = first.start.config.worker.ok_or(MergeError::Whole(0))?.count;
+    let same = |s: &Start| {
+        let mut v = serde_json::to_value(&s.config).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("worker");
+            // The command lines differ in their worker index.
+            o.remove("command_line");
+        }
+        v
+    };
+    let mut by_worker: BTreeMap<u32, usize> = BTreeMap::new();
+    for (k, p) in parts.iter().enumerate() {
+        let s = &p.start;
+        let w = s.config.worker.ok_or(MergeError::Whole(k))?;
+        if s.part.is_some() {
+            return Err(MergeError::Joined(k));
+        }
+        let differs = [
+            (s.crest_version != first.start.crest_version, "crest version"),
+            (w.count != count, "number of workers"),
+            (same(s) != same(&first.start), "configuration"),
+            (s.names != first.start.names, "request names"),
+            (s.flows != first.start.flows, "flows"),
+            (
+                serde_json::to_value(&s.segments).ok() != serde_json::to_value(&first.start.segments).ok(),
+                "steps",
+            ),
+            (s.interval_s != first.start.interval_s, "interval"),
+        ];
+        if let Some((_, what)) = differs.into_iter().find(|(d, _)| *d) {
+            return Err(MergeError::Differs { part: k, what });
+        }
+        if let Some(other) = by_worker.insert(w.index, k) {
+            return Err(MergeError::Twice(other, k, w.index));
+        }
+    }
+    if let Some(missing) = (0..count).find(|i| !by_worker.contains_key(i)) {
+        return Err(MergeError::Missing { missing, count });
+    }
+    Ok(by_worker.into_values().collect())
+}
+
+/// The end of the whole run: the last worker's, and unfinished if any part is (killed).
+fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeError> {
+    let ends: Vec<&End> = order.iter().filter_map(|&p| parts[p].end.as_ref()).collect();
+    if ends.len() < order.len() {
+        return Ok(None);
+    }
+    let first = ends[0];
+    let ended_by = ends
+        .iter()
+        .map(|e| e.ended_by)
+        .find(|r| *r != first.ended_by && r.interrupted())
+        .unwrap_or(first.ended_by);
+    let arrivals = ends.iter().map(|e| e.arrivals).sum::<Option<u64>>();
+    Ok(Some(End {
+        duration_s: ends.iter().map(|e| e.duration_s).fold(0.0, f64::max),
+        ended_by,
+        stopped_by: ends.iter().find_map(|e| e.stopped_by.clone()),
+        abandoned: ends.iter().map(|e| e.abandoned).fold(0, u64::saturating_add),
+        arrivals,
+        // The generators' own use is each worker's (see `Results::workers`).
+        client: None,
+        monitor: first.monitor.clone(),
+        users: merged_users(ends.iter().map(|e| e.users.as_ref()))?,
+    }))
+}
+
+/// Run-once users of every worker, as one run's.
+fn merged_users<'a>(users: impl Iterator<Item = Option<&'a UserTimes>>) -> Result<Option<UserTimes>, HistError> {
+    let mut out: Option<(UserTimes, hdrhistogram::Histogram<u64>)> = None;
+    for u in users.flatten() {
+        let h = u.duration.decode()?;
+        match &mut out {
+            None => out = Some((u.clone(), h)),
+            Some((o, acc)) => {
+                o.finished = o.finished.saturating_add(u.finished);
+                o.cut_short = o.cut_short.saturating_add(u.cut_short);
+                o.first_start_s = o.first_start_s.min(u.first_start_s);
+                o.last_end_s = o.last_end_s.max(u.last_end_s);
+                crate::hist::add(acc, &h);
+            }
+        }
+    }
+    Ok(out.map(|(u, h)| UserTimes {
+        duration: EncodedHistogram::encode(&h),
+        ..u
+    }))
+}
+
+/// One worker's record, from its own journal.
+fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
+    let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
+    let (mut requests, mut failures, mut dropped) = (0u64, 0u64, 0u64);
+    for r in &j.intervals {
+        requests = requests.saturating_add(r.interval.requests);
+        failures = failures.saturating_add(r.interval.failures);
+        dropped = dropped.saturating_add(r.interval.dropped);
+        add_hist(&mut send_lag, r.send_lag.as_ref())?;
+    }
+    let end = j.end.as_ref();
+    Ok(WorkerRecord {
+        index: j.start.config.worker.map_or(0, |w| w.index),
+        started_at: j.start.started_at.clone(),
+        duration_s: end.map_or_else(
+            || j.intervals.last().map_or(0.0, |r| r.interval.t_s + j.start.interval_s),
+            |e| e.duration_s,
+        ),
+        ended_by: end.map_or(EndReason::Unfinished, |e| e.ended_by),
+        requests,
+        failures,
+        arrivals: end.and_then(|e| e.arrivals),
+        dropped,
+        send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
+        client: end.and_then(|e| e.client.clone()),
+    })
+}
+
+fn add_hist(into: &mut Option<hdrhistogram::Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
+    if let Some(h) = h {
+        crate::hist::add(into.get_or_insert_with(new_histogram), &h.decode()?);
+    }
+    Ok(())
+}
+
+/// Adds `from` to an encoded histogram: both decoded, added, encoded again.
+fn add_encoded(into: &mut EncodedHistogram, from: &EncodedHistogram) -> Result<(), HistError> {
+    let mut h = into.decode()?;
+    crate::hist::add(&mut h, &from.decode()?);
+    *into = EncodedHistogram::encode(&h);
+    Ok(())
+}
+
+fn add_encoded_opt(into: &mut Option<EncodedHistogram>, from: Option<&EncodedHistogram>) -> Result<(), HistError> {
+    match (into.as_mut(), from) {
+        (Some(i), Some(f)) => add_encoded(i, f),
+        (None, Some(f)) => {
+            *into = Some(f.clone());
+            Ok(())
+        }
+        (_, None) => Ok(()),
+    }
+}
+
+/// Adds another worker's record of the same interval to `into`.
+pub fn add_record(into: &mut IntervalRecord, from: &IntervalRecord) -> Result<(), HistError> {
+    let (i, f) = (&mut into.interval, &from.interval);
+    i.requests = i.requests.saturating_add(f.requests);
+    i.failures = i.failures.saturating_add(f.failures);
+    i.bytes_sent = i.bytes_sent.saturating_add(f.bytes_sent);
+    i.bytes_received = i.bytes_received.saturating_add(f.bytes_received);
+    i.dropped = i.dropped.saturating_add(f.dropped);
+    for (k, n) in &f.outcomes {
+        let c = i.outcomes.entry(k.clone()).or_default();
+        *c = c.saturating_add(*n);
+    }
+    add_encoded(&mut i.latency, &f.latency)?;
+    add_encoded(&mut i.ttfb, &f.ttfb)?;
+    match (&mut i.iterations, &f.iterations) {
+        (Some(a), Some(b)) => add_iterations(a, b)?,
+        (None, Some(b)) => i.iterations = Some(b.clone()),
+        (_, None) => {}
+    }
+    for s in &from.stats {
+        match into
+            .stats
+            .iter_mut()
+            .find(|x| (x.segment, x.name, x.outcome) == (s.segment, s.name, s.outcome))
+        {
+            Some(x) => add_stat(x, s)?,
+            None => into.stats.push(s.clone()),
+        }
+    }
+    for it in &from.iterations {
+        match into
+            .iterations
+            .iter_mut()
+            .find(|x| (x.segment, x.flow) == (it.segment, it.flow))
+        {
+            Some(x) => {
+                let mut sum = IterationSum::new(x.segment, x.flow);
+                sum.add_stat(x)?;
+                sum.add_stat(it)?;
+                *x = sum.to_stat();
+            }
+            None => into.iterations.push(it.clone()),
+        }
+    }
+    for (code, n) in &from.status_codes {
+        let c = into.status_codes.entry(code.clone()).or_default();
+        *c = c.saturating_add(*n);
+    }
+    for e in &from.errors {
+        match into.errors.iter_mut().find(|x| x.outcome == e.outcome) {
+            Some(x) => x.count = x.count.saturating_add(e.count),
+            None => into.errors.push(e.clone()),
+        }
+    }
+    add_encoded_opt(&mut into.send_lag, from.send_lag.as_ref())?;
+    add_encoded_opt(&mut into.service, from.service.as_ref())?;
+    into.failed.extend(from.failed.iter().cloned());
+    into.failed.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    into.failed.truncate(FAILED_KEPT);
+    Ok(())
+}
+
+fn add_stat(into: &mut Stat, from: &Stat) -> Result<(), HistError> {
+    into.count = into.count.saturating_add(from.count);
+    into.bytes_sent = into.bytes_sent.saturating_add(from.bytes_sent);
+    into.bytes_received = into.bytes_received.saturating_add(from.bytes_received);
+    add_encoded(&mut into.latency, &from.latency)?;
+    add_encoded_opt(&mut into.ttfb, from.ttfb.as_ref())?;
+    add_encoded_opt(&mut into.connect, from.connect.as_ref())?;
+    add_encoded_opt(&mut into.dns, from.dns.as_ref())?;
+    add_encoded_opt(&mut into.size, from.size.as_ref())
+}
+
+fn add_iterations(into: &mut IntervalIterations, from: &IntervalIterations) -> Result<(), HistError> {
+    into.started = into.started.saturating_add(from.started);
+    into.completed = into.completed.saturating_add(from.completed);
+    into.failed = into.failed.saturating_add(from.failed);
+    add_encoded(&mut into.duration, &from.duration)
+}
