@@ -320,13 +320,20 @@ fn a_killed_search_keeps_its_probe_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("find");
     let child = common::spawn_out(&["find", &t.url, "--probe", "2s", "--budget", "60s", "--quiet"], &out);
-    // Wait for two probes' journals to end (each closes with its end record).
+    // Wait for two probes' verdicts to be saved (after each probe's journal ends and it is
+    // judged; a fixed pause after the journal's end was too short on a busy machine).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(out.join("journal-002.jsonl")).is_ok_and(|j| j.contains("\"end\"")) {
+    let judged = |dir: &Path| {
+        std::fs::read_to_string(dir.join("find.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["probes"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    while judged(&out) < 2 {
         assert!(std::time::Instant::now() < deadline, "two probes did not finish");
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_millis(300));
     common::kill(child);
     assert!(!out.join("results.json").exists());
 

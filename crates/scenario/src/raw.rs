@@ -10,22 +10,52 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::ops::Deref;
 
-/// A value with the place it was written.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(transparent)]
-pub struct Sp<T>(pub Spanned<T>);
+/// A value with the place it was written: its line and column, not the parser's whole span
+/// (a start and an end of four words each), which made every value of a scenario 80 bytes
+/// larger than itself.
+#[derive(Clone, Debug)]
+pub struct Sp<T> {
+    at: Option<(u32, u32)>,
+    value: T,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sp<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // `Spanned` is how the YAML deserializer hands over a place; its value can only be
+        // borrowed, so it is taken out of a cell.
+        let spanned = Spanned::<Taken<T>>::deserialize(d)?;
+        let at = spanned.span().start().map(|m| {
+            let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            (narrow(m.line()), narrow(m.column()))
+        });
+        let value = spanned
+            .0
+            .take()
+            .ok_or_else(|| serde::de::Error::custom("a value was read twice"))?;
+        Ok(Sp { at, value })
+    }
+}
+
+/// A value deserialized into a cell, so that it can be moved out from behind a `Spanned`.
+struct Taken<T>(std::cell::Cell<Option<T>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Taken<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|v| Taken(std::cell::Cell::new(Some(v))))
+    }
+}
 
 impl<T> Deref for Sp<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.0
+        &self.value
     }
 }
 
 impl<T> Sp<T> {
     /// Line and column (from 1) where the value starts, if known.
     pub fn at(&self) -> Option<(usize, usize)> {
-        self.0.span().start().map(|m| (m.line(), m.column()))
+        self.at.map(|(l, c)| (l as usize, c as usize))
     }
 }
 
