@@ -159,6 +159,9 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     let mut parts = Vec::new();
     for path in in_dir(dir) {
         let j = read(&path)?;
+        // A killed run leaves its reserve behind: room kept for a journal that is now read
+        // back, so it is given back here (nothing reads it; `--force` removes it too).
+        let _ = std::fs::remove_file(reserve_of(&path));
         if j.truncated {
             eprintln!("{}: its last line was cut off and is left out", path.display());
         }

@@ -46,24 +46,6 @@ fn signal(child: &Child, sig: &str) {
     assert!(status.success());
 }
 
-/// Intervals written to the journal in `dir` so far.
-fn journal_intervals(dir: &std::path::Path) -> usize {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("{\"entry\":\"interval\""))
-        .count()
-}
-
-/// Waits until the journal in `dir` has `n` intervals: the run is under way.
-fn wait_for_intervals(dir: &std::path::Path, n: usize) {
-    let started = Instant::now();
-    while journal_intervals(dir) < n {
-        assert!(started.elapsed() < Duration::from_secs(60), "no interval was journaled");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A flow that loops a billion times over a `set` before its request.
 fn busy_loop_scenario(target: &str, duration: &str) -> String {
     format!(
@@ -92,7 +74,7 @@ fn a_flow_that_never_waits_still_ends_by_duration_and_by_signal() {
     let results = std::fs::read_to_string(out.path().join("results.json")).unwrap();
     let results: serde_json::Value = serde_json::from_str(&results).unwrap();
     assert_eq!(results["ended_by"], "duration");
-    assert!(journal_intervals(out.path()) >= 1, "the journal has intervals");
+    assert!(common::journal_intervals(out.path()) >= 1, "the journal has intervals");
     // Not one request: each user is still in its loop.
     assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 0);
 
@@ -100,7 +82,7 @@ fn a_flow_that_never_waits_still_ends_by_duration_and_by_signal() {
     let (_guard, file) = scenario_file(&busy_loop_scenario(target.url.trim_end_matches('/'), "1h"));
     let out = tempfile::tempdir().unwrap();
     let mut child = common::spawn_out(&["run", file.to_str().unwrap()], out.path());
-    wait_for_intervals(out.path(), 2);
+    common::wait_for_intervals(out.path(), 2);
     signal(&child, "-TERM");
     assert_eq!(wait_at_most(&mut child, Duration::from_secs(60)), 143);
     let results = std::fs::read_to_string(out.path().join("results.json")).unwrap();
@@ -199,9 +181,14 @@ fn json_bodies_and_checks_of_secret_fields_are_never_quoted() {
 /// `crest ARGS...` with its address space capped at 1.5 GB (`ulimit -v`), so an input that
 /// takes memory without bound fails this test instead of the machine: exit code, stdout, stderr.
 fn crest_capped(args: &[&str]) -> (i32, String, String) {
+    crest_capped_at(1_500_000, args)
+}
+
+/// [`crest_capped`] with a cap of `kib` KiB of address space.
+fn crest_capped_at(kib: u64, args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new("bash")
         .arg("-c")
-        .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_crest"))
         .args(args)
         .stdin(Stdio::null())
@@ -219,19 +206,59 @@ fn crest_capped(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Loading a scenario takes memory in proportion to what it describes, not bytes: a file of
+/// 20,000 requests just under the 1 MiB limit is read within 180 MB of address space (the
+/// debug binary's own mappings included; a file of one long string takes under 80 MB). Each
+/// value kept an 80-byte span and each step held every kind of step inline: 181 MB resident
+/// then, 94 MB now (`crest validate`, peak RSS).
+#[test]
+fn a_scenario_near_the_size_limit_loads_in_bounded_memory() {
+    let mut text = String::from("target: http://127.0.0.1:9\nload: {users: 1, duration: 1s}\nsteps:\n");
+    let mut i = 0;
+    while text.len() < 1_000_000 {
+        text.push_str(&format!("  - request: {{path: /items/{i}, name: get item}}\n"));
+        i += 1;
+    }
+    assert!(text.len() as u64 <= crest_model::input::MAX_SCENARIO);
+    let (_guard, file) = scenario_file(&text);
+    let (code, stdout, stderr) = crest_capped_at(180_000, &["validate", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("valid") && stdout.contains("get item"), "{stdout}");
+}
+
 #[test]
 fn no_input_takes_memory_without_bound() {
     let target = common::target_process(&[]);
     let base = target.url.trim_end_matches('/');
 
-    // A variable that doubles each round: 2^64 bytes unbounded; the users stop at the limit.
-    let (_guard, file) = scenario_file(&format!(
-        "target: {base}\nload: {{users: 2, duration: 1s}}\nvariables: {{a: x}}\nsteps:\n  - loop: {{times: 64, steps: [{{set: {{a: \"${{a}}${{a}}\"}}}}]}}\n  - request: {{path: /}}\n"
-    ));
-    let out = tempfile::tempdir().unwrap();
-    let (code, _, stderr) = crest_capped(&["run", file.to_str().unwrap(), "--out", out.path().to_str().unwrap()]);
-    assert_eq!(code, 1, "no request succeeded: {stderr}");
-    common::check_counts(&out.path().join("results.json"));
+    // A variable that doubles each round: 2^64 bytes unbounded; the users stop at the limit,
+    // each with its iteration counted as failed, in the flow or before it (`on_start`).
+    let doubling = "loop: {times: 64, steps: [{set: {a: \"${a}${a}\"}}]}";
+    for (at, steps) in [
+        ("steps", format!("steps:\n  - {doubling}\n  - request: {{path: /}}\n")),
+        (
+            "on_start",
+            format!("on_start:\n  - {doubling}\nsteps:\n  - request: {{path: /}}\n"),
+        ),
+    ] {
+        let (_guard, file) = scenario_file(&format!(
+            "target: {base}\nload: {{users: 2, duration: 1s}}\nvariables: {{a: x}}\n{steps}"
+        ));
+        let out = tempfile::tempdir().unwrap();
+        let (code, stdout, stderr) =
+            crest_capped(&["run", file.to_str().unwrap(), "--out", out.path().to_str().unwrap()]);
+        assert_eq!(code, 1, "{at}: no request succeeded: {stderr}");
+        let results = out.path().join("results.json");
+        common::check_counts(&results);
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+        let it = &r["iterations"][0];
+        assert_eq!(
+            (it["started"].as_u64(), it["failed"].as_u64(), it["completed"].as_u64()),
+            (Some(2), Some(2), Some(0)),
+            "{at}: each stopped user's iteration is counted as failed: {it}"
+        );
+        assert!(stdout.contains("0 completed, 2 failed"), "{at}: {stdout}");
+    }
     assert_eq!(common::target_metric(&target.url, "crest_target_requests_total"), 0);
 
     // /dev/zero as each input, and a scenario past its size: refused, naming the input.
@@ -392,7 +419,7 @@ fn sighup_ends_a_run_as_sigterm_does_and_keeps_its_results() {
     let target = common::target_process(&[]);
     let out = tempfile::tempdir().unwrap();
     let mut child = common::spawn_out(&["run", &target.url, "-c", "2", "-d", "1h"], out.path());
-    wait_for_intervals(out.path(), 1);
+    common::wait_for_intervals(out.path(), 1);
     signal(&child, "-HUP");
     assert_eq!(wait_at_most(&mut child, Duration::from_secs(60)), 143);
     common::check_counts(&out.path().join("results.json"));

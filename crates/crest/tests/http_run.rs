@@ -29,7 +29,7 @@ fn fixed_delay_p50_is_within_five_percent() {
         }
         gaps.sort_by(f64::total_cmp);
         let gap = gaps[gaps.len() / 2];
-        assert!((19.0..=25.0).contains(&gap), "the server saw requests {gap} ms apart");
+        assert!(gap >= 19.0, "the server saw requests {gap} ms apart");
         assert!(
             p50 >= 19.0 && p50 <= gap * 1.01 && p50 >= gap * 0.95,
             "p50 {p50} ms for a 20 ms server whose requests arrived {gap} ms apart"
@@ -40,9 +40,11 @@ fn fixed_delay_p50_is_within_five_percent() {
         assert_eq!(s["status_codes"]["200"], s["requests"]);
         assert_eq!(server.connections(), 4, "keep-alive: one connection per user");
         let tput = f(&s, &["throughput_rps"]);
+        // At most what 4 users of 20 ms can do; at least most of what the gaps the server saw
+        // allow (a busy machine widens the gaps, not this ratio).
         assert!(
-            (150.0..=205.0).contains(&tput),
-            "4 users / 20 ms = 200 req/s at most, got {tput}"
+            tput <= 205.0 && tput >= 0.7 * 4000.0 / gap,
+            "4 users / 20 ms = 200 req/s at most, got {tput} with requests {gap} ms apart"
         );
     });
 }
@@ -74,22 +76,29 @@ fn open_model_percentiles_show_a_stall_in_proportion_to_its_length() {
         let s = r.summary();
         // Arrivals keep coming during the 2 s stall and wait for its end, so latencies measured
         // from the intended start spread evenly from 2 s to 0: a third of the 6 s run is affected.
-        // P(latency > x) = (2 s - x) / 6 s, so p90 ≈ 1.4 s and p99 ≈ 1.94 s.
+        // P(latency > x) = (2 s - x) / 6 s, so p90 ≈ 1.4 s and p99 ≈ 1.94 s. Latency counts
+        // from the schedule, so a busy machine can only add to these: its bounds are lower
+        // ones, and the spread between p90 and p99 (0.54 s), which no delay common to the
+        // stalled requests changes.
         let p50 = f(&s, &["latency_ms", "p50"]);
         let p90 = f(&s, &["latency_ms", "p90"]);
         let p99 = f(&s, &["latency_ms", "p99"]);
-        assert!(p50 < 100.0, "p50 {p50}");
-        assert!((1150.0..=1650.0).contains(&p90), "p90 {p90}");
-        assert!((1750.0..=2100.0).contains(&p99), "p99 {p99}");
+        let max = f(&s, &["latency_ms", "max"]);
+        assert!(p50 < 0.1 * p90, "most requests miss the stall: p50 {p50}, p90 {p90}");
+        assert!(p90 >= 1150.0, "p90 {p90}");
+        assert!(p99 >= 1750.0 && p99 <= max, "p99 {p99}, max {max}");
+        assert!((250.0..=850.0).contains(&(p99 - p90)), "p90 {p90}, p99 {p99}");
         assert_eq!(s["dropped"], 0);
-        let achieved = f(&s, &["achieved_rps"]);
-        assert!((190.0..=201.0).contains(&achieved), "achieved {achieved}");
+        assert!(f(&s, &["achieved_rps"]) <= 201.0, "{s}");
         assert_eq!(f(&s, &["target_rps"]), 200.0);
+        // The schedule, not the machine, sets how many arrivals there are; each one reached
+        // the server.
         let sent = s["requests"].as_u64().unwrap();
         assert!((1180..=1201).contains(&sent), "6 s at 200/s, got {sent}");
+        assert_eq!(sent, server.received().len() as u64);
         // Not a terminal: a plain progress line every 5 s, like pgbench -P.
         let progress: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("progress:")).collect();
-        assert_eq!(progress.len(), 1, "{}", r.stderr);
+        assert!(!progress.is_empty(), "{}", r.stderr);
         assert!(
             progress[0].contains("req/s") && progress[0].contains("p99"),
             "{}",
@@ -112,14 +121,23 @@ fn closed_model_series_shows_the_stall_as_a_gap() {
             .iter()
             .map(|i| i["requests"].as_u64().unwrap())
             .collect();
+        // Seconds are compared with each other, never with a rate: how many requests a second
+        // the machine allows depends on how busy it is.
         assert!(per_s.len() >= 5, "{per_s:?}");
-        assert!(per_s[0] > 1000, "busy first second: {per_s:?}");
+        assert!(per_s[0] > 100, "busy first second: {per_s:?}");
         assert_eq!(per_s[2], 0, "nothing completes during the stall: {per_s:?}");
         assert!(
             per_s[1] < per_s[0] / 10,
             "the stall starts early in second 1: {per_s:?}"
         );
-        assert!(per_s[3] > 1000, "the target recovers: {per_s:?}");
+        // Answers come again after the stall; how many a second depends on how busy the machine
+        // is then (4,836 against a first second of 18,047 beside a release build).
+        assert!(per_s[3] > per_s[1], "the target recovers: {per_s:?}");
+        assert_eq!(
+            per_s.iter().sum::<u64>() + results["abandoned"].as_u64().unwrap(),
+            server.received().len() as u64,
+            "every request the server saw is in a second, or abandoned at the end"
+        );
         // In the closed model each user waits, so no request sees more than the stall itself.
         let max = f(&r.summary(), &["latency_ms", "max"]);
         assert!((1900.0..2300.0).contains(&max), "max {max}");
@@ -177,8 +195,10 @@ fn a_silent_server_times_out() {
         assert_eq!(r.error_count("timeout"), 4);
         let s = r.summary();
         let p50 = f(&s, &["latency_ms", "p50"]);
-        assert!((295.0..400.0).contains(&p50), "timeouts take the timeout: {p50}");
-        assert!(started.elapsed() < Duration::from_secs(10));
+        // At least the timeout; the upper bound only says not many times it (a busy machine's
+        // timers fire late).
+        assert!((295.0..1000.0).contains(&p50), "timeouts take the timeout: {p50}");
+        assert!(started.elapsed() < Duration::from_secs(30));
         assert_eq!(server.connections(), 4, "a timed-out connection is never reused");
     });
 }

@@ -22,15 +22,15 @@ fn ten_thousand_concurrent_connections_from_one_process() {
     ]);
     let url = target.url.clone();
 
-    let r = run(&url, &["-c", "10000", "-d", "4s", "--timeout", "20s"]);
+    // Two requests per user, counted, not timed: on a busy machine 4 s was too short to open
+    // them all (4,834 of 10,000 in one suite run); each user keeps its connection to the end.
+    let r = run(&url, &["-c", "10000", "-n", "2x", "--timeout", "20s"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let s = r.summary();
-    assert_eq!(s["connections"], 10_000, "one connection per user, all open at once");
+    assert_eq!(s["connections"], 10_000, "one connection per user");
     assert_eq!(s["failures"], 0, "{}", s["errors"]);
-    // Each user waits 1 s per request over 4 s: every one of them made at least one, and crest
-    // counted each request the target served (a rate in req/s would depend on how busy the
-    // machine is; these counts do not).
-    let requests = s["requests"].as_u64().unwrap();
-    assert!(requests >= 10_000, "{requests} requests from 10,000 users");
-    assert_eq!(requests, common::target_metric(&url, "crest_target_requests_total"));
+    // crest counted each request the target served (a rate in req/s would depend on how busy
+    // the machine is; these counts do not).
+    assert_eq!(s["requests"].as_u64(), Some(20_000));
+    assert_eq!(common::target_metric(&url, "crest_target_requests_total"), 20_000);
 }

@@ -7,9 +7,13 @@ use common::run;
 use std::time::Duration;
 
 fn target() -> std::net::SocketAddr {
+    target_of(Duration::from_millis(1))
+}
+
+fn target_of(service_time: Duration) -> std::net::SocketAddr {
     let config = crest_target::Config {
         workers: 64,
-        service_time: Duration::from_millis(1),
+        service_time,
         queue: 10_000,
         ..Default::default()
     };
@@ -45,9 +49,13 @@ fn a_starved_generator_is_flagged_and_strict_exits_3() {
 #[test]
 fn a_comfortable_run_is_valid() {
     let _serial = common::serial();
+    // Four users on a target of 50 ms: crest's own time between requests, even in a debug
+    // build on a busy machine, is a small share of each user's time, so the verdict does not
+    // depend on the machine. (The open model's send lag is crest's own timing, which a busy
+    // machine does delay; its rules are tested on set figures in analysis/tests/validity.rs.)
     let r = run(
-        &format!("http://{}/", target()),
-        &["--rate", "100", "-d", "2s", "--strict"],
+        &format!("http://{}/", target_of(Duration::from_millis(50))),
+        &["-c", "4", "-d", "2s", "--strict"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(

@@ -174,6 +174,14 @@ impl Workload for FlowWorkload {
                 .run_steps(&self.plan.on_start, user, &ctx, &mut intended, OnFailure::NextIteration)
                 .await;
             if let Err(failed) = on_start {
+                if user.stopped {
+                    // Stopped before its first iteration (a value past its limit): counted as
+                    // a failed iteration of the flow it would have run, so it does not vanish.
+                    if let Some((index, _)) = self.pick(user) {
+                        ctx.iteration_started(index as u32);
+                        ctx.iteration_ended(index as u32, true);
+                    }
+                }
                 tokio::time::sleep(failed.skipped).await;
                 user.iteration += 1;
                 return;

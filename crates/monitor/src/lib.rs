@@ -295,14 +295,25 @@ mod tests {
             interval: Duration::from_millis(100),
             ..MonitorPlan::default()
         };
-        let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
+        let start = Instant::now();
+        let m = Sampler::new(&plan).unwrap().spawn(start).unwrap();
         std::thread::sleep(Duration::from_millis(470));
         let live: Vec<Snapshot> = m.snapshots().collect();
+        let ended_s = start.elapsed().as_secs_f64();
         let record = m.finish();
-        assert!((4..=6).contains(&live.len()), "{} snapshots", live.len());
+        // At most one sample an interval (a busy machine may take fewer, never more).
+        assert!((1..=6).contains(&live.len()), "{} snapshots", live.len());
         let load = record.series.iter().find(|s| s.key.metric == "load_average").unwrap();
-        assert_eq!(load.points.len(), live.len() + 1, "one last sample at the end");
+        assert!(load.points.len() >= live.len(), "every sample shown live is kept");
         assert!(load.points.windows(2).all(|w| w[0].0 < w[1].0));
+        // The end is sampled: by one last sample, or by one within half an interval of it (which
+        // of the two depends on when the machine ran the monitor's thread; that one is there
+        // does not).
+        let last = load.points.last().unwrap().0;
+        assert!(
+            last >= ended_s - 0.05,
+            "the last sample at {last} s, the run ended at {ended_s} s"
+        );
         assert_eq!(record.sources[0].kind, "host");
 
         // A run that ends just after a sample gets no second one milliseconds later.

@@ -96,6 +96,28 @@ pub fn spawn_out(args: &[&str], out: &std::path::Path) -> std::process::Child {
         .unwrap()
 }
 
+/// Intervals written to the journal in `dir` so far.
+pub fn journal_intervals(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("{\"entry\":\"interval\""))
+        .count()
+}
+
+/// Waits until the journal in `dir` has `n` intervals: the run is under way, however long a
+/// busy machine took to start it.
+pub fn wait_for_intervals(dir: &std::path::Path, n: usize) {
+    let started = std::time::Instant::now();
+    while journal_intervals(dir) < n {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no interval was journaled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// SIGKILL, and waits for it: nothing gets a chance to run at the end.
 pub fn kill(mut child: std::process::Child) {
     child.kill().unwrap();

@@ -195,8 +195,9 @@ impl<'a> Cx<'a> {
         self.within(r, plan::rate_problem(r), at, what)
     }
 
-    /// The value node that starts at `mark` (the first, in document order, when several do).
-    fn node_at(&self, mark: &marked_yaml::Marker) -> Option<&'a marked_yaml::Node> {
+    /// The value node that starts at line and column `at` (the first, in document order, when
+    /// several do).
+    fn node_at(&self, at: (usize, usize)) -> Option<&'a marked_yaml::Node> {
         let index = self.nodes.get_or_init(|| {
             let mut index = HashMap::new();
             let mut stack = vec![self.root];
@@ -212,20 +213,19 @@ impl<'a> Cx<'a> {
             }
             index
         });
-        index.get(&(mark.line(), mark.column())).copied()
+        index.get(&at).copied()
     }
 
     /// Where a mapping was written: its first key. The span of a block mapping starts after
     /// that key.
     fn mapping_at<T>(&self, sp: &Sp<T>) -> Option<(usize, usize)> {
-        let first_key =
-            sp.0.span()
-                .start()
-                .and_then(|m| self.node_at(m))
-                .and_then(|n| n.as_mapping())
-                .and_then(|m| m.keys().next())
-                .and_then(|k| k.span().start())
-                .map(|m| (m.line(), m.column()));
+        let first_key = sp
+            .at()
+            .and_then(|at| self.node_at(at))
+            .and_then(|n| n.as_mapping())
+            .and_then(|m| m.keys().next())
+            .and_then(|k| k.span().start())
+            .map(|m| (m.line(), m.column()));
         first_key.or_else(|| sp.at())
     }
 

@@ -137,7 +137,7 @@ impl Cx<'_> {
         let body = if let Some(j) = &r.json {
             let at = j.at();
             // serde sees every YAML scalar as a string; the node tree knows which were quoted.
-            let typed = j.0.span().start().and_then(|m| self.node_at(m)).map(yaml_to_json);
+            let typed = at.and_then(|at| self.node_at(at)).map(yaml_to_json);
             let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
             let mut parse = |s: &str| {
                 Template::parse(s, self.env)
