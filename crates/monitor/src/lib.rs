@@ -16,6 +16,7 @@ mod prometheus;
 pub mod spec;
 mod store;
 
+use error::SampleError;
 pub use error::{MetricError, MonitorError};
 pub use store::Reading;
 
@@ -246,7 +247,7 @@ impl Sampler {
         // A source may take at most the interval (and never more than 5 s), so one slow
         // source delays the next sample by at most that.
         let limit = self.interval.min(Duration::from_secs(5));
-        let mut got: Vec<(u32, Result<Vec<Reading>, String>)> = Vec::new();
+        let mut got: Vec<(u32, Result<Vec<Reading>, SampleError>)> = Vec::new();
         if let Some((i, h)) = self.host.as_mut() {
             got.push((*i, h.sample()));
         }
@@ -263,7 +264,7 @@ impl Sampler {
         for (i, d) in &mut self.databases {
             let r = match tokio::time::timeout(limit, d.sample()).await {
                 Ok(r) => r,
-                Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+                Err(_) => Err(SampleError::Timeout(limit)),
             };
             got.push((*i, r));
         }

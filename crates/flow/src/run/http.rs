@@ -6,9 +6,18 @@ use super::{Failed, FlowUser, FlowWorkload, UserScope};
 use crate::extract::LazyJson;
 use crate::plan::{Body, RequestStep};
 use crest_engine::Ctx;
-use crest_http::{build_request, Call, Response};
+use crest_http::{build_request, Call, InvalidRequest, Response};
 use crest_model::Outcome;
 use std::time::{Duration, Instant};
+
+/// A rendered value made a request that cannot be sent (a line break in a header, say).
+#[derive(Debug, thiserror::Error)]
+enum RenderError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Invalid(#[from] InvalidRequest),
+}
 
 impl FlowWorkload {
     pub(super) async fn request(
@@ -136,7 +145,7 @@ impl FlowWorkload {
     }
 
     /// The request's bytes for this user.
-    fn render(&self, r: &RequestStep, scope: &UserScope<'_>, authority: &str) -> Result<Vec<u8>, String> {
+    fn render(&self, r: &RequestStep, scope: &UserScope<'_>, authority: &str) -> Result<Vec<u8>, RenderError> {
         let mut target = r.path.render(scope);
         if !r.query.is_empty() {
             let mut q = form_urlencoded::Serializer::new(String::new());
@@ -163,7 +172,7 @@ impl FlowWorkload {
                 if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("content-type")) {
                     headers.push(("Content-Type".into(), "application/json".into()));
                 }
-                serde_json::to_vec(&render_json(j, scope)).map_err(|e| e.to_string())?
+                serde_json::to_vec(&render_json(j, scope))?
             }
             Body::Form(fields) => {
                 let mut f = form_urlencoded::Serializer::new(String::new());
@@ -179,6 +188,13 @@ impl FlowWorkload {
                 body
             }
         };
-        build_request(&r.method, &target, authority, &headers, &body, self.plan.keepalive).map_err(|e| e.to_string())
+        Ok(build_request(
+            &r.method,
+            &target,
+            authority,
+            &headers,
+            &body,
+            self.plan.keepalive,
+        )?)
     }
 }
