@@ -7,13 +7,13 @@ use common::run;
 use std::time::Duration;
 
 fn target() -> std::net::SocketAddr {
-    let config = crest_target::Config {
+    let config = crest_demo::Config {
         workers: 64,
         service_time: Duration::from_millis(1),
         queue: 10_000,
         ..Default::default()
     };
-    crest_target::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
+    crest_demo::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
 }
 
 #[test]
