@@ -41,6 +41,21 @@ pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     }
 }
 
+/// Adds `from`, when there is one, into `into`, which starts empty the first time.
+pub fn add_opt(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    if let Some(f) = from {
+        add(into.get_or_insert_with(new_histogram), f);
+    }
+}
+
+/// Adds an encoded histogram, as a journal holds it, when there is one.
+pub fn add_encoded(into: &mut Option<Histogram<u64>>, from: Option<&EncodedHistogram>) -> Result<(), HistError> {
+    if let Some(f) = from {
+        add(into.get_or_insert_with(new_histogram), &f.decode()?);
+    }
+    Ok(())
+}
+
 /// A histogram could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum HistError {
