@@ -31,6 +31,11 @@ pub fn record_bytes(h: &mut Histogram<u64>, bytes: u64) {
     h.saturating_record(bytes.clamp(1, MAX_MICROS));
 }
 
+/// Milliseconds from microseconds, the unit of every latency histogram.
+pub fn us_to_ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
 /// Adds `from` into `into`. Histograms from crest share bounds; a foreign one with wider bounds
 /// is clamped into them rather than refused.
 pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
