@@ -297,8 +297,8 @@ fn interval_latencies(r: &Results, g: &SegmentAnalysis) -> Result<(Vec<f64>, Vec
     {
         let h = i.latency.decode()?;
         if !h.is_empty() {
-            means.push(h.mean() / 1000.0);
-            p95s.push(h.value_at_quantile(0.95) as f64 / 1000.0);
+            means.push(crest_model::hist::us_to_ms(h.mean()));
+            p95s.push(crest_model::hist::us_to_ms(h.value_at_quantile(0.95) as f64));
         }
     }
     Ok((means, p95s))

@@ -108,7 +108,7 @@ pub fn each_request(r: &Results) -> EachRequest {
                 .iter()
                 .map(|p| RequestDot {
                     start_s: p.start_us() as f64 / 1e6,
-                    latency_ms: p.latency_us() as f64 / 1e3,
+                    latency_ms: crest_model::hist::us_to_ms(p.latency_us() as f64),
                     outcome: p.outcome(),
                 })
                 .collect(),
@@ -199,7 +199,7 @@ fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<Cluster
     if h.len() < CLUSTER_MIN {
         return None;
     }
-    let q = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let q = |q: f64| crest_model::hist::us_to_ms(h.value_at_quantile(q) as f64);
     let (p10, p50, p90) = (q(0.1), q(0.5), q(0.9));
     if p50 < CLUSTER_MIN_MS || (p90 - p10) > CLUSTER_SPAN * p50 {
         return None;

@@ -36,7 +36,7 @@ impl Percentiles {
         }
         // hdrhistogram reports the highest value equivalent to the bucket; report the bucket's
         // median-equivalent instead so that a steady 20 ms does not read as 20.01 ms.
-        let q = |q: f64| h.median_equivalent(h.value_at_quantile(q)) as f64 / 1000.0;
+        let q = |q: f64| crest_model::hist::us_to_ms(h.median_equivalent(h.value_at_quantile(q)) as f64);
         Percentiles {
             count: h.len(),
             p50: q(0.5),
@@ -44,9 +44,9 @@ impl Percentiles {
             p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
-            min: h.min() as f64 / 1000.0,
-            max: h.max() as f64 / 1000.0,
-            mean: h.mean() / 1000.0,
+            min: crest_model::hist::us_to_ms(h.min() as f64),
+            max: crest_model::hist::us_to_ms(h.max() as f64),
+            mean: crest_model::hist::us_to_ms(h.mean()),
         }
     }
 }

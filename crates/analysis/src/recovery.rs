@@ -75,7 +75,7 @@ struct Window {
 
 impl Window {
     fn p95(&self) -> Option<f64> {
-        (self.requests > 0).then(|| self.latency.value_at_quantile(0.95) as f64 / 1000.0)
+        (self.requests > 0).then(|| crest_model::hist::us_to_ms(self.latency.value_at_quantile(0.95) as f64))
     }
     fn error_rate(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.failures as f64 / self.requests as f64)

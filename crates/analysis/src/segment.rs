@@ -346,7 +346,7 @@ pub fn series(r: &Results) -> Result<Vec<Point>, HistError> {
             if h.is_empty() {
                 0.0
             } else {
-                h.value_at_quantile(q) as f64 / 1000.0
+                crest_model::hist::us_to_ms(h.value_at_quantile(q) as f64)
             }
         };
         let seg = starts.partition_point(|s| *s <= i.t_s + 1e-9).saturating_sub(1);

@@ -79,7 +79,7 @@ impl Acc {
     }
 
     fn value(&self, m: &Metric) -> Option<f64> {
-        let ms = |us: u64| us as f64 / 1000.0;
+        let ms = |us: u64| crest_model::hist::us_to_ms(us as f64);
         match m {
             Metric::Requests => Some(self.requests as f64),
             Metric::Failures => Some(self.failures as f64),
@@ -87,7 +87,7 @@ impl Acc {
             _ if self.requests < MIN_REQUESTS => None,
             Metric::ErrorRate => Some(self.failures as f64 / self.requests as f64),
             Metric::Latency(q) => Some(ms(self.latency.value_at_quantile(q / 100.0))),
-            Metric::Mean => Some(self.latency.mean() / 1000.0),
+            Metric::Mean => Some(crest_model::hist::us_to_ms(self.latency.mean())),
             Metric::Max => Some(ms(self.latency.max())),
             Metric::Monitored(_) => None,
         }

@@ -114,10 +114,10 @@ fn measure(r: &Results, e: &Expr) -> Result<Option<f64>, HistError> {
     if requests == 0 {
         return Ok(None);
     }
-    let ms = |us: u64| us as f64 / 1000.0;
+    let ms = |us: u64| crest_model::hist::us_to_ms(us as f64);
     Ok(Some(match e.metric {
         Metric::Latency(q) => ms(latency.median_equivalent(latency.value_at_quantile(q / 100.0))),
-        Metric::Mean => latency.mean() / 1000.0,
+        Metric::Mean => crest_model::hist::us_to_ms(latency.mean()),
         Metric::Max => ms(latency.max()),
         Metric::ErrorRate => failures as f64 / requests as f64,
         Metric::Throughput => {

@@ -269,13 +269,13 @@ fn pg_init(a: &cli::PgInitArgs) -> Result<u8> {
 }
 
 /// The demo target's settings from flags.
-fn target_config(a: &TargetArgs) -> Result<crest_target::Config> {
+fn target_config(a: &TargetArgs) -> Result<crest_demo::Config> {
     let distribution = match a.distribution.as_str() {
-        "uniform" => crest_target::Distribution::Uniform,
-        "exponential" => crest_target::Distribution::Exponential,
-        _ => crest_target::Distribution::Fixed,
+        "uniform" => crest_demo::Distribution::Uniform,
+        "exponential" => crest_demo::Distribution::Exponential,
+        _ => crest_demo::Distribution::Fixed,
     };
-    let c = crest_target::Config {
+    let c = crest_demo::Config {
         workers: a.workers,
         service_time: a.service_time,
         distribution,
@@ -295,8 +295,8 @@ fn target_config(a: &TargetArgs) -> Result<crest_target::Config> {
 
 /// Starts the demo target in-process, finds its capacity, and writes the report.
 fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
-    let config = crest_target::Config::default();
-    let addr = crest_target::spawn("127.0.0.1:0".parse()?, config.clone()).context("cannot start the demo target")?;
+    let config = crest_demo::Config::default();
+    let addr = crest_demo::spawn("127.0.0.1:0".parse()?, config.clone()).context("cannot start the demo target")?;
     let capacity = config.workers as f64 / config.service_time.as_secs_f64();
     if !a.output.quiet {
         eprintln!(
@@ -357,8 +357,8 @@ fn target(a: TargetArgs) -> Result<u8> {
     }
     limits::raise_file_limit()?;
     let config = target_config(&a)?;
-    let addr = crest_target::spawn(a.listen, config.clone())
-        .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    let addr =
+        crest_demo::spawn(a.listen, config.clone()).with_context(|| format!("--listen {}: cannot listen", a.listen))?;
     eprintln!(
         "demo target on http://{addr}/ ({} workers, {} ms service time, queue {}; API pool {} x {:?}; Ctrl-C stops it)",
         config.workers,

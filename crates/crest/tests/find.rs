@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 fn target(workers: usize, service_ms: u64, timeout: Duration) -> std::net::SocketAddr {
-    let config = crest_target::Config {
+    let config = crest_demo::Config {
         workers,
         service_time: Duration::from_millis(service_ms),
         queue: 256,
@@ -17,7 +17,7 @@ fn target(workers: usize, service_ms: u64, timeout: Duration) -> std::net::Socke
         body_size: 256,
         ..Default::default()
     };
-    crest_target::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
+    crest_demo::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
 }
 
 fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir, i32) {

@@ -419,7 +419,7 @@ fn a_closed_stdout_neither_panics_nor_loses_the_results() {
 
     let target = format!(
         "http://{}/",
-        crest_target::spawn("127.0.0.1:0".parse().unwrap(), crest_target::Config::default()).unwrap()
+        crest_demo::spawn("127.0.0.1:0".parse().unwrap(), crest_demo::Config::default()).unwrap()
     );
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();

@@ -11,13 +11,13 @@ fn target() -> std::net::SocketAddr {
 }
 
 fn target_of(service_time: Duration) -> std::net::SocketAddr {
-    let config = crest_target::Config {
+    let config = crest_demo::Config {
         workers: 64,
         service_time,
         queue: 10_000,
         ..Default::default()
     };
-    crest_target::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
+    crest_demo::spawn("127.0.0.1:0".parse().unwrap(), config).unwrap()
 }
 
 #[test]

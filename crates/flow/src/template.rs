@@ -326,8 +326,41 @@ fn parse_expr(expr: &str, at: usize, env: &dyn Fn(&str) -> Option<String>) -> Re
     Ok(Part::Var(expr.to_string()))
 }
 
+/// What is wrong with a function call in a template; [`TemplateError`] adds where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum CallError {
+    #[error("a quoted argument is not closed")]
+    UnclosedQuote,
+    #[error("unexpected `{0}` between arguments")]
+    Unexpected(char),
+    #[error("{0}() takes no arguments")]
+    NoArguments(String),
+    #[error("{0}() needs whole numbers")]
+    NotWhole(String),
+    #[error("random_int(min, max) takes two whole numbers")]
+    RandomIntArity,
+    #[error("random_int({0}, {1}): min is above max")]
+    MinAboveMax(i64, i64),
+    #[error("random_choice(a, b, ...) needs at least one choice")]
+    NoChoice,
+    #[error("random_string(length) takes one whole number")]
+    RandomStringArity,
+    #[error("random_string(length): the length is at most {MAX_RANDOM_STRING} (1 MiB)")]
+    TooLong,
+    #[error("random_string(length) needs a length of 0 or more")]
+    Negative,
+    #[error("base64(x) takes one variable name or one quoted text")]
+    Base64Arity,
+    /// An unknown name, with the nearest known one if there is a close one.
+    #[error("unknown function {name}(){}", match near {
+        Some(f) => format!("; did you mean {f}()?"),
+        None => format!("; the functions are {}", FUNCTIONS.join(", ")),
+    })]
+    Unknown { name: String, near: Option<&'static str> },
+}
+
 /// Splits `a, 'b c', 3` into arguments, keeping quoted ones marked.
-fn split_args(s: &str) -> Result<Vec<(String, bool)>, String> {
+fn split_args(s: &str) -> Result<Vec<(String, bool)>, CallError> {
     let mut out = Vec::new();
     let mut chars = s.chars().peekable();
     loop {
@@ -342,7 +375,7 @@ fn split_args(s: &str) -> Result<Vec<(String, bool)>, String> {
                 match chars.next() {
                     Some(ch) if ch == c => break,
                     Some(ch) => v.push(ch),
-                    None => return Err("a quoted argument is not closed".into()),
+                    None => return Err(CallError::UnclosedQuote),
                 }
             }
             out.push((v, true));
@@ -363,24 +396,24 @@ fn split_args(s: &str) -> Result<Vec<(String, bool)>, String> {
         match chars.next() {
             None => break,
             Some(',') => continue,
-            Some(other) => return Err(format!("unexpected `{other}` between arguments")),
+            Some(other) => return Err(CallError::Unexpected(other)),
         }
     }
     Ok(out)
 }
 
-fn parse_func(name: &str, args: &[(String, bool)]) -> Result<Func, String> {
+fn parse_func(name: &str, args: &[(String, bool)]) -> Result<Func, CallError> {
     let none = |f: Func| {
         if args.is_empty() {
             Ok(f)
         } else {
-            Err(format!("{name}() takes no arguments"))
+            Err(CallError::NoArguments(name.to_string()))
         }
     };
-    let int = |i: usize| -> Result<i64, String> {
+    let int = |i: usize| -> Result<i64, CallError> {
         args.get(i)
             .and_then(|(a, _)| a.parse().ok())
-            .ok_or_else(|| format!("{name}() needs whole numbers"))
+            .ok_or_else(|| CallError::NotWhole(name.to_string()))
     };
     match name {
         "uuid" => none(Func::Uuid),
@@ -392,51 +425,51 @@ fn parse_func(name: &str, args: &[(String, bool)]) -> Result<Func, String> {
         "seq" => none(Func::Seq),
         "random_int" => {
             if args.len() != 2 {
-                return Err("random_int(min, max) takes two whole numbers".into());
+                return Err(CallError::RandomIntArity);
             }
             let (a, b) = (int(0)?, int(1)?);
             if a > b {
-                return Err(format!("random_int({a}, {b}): min is above max"));
+                return Err(CallError::MinAboveMax(a, b));
             }
             Ok(Func::RandomInt(a, b))
         }
         "random_choice" => {
             if args.is_empty() {
-                return Err("random_choice(a, b, ...) needs at least one choice".into());
+                return Err(CallError::NoChoice);
             }
             Ok(Func::RandomChoice(args.iter().map(|(a, _)| a.clone()).collect()))
         }
         "random_string" => {
             if args.len() != 1 {
-                return Err("random_string(length) takes one whole number".into());
+                return Err(CallError::RandomStringArity);
             }
             let n = int(0)?;
             match usize::try_from(n) {
                 Ok(n) if n <= MAX_RANDOM_STRING => Ok(Func::RandomString(n)),
-                Ok(_) => Err(format!(
-                    "random_string(length): the length is at most {MAX_RANDOM_STRING} (1 MiB)"
-                )),
-                Err(_) => Err("random_string(length) needs a length of 0 or more".into()),
+                Ok(_) => Err(CallError::TooLong),
+                Err(_) => Err(CallError::Negative),
             }
         }
         "base64" => match args {
             [(a, true)] => Ok(Func::Base64(Arg::Lit(a.clone()))),
             [(a, false)] if is_ident(a) => Ok(Func::Base64(Arg::Var(a.clone()))),
-            _ => Err("base64(x) takes one variable name or one quoted text".into()),
+            _ => Err(CallError::Base64Arity),
         },
         _ => Err(unknown_function(name)),
     }
 }
 
-fn unknown_function(name: &str) -> String {
-    let best = FUNCTIONS
+fn unknown_function(name: &str) -> CallError {
+    let near = FUNCTIONS
         .iter()
         .map(|f| (strsim::levenshtein(name, f), *f))
         .min()
         .filter(|(d, _)| *d <= 2)
-        .map(|(_, f)| format!("; did you mean {f}()?"))
-        .unwrap_or_else(|| format!("; the functions are {}", FUNCTIONS.join(", ")));
-    format!("unknown function {name}(){best}")
+        .map(|(_, f)| f);
+    CallError::Unknown {
+        name: name.to_string(),
+        near,
+    }
 }
 
 fn render_func(f: &Func, scope: &dyn Scope, out: &mut String) {
@@ -596,5 +629,34 @@ mod tests {
         assert!(Template::parse("${a b}", &no_env).is_err());
         assert!(Template::parse("${}", &no_env).is_err());
         assert!(Template::parse("${now(1)}", &no_env).is_err());
+    }
+
+    #[test]
+    fn function_call_errors_read_as_sentences() {
+        let message = |t: &str| Template::parse(t, &no_env).unwrap_err().message;
+        assert_eq!(message("${now(1)}"), "`now(1)`: now() takes no arguments");
+        assert_eq!(
+            message("${random_int(1, x)}"),
+            "`random_int(1, x)`: random_int() needs whole numbers"
+        );
+        assert_eq!(
+            message("${random_int(9, 1)}"),
+            "`random_int(9, 1)`: random_int(9, 1): min is above max"
+        );
+        assert_eq!(
+            message("${base64('a' 'b')}"),
+            "`base64('a' 'b')`: unexpected `'` between arguments"
+        );
+        assert_eq!(
+            message("${random_string(99999999)}"),
+            "`random_string(99999999)`: random_string(length): the length is at most 1048576 (1 MiB)"
+        );
+        assert_eq!(
+            message("${nothing_like_it(1)}"),
+            format!(
+                "`nothing_like_it(1)`: unknown function nothing_like_it(); the functions are {}",
+                FUNCTIONS.join(", ")
+            )
+        );
     }
 }

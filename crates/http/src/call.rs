@@ -116,6 +116,17 @@ impl Exchange {
     }
 }
 
+/// One call's exchange as the version-specific paths take it: the call and its clock, and
+/// what the exchange measures.
+struct Attempt<'a, 'c> {
+    call: &'a Call<'c>,
+    started: Instant,
+    deadline: Instant,
+    opened: &'a mut Opened,
+    p: &'a mut h1::Progress,
+    keep: Option<&'a mut Response>,
+}
+
 impl Endpoint {
     /// Sends `call` on `session` (opening a connection if needed) and reads the whole response,
     /// keeping it in `keep` when given. Never fails: failures are outcomes.
@@ -147,7 +158,17 @@ impl Endpoint {
             if timer.deadline() > deadline.into() {
                 timer.as_mut().reset(deadline.into());
             }
-            let work = self.attempt((conn, h2), call, started, deadline, &mut opened, &mut p, keep);
+            let work = self.attempt(
+                (conn, h2),
+                Attempt {
+                    call,
+                    started,
+                    deadline,
+                    opened: &mut opened,
+                    p: &mut p,
+                    keep,
+                },
+            );
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -206,23 +227,18 @@ impl Endpoint {
     }
 
     /// One exchange in the version the endpoint speaks.
-    #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
         (conn, h2s): (&mut Option<h1::Conn>, &mut Option<Box<http2::H2Session>>),
-        call: &Call<'_>,
-        started: Instant,
-        deadline: Instant,
-        opened: &mut Opened,
-        p: &mut h1::Progress,
-        keep: Option<&mut Response>,
+        a: Attempt<'_, '_>,
     ) -> Result<u16, Failure> {
+        let call = a.call;
         // The HTTP/2 paths are boxed so that the HTTP/1.1 exchange, which every user's task
         // holds for its whole life, stays small: at 10,000 users its size is memory.
         let h2 = match self.version {
             HttpVersion::Http1 => false,
             HttpVersion::Http2 => true,
-            HttpVersion::Auto => Box::pin(self.use_h2(conn, h2s, call, started, deadline, opened)).await?,
+            HttpVersion::Auto => Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, a.opened)).await?,
         };
         if h2 {
             let http2::H2Session { seat, send, request } = &mut **h2s.get_or_insert_with(Default::default);
@@ -234,9 +250,9 @@ impl Endpoint {
                     &request.insert((call.request.to_vec(), translated)).1
                 }
             };
-            Box::pin(self.attempt_h2(seat, send, req, call, started, deadline, opened, p, keep)).await
+            Box::pin(self.attempt_h2(seat, send, req, a)).await
         } else {
-            self.attempt_h1(conn, call, started, deadline, opened, p, keep).await
+            self.attempt_h1(conn, a).await
         }
     }
 
@@ -284,18 +300,12 @@ impl Endpoint {
     /// last processed stream below it, which is the protocol's own statement that the server
     /// did not act on it (RFC 9113 section 6.8). No other failure is sent again: a stream that
     /// was written and then lost with its connection is the request's outcome.
-    #[allow(clippy::too_many_arguments)]
     async fn attempt_h2(
         &self,
         seat: &mut Option<http2::Seat>,
         send: &mut Option<http2::Handle>,
         req: &http2::H2Request,
-        call: &Call<'_>,
-        started: Instant,
-        deadline: Instant,
-        opened: &mut Opened,
-        p: &mut h1::Progress,
-        mut keep: Option<&mut Response>,
+        mut a: Attempt<'_, '_>,
     ) -> Result<u16, Failure> {
         let Some(pool) = &self.pool else {
             return Err(Failure {
@@ -311,7 +321,7 @@ impl Endpoint {
                     let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
                     // Boxed: opening a connection needs a large future, and it happens once
                     // per seat, not per request.
-                    match Box::pin(self.open_h2(&slot, call, started, deadline, opened)).await {
+                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, a.opened)).await {
                         Ok(conn) => send.insert(conn),
                         Err(f) => {
                             *seat = None;
@@ -320,7 +330,7 @@ impl Endpoint {
                     }
                 }
             };
-            let failed = match http2::exchange(conn, req, p, keep.as_deref_mut()).await {
+            let failed = match http2::exchange(conn, req, a.p, a.keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => None,
                 Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(e),
@@ -371,17 +381,7 @@ impl Endpoint {
     /// before, or the very first write failed): once a byte left, the server may have read the
     /// request, so its failure is the request's outcome (`closed`, `reset`), never hidden by a
     /// copy the user did not ask for.
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt_h1(
-        &self,
-        conn: &mut Option<h1::Conn>,
-        call: &Call<'_>,
-        started: Instant,
-        deadline: Instant,
-        opened: &mut Opened,
-        p: &mut h1::Progress,
-        mut keep: Option<&mut Response>,
-    ) -> Result<u16, Failure> {
+    async fn attempt_h1(&self, conn: &mut Option<h1::Conn>, mut a: Attempt<'_, '_>) -> Result<u16, Failure> {
         let mut retried = false;
         loop {
             if conn.as_ref().is_some_and(h1::Conn::closed_while_idle) {
@@ -390,14 +390,17 @@ impl Endpoint {
             let c = match conn {
                 Some(c) => c,
                 None => {
-                    let stream = Box::pin(self.open(call, started, deadline, opened)).await?;
+                    let stream = Box::pin(self.open(a.call, a.started, a.deadline, a.opened)).await?;
                     conn.insert(h1::Conn::new(stream))
                 }
             };
             let reused = c.uses > 0;
-            match c.exchange(call.request, call.head, p, keep.as_deref_mut()).await {
+            match c
+                .exchange(a.call.request, a.call.head, a.p, a.keep.as_deref_mut())
+                .await
+            {
                 Ok(status) => return Ok(status),
-                Err(H1Error::Io(_)) if reused && !retried && p.written == 0 => {
+                Err(H1Error::Io(_)) if reused && !retried && a.p.written == 0 => {
                     *conn = None;
                     retried = true;
                 }

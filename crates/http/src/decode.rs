@@ -7,10 +7,19 @@ use std::io::Read;
 /// What `Accept-Encoding` offers when compression is asked for.
 pub const ACCEPT_ENCODING: &str = "gzip, deflate, br";
 
+/// A body did not decode as its Content-Encoding said.
+#[derive(Debug, thiserror::Error)]
+#[error("the {coding} body could not be decoded: {source}")]
+pub(crate) struct DecodeError {
+    /// The coding that failed, as the header named it.
+    coding: String,
+    source: std::io::Error,
+}
+
 /// Decodes `resp.body` in place per its `Content-Encoding` (codings applied in order, so undone
 /// in reverse). Returns the decoded length when the body was encoded, or an error naming the
 /// coding that failed; a body with no or an unknown coding is left as it is.
-pub(crate) fn decode(resp: &mut Response) -> Result<Option<u64>, String> {
+pub(crate) fn decode(resp: &mut Response) -> Result<Option<u64>, DecodeError> {
     let Some(codings) = resp.header("content-encoding").map(str::to_ascii_lowercase) else {
         return Ok(None);
     };
@@ -50,7 +59,10 @@ pub(crate) fn decode(resp: &mut Response) -> Result<Option<u64>, String> {
         };
         if let Err(e) = read {
             resp.body = body;
-            return Err(format!("the {coding} body could not be decoded: {e}"));
+            return Err(DecodeError {
+                coding: coding.to_string(),
+                source: e,
+            });
         }
         if out.len() > MAX_KEPT_BODY {
             out.truncate(MAX_KEPT_BODY);
@@ -91,6 +103,6 @@ mod tests {
             body: b"not gzip".to_vec(),
             ..Response::default()
         };
-        assert!(decode(&mut r).unwrap_err().contains("gzip"));
+        assert!(decode(&mut r).unwrap_err().to_string().contains("gzip"));
     }
 }

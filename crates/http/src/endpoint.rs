@@ -201,7 +201,7 @@ impl Endpoint {
                 HttpVersion::Http2 => &[b"h2"],
                 HttpVersion::Auto => &[b"h2", b"http/1.1"],
             };
-            let config = tls::client_config(tls, alpn).map_err(invalid)?;
+            let config = tls::client_config(tls, alpn).map_err(|e| invalid(e.to_string()))?;
             let server_name = rustls::pki_types::ServerName::try_from(bare_host.clone())
                 .map_err(|_| invalid(format!("{host:?} is not a valid TLS server name")))?;
             Some((TlsConnector::from(Arc::new(config)), server_name))

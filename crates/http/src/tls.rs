@@ -8,13 +8,36 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
 
-/// Builds the client configuration, offering `alpn` (most preferred first). Errors are messages
-/// for the user.
-pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientConfig, String> {
+/// Why the TLS client could not be set up: each names the file at fault (never its contents).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsError {
+    #[error("TLS setup failed: {0}")]
+    Setup(rustls::Error),
+    #[error("the CA file is not valid PEM: {0}")]
+    CaPem(std::io::Error),
+    #[error("the CA file holds an unusable certificate: {0}")]
+    CaUnusable(rustls::Error),
+    #[error("the CA file holds no PEM certificate")]
+    CaEmpty,
+    #[error("the client certificate file is not valid PEM: {0}")]
+    CertPem(std::io::Error),
+    #[error("the client certificate file holds no PEM certificate")]
+    CertEmpty,
+    /// The key's bytes never go into a message, so the parser's error is not kept.
+    #[error("the client key file is not valid PEM")]
+    KeyPem,
+    #[error("the client key file holds no private key")]
+    KeyMissing,
+    #[error("the client certificate and key do not go together: {0}")]
+    Mismatch(rustls::Error),
+}
+
+/// Builds the client configuration, offering `alpn` (most preferred first).
+pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?;
+        .map_err(TlsError::Setup)?;
     let builder = if opts.insecure {
         builder
             .dangerous()
@@ -25,14 +48,12 @@ pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientC
         if let Some(pem) = &opts.ca_pem {
             let mut added = 0;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("the CA file is not valid PEM: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("the CA file holds an unusable certificate: {e}"))?;
+                let cert = cert.map_err(TlsError::CaPem)?;
+                roots.add(cert).map_err(TlsError::CaUnusable)?;
                 added += 1;
             }
             if added == 0 {
-                return Err("the CA file holds no PEM certificate".into());
+                return Err(TlsError::CaEmpty);
             }
         }
         builder.with_root_certificates(roots)
@@ -42,17 +63,14 @@ pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<ClientC
         Some((cert_pem, key_pem)) => {
             let chain = rustls_pemfile::certs(&mut cert_pem.as_slice())
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("the client certificate file is not valid PEM: {e}"))?;
+                .map_err(TlsError::CertPem)?;
             if chain.is_empty() {
-                return Err("the client certificate file holds no PEM certificate".into());
+                return Err(TlsError::CertEmpty);
             }
-            // The key's bytes never go into a message.
             let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-                .map_err(|_| "the client key file is not valid PEM".to_string())?
-                .ok_or_else(|| "the client key file holds no private key".to_string())?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("the client certificate and key do not go together: {e}"))?
+                .map_err(|_| TlsError::KeyPem)?
+                .ok_or(TlsError::KeyMissing)?;
+            builder.with_client_auth_cert(chain, key).map_err(TlsError::Mismatch)?
         }
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
@@ -96,5 +114,44 @@ impl ServerCertVerifier for AcceptAny {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(opts: TlsOptions) -> String {
+        client_config(&opts, &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn bad_files_are_named_and_the_key_never_shown() {
+        let no_cert = TlsOptions {
+            ca_pem: Some(b"not a certificate".to_vec()),
+            ..TlsOptions::default()
+        };
+        assert_eq!(error(no_cert), "the CA file holds no PEM certificate");
+        // The certificate is never parsed before the key is: any PEM block will do.
+        let cert = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec();
+        let secret = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n";
+        let bad_key = TlsOptions {
+            client_pem: Some((cert.clone(), secret.as_bytes().to_vec())),
+            ..TlsOptions::default()
+        };
+        let shown = error(bad_key);
+        assert!(
+            shown.starts_with("the client certificate and key do not go together"),
+            "{shown}"
+        );
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+        let no_key = TlsOptions {
+            client_pem: Some((cert.clone(), b"no key here".to_vec())),
+            ..TlsOptions::default()
+        };
+        assert_eq!(error(no_key), "the client key file holds no private key");
     }
 }

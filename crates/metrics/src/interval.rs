@@ -1,9 +1,9 @@
 //! One interval's worth of measurements from one thread, or from all of them once merged.
 
-use crest_model::hist::{new_histogram, record, record_bytes};
+use crest_model::hist::{add_opt, new_histogram, record, record_bytes};
 use crest_model::journal::IntervalRecord;
 use crest_model::results::{
-    ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, IterationSum, RequestPoint, Stat,
+    ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, IterationSum, RequestPoint, Stat, StatSum,
     FAILED_KEPT,
 };
 use crest_model::{EncodedHistogram, IterationSample, NameId, Outcome, Sample};
@@ -16,20 +16,9 @@ const MAX_EXAMPLE: usize = 300;
 /// Totals for one step, name and outcome within the interval.
 #[derive(Clone, Debug)]
 struct StatAcc {
-    segment: u32,
-    name: NameId,
-    outcome: Outcome,
+    sum: StatSum,
     /// A sub-measure (a statement inside a transaction): in no interval figure.
     part: bool,
-    count: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    latency: Histogram<u64>,
-    ttfb: Option<Histogram<u64>>,
-    connect: Option<Histogram<u64>>,
-    dns: Option<Histogram<u64>>,
-    /// Bytes received per request.
-    size: Option<Histogram<u64>>,
 }
 
 /// What was measured in one interval. Each request is recorded once, into the totals of its
@@ -77,34 +66,24 @@ impl IntervalAcc {
         }
     }
 
-    fn stat(&mut self, segment: u32, name: NameId, outcome: Outcome, part: bool) -> &mut StatAcc {
+    fn stat(&mut self, segment: u32, name: NameId, outcome: Outcome, part: bool) -> &mut StatSum {
         // A linear scan: an interval has a handful of (step, name, outcome) triples, and a Vec
         // keeps the hot path free of hashing.
         let i = match self
             .stats
             .iter()
-            .position(|s| s.name == name && s.outcome == outcome && s.segment == segment)
+            .position(|s| s.sum.name == name && s.sum.outcome == outcome && s.sum.segment == segment)
         {
             Some(i) => i,
             None => {
                 self.stats.push(StatAcc {
-                    segment,
-                    name,
-                    outcome,
+                    sum: StatSum::new(segment, name, outcome),
                     part,
-                    count: 0,
-                    bytes_sent: 0,
-                    bytes_received: 0,
-                    latency: new_histogram(),
-                    ttfb: None,
-                    connect: None,
-                    dns: None,
-                    size: None,
                 });
                 self.stats.len() - 1
             }
         };
-        &mut self.stats[i]
+        &mut self.stats[i].sum
     }
 
     fn iteration(&mut self, segment: u32, flow: u32) -> &mut IterationSum {
@@ -202,15 +181,7 @@ impl IntervalAcc {
             bump(&mut self.outcomes, o, n);
         }
         for o in &other.stats {
-            let s = self.stat(o.segment, o.name, o.outcome, o.part);
-            s.count += o.count;
-            s.bytes_sent += o.bytes_sent;
-            s.bytes_received += o.bytes_received;
-            let _ = s.latency.add(&o.latency);
-            merge_opt(&mut s.ttfb, &o.ttfb);
-            merge_opt(&mut s.connect, &o.connect);
-            merge_opt(&mut s.dns, &o.dns);
-            merge_opt(&mut s.size, &o.size);
+            self.stat(o.sum.segment, o.sum.name, o.sum.outcome, o.part).add(&o.sum);
         }
         for o in &other.iterations {
             self.iteration(o.segment, o.flow).add(o);
@@ -226,8 +197,8 @@ impl IntervalAcc {
         }
         let room = FAILED_KEPT.saturating_sub(self.failed.len());
         self.failed.extend(other.failed.iter().take(room).cloned());
-        merge_opt(&mut self.send_lag, &other.send_lag);
-        merge_opt(&mut self.service, &other.service);
+        add_opt(&mut self.send_lag, other.send_lag.as_ref());
+        add_opt(&mut self.service, other.service.as_ref());
         self.latency = None;
     }
 
@@ -249,9 +220,9 @@ impl IntervalAcc {
         self.latency().map_or(0, |h| h.value_at_quantile(q))
     }
 
-    fn merged(&self, pick: impl Fn(&StatAcc) -> Option<&Histogram<u64>>) -> Option<Histogram<u64>> {
+    fn merged(&self, pick: impl Fn(&StatSum) -> Option<&Histogram<u64>>) -> Option<Histogram<u64>> {
         let mut out: Option<Histogram<u64>> = None;
-        for h in self.stats.iter().filter(|s| !s.part).filter_map(pick) {
+        for h in self.stats.iter().filter(|s| !s.part).map(|s| &s.sum).filter_map(pick) {
             let _ = out.get_or_insert_with(new_histogram).add(h);
         }
         out
@@ -260,7 +231,7 @@ impl IntervalAcc {
     /// Requests that ended in the interval, statements inside transactions included: what
     /// [`crest_model::results::POINTS_KEPT`] counts.
     pub fn samples(&self) -> u64 {
-        self.stats.iter().map(|s| s.count).sum()
+        self.stats.iter().map(|s| s.sum.count).sum()
     }
 
     /// Its requests one by one, as far as they were kept, in the order they were meant to start
@@ -280,23 +251,7 @@ impl IntervalAcc {
         let empty = new_histogram();
         let latency = self.merged(|s| Some(&s.latency));
         let ttfb = self.merged(|s| s.ttfb.as_ref());
-        let mut stats: Vec<Stat> = self
-            .stats
-            .iter()
-            .map(|s| Stat {
-                segment: s.segment,
-                name: s.name,
-                outcome: s.outcome,
-                count: s.count,
-                bytes_sent: s.bytes_sent,
-                bytes_received: s.bytes_received,
-                latency: EncodedHistogram::encode(&s.latency),
-                ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
-                connect: s.connect.as_ref().map(EncodedHistogram::encode),
-                dns: s.dns.as_ref().map(EncodedHistogram::encode),
-                size: s.size.as_ref().map(EncodedHistogram::encode),
-            })
-            .collect();
+        let mut stats: Vec<Stat> = self.stats.iter().map(|s| s.sum.to_stat()).collect();
         stats.sort_by_key(|s| (s.segment, s.name, s.outcome));
         let mut iterations: Vec<IterationStat> = self.iterations.iter().map(IterationSum::to_stat).collect();
         iterations.sort_by_key(|s| (s.segment, s.flow));
@@ -352,13 +307,6 @@ pub(crate) fn bump(v: &mut Vec<(Outcome, u64)>, o: Outcome, n: u64) {
     match v.iter_mut().find(|(k, _)| *k == o) {
         Some((_, c)) => *c += n,
         None => v.push((o, n)),
-    }
-}
-
-fn merge_opt(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
-    if let Some(f) = from {
-        // Both sides share crest's bounds, and values beyond them were clamped on record.
-        let _ = into.get_or_insert_with(new_histogram).add(f);
     }
 }
 

@@ -31,6 +31,11 @@ pub fn record_bytes(h: &mut Histogram<u64>, bytes: u64) {
     h.saturating_record(bytes.clamp(1, MAX_MICROS));
 }
 
+/// Milliseconds from microseconds, the unit of every latency histogram.
+pub fn us_to_ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
 /// Adds `from` into `into`. Histograms from crest share bounds; a foreign one with wider bounds
 /// is clamped into them rather than refused.
 pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
@@ -39,6 +44,21 @@ pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
             into.saturating_record_n(v.value_iterated_to().min(MAX_MICROS), v.count_at_value());
         }
     }
+}
+
+/// Adds `from`, when there is one, into `into`, which starts empty the first time.
+pub fn add_opt(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    if let Some(f) = from {
+        add(into.get_or_insert_with(new_histogram), f);
+    }
+}
+
+/// Adds an encoded histogram, as a journal holds it, when there is one.
+pub fn add_encoded(into: &mut Option<Histogram<u64>>, from: Option<&EncodedHistogram>) -> Result<(), HistError> {
+    if let Some(f) = from {
+        add(into.get_or_insert_with(new_histogram), &f.decode()?);
+    }
+    Ok(())
 }
 
 /// A histogram could not be decoded.

@@ -12,10 +12,10 @@
 //! `results.json` is missing, so there is one way of summing a run. Live readers (progress, a
 //! dashboard, a collector merging several generators) read the same records.
 
-use crate::hist::{new_histogram, HistError};
+use crate::hist::{add_encoded, new_histogram, HistError};
 use crate::results::{
     ClientStats, EndReason, Environment, ErrorClass, Interval, IterationStat, OpenStats, Results, RunConfig, Segment,
-    Stat, StopRecord, SCHEMA_ID, SCHEMA_VERSION,
+    Stat, StatSum, StopRecord, SCHEMA_ID, SCHEMA_VERSION,
 };
 use crate::{EncodedHistogram, Outcome};
 use hdrhistogram::Histogram;
@@ -273,17 +273,6 @@ pub fn read(mut r: impl BufRead) -> Result<Journal, JournalError> {
     })
 }
 
-/// Totals for one step, name and outcome while folding.
-#[derive(Debug)]
-struct StatSum {
-    stat: Stat,
-    latency: Histogram<u64>,
-    ttfb: Option<Histogram<u64>>,
-    connect: Option<Histogram<u64>>,
-    dns: Option<Histogram<u64>>,
-    size: Option<Histogram<u64>>,
-}
-
 /// Sums interval records into a results document: the run does this live with its own
 /// records, `crest report` with a journal read back.
 #[derive(Debug, Default)]
@@ -302,14 +291,6 @@ pub struct Fold {
     intervals: Vec<Interval>,
     dropped: u64,
     monitor: Option<crate::monitor::MonitorBuilder>,
-}
-
-fn add_opt(into: &mut Option<Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
-    if let Some(h) = h {
-        let h = h.decode()?;
-        crate::hist::add(into.get_or_insert_with(new_histogram), &h);
-    }
-    Ok(())
 }
 
 impl Fold {
@@ -331,32 +312,10 @@ impl Fold {
     /// Adds one closed interval.
     pub fn add(&mut self, r: &IntervalRecord) -> Result<(), HistError> {
         for s in &r.stats {
-            let sum = match self.stats.entry((s.segment, s.name, s.outcome)) {
-                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::btree_map::Entry::Vacant(v) => v.insert(StatSum {
-                    stat: Stat {
-                        count: 0,
-                        bytes_sent: 0,
-                        bytes_received: 0,
-                        ..s.clone()
-                    },
-                    latency: new_histogram(),
-                    ttfb: None,
-                    connect: None,
-                    dns: None,
-                    size: None,
-                }),
-            };
-            // Counts saturate: a journal read back may have been edited, and a wrapped count
-            // would read as a small one.
-            sum.stat.count = sum.stat.count.saturating_add(s.count);
-            sum.stat.bytes_sent = sum.stat.bytes_sent.saturating_add(s.bytes_sent);
-            sum.stat.bytes_received = sum.stat.bytes_received.saturating_add(s.bytes_received);
-            crate::hist::add(&mut sum.latency, &s.latency.decode()?);
-            add_opt(&mut sum.ttfb, s.ttfb.as_ref())?;
-            add_opt(&mut sum.connect, s.connect.as_ref())?;
-            add_opt(&mut sum.dns, s.dns.as_ref())?;
-            add_opt(&mut sum.size, s.size.as_ref())?;
+            self.stats
+                .entry((s.segment, s.name, s.outcome))
+                .or_insert_with(|| StatSum::new(s.segment, s.name, s.outcome))
+                .add_stat(s)?;
         }
         for it in &r.iterations {
             self.iterations
@@ -384,8 +343,8 @@ impl Fold {
                 None => self.errors.push(e.clone()),
             }
         }
-        add_opt(&mut self.send_lag, r.send_lag.as_ref())?;
-        add_opt(&mut self.service, r.service.as_ref())?;
+        add_encoded(&mut self.send_lag, r.send_lag.as_ref())?;
+        add_encoded(&mut self.service, r.service.as_ref())?;
         self.dropped = self.dropped.saturating_add(r.interval.dropped);
         self.intervals.push(r.interval.clone());
         Ok(())
@@ -405,18 +364,7 @@ impl Fold {
         };
         let mut errors = self.errors;
         errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.outcome.cmp(&b.outcome)));
-        let stats = self
-            .stats
-            .into_values()
-            .map(|s| Stat {
-                latency: EncodedHistogram::encode(&s.latency),
-                ttfb: s.ttfb.as_ref().map(EncodedHistogram::encode),
-                connect: s.connect.as_ref().map(EncodedHistogram::encode),
-                dns: s.dns.as_ref().map(EncodedHistogram::encode),
-                size: s.size.as_ref().map(EncodedHistogram::encode),
-                ..s.stat
-            })
-            .collect();
+        let stats = self.stats.into_values().map(|s| s.to_stat()).collect();
         let iterations = self
             .iterations
             .values()

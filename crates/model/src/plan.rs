@@ -883,6 +883,7 @@ mod tests {
             }),
             connection: ConnectionDraft::default(),
             threads: None,
+            shard: None,
             thresholds: Vec::new(),
             stop_when: Vec::new(),
             monitor: MonitorPlan::default(),

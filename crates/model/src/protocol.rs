@@ -126,11 +126,16 @@ pub struct Resolve {
     pub addrs: Vec<std::net::IpAddr>,
 }
 
-impl FromStr for Resolve {
-    type Err = String;
+/// The text is not a `--resolve` entry; it holds the text as given.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not host:port:address[,address...]")]
+pub struct BadResolve(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let form = || format!("{s:?} is not host:port:address[,address...]");
+impl FromStr for Resolve {
+    type Err = BadResolve;
+
+    fn from_str(s: &str) -> Result<Self, BadResolve> {
+        let form = || BadResolve(s.to_string());
         let (host, rest) = s.split_once(':').ok_or_else(form)?;
         let (port, addrs) = rest.split_once(':').ok_or_else(form)?;
         let port = port.parse().map_err(|_| form())?;
@@ -230,7 +235,11 @@ mod tests {
     fn resolve_overrides_parse_several_addresses() {
         let r: Resolve = "API.test:8080:127.0.0.1,127.0.0.2".parse().unwrap();
         assert_eq!((r.host.as_str(), r.port, r.addrs.len()), ("api.test", 8080, 2));
-        assert!("api.test:8080".parse::<Resolve>().is_err());
+        let e = "api.test:8080".parse::<Resolve>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#""api.test:8080" is not host:port:address[,address...]"#
+        );
         assert!("api.test:x:127.0.0.1".parse::<Resolve>().is_err());
     }
 }

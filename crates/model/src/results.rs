@@ -754,9 +754,7 @@ impl IterationSum {
         self.completed = self.completed.saturating_add(o.completed);
         self.failed = self.failed.saturating_add(o.failed);
         crate::hist::add(&mut self.duration, &o.duration);
-        if let Some(f) = &o.failed_duration {
-            crate::hist::add(self.failed_duration.get_or_insert_with(crate::hist::new_histogram), f);
-        }
+        crate::hist::add_opt(&mut self.failed_duration, o.failed_duration.as_ref());
     }
 
     /// Adds an encoded one, as a journal holds it.
@@ -792,6 +790,96 @@ impl IterationSum {
             failed: self.failed,
             duration: EncodedHistogram::encode(&self.duration),
             failed_duration: self.failed_duration.as_ref().map(EncodedHistogram::encode),
+        }
+    }
+}
+
+/// One step's, name's and outcome's requests while they are added up: by an engine thread's
+/// interval as requests end, by the merge of the threads' intervals, and by the fold of a
+/// journal, which all add the same way.
+#[derive(Clone, Debug)]
+pub struct StatSum {
+    /// As [`Stat::segment`].
+    pub segment: u32,
+    /// As [`Stat::name`].
+    pub name: u32,
+    /// As [`Stat::outcome`].
+    pub outcome: Outcome,
+    /// As [`Stat::count`].
+    pub count: u64,
+    /// As [`Stat::bytes_sent`].
+    pub bytes_sent: u64,
+    /// As [`Stat::bytes_received`].
+    pub bytes_received: u64,
+    /// [`Stat::latency`], decoded.
+    pub latency: hdrhistogram::Histogram<u64>,
+    /// [`Stat::ttfb`], decoded.
+    pub ttfb: Option<hdrhistogram::Histogram<u64>>,
+    /// [`Stat::connect`], decoded.
+    pub connect: Option<hdrhistogram::Histogram<u64>>,
+    /// [`Stat::dns`], decoded.
+    pub dns: Option<hdrhistogram::Histogram<u64>>,
+    /// [`Stat::size`], decoded.
+    pub size: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl StatSum {
+    /// Nothing yet for this step, name and outcome.
+    pub fn new(segment: u32, name: u32, outcome: Outcome) -> Self {
+        StatSum {
+            segment,
+            name,
+            outcome,
+            count: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            latency: crate::hist::new_histogram(),
+            ttfb: None,
+            connect: None,
+            dns: None,
+            size: None,
+        }
+    }
+
+    /// Adds another sum of the same step, name and outcome. Counts saturate: a journal read
+    /// back may have been edited, and a wrapped count would read as a small one.
+    pub fn add(&mut self, o: &StatSum) {
+        self.count = self.count.saturating_add(o.count);
+        self.bytes_sent = self.bytes_sent.saturating_add(o.bytes_sent);
+        self.bytes_received = self.bytes_received.saturating_add(o.bytes_received);
+        crate::hist::add(&mut self.latency, &o.latency);
+        crate::hist::add_opt(&mut self.ttfb, o.ttfb.as_ref());
+        crate::hist::add_opt(&mut self.connect, o.connect.as_ref());
+        crate::hist::add_opt(&mut self.dns, o.dns.as_ref());
+        crate::hist::add_opt(&mut self.size, o.size.as_ref());
+    }
+
+    /// Adds an encoded one, as a journal holds it.
+    pub fn add_stat(&mut self, s: &Stat) -> Result<(), crate::HistError> {
+        self.count = self.count.saturating_add(s.count);
+        self.bytes_sent = self.bytes_sent.saturating_add(s.bytes_sent);
+        self.bytes_received = self.bytes_received.saturating_add(s.bytes_received);
+        crate::hist::add(&mut self.latency, &s.latency.decode()?);
+        crate::hist::add_encoded(&mut self.ttfb, s.ttfb.as_ref())?;
+        crate::hist::add_encoded(&mut self.connect, s.connect.as_ref())?;
+        crate::hist::add_encoded(&mut self.dns, s.dns.as_ref())?;
+        crate::hist::add_encoded(&mut self.size, s.size.as_ref())
+    }
+
+    /// As the results document and the journal hold it.
+    pub fn to_stat(&self) -> Stat {
+        Stat {
+            segment: self.segment,
+            name: self.name,
+            outcome: self.outcome,
+            count: self.count,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            latency: EncodedHistogram::encode(&self.latency),
+            ttfb: self.ttfb.as_ref().map(EncodedHistogram::encode),
+            connect: self.connect.as_ref().map(EncodedHistogram::encode),
+            dns: self.dns.as_ref().map(EncodedHistogram::encode),
+            size: self.size.as_ref().map(EncodedHistogram::encode),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! When the target runs on the same machine (a local test), these are its figures too; when it
 //! does not, they are the load generator's, which is how a busy generator shows itself.
 
+use crate::error::SampleError;
 use crate::store::Reading;
 use crest_model::monitor::{SeriesKey, Unit};
 use procfs::{CpuTime, Current, CurrentSI, KernelStats, LoadAverage, Meminfo};
@@ -27,9 +28,12 @@ fn busy_and_total(t: &CpuTime) -> (u64, u64) {
 }
 
 impl Host {
-    pub(crate) fn sample(&mut self) -> Result<Vec<Reading>, String> {
+    pub(crate) fn sample(&mut self) -> Result<Vec<Reading>, SampleError> {
         let mut out = Vec::new();
-        let load = LoadAverage::current().map_err(|e| format!("/proc/loadavg: {e}"))?;
+        let load = LoadAverage::current().map_err(|reason| SampleError::Proc {
+            file: "/proc/loadavg",
+            reason,
+        })?;
         out.push(Reading {
             key: SeriesKey::new("load_average"),
             title: "load average (1 min)".into(),
@@ -37,7 +41,10 @@ impl Host {
             limit: None,
             value: f64::from(load.one),
         });
-        let stats = KernelStats::current().map_err(|e| format!("/proc/stat: {e}"))?;
+        let stats = KernelStats::current().map_err(|reason| SampleError::Proc {
+            file: "/proc/stat",
+            reason,
+        })?;
         let (busy, total) = busy_and_total(&stats.total);
         if let Some((b0, t0)) = self.last_cpu.replace((busy, total)) {
             if total > t0 {
@@ -50,7 +57,10 @@ impl Host {
                 });
             }
         }
-        let mem = Meminfo::current().map_err(|e| format!("/proc/meminfo: {e}"))?;
+        let mem = Meminfo::current().map_err(|reason| SampleError::Proc {
+            file: "/proc/meminfo",
+            reason,
+        })?;
         let available = mem
             .mem_available
             .unwrap_or(mem.mem_free + mem.cached.min(mem.mem_total));

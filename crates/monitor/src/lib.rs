@@ -18,6 +18,7 @@ mod store;
 
 pub use crest_model::monitor::MetricError;
 pub use error::MonitorError;
+use error::SampleError;
 pub use store::Reading;
 
 use crest_model::monitor::{MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
@@ -177,7 +178,7 @@ impl Sampler {
         // A source may take at most the interval (and never more than 5 s), so one slow
         // source delays the next sample by at most that.
         let limit = self.interval.min(Duration::from_secs(5));
-        let mut got: Vec<(u32, Result<Vec<Reading>, String>)> = Vec::new();
+        let mut got: Vec<(u32, Result<Vec<Reading>, SampleError>)> = Vec::new();
         if let Some((i, h)) = self.host.as_mut() {
             got.push((*i, h.sample()));
         }
@@ -194,7 +195,7 @@ impl Sampler {
         for (i, d) in &mut self.databases {
             let r = match tokio::time::timeout(limit, d.sample()).await {
                 Ok(r) => r,
-                Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+                Err(_) => Err(SampleError::Timeout(limit)),
             };
             got.push((*i, r));
         }

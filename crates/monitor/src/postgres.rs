@@ -5,7 +5,7 @@
 //! to the counters it reads, and subtracts it again. The monitor's own connection is left out
 //! of the connection counts.
 
-use crate::error::MonitorError;
+use crate::error::{MonitorError, SampleError};
 use crate::store::Reading;
 use crest_model::monitor::{PostgresSpec, SeriesKey, Unit};
 use crest_pg::{PgSession, PgTarget};
@@ -52,16 +52,16 @@ impl Watched {
         self.target.shown()
     }
 
-    pub(crate) async fn sample(&mut self) -> Result<Vec<Reading>, String> {
+    pub(crate) async fn sample(&mut self) -> Result<Vec<Reading>, SampleError> {
         if self.session.as_ref().is_none_or(PgSession::is_closed) {
-            self.session = Some(self.target.connect().await.map_err(|e| e.to_string())?);
+            self.session = Some(self.target.connect().await.map_err(SampleError::Database)?);
             self.last = None;
         }
         let Some(session) = self.session.as_mut() else {
-            return Err("internal: no connection".into());
+            return Err(SampleError::Internal("no connection"));
         };
-        let result = session.run(QUERY, &[]).await.map_err(|e| e.to_string())?;
-        let row = result.returned.first().ok_or("the statistics query returned no row")?;
+        let result = session.run(QUERY, &[]).await.map_err(SampleError::Database)?;
+        let row = result.returned.first().ok_or(SampleError::NoRow)?;
         let text = |c: &str| crest_pg::value(row, c).ok().flatten().unwrap_or_default();
         let number = |c: &str| text(c).parse::<f64>().ok();
         let now = Instant::now();

@@ -5,7 +5,7 @@
 //! matches several processes is recorded as their sum, the way `ps` users add up a server's
 //! workers; crest's own process is never counted.
 
-use crate::error::MonitorError;
+use crate::error::{MonitorError, SampleError};
 use crate::store::Reading;
 use crest_model::monitor::{ProcessSelect, ProcessSpec, SeriesKey, Unit};
 use procfs::process::{LimitValue, Process};
@@ -77,23 +77,23 @@ impl Watched {
     /// of them: its own load would be read as the target's (a `name: crest` for a `crest
     /// target` service matched the load generator too). Its threads are not processes, so
     /// excluding its pid excludes them all.
-    fn resolve(&self) -> Result<BTreeSet<i32>, String> {
+    fn resolve(&self) -> Result<BTreeSet<i32>, SampleError> {
         let own = std::process::id() as i32;
         let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
         let one = |pid: i32| {
             if pid == own {
-                return Err(format!("pid {pid} is crest itself, which is never watched"));
+                return Err(SampleError::Itself(pid));
             }
             Ok([pid].into_iter().filter(|p| alive(*p)).collect())
         };
         Ok(match &self.spec.select {
             ProcessSelect::Pid(p) => one(*p as i32)?,
             ProcessSelect::PidFile(f) => {
-                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-                let pid: i32 = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{} does not hold a process id", f.display()))?;
+                let text = std::fs::read_to_string(f).map_err(|reason| SampleError::PidFile {
+                    path: f.clone(),
+                    reason,
+                })?;
+                let pid: i32 = text.trim().parse().map_err(|_| SampleError::NotAPid(f.clone()))?;
                 one(pid)?
             }
             ProcessSelect::Name(name) => all()?
@@ -101,7 +101,10 @@ impl Watched {
                 .map(|p| p.pid)
                 .collect(),
             ProcessSelect::Pattern(_) => {
-                let re = self.pattern.as_ref().ok_or("internal: pattern not compiled")?;
+                let re = self
+                    .pattern
+                    .as_ref()
+                    .ok_or(SampleError::Internal("pattern not compiled"))?;
                 all()?
                     .filter(|p| p.pid != own && p.cmdline().is_ok_and(|c| !c.is_empty() && re.is_match(&c.join(" "))))
                     .map(|p| p.pid)
@@ -223,9 +226,9 @@ fn join(pids: &BTreeSet<i32>) -> String {
     pids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
 }
 
-fn all() -> Result<impl Iterator<Item = Process>, String> {
+fn all() -> Result<impl Iterator<Item = Process>, SampleError> {
     Ok(procfs::process::all_processes()
-        .map_err(|e| format!("cannot list processes: {e}"))?
+        .map_err(SampleError::ListProcesses)?
         .filter_map(Result::ok))
 }
 

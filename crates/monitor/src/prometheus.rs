@@ -5,7 +5,7 @@
 //! user would graph them. Summary quantiles are gauges with a `quantile` label; histogram buckets
 //! are left out (their sum and count can be chosen by name).
 
-use crate::error::MonitorError;
+use crate::error::{MonitorError, SampleError};
 use crate::store::Reading;
 use crest_http::{build_request, Call, Endpoint, Response, Session};
 use crest_model::monitor::{MetricFilter, PrometheusSpec, SeriesKey, Unit};
@@ -60,7 +60,7 @@ impl Scraper {
     }
 
     /// Scrapes once; `timeout` bounds the whole exchange.
-    pub(crate) async fn sample(&mut self, timeout: Duration) -> Result<Vec<Reading>, String> {
+    pub(crate) async fn sample(&mut self, timeout: Duration) -> Result<Vec<Reading>, SampleError> {
         let call = Call {
             request: &self.request,
             head: false,
@@ -71,9 +71,9 @@ impl Scraper {
         let mut response = Response::default();
         let exchange = self.endpoint.call(&mut self.session, &call, Some(&mut response)).await;
         if exchange.outcome != Outcome::Success {
-            return Err(match exchange.error() {
-                Some(e) => format!("{}: {e}", exchange.outcome.describe()),
-                None => exchange.outcome.describe(),
+            return Err(SampleError::Scrape {
+                outcome: exchange.outcome,
+                detail: exchange.error().map(|e| e.to_string()),
             });
         }
         let text = String::from_utf8_lossy(&response.body);
@@ -91,9 +91,8 @@ pub(crate) fn readings(
     extra: &[(String, String)],
     counters: &mut HashMap<SeriesKey, f64>,
     elapsed: Option<f64>,
-) -> Result<Vec<Reading>, String> {
-    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
-        .map_err(|e| format!("the page is not in the Prometheus text format: {e}"))?;
+) -> Result<Vec<Reading>, SampleError> {
+    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).map_err(SampleError::NotPrometheus)?;
     let mut out = Vec::new();
     for s in scrape.samples {
         if !filter.keeps(&s.metric) {

@@ -2,6 +2,7 @@
 //! failure class; their columns are documented in docs/reports.md.
 
 use crest_analysis::Analysis;
+use crest_model::hist::us_to_ms;
 use crest_model::results::Results;
 use crest_model::HistError;
 use std::io::Write;
@@ -42,11 +43,11 @@ pub fn intervals<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvErr
     for (i, p) in r.intervals.iter().zip(&a.series) {
         let h = i.latency.decode()?;
         let t = i.ttfb.decode()?;
-        let max = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
+        let max = if h.is_empty() { 0.0 } else { us_to_ms(h.max() as f64) };
         let ttfb = if t.is_empty() {
             0.0
         } else {
-            t.value_at_quantile(0.5) as f64 / 1000.0
+            us_to_ms(t.value_at_quantile(0.5) as f64)
         };
         out.write_record([
             f(i.t_s),
@@ -91,9 +92,9 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
     ])?;
     for s in &r.stats {
         let h = s.latency.decode()?;
-        let q = |q: f64| f(h.value_at_quantile(q) as f64 / 1000.0);
+        let q = |q: f64| f(us_to_ms(h.value_at_quantile(q) as f64));
         let ttfb = match &s.ttfb {
-            Some(t) => f(t.decode()?.value_at_quantile(0.5) as f64 / 1000.0),
+            Some(t) => f(us_to_ms(t.decode()?.value_at_quantile(0.5) as f64)),
             None => String::new(),
         };
         let segment = r
@@ -120,8 +121,8 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
             q(0.9),
             q(0.95),
             q(0.99),
-            f(h.max() as f64 / 1000.0),
-            f(h.mean() / 1000.0),
+            f(us_to_ms(h.max() as f64)),
+            f(us_to_ms(h.mean())),
             ttfb,
             s.bytes_sent.to_string(),
             s.bytes_received.to_string(),

@@ -323,10 +323,10 @@ pub fn stepping_fixture() -> Results {
 /// the interval it ended in, and in its error class. Every results document the test suite
 /// produces goes through this, so a change that loses or double-counts requests fails
 /// everywhere at once. Returns what does not add up.
-pub fn check_counts(r: &Results) -> Result<(), String> {
+pub fn check_counts(r: &Results) -> Result<(), CountsError> {
     // What any results document must hold to be read (totals against the intervals, error
     // classes and status codes; histograms against counts) is the model's own check.
-    r.check().map_err(|e| e.to_string())?;
+    r.check()?;
     let counted = || r.stats.iter().filter(|s| r.counts(s));
     let requests: u64 = counted().map(|s| s.count).sum();
     let mut problems = Vec::new();
@@ -413,6 +413,17 @@ pub fn check_counts(r: &Results) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(problems.join("; "))
+        Err(CountsError::DoNotAddUp(problems))
     }
+}
+
+/// A results document that does not add up.
+#[derive(Debug, thiserror::Error)]
+pub enum CountsError {
+    /// A field does not hold together with the rest, as the model itself checks.
+    #[error(transparent)]
+    Invalid(#[from] crest_model::results::Invalid),
+    /// Counts that should be equal are not: each says which and by how much.
+    #[error("{}", .0.join("; "))]
+    DoNotAddUp(Vec<String>),
 }

@@ -1,7 +1,7 @@
 //! The demo target's routes, spoken to over a plain socket.
 #![allow(clippy::unwrap_used)]
 
-use crest_target::{spawn, Config};
+use crest_demo::{spawn, Config};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
