@@ -35,6 +35,34 @@ pub enum Metric {
     Monitored(Monitored),
 }
 
+impl Metric {
+    /// The metric as the expression language writes it: `p95`, `mean`, `error_rate`; a
+    /// monitored series by its metric name.
+    pub fn text(&self) -> String {
+        match self {
+            Metric::Latency(q) => format!("p{q}"),
+            Metric::Mean => "mean".into(),
+            Metric::Max => "max".into(),
+            Metric::ErrorRate => "error_rate".into(),
+            Metric::Throughput => "throughput".into(),
+            Metric::Requests => "requests".into(),
+            Metric::Failures => "failures".into(),
+            Metric::Monitored(m) => m.metric.clone(),
+        }
+    }
+
+    /// Reads back what [`Metric::text`] wrote; any other name is a monitored metric's.
+    pub fn from_text(text: &str) -> Metric {
+        parse_metric(text).unwrap_or_else(|| {
+            Metric::Monitored(Monitored {
+                metric: text.to_string(),
+                labels: Vec::new(),
+                agg: None,
+            })
+        })
+    }
+}
+
 /// A reference to monitored series.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Monitored {

@@ -9,8 +9,10 @@ pub mod fmt;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod study;
 pub mod terminal;
+pub mod view;
 
 use crest_analysis::compare::Comparison;
 use crest_analysis::Analysis;
@@ -20,9 +22,6 @@ use std::path::{Path, PathBuf};
 /// A report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// The results could not be analysed.
-    #[error("cannot analyse the results")]
-    Analysis(#[from] crest_model::HistError),
     /// A template failed.
     #[error("cannot render {0}: {1}")]
     Template(&'static str, minijinja::Error),
@@ -71,33 +70,32 @@ pub const RUN_FILES: [&str; 6] = [
     "latency.hlog",
 ];
 
-/// Analyses `results` and writes every report file into `dir`.
-pub fn write_run(dir: &Path, results: &Results) -> Result<Analysis, ReportError> {
-    let a = crest_analysis::analyze(results)?;
-    let md = html::markdown(results, &a).map_err(|e| ReportError::Template("report.md", e))?;
+/// Writes every report file of a run into `dir`, from its results and their analysis.
+pub fn write_run(dir: &Path, results: &Results, a: &Analysis) -> Result<(), ReportError> {
+    let md = markdown::report(results, a).map_err(|e| ReportError::Template("report.md", e))?;
     write(dir, "report.md", md.as_bytes())?;
-    let page = html::html(results, &a).map_err(|e| ReportError::Template("report.html", e))?;
+    let page = html::report(results, a).map_err(|e| ReportError::Template("report.html", e))?;
     write(dir, "report.html", page.as_bytes())?;
     let mut buf = Vec::new();
-    csv_out::intervals(results, &a, &mut buf).map_err(|e| ReportError::Csv("intervals.csv", e))?;
+    csv_out::intervals(results, a, &mut buf).map_err(|e| ReportError::Csv("intervals.csv", e))?;
     write(dir, "intervals.csv", &buf)?;
     buf.clear();
-    csv_out::requests(results, &mut buf).map_err(|e| ReportError::Csv("requests.csv", e))?;
+    csv_out::requests(results, a, &mut buf).map_err(|e| ReportError::Csv("requests.csv", e))?;
     write(dir, "requests.csv", &buf)?;
     buf.clear();
-    csv_out::failures(&a, &mut buf).map_err(|e| ReportError::Csv("failures.csv", e))?;
+    csv_out::failures(a, &mut buf).map_err(|e| ReportError::Csv("failures.csv", e))?;
     write(dir, "failures.csv", &buf)?;
     buf.clear();
     hlog::write(results, &mut buf)?;
     write(dir, "latency.hlog", &buf)?;
-    Ok(a)
+    Ok(())
 }
 
 /// Writes compare.md, compare.html and compare.json into `dir`; returns the Markdown.
 pub fn write_compare(dir: &Path, c: &Comparison) -> Result<String, ReportError> {
-    let md = html::compare_markdown(c).map_err(|e| ReportError::Template("compare.md", e))?;
+    let md = markdown::compare(c).map_err(|e| ReportError::Template("compare.md", e))?;
     write(dir, "compare.md", md.as_bytes())?;
-    let page = html::compare_html(c).map_err(|e| ReportError::Template("compare.html", e))?;
+    let page = html::compare(c).map_err(|e| ReportError::Template("compare.html", e))?;
     write(dir, "compare.html", page.as_bytes())?;
     let json = serde_json::to_vec_pretty(&json::comparison(c))
         .map_err(|e| ReportError::Io(dir.join("compare.json"), e.into()))?;

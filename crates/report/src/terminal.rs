@@ -4,14 +4,16 @@
 use crate::fmt::{bytes, int, ms, num, words};
 use crest_analysis::figures::Percentiles;
 use crest_analysis::summary::Summary;
+use crest_analysis::Analysis;
+use crest_model::reason::Kept;
 use crest_model::results::Results;
 use std::fmt::Write;
 
 /// The summary as plain text, for a terminal or a log.
-pub fn render(results: &Results, s: &Summary) -> String {
+pub fn render(results: &Results, a: &Analysis) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = write_summary(&mut out, results, s);
+    let _ = write_summary(&mut out, results, &a.summary);
     out
 }
 
@@ -276,7 +278,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 u.r2
             )?;
         }
-        writeln!(out, "  Stopped      {}", c.stopped_because)?;
+        writeln!(
+            out,
+            "  Stopped      {}",
+            words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref))
+        )?;
     }
     if let Some(rec) = &s.recovery {
         writeln!(out)?;
@@ -298,7 +304,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(
             out,
             "  Stopped at {:.0} s because `{}` held: {}",
-            st.at_s, st.condition, st.detail
+            st.at_s,
+            st.condition,
+            words::stop_held(st)
         )?;
     }
     if !s.thresholds.is_empty() {

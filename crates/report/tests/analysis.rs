@@ -68,11 +68,11 @@ fn the_knee_saturation_and_breaking_point_are_found() {
     assert_eq!(words::step(&c.optimal.as_ref().unwrap().load), "40 users");
     let sat = c.saturation.as_ref().unwrap();
     assert_eq!(words::step(&sat.load), "80 users");
-    let why = words::why(&sat.why, sat.unit);
+    let why = words::point_reason(&sat.why, sat.unit);
     assert!(why.contains("380.0 to 385.0 req/s"), "{why}");
     let brk = c.breaking.as_ref().unwrap();
     assert_eq!(words::step(&brk.load), "160 users");
-    let why = words::why(&brk.why, brk.unit);
+    let why = words::point_reason(&brk.why, brk.unit);
     assert!(why.contains("40 of 140 requests failed (28.6%)"), "{why}");
     assert!(
         a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
@@ -362,17 +362,20 @@ fn find_figures_come_only_from_probes_that_met_the_service_level() {
         })
         .build();
     r.find = Some(FindRecord {
-        model: "closed".into(),
+        model: crest_model::results::LoadKind::Closed,
         slo: vec!["error_rate < 1%".into()],
         probes: [1.0, 2.0, 4.0, 8.0]
             .iter()
             .map(|&level| ProbeRecord {
                 level,
                 passed: level < 8.0,
-                verdict: String::new(),
+                measured: None,
+                miss: None,
+                verdict: None,
             })
             .collect(),
-        stopped_because: "test".into(),
+        ended: None,
+        stopped_because: Some("test".into()),
     });
     let a = analyze(&r).unwrap();
     let c = a.summary.capacity.as_ref().unwrap();
@@ -453,9 +456,9 @@ fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
     r.segments[0].users = None;
     r.segments[0].rate = Some(250.0);
     let a = crest_analysis::analyze(&r).unwrap();
-    let md = crest_report::html::markdown(&r, &a).unwrap();
+    let md = crest_report::markdown::report(&r, &a).unwrap();
     assert!(md.contains(" | 250/s | "), "{md}");
-    let chart = &crest_report::html::resource_charts(&r)[0];
+    let chart = &crest_report::view::resource_charts(&r)[0];
     assert_eq!(chart.y_label, "ms");
 }
 
@@ -658,7 +661,7 @@ fn a_run_still_growing_at_its_last_level_has_its_optimum_beyond_it() {
     assert_eq!(optimal["change_pct"][1], Value::Null, "{optimal}");
     let at = row(&cmp, "throughput at the optimal load");
     assert_eq!(at["values"][1], Value::Null, "{at}");
-    let md = crest_report::html::compare_markdown(&crest_analysis::compare::compare(&[
+    let md = crest_report::markdown::compare(&crest_analysis::compare::compare(&[
         (&a.a, "pool-10"),
         (&b.a, "pool-30"),
     ]))
@@ -678,7 +681,7 @@ fn a_process_watched_by_pid_is_keyed_by_its_name_in_reports_as_in_comparisons() 
         r#"process_cpu_percent{process="crest"}"#,
     ];
     assert_eq!(keys, named);
-    let md = crest_report::html::markdown(&r, &a).unwrap();
+    let md = crest_report::markdown::report(&r, &a).unwrap();
     for key in named {
         assert!(md.contains(&format!("| `{key}` |")), "{md}");
     }

@@ -95,7 +95,12 @@ fn a_small_runs_report_plots_each_request_with_failures_marked() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &small_fixture()).unwrap();
+    crest_report::write_run(
+        dir.path(),
+        &small_fixture(),
+        &crest_analysis::analyze(&small_fixture()).unwrap(),
+    )
+    .unwrap();
     let (html, log) = rendered(dir.path());
     assert!(html.contains(r#"id="each-request""#), "the scatter is drawn");
     assert!(html.contains("Each request: latency against its start"));
@@ -116,7 +121,7 @@ fn a_small_runs_report_plots_each_request_with_failures_marked() {
         .build();
     assert!(big.points.is_empty());
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &big).unwrap();
+    crest_report::write_run(dir.path(), &big, &crest_analysis::analyze(&big).unwrap()).unwrap();
     let (html, _) = rendered(dir.path());
     assert!(!html.contains(r#"id="each-request""#));
     assert!(marks(&html, "marks").is_empty());
@@ -132,7 +137,12 @@ fn report_html_renders_its_charts_in_chromium_without_errors() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    crest_report::write_run(
+        dir.path(),
+        &stepping_fixture(),
+        &crest_analysis::analyze(&stepping_fixture()).unwrap(),
+    )
+    .unwrap();
     let page = format!("file://{}", dir.path().join("report.html").display());
 
     let (html, log) = rendered(dir.path());

@@ -31,7 +31,12 @@ fn golden(name: &str, actual: &str) {
 #[test]
 fn reports_of_the_stepping_fixture_match_their_golden_files() {
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    crest_report::write_run(
+        dir.path(),
+        &stepping_fixture(),
+        &crest_analysis::analyze(&stepping_fixture()).unwrap(),
+    )
+    .unwrap();
     for name in [
         "report.md",
         "report.html",
@@ -46,7 +51,12 @@ fn reports_of_the_stepping_fixture_match_their_golden_files() {
 #[test]
 fn the_markdown_report_answers_the_seeds_questions() {
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    crest_report::write_run(
+        dir.path(),
+        &stepping_fixture(),
+        &crest_analysis::analyze(&stepping_fixture()).unwrap(),
+    )
+    .unwrap();
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     for needle in [
         "## Key findings",
@@ -136,8 +146,8 @@ fn a_three_way_comparison_matches_its_golden_files() {
         .build();
     let one = crest_analysis::analyze(&one).unwrap();
     let c = crest_analysis::compare::compare(&[(&steps, "pool-10"), (&steps, "pool-20"), (&one, "pool-30")]);
-    let md = crest_report::html::compare_markdown(&c).unwrap();
+    let md = crest_report::markdown::compare(&c).unwrap();
     assert!(md.ends_with("|t| > 2).\n"), "{md}");
     golden("compare.md", &md);
-    golden("compare.html", &crest_report::html::compare_html(&c).unwrap());
+    golden("compare.html", &crest_report::html::compare(&c).unwrap());
 }
