@@ -62,7 +62,7 @@ pub struct Subject<W> {
 pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
     let base = |mut draft| -> Result<Plan> {
         crate::plan::add_flags(&mut draft, &flags(a))?;
-        Ok(crate::plan::finish(draft)?)
+        crate::plan::finish(draft)
     };
     if a.url.contains("://") {
         let (request, name) = crate::plan::request(&a.url, &a.request)?;
