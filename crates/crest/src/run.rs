@@ -94,3 +94,19 @@ pub fn exit_code(ended_by: EndReason, written: &output::Written, strict: bool) -
         _ => 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code a run can exit with is listed in `--help`, the one place a user learns them.
+    #[test]
+    fn help_lists_every_exit_code_a_run_returns() {
+        for code in [0, 1, 2, 3, EXIT_NOT_WRITTEN, 130, 143] {
+            assert!(
+                crate::cli::EXIT_CODES.contains(&format!("\n  {code} ")),
+                "exit code {code} is missing from --help"
+            );
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! The end-of-run summary printed on stdout: the figures a reader checks first, laid out for a
 //! terminal, in the words [`crate::fmt`] gives every format.
 
-use crate::fmt::{bytes, int, ms, num, words};
+use crate::fmt::{bytes, int, ms, num, pct, words};
 use crest_analysis::figures::Percentiles;
 use crest_analysis::summary::Summary;
 use crest_analysis::Analysis;
@@ -43,13 +43,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     writeln!(out)?;
     writeln!(
         out,
-        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {:.2}%)",
+        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {})",
         int(s.requests),
         s.duration_s,
         num(s.throughput_rps),
         int(s.successes),
         int(s.failures),
-        s.error_rate * 100.0
+        pct(s.error_rate)
     )?;
     if let Some(it) = &s.iterations {
         writeln!(
@@ -289,9 +289,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         match rec.seconds {
             Some(secs) => writeln!(
                 out,
-                "  Recovery     back to the baseline (p95 {} ms, {:.2}% errors) {secs:.0} s after the spike",
+                "  Recovery     back to the baseline (p95 {} ms, {} errors) {secs:.0} s after the spike",
                 ms(rec.baseline_p95_ms),
-                rec.baseline_error_rate * 100.0
+                pct(rec.baseline_error_rate)
             )?,
             None => writeln!(
                 out,
@@ -337,11 +337,11 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
         if let Some(p) = p {
             writeln!(
                 out,
-                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {:.2}% failed",
+                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {} failed",
                 p.name,
                 num(p.per_s),
                 ms(p.latency_ms.p95),
-                p.error_rate * 100.0
+                pct(p.error_rate)
             )?;
         }
     }
@@ -362,7 +362,7 @@ fn column(name: String) -> String {
 
 fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
     let failed = if g.requests > 0 {
-        g.failures as f64 / g.requests as f64 * 100.0
+        g.failures as f64 / g.requests as f64
     } else {
         0.0
     };
@@ -376,13 +376,13 @@ fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std
         .unwrap_or_default();
     writeln!(
         out,
-        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>7.2}%{size}",
+        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>8}{size}",
         int(g.requests),
         num(g.throughput_rps),
         ms(g.latency_ms.p50),
         ms(g.latency_ms.p95),
         ms(g.latency_ms.p99),
-        failed
+        pct(failed)
     )
 }
 
