@@ -583,6 +583,26 @@ as_text!(StopCondition);
 mod tests {
     use super::*;
 
+    /// Documents keep a metric as the expression language writes it, and read it back.
+    #[test]
+    fn a_metric_reads_back_as_written() {
+        for text in [
+            "p95",
+            "p99.9",
+            "mean",
+            "max",
+            "error_rate",
+            "throughput",
+            "requests",
+            "failures",
+        ] {
+            let m = Metric::from_text(text);
+            assert!(!matches!(m, Metric::Monitored(_)), "{text}");
+            assert_eq!(Metric::from_text(&m.text()), m, "{text}");
+        }
+        assert_eq!(Metric::from_text("load_average").text(), "load_average");
+    }
+
     #[test]
     fn the_seeds_expressions_parse() {
         let e = Expr::parse("p95 < 10s").unwrap();

@@ -710,3 +710,84 @@ fn a_step_whose_requests_all_end_past_its_last_whole_second_keeps_them() {
     assert_eq!(s.ratio_to_lowest, Some(1.0), "it is the baseline");
     assert!((a.segments[1].ratio_to_lowest.unwrap() - 2.0).abs() < 0.01);
 }
+
+/// results.json keeps a stop rule's and a search's reasons as figures; documents written before
+/// kept sentences, and still load, their sentences shown as they were.
+#[test]
+fn reasons_are_figures_and_old_sentences_still_read() {
+    use crest_model::reason::{Miss, Probe, Quantity, SearchEnd, StopReason};
+    use crest_model::results::{FindRecord, LoadKind, ProbeRecord, StopRecord};
+    let r = stepping_fixture();
+    let probes = r.segments.len();
+    let mut old = serde_json::to_value(&r).unwrap();
+    old["stopped_by"] = serde_json::json!({
+        "condition": "p95 > 100ms", "at_s": 2.0, "detail": "p95 was 120 ms, in old words"
+    });
+    old["find"] = serde_json::json!({
+        "model": "closed",
+        "slo": ["error_rate < 1%"],
+        "probes": (0..probes).map(|k| serde_json::json!({
+            "level": (k + 1) as f64, "passed": true, "verdict": format!("old verdict {k}")
+        })).collect::<Vec<_>>(),
+        "stopped_because": "an old reason"
+    });
+    let old = crest_model::results::parse(&old.to_string()).unwrap();
+    let a = crest_analysis::analyze(&old).unwrap();
+    let md = crest_report::markdown::report(&old, &a).unwrap();
+    for said in ["p95 was 120 ms, in old words", "old verdict 0", "an old reason"] {
+        assert!(md.contains(said), "{said}: {md}");
+    }
+    let text = crest_report::terminal::render(&old, &a);
+    assert!(text.contains("p95 was 120 ms, in old words"), "{text}");
+
+    // A new document keeps the figures, and the words are made from them.
+    let mut new = r.clone();
+    new.stopped_by = Some(StopRecord {
+        condition: "p95 > 100ms".into(),
+        at_s: 2.0,
+        saw: Some(StopReason::Window {
+            metric: crest_model::expr::Metric::Latency(95.0),
+            value: Quantity::Ms(120.0),
+            secs: 5.0,
+            bound: Quantity::Ms(100.0),
+        }),
+        detail: None,
+    });
+    let probe = |k: usize| Probe {
+        level: (k + 1) as f64,
+        success_rps: 100.0,
+        p99_ms: 3.0,
+        error_rate: 0.5,
+        achieved_share: 1.0,
+    };
+    new.find = Some(FindRecord {
+        model: LoadKind::Closed,
+        slo: vec!["error_rate < 1%".into()],
+        probes: (0..probes)
+            .map(|k| ProbeRecord {
+                level: (k + 1) as f64,
+                passed: false,
+                measured: Some(probe(k)),
+                miss: Some(Miss::ErrorRate { rate: 0.5, max: 0.01 }),
+                verdict: None,
+            })
+            .collect(),
+        ended: Some(SearchEnd::Budget { budget_s: 60.0 }),
+        stopped_because: None,
+    });
+    let json = serde_json::to_string(&new).unwrap();
+    for sentence in ["detail", "verdict", "stopped_because", "in words"] {
+        assert!(!json.contains(sentence), "{sentence} in {json}");
+    }
+    let back = crest_model::results::parse(&json).unwrap();
+    assert_eq!(back.stopped_by, new.stopped_by);
+    let a = crest_analysis::analyze(&back).unwrap();
+    let md = crest_report::markdown::report(&back, &a).unwrap();
+    for said in [
+        "p95 was 120.0 ms over the last 5 s, beyond 100.0 ms",
+        "100.0 req/s ok, p99 3.0 ms, 50.00% errors: error rate 50.00% above 1.00%",
+        "the search budget of 1m was used",
+    ] {
+        assert!(md.contains(said), "{said}: {md}");
+    }
+}
