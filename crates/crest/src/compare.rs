@@ -22,7 +22,9 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
     let runs: Vec<_> = runs.iter().map(|(x, l)| (x, l.as_str())).collect();
     let c = crest_analysis::compare::compare(&runs);
     let dir = rundir::prepare_named(a.out.as_deref(), "compare-", false)?;
-    let md = crest_report::write_compare(&dir, &c)?;
+    let files = crest_report::compare_files(&c)?;
+    rundir::write_files(&dir, &files)?;
+    let md = String::from_utf8_lossy(&files[0].bytes);
     print!("{md}");
     eprintln!("\ncomparison: {}", dir.join("compare.html").display());
     Ok(0)

@@ -43,9 +43,10 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     // can try again.
     let mut reports_written = true;
     if written.is_ok() {
-        if let Err(e) = crest_report::write_run(dir, results, &analysis) {
+        let files = crest_report::run_files(results, &analysis).map_err(anyhow::Error::from);
+        if let Err(e) = files.and_then(|f| rundir::write_files(dir, &f)) {
             eprintln!(
-                "error: {e}; results.json is complete, and `crest report {}` retries",
+                "error: {e:#}; results.json is complete, and `crest report {}` retries",
                 dir.display()
             );
             reports_written = false;
@@ -86,7 +87,6 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
             )
         };
         eprintln!("error: {e:#}; kept: {kept}");
-        rundir::remove_temp(&path);
         return Ok(Written {
             summary: analysis.summary,
             complete: false,

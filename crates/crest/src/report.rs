@@ -40,7 +40,8 @@ pub fn report(a: &ReportArgs) -> Result<u8> {
     };
     let analysis = crest_analysis::analyze(&results)
         .with_context(|| format!("{}: cannot analyse the results", a.dir.display()))?;
-    crest_report::write_run(&dir, &results, &analysis).with_context(|| a.dir.display().to_string())?;
+    let files = crest_report::run_files(&results, &analysis).with_context(|| a.dir.display().to_string())?;
+    rundir::write_files(&dir, &files)?;
     output::stdout(&crest_report::terminal::render(&results, &analysis));
     for f in crest_report::RUN_FILES {
         eprintln!("wrote {}", dir.join(f).display());

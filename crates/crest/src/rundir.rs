@@ -77,26 +77,22 @@ pub fn journals(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The temporary file [`write_atomic`] writes beside `path` before renaming it into place.
+/// The temporary file [`write_atomic`] writes beside `path` before renaming it into place:
+/// `report.html.tmp` beside `report.html`.
 fn temp_of(path: &Path) -> PathBuf {
-    path.with_extension("tmp")
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
 }
 
 /// True for a file crest writes into a run directory, which `--force` removes: results.json,
 /// the reports, journals and their reserves, request logs, and the temporary files beside them.
 fn is_ours(name: &str) -> bool {
-    let report = |n: &str| crest_report::RUN_FILES.contains(&n);
-    name == RESULTS
-        || Path::new(name) == temp_of(Path::new(RESULTS))
-        || report(name)
-        || name.strip_suffix(".tmp").is_some_and(report)
+    let own = |n: &str| n == RESULTS || crest_report::RUN_FILES.contains(&n);
+    own(name)
+        || name.strip_suffix(".tmp").is_some_and(own)
         || (name.starts_with("journal") && (name.ends_with(".jsonl") || name.ends_with(".reserve")))
         || (name.starts_with("request-log") && name.ends_with(".csv.gz"))
-}
-
-/// Removes a temporary file left beside `path` by a write that failed.
-pub fn remove_temp(path: &Path) {
-    let _ = std::fs::remove_file(temp_of(path));
 }
 
 /// Creates the run directory: `--out DIR`, or a fresh `crest-results/<UTC timestamp>`.
@@ -220,11 +216,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         Err(e) => return Err(e).with_context(|| format!("cannot remove {}", tmp.display())),
     }
     let mut f = create_new(&tmp)?;
-    f.write_all(bytes)
+    let written = f
+        .write_all(bytes)
         .and_then(|()| f.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display())));
+    if written.is_err() {
+        // A full disk leaves the earlier file or none, never a temporary file beside it.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Writes rendered report files into `dir`, each atomically; stops at the first that fails.
+pub fn write_files(dir: &Path, files: &[crest_report::Rendered]) -> Result<()> {
+    files.iter().try_for_each(|f| write_atomic(&dir.join(f.name), &f.bytes))
 }
 
 #[cfg(test)]
@@ -247,7 +253,7 @@ mod tests {
     fn force_removes_only_what_crest_writes() {
         for name in [
             RESULTS,
-            "results.tmp",
+            "results.json.tmp",
             "report.md",
             "report.html.tmp",
             JOURNAL,

@@ -188,9 +188,10 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         rundir::write_atomic(&own.join(rundir::RESULTS), &serde_json::to_vec_pretty(&m.results)?)?;
         let written = crest_analysis::analyze(&m.results)
             .context("cannot analyse the results")
-            .and_then(|a| Ok(crest_report::write_run(&own, &m.results, &a)?));
+            .and_then(|a| Ok(crest_report::run_files(&m.results, &a)?))
+            .and_then(|f| rundir::write_files(&own, &f));
         if let Err(e) = written {
-            eprintln!("error: {label}: {e}");
+            eprintln!("error: {label}: {e:#}");
             whole = false;
         }
         whole &= m.whole;
@@ -278,6 +279,6 @@ pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
     let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> =
         measured.iter().map(|(l, v, a)| (l.clone(), v.clone(), a)).collect();
     let s = crest_analysis::study::study(&p.params, &points);
-    crest_report::write_study(dir, &s)?;
+    rundir::write_files(dir, &crest_report::study_files(&s)?)?;
     Ok(dir.join("study.md"))
 }

@@ -114,7 +114,7 @@ fn a_full_disk_keeps_the_summary_and_the_journal() {
     assert!(stderr.contains("kept:") && stderr.contains("journal.jsonl"), "{stderr}");
     let summary: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert!(summary["requests"].as_u64().unwrap() > 0);
-    assert!(!out.join("results.json").exists() && !out.join("results.tmp").exists());
+    assert!(!out.join("results.json").exists() && !out.join("results.json.tmp").exists());
 
     // Room again: the report is rebuilt from what the journal kept.
     let grown = std::process::Command::new("mount")
