@@ -42,7 +42,7 @@ pub fn slo(exprs: &[String]) -> Result<Slo> {
 
 /// The flags of `crest find` that add to its plan (its thresholds and stop conditions are its
 /// service level).
-pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
+fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
     crate::plan::Flags {
         threads: a.threads,
         thresholds: &[],
@@ -81,7 +81,7 @@ pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
 }
 
 /// Runs the search and writes the report. Returns the exit code.
-pub fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
+fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
     let slo = slo(&a.slo)?;
     if a.probe < Duration::from_secs(2) {
         bail!(

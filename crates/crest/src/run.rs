@@ -46,7 +46,7 @@ pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
 }
 
 /// Runs a quick-mode plan.
-pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
     let Target::Http(http) = &plan.target else {
         anyhow::bail!("internal: quick mode without a URL")
     };
@@ -55,7 +55,7 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 }
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
-pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let journal = dir.join(rundir::JOURNAL);
     let measured = match measure(
@@ -78,7 +78,7 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
 
 /// Exit code of a run whose results could not be written in full (the summary was shown, and
 /// says what was kept).
-pub const EXIT_NOT_WRITTEN: u8 = 4;
+const EXIT_NOT_WRITTEN: u8 = 4;
 
 /// The process exit code for a finished run.
 pub fn exit_code(ended_by: EndReason, written: &output::Written, strict: bool) -> u8 {
