@@ -7,10 +7,10 @@
 
 use crate::capacity::{capacity_in, Capacity};
 use crate::failures::{each_request, failures, one_by_one, EachRequest, FailedRequest, FailureAnalysis};
-use crate::figures::{Point, SegmentAnalysis, WorkUnit};
+use crate::figures::{Point, SegmentAnalysis, StatRow, WorkUnit};
 use crate::findings::{findings, Finding};
 use crate::iterations::{iterations, requests_per_iteration, work_per_iteration};
-use crate::segment::{iteration_segments, segments, series};
+use crate::segment::{iteration_segments, segments, series, stat_rows};
 use crate::summary::{summarize, Summary};
 use crest_model::results::Results;
 use crest_model::HistError;
@@ -42,6 +42,8 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// One point per interval, for charts and the CSV.
     pub series: Vec<Point>,
+    /// One row per entry of the results' totals, for the CSV.
+    pub stats: Vec<StatRow>,
 }
 
 impl Analysis {
@@ -107,5 +109,6 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         each_request: each_request(r),
         findings,
         series,
+        stats: stat_rows(r)?,
     })
 }

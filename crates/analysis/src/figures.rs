@@ -80,20 +80,7 @@ impl Sizes {
     }
 }
 
-/// What a run's answers are counted in: the user's unit of work. Quick mode counts requests; a
-/// scenario with SQL transactions counts each transaction once; a scenario's flows count their
-/// iterations (a task submitted, polled and fetched is one), with requests shown beside them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkUnit {
-    /// HTTP requests (or SQL statements outside transactions).
-    #[default]
-    Requests,
-    /// SQL transactions, each counted once.
-    Transactions,
-    /// Iterations of a scenario's flows.
-    Iterations,
-}
+pub use crest_model::reason::WorkUnit;
 
 /// Whether a step's figures can be judged (compared with other steps, taken as an optimum or
 /// a limit), and why not.
@@ -220,8 +207,34 @@ pub struct Point {
     pub p95_ms: f64,
     /// p99 latency, ms.
     pub p99_ms: f64,
+    /// Largest latency, ms.
+    pub max_ms: f64,
+    /// Median time to the first byte, ms.
+    pub ttfb_p50_ms: f64,
     /// Users or arrival rate of the segment the interval is in.
     pub load: f64,
+}
+
+/// One entry of the results' totals (a step, a request name, an outcome) in figures: the rows
+/// of requests.csv. Quantiles are the histogram's own values, as the series' are.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatRow {
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Median time to the first byte, ms, when it was measured.
+    pub ttfb_p50_ms: Option<f64>,
+    /// Bytes received: median, 95th percentile and largest, when measured.
+    pub size_bytes: Option<[u64; 3]>,
 }
 
 /// A step's load: users (closed model), arrivals per second (open model), or, for a step that

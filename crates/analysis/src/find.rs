@@ -26,44 +26,8 @@ pub struct Slo {
     pub max_p99_ms: Option<f64>,
 }
 
-/// What one probe measured (its steady state).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Probe {
-    /// Users or arrivals per second.
-    pub level: f64,
-    /// Successful responses per second.
-    pub success_rps: f64,
-    /// p99 latency, ms.
-    pub p99_ms: f64,
-    /// Error rate.
-    pub error_rate: f64,
-    /// Open model: arrivals achieved / asked.
-    pub achieved_share: f64,
-}
-
-/// How a probe missed the service level.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Miss {
-    /// Too many errors.
-    ErrorRate {
-        /// The probe's error rate.
-        rate: f64,
-        /// The highest allowed.
-        max: f64,
-    },
-    /// p99 latency too high.
-    P99 {
-        /// The probe's p99, ms.
-        ms: f64,
-        /// The highest allowed, ms.
-        max: f64,
-    },
-    /// Open model: the asked rate was not served.
-    RateNotKept {
-        /// Arrivals achieved / asked.
-        share: f64,
-    },
-}
+pub use crest_model::reason::{Done, Level, Miss, Probe};
+use crest_model::reason::{Kept, SearchEnd};
 
 /// Whether a probe met the service level, and why not.
 pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), Miss> {
@@ -93,26 +57,6 @@ pub enum Next {
     Probe(f64),
     /// Stop, for this reason.
     Done(Done),
-}
-
-/// Why the search ended.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Done {
-    /// The first probe already missed the service level.
-    FirstFailed(Level, Miss),
-    /// Doubling again would pass the highest level allowed.
-    HighestAllowed(Level),
-    /// The limit lies between a passing and a failing level, as close as the search resolves.
-    LimitBetween(Level, Level, Miss),
-    /// A level missed the service level.
-    Failed(Level, Miss),
-    /// Throughput stopped growing at this many successful req/s from this level on.
-    Plateau {
-        /// Successful req/s.
-        rps: f64,
-        /// Where the plateau starts.
-        from: Level,
-    },
 }
 
 /// Share of the maximum throughput where the recommended range starts.
@@ -296,21 +240,12 @@ pub struct CapacitySummary {
     /// The first level that failed the service level or stopped adding throughput.
     pub limit: Option<Limit>,
     /// Why the search stopped.
-    pub stopped_because: String,
+    pub stopped_because: Option<Kept<SearchEnd>>,
     /// A range to run the service in: from the lowest level that already gives most of the
     /// maximum up to the optimal one.
     pub recommended: Option<Recommended>,
     /// The Universal Scalability Law fit (closed model).
     pub usl: Option<Usl>,
-}
-
-/// A level of the search: users (closed model) or arrivals per second (open model).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Level {
-    /// Users or arrivals per second.
-    pub value: f64,
-    /// True for arrivals per second.
-    pub open: bool,
 }
 
 /// Where the search found the service's limit.
@@ -360,7 +295,7 @@ pub fn capacity_summary(
     capacity: &Capacity,
 ) -> Option<CapacitySummary> {
     let f = r.find.as_ref()?;
-    let open = f.model == "open";
+    let open = f.model.is_open();
     let level = |value: f64| Level { value, open };
     // Only probes that met the service level speak for the service's capacity: a probe that
     // failed it (errors, latency, a rate not kept) shows what the service cannot do.
@@ -434,7 +369,7 @@ pub fn capacity_summary(
         max_throughput_rps,
         optimal,
         limit,
-        stopped_because: f.stopped_because.clone(),
+        stopped_because: f.why_ended().map(Kept::cloned),
         recommended,
         usl,
     })

@@ -4,7 +4,7 @@
 //! series the charts draw. Every later stage reads these figures; none recomputes them.
 
 use crate::baseline::{ratios, Candidate};
-use crate::figures::{Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, WholeStep};
+use crate::figures::{Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, StatRow, WholeStep};
 use crest_model::results::{EndReason, Interval, Results};
 use crest_model::{EncodedHistogram, HistError};
 use hdrhistogram::Histogram;
@@ -349,6 +349,7 @@ pub fn series(r: &Results) -> Result<Vec<Point>, HistError> {
                 crest_model::hist::us_to_ms(h.value_at_quantile(q) as f64)
             }
         };
+        let ttfb = i.ttfb.decode()?;
         let seg = starts.partition_point(|s| *s <= i.t_s + 1e-9).saturating_sub(1);
         let load = r
             .segments
@@ -362,8 +363,48 @@ pub fn series(r: &Results) -> Result<Vec<Point>, HistError> {
             p50_ms: q(0.5),
             p95_ms: q(0.95),
             p99_ms: q(0.99),
+            max_ms: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 },
+            ttfb_p50_ms: if ttfb.is_empty() {
+                0.0
+            } else {
+                ttfb.value_at_quantile(0.5) as f64 / 1000.0
+            },
             load,
         });
     }
     Ok(out)
+}
+
+/// One row per entry of the results' totals, in their order.
+pub fn stat_rows(r: &Results) -> Result<Vec<StatRow>, HistError> {
+    let ms = |us: u64| us as f64 / 1000.0;
+    r.stats
+        .iter()
+        .map(|s| {
+            let h = s.latency.decode()?;
+            let q = |q: f64| ms(h.value_at_quantile(q));
+            let ttfb_p50_ms = match &s.ttfb {
+                Some(t) => Some(ms(t.decode()?.value_at_quantile(0.5))),
+                None => None,
+            };
+            let size_bytes = match &s.size {
+                Some(z) => {
+                    let z = z.decode()?;
+                    let q = |q: f64| z.median_equivalent(z.value_at_quantile(q));
+                    Some([q(0.5), q(0.95), z.median_equivalent(z.max())])
+                }
+                None => None,
+            };
+            Ok(StatRow {
+                p50_ms: q(0.5),
+                p90_ms: q(0.9),
+                p95_ms: q(0.95),
+                p99_ms: q(0.99),
+                max_ms: ms(h.max()),
+                mean_ms: h.mean() / 1000.0,
+                ttfb_p50_ms,
+                size_bytes,
+            })
+        })
+        .collect()
 }

@@ -126,56 +126,7 @@ pub struct Stopped {
     pub reason: StopReason,
 }
 
-/// The figures that made a stop condition hold; the report crate puts them in words.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StopReason {
-    /// A monitored series went beyond its bound.
-    Series {
-        /// The series.
-        key: SeriesKey,
-        /// Its value: the latest, or the aggregate over `window_s`.
-        value: Quantity,
-        /// Seconds aggregated, when the condition aggregates.
-        window_s: Option<usize>,
-        /// The bound.
-        bound: Quantity,
-    },
-    /// A request metric went beyond its bound over the last seconds.
-    Window {
-        /// The metric.
-        metric: Metric,
-        /// Its value.
-        value: Quantity,
-        /// Seconds it was measured over.
-        secs: f64,
-        /// The bound.
-        bound: Quantity,
-    },
-    /// A request metric of the step that ended went beyond a multiple of the first step's.
-    Relative {
-        /// The metric.
-        metric: Metric,
-        /// Its value in the step's steady state.
-        value: Quantity,
-        /// The bound: `times` the first step's.
-        bound: Quantity,
-        /// The multiple.
-        times: f64,
-        /// The first step's steady value.
-        reference: Quantity,
-    },
-    /// Throughput stopped growing (or fell) from one step to the next.
-    Throughput {
-        /// True when it fell rather than stalled.
-        fell: bool,
-        /// The step that ended, req/s.
-        rps: f64,
-        /// The step before, req/s.
-        previous_rps: f64,
-        /// What the rates count.
-        unit: crate::figures::WorkUnit,
-    },
-}
+pub use crest_model::reason::StopReason;
 
 /// Evaluates stop conditions as intervals complete.
 pub struct StopWatch {

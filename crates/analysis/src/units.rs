@@ -4,36 +4,8 @@
 
 use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
-use serde::Serialize;
 
-/// A measured value and its unit.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Quantity {
-    /// A latency, in milliseconds.
-    Ms(f64),
-    /// A share from 0 to 1 (an error rate).
-    Fraction(f64),
-    /// A rate, per second.
-    PerSecond(f64),
-    /// A count of requests or failures.
-    Count(f64),
-    /// A monitored series' value, in that series' unit.
-    Monitored(Unit, f64),
-}
-
-impl Quantity {
-    /// The number, in the unit the variant names.
-    pub fn value(self) -> f64 {
-        match self {
-            Quantity::Ms(v)
-            | Quantity::Fraction(v)
-            | Quantity::PerSecond(v)
-            | Quantity::Count(v)
-            | Quantity::Monitored(_, v) => v,
-        }
-    }
-}
+pub use crest_model::reason::Quantity;
 
 /// A request metric's value with its unit.
 pub fn quantity(m: &Metric, v: f64) -> Quantity {

@@ -118,6 +118,7 @@ pub struct ValidateArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct RunArgs {
     /// The URL to load (http:// or https://), or a scenario file (YAML; see docs/scenario.md).
     pub url: String,
@@ -326,6 +327,7 @@ pub struct OutputArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct FindArgs {
     /// The URL to load, or a scenario file (its flows are used; its load profile is not).
     pub url: String,
@@ -370,6 +372,7 @@ pub struct FindArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct SweepArgs {
     /// The scenario file; it reads each parameter as ${env:NAME}, in requests and in `load:`.
     pub scenario: PathBuf,
@@ -397,6 +400,7 @@ pub struct SweepArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct DemoArgs {
     /// Longest the capacity search may take.
     #[arg(long, value_parser = parse_duration, default_value = "60s")]

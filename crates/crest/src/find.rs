@@ -4,14 +4,15 @@
 //! document, so the report shows every probe as a step.
 
 use crate::cli::{FindArgs, OutputArgs};
-use crate::output;
-use crate::run::{measure, Interrupt};
+use crate::measure::{measure, Interrupt};
+use crate::{output, rundir};
 use anyhow::{bail, Context, Result};
 use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::plan::{defaults, LoadModel, Plan, SegmentPlan, StopRule};
-use crest_model::results::{self, EndReason, FindRecord, ProbeRecord, Results, Segment};
+use crest_model::reason::SearchEnd;
+use crest_model::results::{self, EndReason, FindRecord, LoadKind, ProbeRecord, Results, Segment, StopRecord};
 use crest_report::fmt::words;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,7 +43,7 @@ pub fn slo(exprs: &[String]) -> Result<Slo> {
 
 /// The flags of `crest find` that add to its plan (its thresholds and stop conditions are its
 /// service level).
-pub fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
+fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
     crate::plan::Flags {
         threads: a.threads,
         workers: None,
@@ -59,8 +60,26 @@ pub struct Subject<W> {
     pub base: Plan,
 }
 
+/// `crest find URL` or `crest find SCENARIO`. Returns the exit code.
+pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
+    let base = |mut draft| -> Result<Plan> {
+        crate::plan::add_flags(&mut draft, &flags(a))?;
+        crate::plan::finish(draft)
+    };
+    if a.url.contains("://") {
+        let base = base(crate::plan::url_draft(&a.url, &a.request)?)?;
+        let workload = Arc::new(crate::plan::http_workload(&base)?);
+        find(Subject { workload, base }, a, args)
+    } else {
+        let s = crest_scenario::draft(std::path::Path::new(&a.url))?;
+        let base = base(s.draft)?;
+        let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow.finish(&base)?));
+        find(Subject { workload, base }, a, args)
+    }
+}
+
 /// Runs the search and writes the report. Returns the exit code.
-pub fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
+fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
     let slo = slo(&a.slo)?;
     if a.probe < Duration::from_secs(2) {
         bail!(
@@ -82,34 +101,53 @@ pub fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[Stri
     if let Some(problem) = crest_model::plan::users_problem(a.concurrency) {
         bail!("-c {}: {problem}", a.concurrency);
     }
-    search(
-        subject,
-        &slo,
-        a.open,
-        a.budget,
-        a.probe,
-        a.max,
-        a.concurrency,
-        &a.output,
-        command_line,
-        &a.slo,
-    )
+    let how = Search {
+        slo,
+        open: a.open,
+        budget: a.budget,
+        probe: a.probe,
+        max: a.max,
+        cap: a.concurrency,
+        slo_text: &a.slo,
+    };
+    search(subject, &how, &a.output, command_line)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How a search goes: the service level each probe must meet and the bounds of the search.
+pub struct Search<'a> {
+    /// The service level.
+    pub slo: Slo,
+    /// Levels are arrivals per second (open model) rather than users.
+    pub open: bool,
+    /// The time the whole search may take.
+    pub budget: Duration,
+    /// The length of one probe.
+    pub probe: Duration,
+    /// The highest level to probe.
+    pub max: f64,
+    /// Open model: the cap on requests in flight.
+    pub cap: u64,
+    /// The service level as written (`--slo`), for the report; empty for the default.
+    pub slo_text: &'a [String],
+}
+
+/// Runs the search described by `how` on `subject` and writes the report. Returns the exit code.
 pub fn search<W: Workload>(
     subject: Subject<W>,
-    slo: &Slo,
-    open: bool,
-    budget: Duration,
-    probe_len: Duration,
-    max: f64,
-    cap: u64,
+    how: &Search<'_>,
     out: &OutputArgs,
     command_line: &[String],
-    slo_text: &[String],
 ) -> Result<u8> {
-    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
+    let Search {
+        ref slo,
+        open,
+        budget,
+        probe: probe_len,
+        max,
+        cap,
+        slo_text,
+    } = *how;
+    let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let started = Instant::now();
     let start_level = if open { 10.0 } else { 1.0 };
     let mut probes: Vec<Probe> = Vec::new();
@@ -118,13 +156,15 @@ pub fn search<W: Workload>(
     // False once a probe's journal or request log could not be written in full.
     let mut whole = true;
     let mut interrupted = None;
-    let stopped_because = loop {
+    let ended = loop {
         let level = match next(&probes, slo, open, start_level, max) {
             Next::Probe(l) => l,
-            Next::Done(why) => break words::done(&why),
+            Next::Done(done) => break SearchEnd::Done(done),
         };
         if started.elapsed() + probe_len > budget {
-            break format!("the search budget of {} was used", humantime::format_duration(budget));
+            break SearchEnd::Budget {
+                budget_s: budget.as_secs_f64(),
+            };
         }
         let plan = probe_plan(&subject.base, level, open, cap, probe_len);
         let label = Segment {
@@ -138,7 +178,7 @@ pub fn search<W: Workload>(
             users: (!open).then_some(level as u64),
             rate: open.then_some(level),
         };
-        let journal = dir.join(crate::journal::part_file(parts.len()));
+        let journal = dir.join(rundir::journal_part(parts.len()));
         let m = measure(
             &plan,
             Arc::clone(&subject.workload),
@@ -159,35 +199,31 @@ pub fn search<W: Workload>(
             error_rate: seg.error_rate,
             achieved_share: achieved,
         };
-        let verdict = judge(&p, slo, open);
-        let text = format!(
-            "{:.1} req/s ok, p99 {:.1} ms, {:.2}% errors: {}",
-            p.success_rps,
-            p.p99_ms,
-            p.error_rate * 100.0,
-            verdict
-                .as_ref()
-                .map_or_else(words::miss, |()| "meets the service level".into())
-        );
+        let miss = judge(&p, slo, open).err();
+        let record = ProbeRecord {
+            level,
+            passed: miss.is_none(),
+            measured: Some(p),
+            miss,
+            verdict: None,
+        };
         if !out.quiet {
             eprintln!(
-                "probe {} ({}): {text}",
+                "probe {} ({}): {}",
                 probes.len() + 1,
-                words::level(Level { value: level, open })
+                words::level(Level { value: level, open }),
+                words::probe_record(&record)
             );
         }
-        records.push(ProbeRecord {
-            level,
-            passed: verdict.is_ok(),
-            verdict: text,
-        });
+        records.push(record);
         // The verdicts exist nowhere else until results.json is written: a search killed later
         // keeps them here, and `crest report` puts them back.
         let so_far = FindRecord {
-            model: if open { "open" } else { "closed" }.into(),
+            model: LoadKind::of(open),
             slo: slo_list(slo_text),
             probes: records.clone(),
-            stopped_because: words::cut_short(records.len()),
+            ended: Some(SearchEnd::CutShort { probes: records.len() }),
+            stopped_because: None,
         };
         if let Err(e) = crate::journal::write_find(&dir, &so_far) {
             eprintln!("warning: {e:#}");
@@ -198,28 +234,33 @@ pub fn search<W: Workload>(
         probes.push(p);
         if m.interrupted.is_some() {
             interrupted = m.interrupted;
-            break "interrupted".into();
+            break SearchEnd::Interrupted;
         }
-        if let Some(s) = stop {
-            break format!(
-                "stop condition `{}` held at {}: {}",
-                s.condition,
-                words::level(Level { value: level, open }),
-                s.detail
-            );
+        if let Some(StopRecord {
+            condition,
+            saw: Some(saw),
+            ..
+        }) = stop
+        {
+            break SearchEnd::Stopped {
+                at: Level { value: level, open },
+                condition,
+                saw,
+            };
         }
     };
     if parts.is_empty() {
-        bail!("no probe ran: {stopped_because}");
+        bail!("no probe ran: {}", words::search_end(&ended));
     }
     let mut results = joined(parts, interrupted, open, cap, command_line)?;
     // The search says why it stopped; a stop condition was a probe's verdict, not the run's.
     results.stopped_by = None;
     results.find = Some(FindRecord {
-        model: results.config.model.clone(),
+        model: results.config.model,
         slo: slo_list(slo_text),
         probes: records,
-        stopped_because,
+        ended: Some(ended),
+        stopped_because: None,
     });
     let mut written = output::write_all(&dir, &results, out)?;
     written.complete &= whole;
@@ -300,7 +341,7 @@ pub fn joined(
         (None, Some(end)) => end,
         (None, None) => EndReason::Completed,
     };
-    results.config.model = if open { "open" } else { "closed" }.into();
+    results.config.model = LoadKind::of(open);
     results.config.concurrency = if open {
         cap
     } else {

@@ -2,6 +2,7 @@
 //! end. A killed run keeps everything up to the last sync, a few seconds at most, and
 //! `crest report` rebuilds results.json and every report from it.
 
+use crate::rundir;
 use anyhow::{Context, Result};
 use crest_model::journal::{self, Entry};
 use std::fs::File;
@@ -9,22 +10,9 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The journal's file name in a run directory; a run of several parts (the probes of a search,
-/// the points of a sweep) writes one per part, numbered.
-pub const FILE: &str = "journal.jsonl";
-
-/// A capacity search's probes and their verdicts so far, rewritten after each probe and removed
-/// once results.json holds them.
-pub const FIND_FILE: &str = "find.json";
-
 /// Longest a closed interval may wait in the kernel's cache before it is on disk. A sync costs
 /// a disk flush, so it is not done for every line.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
-
-/// The journal of part `k` of a run of several parts.
-pub fn part_file(k: usize) -> String {
-    format!("journal-{:03}.jsonl", k + 1)
-}
 
 /// Room kept on the disk for the journal: a file of this size beside it, given up when the disk
 /// is full, so the journal's last intervals and its end still fit when the request log (or
@@ -45,18 +33,13 @@ pub struct Writer {
     reserve: Option<PathBuf>,
 }
 
-/// The reserve's file beside a journal.
-pub fn reserve_of(journal: &Path) -> PathBuf {
-    journal.with_extension("reserve")
-}
-
 impl Writer {
     /// Creates the journal; it must not exist yet (a run never writes over another's files).
     pub fn create(path: &Path) -> Result<Writer> {
-        let file = crate::output::create_new(path)?;
-        let reserve = reserve_of(path);
+        let file = rundir::create_new(path)?;
+        let reserve = rundir::reserve_of(path);
         // Without room for a reserve the journal goes on without one.
-        let kept = crate::output::create_new(&reserve)
+        let kept = rundir::create_new(&reserve)
             .ok()
             .is_some_and(|mut f| f.write_all(&vec![0; RESERVE]).and_then(|()| f.sync_data()).is_ok());
         if !kept {
@@ -157,11 +140,11 @@ pub fn read(path: &Path) -> Result<journal::Journal> {
 /// order, each as one step.
 pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     let mut parts = Vec::new();
-    for path in in_dir(dir) {
+    for path in rundir::journals(dir) {
         let j = read(&path)?;
         // A killed run leaves its reserve behind: room kept for a journal that is now read
         // back, so it is given back here (nothing reads it; `--force` removes it too).
-        let _ = std::fs::remove_file(reserve_of(&path));
+        let _ = std::fs::remove_file(crate::rundir::reserve_of(&path));
         if j.truncated {
             eprintln!("{}: its last line was cut off and is left out", path.display());
         }
@@ -181,7 +164,11 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     });
     let Some(first) = it.next() else { return Ok(None) };
     let rest: Vec<_> = it.collect();
-    if rest.is_empty() && in_dir(dir).first().is_some_and(|p| p.ends_with(FILE)) {
+    if rest.is_empty()
+        && rundir::journals(dir)
+            .first()
+            .is_some_and(|p| p.ends_with(rundir::JOURNAL))
+    {
         return Ok(Some(checked(first.1, dir)?));
     }
     let unfinished = first.1.ended_by == crest_model::results::EndReason::Unfinished
@@ -194,7 +181,7 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     }
     joined.find = read_find(dir)?;
     if let Some(f) = &joined.find {
-        joined.config.model = f.model.clone();
+        joined.config.model = f.model;
     }
     Ok(Some(checked(joined, dir)?))
 }
@@ -209,16 +196,16 @@ fn checked(r: crest_model::Results, dir: &Path) -> Result<crest_model::Results> 
 
 /// Saves a search's record so far.
 pub fn write_find(dir: &Path, record: &crest_model::results::FindRecord) -> Result<()> {
-    crate::output::write_atomic(&dir.join(FIND_FILE), &serde_json::to_vec_pretty(record)?)
+    rundir::write_atomic(&dir.join(rundir::FIND), &serde_json::to_vec_pretty(record)?)
 }
 
 /// Drops the saved record once results.json holds it.
 pub fn remove_find(dir: &Path) {
-    let _ = std::fs::remove_file(dir.join(FIND_FILE));
+    let _ = std::fs::remove_file(dir.join(rundir::FIND));
 }
 
 fn read_find(dir: &Path) -> Result<Option<crest_model::results::FindRecord>> {
-    let path = dir.join(FIND_FILE);
+    let path = dir.join(rundir::FIND);
     if !path.is_file() {
         return Ok(None);
     }
@@ -227,16 +214,4 @@ fn read_find(dir: &Path) -> Result<Option<crest_model::results::FindRecord>> {
     serde_json::from_slice(&text)
         .map(Some)
         .with_context(|| format!("{}: not a capacity search's record", path.display()))
-}
-
-/// The journals of a run directory, in order: `journal.jsonl`, or the numbered parts.
-pub fn in_dir(dir: &Path) -> Vec<PathBuf> {
-    let single = dir.join(FILE);
-    if single.is_file() {
-        return vec![single];
-    }
-    (0..)
-        .map(|k| dir.join(part_file(k)))
-        .take_while(|p| p.is_file())
-        .collect()
 }

@@ -5,8 +5,9 @@
 
 use crate::cli::RunArgs;
 use crate::find::{joined, level_plan};
-use crate::output;
-use crate::run::{exit_code, measure};
+use crate::measure::measure;
+use crate::run::exit_code;
+use crate::{output, rundir};
 use anyhow::Result;
 use crest_analysis::find::Level;
 use crest_model::plan::{LoadModel, Plan};
@@ -19,7 +20,7 @@ use std::sync::Arc;
 pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
     let workload = Arc::new(crate::plan::http_workload(&base)?);
     let out = &args.output;
-    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
+    let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
     // False once a level's journal or request log could not be written in full.
     let mut whole = true;
@@ -43,7 +44,7 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
         if !out.quiet {
             eprintln!("level {} of {}: {}", k + 1, levels.len(), label.name);
         }
-        let journal = dir.join(crate::journal::part_file(k));
+        let journal = dir.join(rundir::journal_part(k));
         let m = measure(
             &plan,
             Arc::clone(&workload),

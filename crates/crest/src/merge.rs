@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 pub fn merge(a: &MergeArgs) -> Result<u8> {
     let mut parts = Vec::with_capacity(a.parts.len());
     for dir in &a.parts {
-        let journals = journal::in_dir(dir);
+        let journals = crate::rundir::journals(dir);
         let [path] = journals.as_slice() else {
             bail!(
                 "{}: not one worker's run directory (it needs the journal.jsonl of one run)",
@@ -31,7 +31,7 @@ pub fn merge(a: &MergeArgs) -> Result<u8> {
         format!("cannot merge the parts ({})", named.join(", "))
     })?;
     results.check().context("the parts do not add up to a valid run")?;
-    let dir = output::prepare_dir(a.out.as_deref(), a.force)?;
+    let dir = crate::rundir::prepare_dir(a.out.as_deref(), a.force)?;
     let out = OutputArgs {
         out: a.out.clone(),
         summary_json: a.summary_json.clone(),

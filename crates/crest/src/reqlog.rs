@@ -22,10 +22,6 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The log's file name in a run directory; a run of several parts writes one per part,
-/// numbered as its journals are (`request-log-001.csv.gz`).
-pub const FILE: &str = "request-log.csv.gz";
-
 /// The header row; docs/reports.md says what each column means.
 pub const HEADER: &str = "intended_us,start_us,name,user,iteration,status,outcome,dns_us,connect_us,first_byte_us,total_us,bytes_sent,bytes_received\n";
 
@@ -36,26 +32,6 @@ const SYNC_EVERY: Duration = Duration::from_secs(2);
 /// compresses them 4.1x (14 bytes a row) in a fifth of the CPU level 6 takes for 5.2x (11
 /// bytes), and this thread shares the machine with the engine.
 const LEVEL: u32 = 1;
-
-/// The log beside `journal`: `journal.jsonl` has `request-log.csv.gz`, `journal-003.jsonl` has
-/// `request-log-003.csv.gz`.
-pub fn beside(journal: &Path) -> PathBuf {
-    let name = journal.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let part = name
-        .strip_prefix("journal")
-        .and_then(|r| r.strip_suffix(".jsonl"))
-        .unwrap_or_default();
-    if part.is_empty() {
-        journal.with_file_name(FILE)
-    } else {
-        journal.with_file_name(format!("request-log{part}.csv.gz"))
-    }
-}
-
-/// True for the name of a request log, for `--force` and clean-ups.
-pub fn is_log(name: &str) -> bool {
-    name.starts_with("request-log") && name.ends_with(".csv.gz")
-}
 
 /// An open request log, written on its own thread.
 #[derive(Debug)]
@@ -69,7 +45,7 @@ impl Log {
     /// Creates the log (it must not exist yet) with its header, and starts its thread. `names`
     /// are the plan's request names, which the rows refer to by index.
     pub fn create(path: &Path, names: &[String]) -> Result<Log> {
-        let mut file = crate::output::create_new(path)?;
+        let mut file = crate::rundir::create_new(path)?;
         file.write_all(&member(HEADER.as_bytes())?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         let names: Vec<String> = names.iter().map(|n| csv_field(n)).collect();
@@ -183,19 +159,6 @@ fn csv_field(s: &str) -> String {
 mod tests {
     use super::*;
     use crest_model::Outcome;
-
-    #[test]
-    fn a_log_sits_beside_its_journal() {
-        assert_eq!(
-            beside(Path::new("/r/journal.jsonl")),
-            Path::new("/r/request-log.csv.gz")
-        );
-        assert_eq!(
-            beside(Path::new("/r/journal-003.jsonl")),
-            Path::new("/r/request-log-003.csv.gz")
-        );
-        assert!(is_log("request-log-003.csv.gz") && is_log(FILE) && !is_log("requests.csv"));
-    }
 
     #[test]
     fn a_row_has_every_column_and_empty_fields_for_what_is_missing() {

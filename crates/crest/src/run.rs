@@ -1,35 +1,47 @@
-//! `crest run`: executes a plan, watches for signals, shows progress, and writes the results.
-//!
-//! The engine runs on its own threads; this thread only receives closed intervals, reacts to
-//! signals, journals each closed interval and sums it into the results document. Everything
-//! written comes from that document, so `results.json` and the summary can never disagree, and
-//! the document is what the journal adds up to.
+//! `crest run`: one run of a URL (quick mode, with `-c` levels in [`crate::levels`]) or of a
+//! scenario, measured by [`crate::measure`] and written by [`crate::output`]; and the exit code
+//! of every run.
 
-use crate::cli::OutputArgs;
-use crate::progress::Progress;
-use crate::{limits, output};
-use anyhow::{Context, Result};
-use crest_analysis::stop::{IntervalFigures, StopWatch, Stopped};
-use crest_engine::{Shape, Stop, StopCause, Workload};
-use crest_metrics::{IntervalAcc, Recorder, Series};
-use crest_model::journal::{End as JournalEnd, Entry, Fold, Start as JournalStart};
-use crest_model::plan::{LoadModel, Plan, Shard, Target};
-use crest_model::redact;
-use crest_model::results::{self, ClientStats, EndReason, HttpConfig, Results, RunConfig, ScenarioConfig, StopRecord};
+use crate::cli::{OutputArgs, RunArgs};
+use crate::measure::measure;
+use crate::{output, plan, rundir};
+use anyhow::{bail, Result};
+use crest_engine::Workload;
+use crest_model::plan::Plan;
+use crest_model::results::EndReason;
 use std::path::Path;
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::signal::unix::{signal, SignalKind};
 
-/// Length of one interval of the time series.
-const INTERVAL: Duration = Duration::from_secs(1);
-
-/// Which signal interrupted the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interrupt {
-    Int,
-    Term,
+/// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
+pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
+    if a.url.contains("://") {
+        let plan = plan::resolve(a)?;
+        return match plan::levels(a)?.as_slice() {
+            [_] => quick(plan, args, &a.output),
+            levels => crate::levels::run(plan, levels, a, args),
+        };
+    }
+    let given = plan::quick_flags_given(a);
+    if !Path::new(&a.url).exists() {
+        // Neither a URL nor a file: saying which flags need a URL would hide that.
+        bail!(
+            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
+            a.url
+        );
+    }
+    if !given.is_empty() {
+        bail!(
+            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+            given.join(", ")
+        );
+    }
+    let scenario = crest_scenario::draft(Path::new(&a.url))?;
+    crate::validate::warn(&a.url, &scenario.warnings);
+    let mut draft = scenario.draft;
+    plan::add_flags(&mut draft, &plan::Flags::of_run(a))?;
+    let plan = plan::finish(draft)?;
+    let workload = crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?);
+    execute(plan, workload, args, &a.output)
 }
 
 /// Runs a quick-mode plan.
@@ -39,9 +51,9 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 }
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
-pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
-    let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
-    let journal = dir.join(crate::journal::FILE);
+fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
+    let journal = dir.join(rundir::JOURNAL);
     let measured = match measure(
         &plan,
         Arc::new(workload),
@@ -79,410 +91,18 @@ pub fn exit_code(ended_by: EndReason, written: &output::Written, strict: bool) -
     }
 }
 
-/// A measured run, not yet written anywhere.
-pub struct Measured {
-    /// Everything measured.
-    pub results: Results,
-    /// The signal that stopped it, if one did.
-    pub interrupted: Option<Interrupt>,
-    /// False when its journal or request log could not be written in full (a full disk): the
-    /// figures are whole, a copy on disk is not, and the exit code says so.
-    pub whole: bool,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Runs `plan` with `workload`: sends the load, shows progress, reacts to signals, and returns
-/// the results document.
-///
-/// With `journal`, every closed interval is also appended to that file as it closes (see
-/// [`crate::journal`]); the results are what those intervals add up to, whether the journal is
-/// written or not.
-pub fn measure<W: Workload>(
-    plan: &Plan,
-    workload: Arc<W>,
-    command_line: &[String],
-    quiet: bool,
-    journal: Option<(&Path, Option<results::Segment>)>,
-) -> Result<Measured> {
-    limits::ensure_file_limit(plan.load.max_concurrency())?;
-    let mut watch = StopWatch::new(plan.stop_when.clone());
-    let segment_starts: Vec<Duration> = plan.segments.iter().map(|s| s.start).collect();
-    let mut stopped_by: Option<Stopped> = None;
-
-    let shape = Shape {
-        model: plan.load.clone(),
-        threads: plan.threads,
-        shard: plan.shard,
-        grace: plan.grace,
-        tick: INTERVAL,
-        segments: plan.segments.iter().map(|s| s.start).collect(),
-    };
-    let open_model = matches!(plan.load, LoadModel::Open { .. });
-    let (tx, rx) = mpsc::channel();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    // Handlers are installed before the first request, so an early Ctrl-C is never lost.
-    // SIGHUP (the SSH session that started the run dropped) is taken as SIGTERM: stop, and
-    // write what was measured.
-    let (mut sigint, mut sigterm, mut sighup) = {
-        let _guard = rt.enter();
-        (
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::hangup())?,
-        )
-    };
-
-    // Checked before anything is sent; sampling starts with the load.
-    let sampler = crest_monitor::Sampler::new(&plan.monitor).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
-    let threads = shape.threads_used();
-    let config = run_config(plan, command_line, threads);
-    let environment = Some(crate::environment::capture());
-    let (journal, part) = journal.unzip();
-    // The request log sits beside the journal; a run without a journal (none today) has none.
-    let log_path = journal.filter(|_| plan.log_requests).map(crate::reqlog::beside);
-    let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
-    let reqlog = log_path
-        .map(|p| crate::reqlog::Log::create(&p, &plan.names))
-        .transpose()?;
-    let cpu_at_start = own_cpu_s();
-    let started_at = chrono::Utc::now();
-    let start = Instant::now();
-    let flows: Vec<String> = config
-        .scenario
-        .as_ref()
-        .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
-        .unwrap_or_default();
-    let has_flows = !flows.is_empty();
-    let opening = JournalStart {
-        schema: crest_model::journal::JOURNAL_SCHEMA.into(),
-        version: crest_model::journal::JOURNAL_VERSION,
-        crest_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        config,
-        environment,
-        names: plan.names.clone(),
-        part_of: plan.part_of.clone(),
-        flows,
-        segments: planned_segments(plan),
-        interval_s: INTERVAL.as_secs_f64(),
-        target_rps: match &plan.load {
-            LoadModel::Open { rate, .. } => Some(rate.max()),
-            LoadModel::Closed { .. } => None,
-        },
-        part: part.flatten(),
-    };
-    if let Some(j) = journal.as_mut() {
-        j.write(&Entry::Start(opening.clone()));
-    }
-    let mut fold = Fold::default();
-    // Each closed interval and each monitor sample, once, in order: journaled, and intervals
-    // summed into the results.
-    let mut keep = |entry: Entry| -> Result<()> {
-        if let Some(j) = journal.as_mut() {
-            j.write(&entry);
-        }
-        match &entry {
-            Entry::Interval(record) => fold.add(record).context("cannot add up an interval"),
-            Entry::Points { points } => {
-                fold.add_points(points);
-                Ok(())
-            }
-            // The end's record carries the whole series (the monitor thread builds it), so the
-            // samples are only for a reader of the journal after a crash.
-            Entry::Monitor(_) | Entry::Start(_) | Entry::End(_) => Ok(()),
-        }
-    };
-    // Requests so far, statements included: a closed interval's record carries its requests one
-    // by one while the run has made few enough for the results to keep them (Fold counts alike).
-    let mut samples = 0u64;
-    let mut interval_entries = |done: &mut IntervalAcc| {
-        samples += done.samples();
-        let record = Entry::Interval(done.to_record(INTERVAL.as_secs_f64()));
-        let points =
-            (samples <= results::POINTS_KEPT && done.samples() > 0).then(|| Entry::Points { points: done.points() });
-        let rows = std::mem::take(&mut done.rows);
-        if let Some(log) = &reqlog {
-            log.send(rows);
-        }
-        std::iter::once(record).chain(points)
-    };
-    let monitor = if sampler.is_empty() {
-        None
-    } else {
-        Some(sampler.spawn(start).context("cannot start the monitor thread")?)
-    };
-    // A worker of a shared run sends its part of a request count: arrival `i` is worker
-    // `i mod N`'s, so the parts are the whole's first requests.
-    let stop = Stop::new(
-        plan.stop.duration.map(|d| start + d),
-        plan.stop.requests.map(|n| plan.shard.share(n)),
-    );
-    let engine = {
-        let (stop, shape) = (stop.clone(), shape.clone());
-        let part_of = plan.part_of.clone();
-        let logging = reqlog.is_some();
-        std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
-            crest_engine::run(&shape, start, &stop, workload, |_| {
-                Recorder::new(INTERVAL, open_model, tx.clone())
-                    .with_parts(&part_of)
-                    .logging(logging)
-            })
-        })?
-    };
-
-    let mut series = Series::new(threads);
-    let mut progress = Progress::new(quiet, INTERVAL.as_secs_f64());
-    let mut interrupt = None;
-    let mut kept: Result<()> = Ok(());
-    rt.block_on(async {
-        let mut poll = tokio::time::interval(Duration::from_millis(100));
-        loop {
-            tokio::select! {
-                _ = sigint.recv() => {
-                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
-                    interrupt.get_or_insert(Interrupt::Int);
-                }
-                _ = sigterm.recv() => {
-                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
-                    interrupt.get_or_insert(Interrupt::Term);
-                }
-                _ = sighup.recv() => {
-                    if interrupt.is_some() { stop.force(); } else { stop.cancel(); }
-                    interrupt.get_or_insert(Interrupt::Term);
-                }
-                _ = poll.tick() => {
-                    for acc in rx.try_iter() {
-                        for mut done in series.add(acc) {
-                            progress.interval(&done);
-                            for entry in interval_entries(&mut done) {
-                                if kept.is_ok() {
-                                    kept = keep(entry);
-                                }
-                            }
-                            let t = done.index as f64 * INTERVAL.as_secs_f64();
-                            let iterations = has_flows.then(|| done.iterations_ended());
-                            let figures = IntervalFigures {
-                                t_s: t,
-                                len_s: INTERVAL.as_secs_f64(),
-                                segment: crest_schedule::segment_at(&segment_starts, Duration::from_secs_f64(t)),
-                                requests: done.requests,
-                                failures: done.failures,
-                                latency: done.latency(),
-                                iterations,
-                            };
-                            if stopped_by.is_none() {
-                                if let Some(s) = watch.interval(&figures) {
-                                    stop.cancel();
-                                    stopped_by = Some(s);
-                                }
-                            }
-                        }
-                    }
-                    for snap in monitor.iter().flat_map(|m| m.snapshots()) {
-                        if stopped_by.is_none() {
-                            if let Some(s) = watch.monitored(snap.t_s, &snap.values) {
-                                stop.cancel();
-                                stopped_by = Some(s);
-                            }
-                        }
-                        if kept.is_ok() {
-                            kept = keep(Entry::Monitor(snap.sample));
-                        }
-                    }
-                    if engine.is_finished() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    let report = engine
-        .join()
-        .map_err(|_| anyhow::anyhow!("the engine thread panicked"))?
-        .context("the engine failed")?;
-    let duration = report.finished.saturating_duration_since(start);
-    let monitor = monitor.map(crest_monitor::Monitor::finish);
-    for sink in report.sinks {
-        sink.finish();
-    }
-    let end_index = (duration.as_secs_f64() / INTERVAL.as_secs_f64()).ceil().max(1.0) as u64 - 1;
-    let mut rest: Vec<IntervalAcc> = rx.try_iter().flat_map(|acc| series.add(acc)).collect();
-    rest.extend(series.finish(end_index));
-    for done in &mut rest {
-        progress.interval(done);
-        for entry in interval_entries(done) {
-            if kept.is_ok() {
-                kept = keep(entry);
-            }
+    /// Every code a run can exit with is listed in `--help`, the one place a user learns them.
+    #[test]
+    fn help_lists_every_exit_code_a_run_returns() {
+        for code in [0, 1, 2, 3, EXIT_NOT_WRITTEN, 130, 143] {
+            assert!(
+                crate::cli::EXIT_CODES.contains(&format!("\n  {code} ")),
+                "exit code {code} is missing from --help"
+            );
         }
     }
-    let mut whole = true;
-    if let Some(log) = reqlog {
-        if let Err(e) = log.finish() {
-            // As for the journal: the run and its figures are whole, only this copy is not.
-            eprintln!("error: {e:#}");
-            whole = false;
-        }
-    }
-    kept?;
-    progress.finish();
-
-    let ended_by = match (interrupt, report.cause) {
-        (Some(Interrupt::Int), _) => EndReason::Sigint,
-        (Some(Interrupt::Term), _) => EndReason::Sigterm,
-        (None, _) if stopped_by.is_some() => EndReason::Condition,
-        (None, StopCause::Count) => EndReason::Requests,
-        (None, StopCause::Completed) => EndReason::Completed,
-        _ => EndReason::Duration,
-    };
-    let closing = JournalEnd {
-        duration_s: duration.as_secs_f64(),
-        ended_by,
-        stopped_by: stopped_by.map(|s| StopRecord {
-            condition: s.condition,
-            at_s: s.at_s,
-            detail: crest_report::fmt::words::stop_detail(&s.reason),
-        }),
-        abandoned: report.abandoned,
-        arrivals: opening.target_rps.map(|_| report.arrivals),
-        client: Some(ClientStats {
-            cpu_s: (own_cpu_s() - cpu_at_start).max(0.0),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
-            threads: threads as u64,
-            peak_rss_bytes: own_peak_rss(),
-        }),
-        monitor,
-        users: user_times(&plan.load, &report.user_times, report.users_cut_short),
-    };
-    if let Some(mut j) = journal {
-        j.write(&Entry::End(closing.clone()));
-        if let Err(e) = j.finish() {
-            // The run and its figures are whole; only the copy on disk is not.
-            eprintln!("error: {e:#}");
-            whole = false;
-        }
-    }
-    let results = fold.finish(&opening, Some(&closing));
-    Ok(Measured {
-        results,
-        interrupted: interrupt,
-        whole,
-    })
-}
-
-/// The users' times of a run whose users each run a fixed number of iterations.
-fn user_times(
-    load: &LoadModel,
-    times: &[(Duration, Duration)],
-    cut_short: u64,
-) -> Option<crest_model::results::UserTimes> {
-    if !matches!(
-        load,
-        LoadModel::Closed {
-            iterations: Some(_),
-            ..
-        }
-    ) {
-        return None;
-    }
-    let mut h = crest_model::hist::new_histogram();
-    for (_, took) in times {
-        crest_model::hist::record(&mut h, *took);
-    }
-    Some(crest_model::results::UserTimes {
-        finished: times.len() as u64,
-        cut_short,
-        first_start_s: times.iter().map(|(s, _)| *s).min().unwrap_or_default().as_secs_f64(),
-        last_end_s: times
-            .iter()
-            .map(|(s, t)| *s + *t)
-            .max()
-            .unwrap_or_default()
-            .as_secs_f64(),
-        duration: crest_model::hist::EncodedHistogram::encode(&h),
-    })
-}
-
-/// CPU seconds this process has used, from /proc (Linux reports them in 1/100 s).
-fn own_cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Peak resident memory of this process in bytes.
-fn own_peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// The configuration as stored: every secret redacted.
-fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
-    let (model, rate, iterations) = match &plan.load {
-        LoadModel::Closed { iterations, .. } => ("closed", None, *iterations),
-        LoadModel::Open { rate, .. } => ("open", Some(rate.max()), None),
-    };
-    RunConfig {
-        command_line: redact::command_line(command_line),
-        model: model.into(),
-        concurrency: plan.load.max_concurrency(),
-        rate,
-        requests: plan.stop.requests,
-        iterations,
-        duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
-        threads: threads as u64,
-        worker: (plan.shard != Shard::WHOLE).then_some(plan.shard),
-        http: match &plan.target {
-            Target::Http(h) => Some(HttpConfig {
-                method: h.method.clone(),
-                url: redact::url(&h.url),
-                headers: h
-                    .headers
-                    .iter()
-                    .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
-                    .collect(),
-                body_bytes: h.body.len() as u64,
-                timeout_s: plan.connection.timeout.as_secs_f64(),
-                keepalive: plan.connection.keepalive,
-                insecure: plan.connection.tls.insecure,
-            }),
-            Target::Scenario(_) => None,
-        },
-        scenario: match &plan.target {
-            Target::Scenario(s) => Some(ScenarioConfig {
-                path: s.path.clone(),
-                sha256: s.sha256.clone(),
-                flows: s.flows.clone(),
-            }),
-            Target::Http(_) => None,
-        },
-        thresholds: plan.thresholds.clone(),
-        stop_conditions: plan.stop_when.clone(),
-    }
-}
-
-/// The plan's steps as planned: each ends where the next starts (the last where the plan ends,
-/// or, when no duration bounds it, where it starts); the run clips them to what it reached.
-fn planned_segments(plan: &Plan) -> Vec<results::Segment> {
-    let starts: Vec<f64> = plan.segments.iter().map(|s| s.start.as_secs_f64()).collect();
-    let last = starts.last().copied().unwrap_or(0.0);
-    let end = plan.stop.duration.map_or(last, |d| d.as_secs_f64().max(last));
-    plan.segments
-        .iter()
-        .enumerate()
-        .map(|(i, s)| results::Segment {
-            name: s.name.clone(),
-            start_s: starts[i],
-            end_s: starts.get(i + 1).copied().unwrap_or(end),
-            users: s.users,
-            rate: s.rate,
-        })
-        .collect()
 }

@@ -8,16 +8,13 @@
 //! steps, all points joined as the steps of one run (`results.json`).
 
 use crate::cli::SweepArgs;
-use crate::output;
-use crate::run::{measure, Interrupt};
+use crate::measure::{measure, Interrupt};
+use crate::{output, rundir};
 use anyhow::{bail, Context, Result};
 use crest_model::results::{self, EndReason, Results, RunConfig, Segment};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
-
-/// What a sweep's directory records of its points, so `crest report` can redo the study.
-pub const SWEEP_FILE: &str = "sweep.json";
 
 /// The parameters and each point's values, in the order run.
 #[derive(Debug, Serialize, Deserialize)]
@@ -133,8 +130,8 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         s.plan.log_requests |= a.output.log_requests;
         scenarios.push(s);
     }
-    let dir = output::prepare_dir(a.output.out.as_deref(), a.output.force)?;
-    output::write_atomic(&dir.join(SWEEP_FILE), &serde_json::to_vec_pretty(&p)?)?;
+    let dir = rundir::prepare_dir(a.output.out.as_deref(), a.output.force)?;
+    rundir::write_atomic(&dir.join(rundir::SWEEP), &serde_json::to_vec_pretty(&p)?)?;
     let mut parts: Vec<(Segment, Results)> = Vec::new();
     // False once a point's journal or request log could not be written in full.
     let mut whole = true;
@@ -170,7 +167,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             users: None,
             rate: None,
         };
-        let journal = dir.join(crate::journal::part_file(parts.len()));
+        let journal = dir.join(rundir::journal_part(parts.len()));
         let m = measure(
             &s.plan,
             workload,
@@ -188,9 +185,13 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         // Each point is a run of its own, with its own reports.
         let own = dir.join(crest_report::study::point_dir(k));
         std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
-        output::write_atomic(&own.join("results.json"), &serde_json::to_vec_pretty(&m.results)?)?;
-        if let Err(e) = crest_report::write_run(&own, &m.results) {
-            eprintln!("error: {label}: {e}");
+        rundir::write_atomic(&own.join(rundir::RESULTS), &serde_json::to_vec_pretty(&m.results)?)?;
+        let written = crest_analysis::analyze(&m.results)
+            .context("cannot analyse the results")
+            .and_then(|a| Ok(crest_report::run_files(&m.results, &a)?))
+            .and_then(|f| rundir::write_files(&own, &f));
+        if let Err(e) = written {
+            eprintln!("error: {label}: {e:#}");
             whole = false;
         }
         whole &= m.whole;
@@ -202,7 +203,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     }
     if parts.is_empty() {
         output::discard_if_unused(&dir);
-        let _ = std::fs::remove_file(dir.join(SWEEP_FILE));
+        let _ = std::fs::remove_file(dir.join(rundir::SWEEP));
         let _ = std::fs::remove_dir(&dir);
         match setup_failed {
             Some(why) => bail!("{why}; no point was measured"),
@@ -259,7 +260,7 @@ fn whole_config(parts: &[(Segment, Results)]) -> RunConfig {
 /// Writes the study of the points measured in `dir` (those with a results.json); returns the
 /// path of its Markdown.
 pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
-    let path = dir.join(SWEEP_FILE);
+    let path = dir.join(rundir::SWEEP);
     let p: Points = serde_json::from_slice(
         &crest_model::input::read_file(&path, crest_model::input::MAX_RESULTS)
             .with_context(|| format!("{}: cannot read it", path.display()))?,
@@ -267,17 +268,17 @@ pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
     .with_context(|| format!("{}: not a sweep's record", path.display()))?;
     let mut measured = Vec::new();
     for k in 0..p.points.len() {
-        let results = dir.join(crest_report::study::point_dir(k)).join("results.json");
+        let results = dir.join(crest_report::study::point_dir(k)).join(rundir::RESULTS);
         if !results.is_file() {
             break;
         }
-        let r = output::read_results(&results)?;
+        let r = rundir::read_results(&results)?;
         let a = crest_analysis::analyze(&r).with_context(|| format!("cannot analyse {}", results.display()))?;
         measured.push((p.label(k), p.points[k].clone(), a));
     }
     let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> =
         measured.iter().map(|(l, v, a)| (l.clone(), v.clone(), a)).collect();
     let s = crest_analysis::study::study(&p.params, &points);
-    crest_report::write_study(dir, &s)?;
+    rundir::write_files(dir, &crest_report::study_files(&s)?)?;
     Ok(dir.join("study.md"))
 }

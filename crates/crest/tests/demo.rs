@@ -26,7 +26,11 @@ fn demo_runs_against_the_built_in_target_and_writes_results() {
     // Three 4 s probes fit the budget: 1, 2 and 4 users against 8 workers of 10 ms.
     let find = results.find.as_ref().unwrap();
     assert_eq!(find.probes.len(), 3, "{:?}", find.probes);
-    assert!(find.stopped_because.contains("budget"), "{}", find.stopped_because);
+    assert!(
+        matches!(find.ended, Some(crest_model::reason::SearchEnd::Budget { .. })),
+        "{:?}",
+        find.ended
+    );
     assert_eq!(s.failures, 0);
     assert!(s.latency_ms.p50 >= 10.0, "{}", s.latency_ms.p50);
     assert!(stderr.contains("capacity of 800 req/s"), "{stderr}");

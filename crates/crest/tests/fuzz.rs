@@ -264,14 +264,14 @@ fn report(text: &str) {
 /// Every report `crest report` writes of a document it accepted.
 fn render(r: &crest_model::Results) {
     let Ok(a) = crest_analysis::analyze(r) else { return };
-    let _ = crest_report::html::markdown(r, &a);
-    let _ = crest_report::html::html(r, &a);
+    let _ = crest_report::markdown::report(r, &a);
+    let _ = crest_report::html::report(r, &a);
     let mut buf = Vec::new();
     let _ = crest_report::csv_out::intervals(r, &a, &mut buf);
-    let _ = crest_report::csv_out::requests(r, &mut buf);
+    let _ = crest_report::csv_out::requests(r, &a, &mut buf);
     let _ = crest_report::csv_out::failures(&a, &mut buf);
     let _ = crest_report::hlog::write(r, &mut buf);
-    let _ = crest_report::terminal::render(r, &a.summary);
+    let _ = crest_report::terminal::render(r, &a);
 }
 
 #[test]

@@ -160,7 +160,7 @@ fn a_stepping_run_stopped_by_errors_names_the_step_that_broke() {
         return;
     }
     assert!(broken.users.unwrap() > 8, "{broke:?}");
-    let why = crest_report::fmt::words::why(&broke.why, broke.unit);
+    let why = crest_report::fmt::words::point_reason(&broke.why, broke.unit);
     assert!(
         why.contains(&format!(
             "{} of {} requests failed",

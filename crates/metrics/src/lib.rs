@@ -166,7 +166,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             config: crest_model::results::RunConfig {
                 command_line: vec![],
-                model: "closed".into(),
+                model: crest_model::results::LoadKind::Closed,
                 concurrency: 2,
                 rate: None,
                 requests: None,

@@ -35,6 +35,34 @@ pub enum Metric {
     Monitored(Monitored),
 }
 
+impl Metric {
+    /// The metric as the expression language writes it: `p95`, `mean`, `error_rate`; a
+    /// monitored series by its metric name.
+    pub fn text(&self) -> String {
+        match self {
+            Metric::Latency(q) => format!("p{q}"),
+            Metric::Mean => "mean".into(),
+            Metric::Max => "max".into(),
+            Metric::ErrorRate => "error_rate".into(),
+            Metric::Throughput => "throughput".into(),
+            Metric::Requests => "requests".into(),
+            Metric::Failures => "failures".into(),
+            Metric::Monitored(m) => m.metric.clone(),
+        }
+    }
+
+    /// Reads back what [`Metric::text`] wrote; any other name is a monitored metric's.
+    pub fn from_text(text: &str) -> Metric {
+        parse_metric(text).unwrap_or_else(|| {
+            Metric::Monitored(Monitored {
+                metric: text.to_string(),
+                labels: Vec::new(),
+                agg: None,
+            })
+        })
+    }
+}
+
 /// A reference to monitored series.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Monitored {
@@ -554,6 +582,26 @@ as_text!(StopCondition);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Documents keep a metric as the expression language writes it, and read it back.
+    #[test]
+    fn a_metric_reads_back_as_written() {
+        for text in [
+            "p95",
+            "p99.9",
+            "mean",
+            "max",
+            "error_rate",
+            "throughput",
+            "requests",
+            "failures",
+        ] {
+            let m = Metric::from_text(text);
+            assert!(!matches!(m, Metric::Monitored(_)), "{text}");
+            assert_eq!(Metric::from_text(&m.text()), m, "{text}");
+        }
+        assert_eq!(Metric::from_text("load_average").text(), "load_average");
+    }
 
     #[test]
     fn the_seeds_expressions_parse() {

@@ -19,6 +19,7 @@ pub mod monitor;
 pub mod outcome;
 pub mod plan;
 pub mod protocol;
+pub mod reason;
 pub mod redact;
 pub mod results;
 pub mod sample;

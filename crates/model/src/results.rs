@@ -5,6 +5,7 @@
 //! configuration with secrets already redacted. The JSON Schema in `schema/results.schema.json`
 //! is generated from these types and checked in tests.
 
+use crate::reason::{Kept, Miss, Probe, SearchEnd, StopReason};
 use crate::{EncodedHistogram, Outcome};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -501,7 +502,7 @@ pub struct RunConfig {
     /// The command line, redacted.
     pub command_line: Vec<String>,
     /// `closed` or `open`.
-    pub model: String,
+    pub model: LoadKind,
     /// Virtual users (closed model) or the cap on requests in flight (open model).
     pub concurrency: u64,
     /// Arrivals per second asked for (open model).
@@ -542,18 +543,58 @@ pub struct ClientStats {
     pub peak_rss_bytes: u64,
 }
 
+/// The load model: `closed` (a fixed number of users, each sending after the last answer) or
+/// `open` (arrivals at a rate, whatever the answers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadKind {
+    /// Users.
+    Closed,
+    /// Arrivals per second.
+    Open,
+}
+
+impl LoadKind {
+    /// `open` when `open` is true, else `closed`.
+    pub fn of(open: bool) -> LoadKind {
+        if open {
+            LoadKind::Open
+        } else {
+            LoadKind::Closed
+        }
+    }
+
+    /// True for the open model.
+    pub fn is_open(self) -> bool {
+        self == LoadKind::Open
+    }
+}
+
 /// A capacity search: the probes it made and why it stopped.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindRecord {
     /// `closed` (levels are users) or `open` (levels are arrivals per second).
-    pub model: String,
+    pub model: LoadKind,
     /// The service level each probe had to meet, as written.
     pub slo: Vec<String>,
     /// The probes, in the order they ran; probe `i` is segment `i`.
     pub probes: Vec<ProbeRecord>,
+    /// Why the search ended; absent in documents written before it was kept as figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<SearchEnd>,
+    /// Why the search ended, in words, as documents before `ended` kept it; read, never
+    /// written.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub stopped_because: Option<String>,
+}
+
+impl FindRecord {
     /// Why the search ended.
-    pub stopped_because: String,
+    pub fn why_ended(&self) -> Option<Kept<&SearchEnd>> {
+        Kept::of(self.ended.as_ref(), self.stopped_because.as_ref())
+    }
 }
 
 /// One probe of a capacity search.
@@ -564,8 +605,17 @@ pub struct ProbeRecord {
     pub level: f64,
     /// Whether it met the service level.
     pub passed: bool,
-    /// What the probe showed, in words.
-    pub verdict: String,
+    /// What the probe measured; absent in documents written before it was kept as figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Probe>,
+    /// How it missed the service level, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss: Option<Miss>,
+    /// What the probe showed, in words, as documents before `measured` kept it; read, never
+    /// written.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub verdict: Option<String>,
 }
 
 /// The machine crest ran on.
@@ -613,15 +663,38 @@ pub struct Segment {
 }
 
 /// A stop condition that ended the run.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopRecord {
-    /// The condition, as written.
+    /// The condition, as written: the rule's id among `config.stop_conditions`.
     pub condition: String,
     /// When it held, in seconds from the start of the run.
     pub at_s: f64,
-    /// The figures that made it hold.
-    pub detail: String,
+    /// The figures that made it hold; absent in documents written before they were kept as
+    /// figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saw: Option<StopReason>,
+    /// The figures in words, as documents before `saw` kept them; read, never written.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub detail: Option<String>,
+}
+
+impl StopRecord {
+    /// What the condition saw.
+    pub fn what_held(&self) -> Option<Kept<&StopReason>> {
+        Kept::of(self.saw.as_ref(), self.detail.as_ref())
+    }
+}
+
+impl ProbeRecord {
+    /// What the probe measured and how it fared.
+    pub fn how_it_fared(&self) -> Option<Kept<(&Probe, Option<&Miss>)>> {
+        Kept::of(
+            self.measured.as_ref().map(|p| (p, self.miss.as_ref())),
+            self.verdict.as_ref(),
+        )
+    }
 }
 
 /// The repeated HTTP request, redacted.

@@ -2,9 +2,7 @@
 //! failure class; their columns are documented in docs/reports.md.
 
 use crest_analysis::Analysis;
-use crest_model::hist::us_to_ms;
 use crest_model::results::Results;
-use crest_model::HistError;
 use std::io::Write;
 
 /// Errors writing a CSV.
@@ -13,9 +11,9 @@ pub enum CsvError {
     /// Writing failed.
     #[error(transparent)]
     Csv(#[from] csv::Error),
-    /// A histogram in the results could not be decoded.
+    /// Flushing failed.
     #[error(transparent)]
-    Hist(#[from] HistError),
+    Io(#[from] std::io::Error),
 }
 
 fn f(v: f64) -> String {
@@ -41,14 +39,6 @@ pub fn intervals<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvErr
         "load",
     ])?;
     for (i, p) in r.intervals.iter().zip(&a.series) {
-        let h = i.latency.decode()?;
-        let t = i.ttfb.decode()?;
-        let max = if h.is_empty() { 0.0 } else { us_to_ms(h.max() as f64) };
-        let ttfb = if t.is_empty() {
-            0.0
-        } else {
-            us_to_ms(t.value_at_quantile(0.5) as f64)
-        };
         out.write_record([
             f(i.t_s),
             i.requests.to_string(),
@@ -57,20 +47,20 @@ pub fn intervals<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvErr
             f(p.p50_ms),
             f(p.p95_ms),
             f(p.p99_ms),
-            f(max),
-            f(ttfb),
+            f(p.max_ms),
+            f(p.ttfb_p50_ms),
             i.bytes_sent.to_string(),
             i.bytes_received.to_string(),
             i.dropped.to_string(),
             f(p.load),
         ])?;
     }
-    out.flush().map_err(csv::Error::from)?;
+    out.flush()?;
     Ok(())
 }
 
 /// `requests.csv`: one row per segment, request name and outcome.
-pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
+pub fn requests<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvError> {
     let mut out = csv::Writer::from_writer(w);
     out.write_record([
         "segment",
@@ -90,40 +80,26 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
         "size_p95_bytes",
         "size_max_bytes",
     ])?;
-    for s in &r.stats {
-        let h = s.latency.decode()?;
-        let q = |q: f64| f(us_to_ms(h.value_at_quantile(q) as f64));
-        let ttfb = match &s.ttfb {
-            Some(t) => f(us_to_ms(t.decode()?.value_at_quantile(0.5) as f64)),
-            None => String::new(),
-        };
+    for (s, row) in r.stats.iter().zip(&a.stats) {
         let segment = r
             .segments
             .get(s.segment as usize)
             .map_or(String::new(), |g| g.name.clone());
         let name = r.names.get(s.name as usize).cloned().unwrap_or_default();
-        let sizes = match &s.size {
-            Some(z) => {
-                let z = z.decode()?;
-                let q = |q: f64| z.median_equivalent(z.value_at_quantile(q)).to_string();
-                [q(0.5), q(0.95), z.median_equivalent(z.max()).to_string()]
-            }
-            None => Default::default(),
-        };
-        let [size_p50, size_p95, size_max] = sizes;
+        let [size_p50, size_p95, size_max] = row.size_bytes.map(|z| z.map(|b| b.to_string())).unwrap_or_default();
         // Names come from URLs and scenarios: one starting with `=` must stay text.
         out.write_record([
             crate::fmt::csv_text(&segment),
             crate::fmt::csv_text(&name),
             s.outcome.key(),
             s.count.to_string(),
-            q(0.5),
-            q(0.9),
-            q(0.95),
-            q(0.99),
-            f(us_to_ms(h.max() as f64)),
-            f(us_to_ms(h.mean())),
-            ttfb,
+            f(row.p50_ms),
+            f(row.p90_ms),
+            f(row.p95_ms),
+            f(row.p99_ms),
+            f(row.max_ms),
+            f(row.mean_ms),
+            row.ttfb_p50_ms.map(f).unwrap_or_default(),
             s.bytes_sent.to_string(),
             s.bytes_received.to_string(),
             size_p50,
@@ -131,7 +107,7 @@ pub fn requests<W: Write>(r: &Results, w: W) -> Result<(), CsvError> {
             size_max,
         ])?;
     }
-    out.flush().map_err(csv::Error::from)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -164,6 +140,6 @@ pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
             crate::fmt::csv_text(&x.example),
         ])?;
     }
-    out.flush().map_err(csv::Error::from)?;
+    out.flush()?;
     Ok(())
 }

@@ -13,7 +13,8 @@ use crest_analysis::resources::{Leak, ResourceRow, Stats};
 use crest_analysis::summary::{Answer, Answers, ErrorSummary, GroupSummary, Summary};
 use crest_analysis::thresholds::ThresholdResult;
 use crest_model::monitor::Unit;
-use crest_model::results::{EndReason, StopRecord};
+use crest_model::reason::Kept;
+use crest_model::results::EndReason;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -50,7 +51,7 @@ pub struct SummaryView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     service_ms: Option<&'a Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    stopped_by: Option<&'a StopRecord>,
+    stopped_by: Option<StopView<'a>>,
     thresholds: Vec<ThresholdView<'a>>,
     segments: &'a [GroupSummary],
     names: &'a [GroupSummary],
@@ -91,12 +92,20 @@ struct CapacityView<'a> {
     search: Option<SearchView<'a>>,
 }
 
+/// A stop condition that ended the run, with its figures in words.
+#[derive(Debug, Serialize)]
+struct StopView<'a> {
+    condition: &'a str,
+    at_s: f64,
+    detail: String,
+}
+
 #[derive(Debug, Serialize)]
 struct SearchView<'a> {
     max_throughput_rps: f64,
     optimal: Option<&'a OptimalPoint>,
     limit: Option<String>,
-    stopped_because: &'a str,
+    stopped_because: String,
     recommended: Option<String>,
     usl: Option<&'a Usl>,
 }
@@ -164,7 +173,7 @@ fn search_view(c: &CapacitySummary) -> SearchView<'_> {
         max_throughput_rps: c.max_throughput_rps,
         optimal: c.optimal.as_ref(),
         limit: c.limit.as_ref().map(words::limit),
-        stopped_because: &c.stopped_because,
+        stopped_because: words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref)),
         recommended: c.recommended.as_ref().map(words::recommended),
         usl: c.usl.as_ref(),
     }
@@ -232,7 +241,11 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         dropped: s.dropped,
         send_lag_ms: s.send_lag_ms.as_ref(),
         service_ms: s.service_ms.as_ref(),
-        stopped_by: s.stopped_by.as_ref(),
+        stopped_by: s.stopped_by.as_ref().map(|st| StopView {
+            condition: &st.condition,
+            at_s: st.at_s,
+            detail: words::stop_held(st),
+        }),
         thresholds: s.thresholds.iter().map(threshold).collect(),
         segments: &s.segments,
         names: &s.names,

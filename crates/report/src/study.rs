@@ -97,14 +97,14 @@ pub fn point_dir(k: usize) -> String {
 
 /// The study as Markdown.
 pub fn markdown(s: &Study) -> Result<String, minijinja::Error> {
-    crate::html::templates()?
+    crate::view::templates()?
         .get_template("study.md.j2")?
         .render(context! { s => view(s) })
 }
 
 /// The study as an HTML page.
 pub fn html(s: &Study) -> Result<String, minijinja::Error> {
-    crate::html::templates()?
+    crate::view::templates()?
         .get_template("study.html.j2")?
         .render(context! { s => view(s) })
 }

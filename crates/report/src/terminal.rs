@@ -1,17 +1,19 @@
 //! The end-of-run summary printed on stdout: the figures a reader checks first, laid out for a
 //! terminal, in the words [`crate::fmt`] gives every format.
 
-use crate::fmt::{bytes, int, ms, num, words};
+use crate::fmt::{bytes, int, ms, num, pct, words};
 use crest_analysis::figures::Percentiles;
 use crest_analysis::summary::Summary;
+use crest_analysis::Analysis;
+use crest_model::reason::Kept;
 use crest_model::results::Results;
 use std::fmt::Write;
 
 /// The summary as plain text, for a terminal or a log.
-pub fn render(results: &Results, s: &Summary) -> String {
+pub fn render(results: &Results, a: &Analysis) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = write_summary(&mut out, results, s);
+    let _ = write_summary(&mut out, results, &a.summary);
     out
 }
 
@@ -41,13 +43,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     writeln!(out)?;
     writeln!(
         out,
-        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {:.2}%)",
+        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {})",
         int(s.requests),
         s.duration_s,
         num(s.throughput_rps),
         int(s.successes),
         int(s.failures),
-        s.error_rate * 100.0
+        pct(s.error_rate)
     )?;
     if let Some(it) = &s.iterations {
         writeln!(
@@ -276,16 +278,20 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 u.r2
             )?;
         }
-        writeln!(out, "  Stopped      {}", c.stopped_because)?;
+        writeln!(
+            out,
+            "  Stopped      {}",
+            words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref))
+        )?;
     }
     if let Some(rec) = &s.recovery {
         writeln!(out)?;
         match rec.seconds {
             Some(secs) => writeln!(
                 out,
-                "  Recovery     back to the baseline (p95 {} ms, {:.2}% errors) {secs:.0} s after the spike",
+                "  Recovery     back to the baseline (p95 {} ms, {} errors) {secs:.0} s after the spike",
                 ms(rec.baseline_p95_ms),
-                rec.baseline_error_rate * 100.0
+                pct(rec.baseline_error_rate)
             )?,
             None => writeln!(
                 out,
@@ -298,7 +304,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(
             out,
             "  Stopped at {:.0} s because `{}` held: {}",
-            st.at_s, st.condition, st.detail
+            st.at_s,
+            st.condition,
+            words::stop_held(st)
         )?;
     }
     if !s.thresholds.is_empty() {
@@ -329,11 +337,11 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
         if let Some(p) = p {
             writeln!(
                 out,
-                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {:.2}% failed",
+                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {} failed",
                 p.name,
                 num(p.per_s),
                 ms(p.latency_ms.p95),
-                p.error_rate * 100.0
+                pct(p.error_rate)
             )?;
         }
     }
@@ -354,7 +362,7 @@ fn column(name: String) -> String {
 
 fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
     let failed = if g.requests > 0 {
-        g.failures as f64 / g.requests as f64 * 100.0
+        g.failures as f64 / g.requests as f64
     } else {
         0.0
     };
@@ -368,13 +376,13 @@ fn group_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std
         .unwrap_or_default();
     writeln!(
         out,
-        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>7.2}%{size}",
+        "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>8}{size}",
         int(g.requests),
         num(g.throughput_rps),
         ms(g.latency_ms.p50),
         ms(g.latency_ms.p95),
         ms(g.latency_ms.p99),
-        failed
+        pct(failed)
     )
 }
 

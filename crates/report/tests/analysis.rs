@@ -68,11 +68,11 @@ fn the_knee_saturation_and_breaking_point_are_found() {
     assert_eq!(words::step(&c.optimal.as_ref().unwrap().load), "40 users");
     let sat = c.saturation.as_ref().unwrap();
     assert_eq!(words::step(&sat.load), "80 users");
-    let why = words::why(&sat.why, sat.unit);
+    let why = words::point_reason(&sat.why, sat.unit);
     assert!(why.contains("380.0 to 385.0 req/s"), "{why}");
     let brk = c.breaking.as_ref().unwrap();
     assert_eq!(words::step(&brk.load), "160 users");
-    let why = words::why(&brk.why, brk.unit);
+    let why = words::point_reason(&brk.why, brk.unit);
     assert!(why.contains("40 of 140 requests failed (28.6%)"), "{why}");
     assert!(
         a.findings.iter().any(|f| f.contains("between 80 users and 160 users")),
@@ -362,17 +362,20 @@ fn find_figures_come_only_from_probes_that_met_the_service_level() {
         })
         .build();
     r.find = Some(FindRecord {
-        model: "closed".into(),
+        model: crest_model::results::LoadKind::Closed,
         slo: vec!["error_rate < 1%".into()],
         probes: [1.0, 2.0, 4.0, 8.0]
             .iter()
             .map(|&level| ProbeRecord {
                 level,
                 passed: level < 8.0,
-                verdict: String::new(),
+                measured: None,
+                miss: None,
+                verdict: None,
             })
             .collect(),
-        stopped_because: "test".into(),
+        ended: None,
+        stopped_because: Some("test".into()),
     });
     let a = analyze(&r).unwrap();
     let c = a.summary.capacity.as_ref().unwrap();
@@ -453,9 +456,9 @@ fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
     r.segments[0].users = None;
     r.segments[0].rate = Some(250.0);
     let a = crest_analysis::analyze(&r).unwrap();
-    let md = crest_report::html::markdown(&r, &a).unwrap();
+    let md = crest_report::markdown::report(&r, &a).unwrap();
     assert!(md.contains(" | 250/s | "), "{md}");
-    let chart = &crest_report::html::resource_charts(&r)[0];
+    let chart = &crest_report::view::resource_charts(&r)[0];
     assert_eq!(chart.y_label, "ms");
 }
 
@@ -659,7 +662,7 @@ fn a_run_still_growing_at_its_last_level_saturates_beyond_it() {
         "{saturation}"
     );
     assert_eq!(saturation["change_pct"][1], Value::Null, "{saturation}");
-    let md = crest_report::html::compare_markdown(&crest_analysis::compare::compare(&[
+    let md = crest_report::markdown::compare(&crest_analysis::compare::compare(&[
         (&a.a, "pool-10"),
         (&b.a, "pool-30"),
     ]))
@@ -679,7 +682,7 @@ fn a_process_watched_by_pid_is_keyed_by_its_name_in_reports_as_in_comparisons() 
         r#"process_cpu_percent{process="crest"}"#,
     ];
     assert_eq!(keys, named);
-    let md = crest_report::html::markdown(&r, &a).unwrap();
+    let md = crest_report::markdown::report(&r, &a).unwrap();
     for key in named {
         assert!(md.contains(&format!("| `{key}` |")), "{md}");
     }
@@ -707,4 +710,85 @@ fn a_step_whose_requests_all_end_past_its_last_whole_second_keeps_them() {
     assert!((s.throughput_rps - 1.0 / 1.01).abs() < 1e-9, "{}", s.throughput_rps);
     assert_eq!(s.ratio_to_lowest, Some(1.0), "it is the baseline");
     assert!((a.segments[1].ratio_to_lowest.unwrap() - 2.0).abs() < 0.01);
+}
+
+/// results.json keeps a stop rule's and a search's reasons as figures; documents written before
+/// kept sentences, and still load, their sentences shown as they were.
+#[test]
+fn reasons_are_figures_and_old_sentences_still_read() {
+    use crest_model::reason::{Miss, Probe, Quantity, SearchEnd, StopReason};
+    use crest_model::results::{FindRecord, LoadKind, ProbeRecord, StopRecord};
+    let r = stepping_fixture();
+    let probes = r.segments.len();
+    let mut old = serde_json::to_value(&r).unwrap();
+    old["stopped_by"] = serde_json::json!({
+        "condition": "p95 > 100ms", "at_s": 2.0, "detail": "p95 was 120 ms, in old words"
+    });
+    old["find"] = serde_json::json!({
+        "model": "closed",
+        "slo": ["error_rate < 1%"],
+        "probes": (0..probes).map(|k| serde_json::json!({
+            "level": (k + 1) as f64, "passed": true, "verdict": format!("old verdict {k}")
+        })).collect::<Vec<_>>(),
+        "stopped_because": "an old reason"
+    });
+    let old = crest_model::results::parse(&old.to_string()).unwrap();
+    let a = crest_analysis::analyze(&old).unwrap();
+    let md = crest_report::markdown::report(&old, &a).unwrap();
+    for said in ["p95 was 120 ms, in old words", "old verdict 0", "an old reason"] {
+        assert!(md.contains(said), "{said}: {md}");
+    }
+    let text = crest_report::terminal::render(&old, &a);
+    assert!(text.contains("p95 was 120 ms, in old words"), "{text}");
+
+    // A new document keeps the figures, and the words are made from them.
+    let mut new = r.clone();
+    new.stopped_by = Some(StopRecord {
+        condition: "p95 > 100ms".into(),
+        at_s: 2.0,
+        saw: Some(StopReason::Window {
+            metric: crest_model::expr::Metric::Latency(95.0),
+            value: Quantity::Ms(120.0),
+            secs: 5.0,
+            bound: Quantity::Ms(100.0),
+        }),
+        detail: None,
+    });
+    let probe = |k: usize| Probe {
+        level: (k + 1) as f64,
+        success_rps: 100.0,
+        p99_ms: 3.0,
+        error_rate: 0.5,
+        achieved_share: 1.0,
+    };
+    new.find = Some(FindRecord {
+        model: LoadKind::Closed,
+        slo: vec!["error_rate < 1%".into()],
+        probes: (0..probes)
+            .map(|k| ProbeRecord {
+                level: (k + 1) as f64,
+                passed: false,
+                measured: Some(probe(k)),
+                miss: Some(Miss::ErrorRate { rate: 0.5, max: 0.01 }),
+                verdict: None,
+            })
+            .collect(),
+        ended: Some(SearchEnd::Budget { budget_s: 60.0 }),
+        stopped_because: None,
+    });
+    let json = serde_json::to_string(&new).unwrap();
+    for sentence in ["detail", "verdict", "stopped_because", "in words"] {
+        assert!(!json.contains(sentence), "{sentence} in {json}");
+    }
+    let back = crest_model::results::parse(&json).unwrap();
+    assert_eq!(back.stopped_by, new.stopped_by);
+    let a = crest_analysis::analyze(&back).unwrap();
+    let md = crest_report::markdown::report(&back, &a).unwrap();
+    for said in [
+        "p95 was 120.0 ms over the last 5 s, beyond 100.0 ms",
+        "100.0 req/s ok, p99 3.0 ms, 50.00% errors: error rate 50.00% above 1.00%",
+        "the search budget of 1m was used",
+    ] {
+        assert!(md.contains(said), "{said}: {md}");
+    }
 }

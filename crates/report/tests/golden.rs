@@ -5,6 +5,14 @@
 use crest_testkit::results::stepping_fixture;
 use std::path::PathBuf;
 
+/// Writes a run's report files into `dir`, as the binary does.
+fn write_run(dir: &std::path::Path, r: &crest_model::Results) {
+    let a = crest_analysis::analyze(r).unwrap();
+    for f in crest_report::run_files(r, &a).unwrap() {
+        std::fs::write(dir.join(f.name), f.bytes).unwrap();
+    }
+}
+
 fn golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
@@ -31,7 +39,7 @@ fn golden(name: &str, actual: &str) {
 #[test]
 fn reports_of_the_stepping_fixture_match_their_golden_files() {
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    write_run(dir.path(), &stepping_fixture());
     for name in [
         "report.md",
         "report.html",
@@ -46,7 +54,7 @@ fn reports_of_the_stepping_fixture_match_their_golden_files() {
 #[test]
 fn the_markdown_report_answers_the_seeds_questions() {
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_run(dir.path(), &stepping_fixture()).unwrap();
+    write_run(dir.path(), &stepping_fixture());
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     for needle in [
         "## Key findings",
@@ -112,7 +120,9 @@ fn a_study_across_points_matches_its_golden_files() {
         .collect();
     let study = crest_analysis::study::study(&["threads".to_string()], &points);
     let dir = tempfile::tempdir().unwrap();
-    crest_report::write_study(dir.path(), &study).unwrap();
+    for f in crest_report::study_files(&study).unwrap() {
+        std::fs::write(dir.path().join(f.name), f.bytes).unwrap();
+    }
     for name in ["study.md", "study.html"] {
         golden(name, &std::fs::read_to_string(dir.path().join(name)).unwrap());
     }
@@ -136,8 +146,8 @@ fn a_three_way_comparison_matches_its_golden_files() {
         .build();
     let one = crest_analysis::analyze(&one).unwrap();
     let c = crest_analysis::compare::compare(&[(&steps, "pool-10"), (&steps, "pool-20"), (&one, "pool-30")]);
-    let md = crest_report::html::compare_markdown(&c).unwrap();
+    let md = crest_report::markdown::compare(&c).unwrap();
     assert!(md.ends_with("|t| > 2).\n"), "{md}");
     golden("compare.md", &md);
-    golden("compare.html", &crest_report::html::compare_html(&c).unwrap());
+    golden("compare.html", &crest_report::html::compare(&c).unwrap());
 }

@@ -210,7 +210,7 @@ impl ResultsBuilder {
             stopped_by: None,
             config: RunConfig {
                 command_line: vec!["crest".into(), "run".into(), "fixture".into()],
-                model: "closed".into(),
+                model: crest_model::results::LoadKind::Closed,
                 concurrency: max_users,
                 rate: None,
                 requests: None,

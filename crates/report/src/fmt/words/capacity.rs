@@ -1,0 +1,104 @@
+//! Capacity points: why a level is the optimum, the saturation or the breaking point, and why none is named.
+
+use super::*;
+
+fn failed(f: &Failed) -> String {
+    format!(
+        "{} of {} requests failed ({:.1}%)",
+        crate::fmt::int(f.failures),
+        crate::fmt::int(f.requests),
+        f.error_rate * 100.0
+    )
+}
+
+/// Why a capacity point is the one named.
+pub fn point_reason(w: &Why, unit: WorkUnit) -> String {
+    let rate = unit_rate(unit);
+    match w {
+        Why::MostPower {
+            success_rps,
+            mean_ms,
+            beyond,
+        } => {
+            let beyond = match beyond {
+                Beyond::Failed { load, failed: f } => format!("at {} {}", step(load), failed(f)),
+                Beyond::LatencyOutgrew {
+                    load,
+                    throughput_change_pct,
+                    success_rps,
+                    latency_change_pct,
+                    mean_ms,
+                } => format!(
+                    "at {} successful throughput changed {throughput_change_pct:+.1}% ({success_rps_} {rate}) while mean latency changed {latency_change_pct:+.1}% ({mean_ms:.1} ms)",
+                    step(load),
+                    success_rps_ = num(*success_rps)
+                ),
+            };
+            format!(
+                "the most throughput per unit of latency, {} {rate} at a mean of {mean_ms:.1} ms; {beyond}",
+                num(*success_rps)
+            )
+        }
+        Why::Saturates {
+            load_growth,
+            from,
+            to,
+            throughput_growth,
+            from_rps,
+            to_rps,
+            from_p95_ms,
+            to_p95_ms,
+        } => format!(
+            "load grew {:.0}% ({} to {}) but throughput only {:+.1}% ({from_rps_} to {to_rps_} {rate}) while p95 rose from {from_p95_ms:.1} to {to_p95_ms:.1} ms",
+            load_growth * 100.0,
+            step(from),
+            step(to),
+            throughput_growth * 100.0,
+            from_rps_ = num(*from_rps),
+            to_rps_ = num(*to_rps)
+        ),
+        Why::Failed(f) => failed(f),
+        Why::ThroughputFell { rps, best_rps } => {
+            format!(
+                "throughput fell to {} {rate} from a best of {} {rate}",
+                num(*rps),
+                num(*best_rps)
+            )
+        }
+    }
+}
+
+/// Why no optimal point is named.
+pub fn no_optimal(n: &NoOptimal, unit: WorkUnit) -> String {
+    let rate = unit_rate(unit);
+    match n {
+        NoOptimal::EveryLevelFailed {
+            max_error_rate,
+            least,
+            failed: f,
+        } => format!(
+            "every level failed more than {:.0}% of its requests; the fewest, at {}, {}",
+            max_error_rate * 100.0,
+            step(least),
+            failed(f)
+        ),
+        NoOptimal::BestAtHighest {
+            load,
+            success_rps,
+            mean_ms,
+        } => format!(
+            "throughput per unit of latency was still best at the highest level tried, {} ({success_rps_} {rate} at a mean of {mean_ms:.1} ms): the optimal point may lie beyond it",
+            step(load),
+            success_rps_ = num(*success_rps)
+        ),
+    }
+}
+
+/// Why the answers name no limit (or no optimum, when no other reason is known).
+pub fn no_answer(a: &crest_analysis::summary::Answers) -> String {
+    let unit = unit_plural(a.unit);
+    match a.optimal {
+        None => format!("fewer than two load levels with {unit} to compare"),
+        Some(_) => format!("no level failed, and {unit} per second grew at every level tried"),
+    }
+}

@@ -1,0 +1,158 @@
+//! The analysis's findings and figures in sentences: one wording per finding, used by every
+//! format, the JSON summary and the binary's messages alike.
+
+use super::{num, quantity, value};
+use crate::fmt::scale;
+use crest_analysis::capacity::{Beyond, Failed, NoOptimal, Why};
+use crest_analysis::compare::{LatencyStat, Metric as Compared, Note, Shape, Verdict};
+use crest_analysis::failures::{Cluster, EachRequest, TimeoutOf};
+use crest_analysis::figures::StepLoad;
+use crest_analysis::figures::WorkUnit;
+use crest_analysis::find::{Done, Level, Limit, Miss, Probe, Recommended};
+use crest_analysis::findings::Finding;
+use crest_analysis::recovery::Recovery;
+use crest_analysis::resources::Leak;
+use crest_analysis::stop::StopReason;
+use crest_analysis::thresholds::Measured;
+use crest_analysis::validity::ClientLimit;
+use crest_model::expr::Metric;
+use crest_model::monitor::Unit;
+use crest_model::reason::{Kept, SearchEnd};
+use crest_model::results::{EndReason, ProbeRecord, Results, RunConfig, StopRecord};
+
+mod capacity;
+mod compare;
+mod conditions;
+mod failures;
+mod findings;
+mod resources;
+mod run;
+mod search;
+mod validity;
+
+pub use capacity::*;
+pub use compare::*;
+pub use conditions::*;
+pub use failures::*;
+pub use findings::*;
+pub use resources::*;
+pub use run::*;
+pub use search::*;
+pub use validity::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_analysis::units::Quantity;
+    use crest_model::monitor::SeriesKey;
+
+    #[test]
+    fn comparison_cells_read_counts_whole_and_series_as_their_reports_do() {
+        assert_eq!(compared_cell(&Compared::Requests, 9724.0), "9,724");
+        assert_eq!(compared_cell(&Compared::Failures, 0.0), "0");
+        assert_eq!(compared_cell(&Compared::OptimalLoad, 40.0), "40");
+        // An open model's load is a rate with a fraction.
+        assert_eq!(compared_cell(&Compared::BreakingLoad, 312.5), "312.5");
+        assert_eq!(compared_cell(&Compared::ErrorRate, 0.0001), "0.01%");
+        assert_eq!(compared_cell(&Compared::Throughput, 394.44), "394.4 req/s");
+        assert_eq!(compared_cell(&Compared::AllDone, 4.417), "4.42 s");
+        assert_eq!(compared_beyond(&StepLoad::Users(200)), "beyond 200 users");
+        let fds = "process_open_fds".to_string();
+        assert_eq!(compared_cell(&Compared::SeriesMean(fds, Unit::Count), 208.0), "208");
+        let cpu = "process_cpu_percent".to_string();
+        assert_eq!(compared_cell(&Compared::SeriesPeak(cpu, Unit::Percent), 99.84), "99.8%");
+    }
+
+    #[test]
+    fn stop_details_read_as_results_json_keeps_them() {
+        assert_eq!(
+            stop_detail(&StopReason::Series {
+                key: SeriesKey::new("load_average"),
+                value: Quantity::Monitored(Unit::Number, 3.4),
+                window_s: None,
+                bound: Quantity::Monitored(Unit::Number, 3.0),
+            }),
+            "load_average was 3.4, beyond 3"
+        );
+        assert_eq!(
+            stop_detail(&StopReason::Relative {
+                metric: Metric::Latency(95.0),
+                value: Quantity::Ms(8.0),
+                bound: Quantity::Ms(6.0),
+                times: 3.0,
+                reference: Quantity::Ms(2.0),
+            }),
+            "p95 was 8.0 ms in the steady state of the step that ended, beyond 6.0 ms (3x the first step's steady 2.0 ms)"
+        );
+        assert_eq!(
+            stop_detail(&StopReason::Window {
+                metric: Metric::ErrorRate,
+                value: Quantity::Fraction(0.128),
+                secs: 5.0,
+                bound: Quantity::Fraction(0.05),
+            }),
+            "the error rate was 12.80% over the last 5 s, beyond 5.00%"
+        );
+    }
+
+    #[test]
+    fn a_leak_says_how_fast_and_when_it_reaches_its_limit() {
+        let l = Leak {
+            key: "process_open_fds{process=\"api\"}".into(),
+            metric: "process_open_fds".into(),
+            title: "open files of api".into(),
+            unit: Unit::Count,
+            step: "40 users".into(),
+            step_load: None,
+            per_minute: 40.3,
+            per_second: 40.3 / 60.0,
+            from: 51.2,
+            to: 449.0,
+            window_s: (0.0, 600.0),
+            limit: Some(1024.0),
+            minutes_to_limit: Some(14.2),
+        };
+        assert_eq!(
+            leak(&l),
+            "Open files of api grow by about 40 a minute under steady load (from 51 to 449 over 10 minutes); the limit of 1024 is reached in about 14 minutes."
+        );
+        let memory = Leak {
+            metric: "process_resident_memory_bytes".into(),
+            title: "resident memory of api".into(),
+            unit: Unit::Bytes,
+            per_minute: 3e6,
+            per_second: 5e4,
+            limit: None,
+            minutes_to_limit: None,
+            step_load: Some(StepLoad::Users(20)),
+            ..l
+        };
+        assert!(
+            leak(&memory).starts_with(
+                "Resident memory of api grows by about 2.9 MiB a minute under steady load (20 users: from"
+            ),
+            "{}",
+            leak(&memory)
+        );
+        assert_eq!(round2(41.7), 42.0);
+        assert_eq!(round2(0.1234), 0.12);
+    }
+
+    #[test]
+    fn the_load_reads_the_same_wherever_it_is_described() {
+        assert_eq!(
+            load(Load::Open {
+                rate: 1500.0,
+                max_in_flight: 1000
+            }),
+            "open model, up to 1,500.0 req/s, at most 1000 in flight"
+        );
+        assert_eq!(
+            load(Load::Closed {
+                users: 4,
+                iterations: Some(10)
+            }),
+            "closed model, 4 users x 10 iterations"
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! Monitored resources: leaks and their limits.
+
+use super::*;
+
+/// Two significant digits, as "about" deserves.
+pub(super) fn round2(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let mag = 10f64.powi(v.abs().log10().floor() as i32 - 1);
+    (v / mag).round() * mag
+}
+
+/// A span of time in the unit that reads best.
+pub(super) fn span(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{:.0} s", secs)
+    } else if secs < 2.0 * 3600.0 {
+        format!("{:.0} minutes", secs / 60.0)
+    } else if secs < 2.0 * 86400.0 {
+        format!("{:.0} hours", secs / 3600.0)
+    } else {
+        format!("{:.0} days", secs / 86400.0)
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A leak, with how fast it grows and when it reaches its limit.
+pub fn leak(l: &Leak) -> String {
+    // Counts are whole; the trend line's ends need not be.
+    let level = |v: f64| if l.unit == Unit::Count { v.round() } else { v };
+    // Fast growth reads better per second, slow growth per minute.
+    let rate = if l.per_minute >= 600.0 && l.unit == Unit::Count {
+        format!("{} a second", value(l.unit, round2(l.per_second)))
+    } else {
+        format!("{} a minute", value(l.unit, round2(l.per_minute)))
+    };
+    let at = l
+        .step_load
+        .as_ref()
+        .map(|s| format!("{}: ", step(s)))
+        .unwrap_or_default();
+    let mut sentence = format!(
+        "{} {} by about {rate} under steady load ({at}from {} to {} over {})",
+        capitalise(&l.title),
+        if l.metric.contains("memory") { "grows" } else { "grow" },
+        value(l.unit, level(l.from)),
+        value(l.unit, level(l.to)),
+        span(l.window_s.1 - l.window_s.0)
+    );
+    match (l.limit, l.minutes_to_limit) {
+        (Some(lim), Some(m)) => sentence.push_str(&format!(
+            "; the limit of {} is reached in about {}",
+            value(l.unit, lim),
+            span(m * 60.0)
+        )),
+        (Some(lim), None) => sentence.push_str(&format!("; it has reached its limit of {}", value(l.unit, lim))),
+        _ => {}
+    }
+    sentence.push('.');
+    sentence
+}

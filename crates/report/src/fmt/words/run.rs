@@ -1,0 +1,175 @@
+//! How a run was loaded, what its steps were and how it ended.
+
+use super::*;
+
+/// How a run loads its target, as configured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// Open model: arrivals per second, with a cap on requests in flight.
+    Open {
+        /// The highest rate asked for.
+        rate: f64,
+        /// The cap.
+        max_in_flight: u64,
+    },
+    /// Closed model: users.
+    Closed {
+        /// The most users at once.
+        users: u64,
+        /// Iterations each user runs, when bounded.
+        iterations: Option<u64>,
+    },
+}
+
+impl Load {
+    /// The load a finished run was configured with.
+    pub fn of(c: &RunConfig) -> Self {
+        match c.rate {
+            Some(rate) => Load::Open {
+                rate,
+                max_in_flight: c.concurrency,
+            },
+            None => Load::Closed {
+                users: c.concurrency,
+                iterations: c.iterations,
+            },
+        }
+    }
+}
+
+/// The load in words: `closed model, up to 40 users`.
+pub fn load(l: Load) -> String {
+    match l {
+        Load::Open { rate, max_in_flight } => {
+            format!(
+                "open model, up to {} req/s, at most {max_in_flight} in flight",
+                num(rate)
+            )
+        }
+        Load::Closed {
+            users,
+            iterations: Some(1),
+        } => format!("closed model, {} once each", count(users, "user")),
+        Load::Closed {
+            users,
+            iterations: Some(n),
+        } => format!("closed model, {} x {}", count(users, "user"), count(n, "iteration")),
+        Load::Closed {
+            users,
+            iterations: None,
+        } => format!("closed model, up to {}", count(users, "user")),
+    }
+}
+
+/// True when the run's steps are a sweep's points (each a run of its own, none a load level).
+fn sweep_points(r: &Results) -> Option<usize> {
+    let points = r.segments.len();
+    (points > 1 && r.segments.iter().all(|s| s.users.is_none() && s.rate.is_none())).then_some(points)
+}
+
+/// The load of a finished run in words, all of it: a sweep's points together, e.g. `closed
+/// model, up to 50 users once each, over 6 points`, never the first point's alone.
+pub fn run_load(r: &Results) -> String {
+    let whole = load(Load::of(&r.config));
+    match sweep_points(r) {
+        Some(points) => format!(
+            "{}, over {points} points",
+            whole.replacen(" model, ", " model, up to ", 1)
+        ),
+        None => whole,
+    }
+}
+
+/// True when the run's timeline is longer than the time load was sent: the parts of a joined
+/// run (a sweep's points, `-c` levels, a capacity search's probes) each start on a whole
+/// interval, so there are gaps between them.
+fn has_gaps(r: &Results) -> bool {
+    r.segments.len() > 1 && r.duration_s - r.active_s() > 1e-3
+}
+
+/// The run's timeline, when it has gaps: what the charts and failure times are measured on,
+/// beside the duration, which counts only the time load was sent.
+pub fn timeline(r: &Results) -> Option<String> {
+    has_gaps(r).then(|| {
+        let unit = if r.interval_s == 1.0 { "second" } else { "interval" };
+        format!(
+            "on a timeline of {} s, which charts and failure times follow: its {} parts ran one after another, each starting on a whole {unit}",
+            num(r.duration_s),
+            r.segments.len()
+        )
+    })
+}
+
+/// The x axis of a chart over time: seconds from the start of the run, on its timeline.
+pub fn time_axis(r: &Results) -> &'static str {
+    if has_gaps(r) {
+        "seconds on the run's timeline (parts joined)"
+    } else {
+        "seconds"
+    }
+}
+
+/// How a run ended, in words; a capacity search ends when its search does.
+pub fn ended(r: &Results) -> &'static str {
+    let planned = r.config.duration_s.filter(|_| r.ended_by == EndReason::Unfinished);
+    if r.find.is_some() && r.ended_by == EndReason::Completed {
+        "the capacity search finishing"
+    } else if planned.is_some_and(|d| r.duration_s >= d) {
+        // Its journal reached the planned length: it was not cut short, only its last line
+        // is missing (a full disk, or crest stopped while writing it).
+        "duration, as far as its journal shows (it has no end line: a full disk, or crest was stopped while writing it)"
+    } else {
+        ended_by(r.ended_by)
+    }
+}
+
+/// How a run ended, in words.
+pub fn ended_by(e: EndReason) -> &'static str {
+    match e {
+        EndReason::Duration => "duration",
+        EndReason::Requests => "request count",
+        EndReason::Sigint => "Ctrl-C (interrupted)",
+        EndReason::Sigterm => "SIGTERM (interrupted)",
+        EndReason::Completed => "every user finishing its iterations",
+        EndReason::Condition => "a stop condition",
+        EndReason::Unfinished => {
+            "nothing: crest was stopped (killed or crashed); rebuilt from its journal, its last seconds are missing"
+        }
+    }
+}
+
+/// A step by its load (`40 users`, `250/s`), or by its name when it has none.
+pub fn step(l: &StepLoad) -> String {
+    match l {
+        StepLoad::Users(u) => count(*u, "user"),
+        StepLoad::Rate(r) => format!("{r}/s"),
+        StepLoad::Named(n) => n.clone(),
+    }
+}
+
+/// `1 user`, `12 users`: a count with its noun, singular for one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", crate::fmt::int(n))
+    }
+}
+
+/// A rate of a unit of work, as tables head it.
+pub fn unit_rate(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Requests => "req/s",
+        WorkUnit::Transactions => "transactions/s",
+        WorkUnit::Iterations => "iterations/s",
+    }
+}
+
+/// The plural noun of a unit of work.
+pub fn unit_plural(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Requests => "requests",
+        WorkUnit::Transactions => "transactions",
+        WorkUnit::Iterations => "iterations",
+    }
+}

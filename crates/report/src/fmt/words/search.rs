@@ -1,0 +1,116 @@
+//! A capacity search: its levels, how a probe fared and why the search ended.
+
+use super::*;
+
+/// A level of a capacity search: `12 users`, `250.0/s`.
+pub fn level(l: Level) -> String {
+    if l.open {
+        format!("{:.1}/s", l.value)
+    } else {
+        count(l.value.round() as u64, "user")
+    }
+}
+
+/// How a probe missed the service level.
+pub fn slo_miss(m: &Miss) -> String {
+    match m {
+        Miss::ErrorRate { rate, max } => {
+            format!("error rate {} above {}", crate::fmt::pct(*rate), crate::fmt::pct(*max))
+        }
+        Miss::P99 { ms, max } => format!("p99 {ms:.1} ms above {max:.1} ms"),
+        Miss::RateNotKept { share } => format!("only {:.0}% of the asked rate was served", share * 100.0),
+    }
+}
+
+/// What a probe measured and how it fared against the service level:
+/// `812.4 req/s ok, p99 3.2 ms, 0.00% errors: meets the service level`.
+pub fn probe(p: &Probe, miss: Option<&Miss>) -> String {
+    format!(
+        "{:.1} req/s ok, p99 {:.1} ms, {} errors: {}",
+        p.success_rps,
+        p.p99_ms,
+        crate::fmt::pct(p.error_rate),
+        miss.map_or_else(|| "meets the service level".into(), slo_miss)
+    )
+}
+
+/// A probe as results.json keeps it, in words.
+pub fn probe_record(r: &ProbeRecord) -> String {
+    match r.how_it_fared() {
+        Some(Kept::Figures((p, miss))) => probe(p, miss),
+        Some(Kept::Words(w)) => w,
+        None => String::new(),
+    }
+}
+
+/// Why the search's own decisions ended it.
+pub fn search_done(d: &Done) -> String {
+    match d {
+        Done::FirstFailed(l, m) => format!("the first probe already failed at {}: {}", level(*l), slo_miss(m)),
+        Done::HighestAllowed(l) => format!("reached the highest level allowed ({})", level(*l)),
+        Done::LimitBetween(good, bad, m) => {
+            format!(
+                "limit found between {} and {}: {}",
+                level(*good),
+                level(*bad),
+                slo_miss(m)
+            )
+        }
+        Done::Failed(l, m) => format!("{} failed: {}", level(*l), slo_miss(m)),
+        Done::Plateau { rps, from } => format!(
+            "throughput stopped growing: {rps_} req/s from {} on; more load only adds latency",
+            level(*from),
+            rps_ = num(*rps)
+        ),
+    }
+}
+
+/// Why a capacity search ended.
+pub fn search_end(e: &SearchEnd) -> String {
+    match e {
+        SearchEnd::Done(d) => search_done(d),
+        SearchEnd::Budget { budget_s } => format!(
+            "the search budget of {} was used",
+            humantime::format_duration(std::time::Duration::from_secs_f64(budget_s.max(0.0)))
+        ),
+        SearchEnd::Interrupted => "interrupted".into(),
+        SearchEnd::Stopped { at, condition, saw } => {
+            format!(
+                "stop condition `{condition}` held at {}: {}",
+                level(*at),
+                stop_detail(saw)
+            )
+        }
+        SearchEnd::CutShort { probes } => cut_short(*probes),
+    }
+}
+
+/// Why a capacity search ended, as a document keeps it.
+pub fn search_ended(e: Option<Kept<&SearchEnd>>) -> String {
+    match e {
+        Some(Kept::Figures(e)) => search_end(e),
+        Some(Kept::Words(w)) => w,
+        None => String::new(),
+    }
+}
+
+/// Why a capacity search rebuilt from its journals has no ending: it was killed after `probes`.
+pub fn cut_short(probes: usize) -> String {
+    format!("the search was cut short after probe {probes}, before it could conclude")
+}
+
+/// Where a capacity search found the limit.
+pub fn limit(l: &Limit) -> String {
+    match l {
+        Limit::Failed(l) => level(*l),
+        Limit::Plateau { rps, from } => format!("a throughput plateau of {} req/s from {}", num(*rps), level(*from)),
+    }
+}
+
+/// The recommended operating range.
+pub fn recommended(r: &Recommended) -> String {
+    match r {
+        Recommended::About(l) => format!("about {}", level(*l)),
+        Recommended::Between(lo, hi) => format!("{} to {}", level(*lo), level(*hi)),
+    }
+}

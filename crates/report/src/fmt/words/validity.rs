@@ -1,0 +1,54 @@
+//! How crest itself may have limited a run.
+
+use super::*;
+
+/// One way crest limited the run.
+pub fn client_limit(l: &ClientLimit) -> String {
+    match l {
+        ClientLimit::BusyCpu {
+            share,
+            threads,
+            cpu_s,
+            duration_s,
+        } => format!(
+            "crest used {:.0}% of the CPU its {threads} engine thread(s) could use ({cpu_s:.2} CPU-seconds in {duration_s:.2} s): the load generator, not the target, may have set the pace",
+            share * 100.0
+        ),
+        ClientLimit::LateMedian {
+            lag_p50_ms,
+            latency_p50_ms,
+        } => format!(
+            "crest sent requests late: the send lag's median was {lag_p50_ms:.3} ms, {:.0}% of the median latency ({latency_p50_ms:.3} ms), so crest's own delay is part of every latency",
+            lag_p50_ms / latency_p50_ms.max(f64::MIN_POSITIVE) * 100.0
+        ),
+        ClientLimit::LateTail {
+            lag_p99_ms,
+            latency_p50_ms,
+        } => format!(
+            "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule"
+        ),
+        ClientLimit::Dropped { dropped, arrivals } => format!(
+            "{} of {} arrivals ({:.2}%) were dropped at the cap on requests in flight (-c / max_in_flight)",
+            crate::fmt::int(*dropped),
+            crate::fmt::int(*arrivals),
+            *dropped as f64 / (*arrivals).max(1) as f64 * 100.0
+        ),
+        ClientLimit::LocalExhaustion { failed } => {
+            format!(
+                "{} failed because crest ran out of file descriptors or local ports",
+                count(*failed, "request")
+            )
+        }
+        ClientLimit::WaitingUsers {
+            step,
+            in_flight,
+            users,
+            throughput_rps,
+            mean_ms,
+        } => format!(
+            "in {step} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
+            count(*users, "user"),
+            num(*throughput_rps)
+        ),
+    }
+}
