@@ -118,6 +118,7 @@ pub fn measure<W: Workload>(
         grace: plan.grace,
         tick: INTERVAL,
         segments: plan.segments.iter().map(|s| s.start).collect(),
+        control: None,
     };
     let open_model = matches!(plan.load, LoadModel::Open { .. });
     let (tx, rx) = mpsc::channel();

@@ -68,6 +68,7 @@ fn shape(model: LoadModel, threads: usize) -> Shape {
         grace: Duration::from_millis(300),
         tick: Duration::from_millis(50),
         segments: vec![Duration::ZERO],
+        control: None,
     }
 }
 
