@@ -12,6 +12,7 @@ mod progress;
 mod reqlog;
 mod run;
 mod sweep;
+mod web;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -35,6 +36,16 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
+    let output = match &cli.command {
+        Command::Run(a) => Some(&a.output),
+        Command::Find(a) => Some(&a.output),
+        Command::Sweep(a) => Some(&a.output),
+        Command::Demo(a) => Some(&a.output),
+        _ => None,
+    };
+    if let Some(o) = output {
+        web::start(&o.web)?;
+    }
     match cli.command {
         Command::Run(a) if a.url.contains("://") => {
             let plan = plan::resolve(&a)?;

@@ -44,6 +44,7 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
 pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    let plan = crate::web::manual(plan, &out.web, command_line);
     let dir = output::prepare_dir(out.out.as_deref(), out.force)?;
     let journal = dir.join(crate::journal::FILE);
     let measured = match measure(
@@ -60,6 +61,7 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
         }
     };
     let mut written = output::write_all(&dir, &measured.results, out)?;
+    crate::web::ended(&dir, crest_report::fmt::words::ended(&measured.results).into());
     written.complete &= measured.whole;
     Ok(exit_code(measured.results.ended_by, &written, out.strict))
 }
@@ -110,6 +112,8 @@ pub fn measure<W: Workload>(
     limits::ensure_file_limit(plan.load.max_concurrency())?;
     let mut watch = StopWatch::new(plan.stop_when.clone());
     let segment_starts: Vec<Duration> = plan.segments.iter().map(|s| s.start).collect();
+    let web = crate::web::hub();
+    let control = web.map(|_| Arc::new(crest_engine::Control::new()));
     let mut stopped_by: Option<Stopped> = None;
 
     let shape = Shape {
@@ -118,7 +122,7 @@ pub fn measure<W: Workload>(
         grace: plan.grace,
         tick: INTERVAL,
         segments: plan.segments.iter().map(|s| s.start).collect(),
-        control: None,
+        control: control.clone(),
     };
     let open_model = matches!(plan.load, LoadModel::Open { .. });
     let (tx, rx) = mpsc::channel();
@@ -147,7 +151,7 @@ pub fn measure<W: Workload>(
     let reqlog = log_path
         .map(|p| crate::reqlog::Log::create(&p, &plan.names))
         .transpose()?;
-    let cpu_at_start = own_cpu_s();
+    let cpu_at_start = crest_monitor::own::cpu_s();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let flows: Vec<String> = config
@@ -156,7 +160,7 @@ pub fn measure<W: Workload>(
         .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
         .unwrap_or_default();
     let has_flows = !flows.is_empty();
-    let opening = JournalStart {
+    let mut opening = JournalStart {
         schema: crest_model::journal::JOURNAL_SCHEMA.into(),
         version: crest_model::journal::JOURNAL_VERSION,
         crest_version: env!("CARGO_PKG_VERSION").into(),
@@ -183,6 +187,9 @@ pub fn measure<W: Workload>(
     let mut keep = |entry: Entry| -> Result<()> {
         if let Some(j) = journal.as_mut() {
             j.write(&entry);
+        }
+        if let Some(w) = web {
+            w.publish(&entry);
         }
         match &entry {
             Entry::Interval(record) => fold.add(record).context("cannot add up an interval"),
@@ -215,6 +222,9 @@ pub fn measure<W: Workload>(
         Some(sampler.spawn(start).context("cannot start the monitor thread")?)
     };
     let stop = Stop::new(plan.stop.duration.map(|d| start + d), plan.stop.requests);
+    if let Some(w) = web {
+        w.begin(&opening, control.clone(), Some(stop.clone()));
+    }
     let engine = {
         let (stop, shape) = (stop.clone(), shape.clone());
         let part_of = plan.part_of.clone();
@@ -344,10 +354,10 @@ pub fn measure<W: Workload>(
         abandoned: report.abandoned,
         arrivals: opening.target_rps.map(|_| report.arrivals),
         client: Some(ClientStats {
-            cpu_s: (own_cpu_s() - cpu_at_start).max(0.0),
+            cpu_s: (crest_monitor::own::cpu_s() - cpu_at_start).max(0.0),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
             threads: threads as u64,
-            peak_rss_bytes: own_peak_rss(),
+            peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
         }),
         monitor,
         users: user_times(&plan.load, &report.user_times, report.users_cut_short),
@@ -359,6 +369,10 @@ pub fn measure<W: Workload>(
             eprintln!("error: {e:#}");
             whole = false;
         }
+    }
+    if let Some(c) = &control {
+        // Steps started by hand follow the plan's last one reached.
+        opening.segments = crest_live::with_live_steps(&opening.segments, c);
     }
     let results = fold.finish(&opening, Some(&closing));
     Ok(Measured {
@@ -399,27 +413,6 @@ fn user_times(
             .as_secs_f64(),
         duration: crest_model::hist::EncodedHistogram::encode(&h),
     })
-}
-
-/// CPU seconds this process has used, from /proc (Linux reports them in 1/100 s).
-fn own_cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Peak resident memory of this process in bytes.
-fn own_peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// The configuration as stored: every secret redacted.

@@ -273,7 +273,11 @@ mod tests {
         );
         assert_eq!(c.step(), None);
         c.set_users(40, 100.0, 5).unwrap();
-        assert_eq!(c.step(), Some(2), "plan step 1 was in force, so the first change is step 2");
+        assert_eq!(
+            c.step(),
+            Some(2),
+            "plan step 1 was in force, so the first change is step 2"
+        );
         assert!(c.pause().unwrap());
         assert!(!c.pause().unwrap(), "a second pause changes nothing");
         assert!(c.resume().unwrap());

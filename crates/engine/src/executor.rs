@@ -603,7 +603,9 @@ async fn open<W: Workload>(
             }
         }
         let at = match by_hand {
-            Some((from, j0, r)) => from + Duration::from_secs_f64(((j - j0) * threads as u64 + k as u64 + 1) as f64 / r),
+            Some((from, j0, r)) => {
+                from + Duration::from_secs_f64(((j - j0) * threads as u64 + k as u64 + 1) as f64 / r)
+            }
             None => match schedule.at(interleaved(k, threads, j)) {
                 Some(at) => at,
                 None => break,
