@@ -160,7 +160,7 @@ pub fn measure<W: Workload>(
         .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
         .unwrap_or_default();
     let has_flows = !flows.is_empty();
-    let mut opening = JournalStart {
+    let opening = JournalStart {
         schema: crest_model::journal::JOURNAL_SCHEMA.into(),
         version: crest_model::journal::JOURNAL_VERSION,
         crest_version: env!("CARGO_PKG_VERSION").into(),
@@ -361,6 +361,10 @@ pub fn measure<W: Workload>(
         }),
         monitor,
         users: user_times(&plan.load, &report.user_times, report.users_cut_short),
+        // Steps started by hand follow the plan's last one reached.
+        segments: control
+            .filter(|c| !c.steps().is_empty())
+            .map(|c| crest_live::with_live_steps(&opening.segments, &c)),
     };
     if let Some(mut j) = journal {
         j.write(&Entry::End(closing.clone()));
@@ -369,10 +373,6 @@ pub fn measure<W: Workload>(
             eprintln!("error: {e:#}");
             whole = false;
         }
-    }
-    if let Some(c) = &control {
-        // Steps started by hand follow the plan's last one reached.
-        opening.segments = crest_live::with_live_steps(&opening.segments, c);
     }
     let results = fold.finish(&opening, Some(&closing));
     Ok(Measured {

@@ -218,6 +218,8 @@ impl Control {
             let s = lock(&self.setting);
             (s.users.map(|u| u.0), s.rate)
         };
+        // Nothing set by hand: the users the plan had running come back.
+        let users = users.or(Some(self.users_now()).filter(|n| *n > 0));
         let name = match (users, rate) {
             (Some(u), _) => format!("{u} users"),
             (None, Some(r)) => format!("rate {r}/s"),

@@ -322,6 +322,8 @@ pub struct State {
     pub from: usize,
     /// Changes when kept points merged: fetch from 0 again.
     pub epoch: u64,
+    /// The last of `points` is still filling (a merged point): fetch it again.
+    pub filling: bool,
     /// Set once the run has ended.
     pub ended: Option<Ended>,
 }
@@ -469,6 +471,7 @@ impl Hub {
             points: k.series.since(from),
             from,
             epoch: k.series.epoch,
+            filling: k.series.filling.is_some(),
             ended: k.ended.clone(),
         }
     }

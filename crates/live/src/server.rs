@@ -238,13 +238,13 @@ fn not_running() -> Response {
     refuse(StatusCode::CONFLICT, "no run is sending now")
 }
 
-fn done(app: &App) -> Response {
-    let s = app.hub.state(usize::MAX, None);
+/// What a control call changed.
+fn done(control: &crest_engine::Control) -> Response {
     Json(serde_json::json!({
-        "step": s.step.map(|r| r.label),
-        "paused": s.paused,
-        "users_asked": s.users_asked,
-        "rate": s.rate,
+        "step": control.steps().pop().map(|s| s.name),
+        "paused": control.paused(),
+        "users_asked": control.users_asked(),
+        "rate": control.rate_asked(),
     }))
     .into_response()
 }
@@ -294,7 +294,7 @@ async fn load(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Respon
         _ => return bad("give either \"users\" (with \"spawn_rate\") or \"rate\""),
     };
     match changed {
-        Ok(()) => done(&app),
+        Ok(()) => done(&control),
         Err(e) => control_error(e),
     }
 }
@@ -307,7 +307,7 @@ async fn pause(State(app): State<App>, headers: HeaderMap) -> Response {
         return not_running();
     };
     match control.pause() {
-        Ok(_) => done(&app),
+        Ok(_) => done(&control),
         Err(e) => control_error(e),
     }
 }
@@ -320,7 +320,7 @@ async fn resume(State(app): State<App>, headers: HeaderMap) -> Response {
         return not_running();
     };
     match control.resume() {
-        Ok(_) => done(&app),
+        Ok(_) => done(&control),
         Err(e) => control_error(e),
     }
 }
