@@ -335,10 +335,15 @@ pub fn measure<W: Workload>(
     kept?;
     progress.finish();
 
+    // Stopped from the live page: ended by a condition, which says so.
+    let by_hand = control
+        .as_ref()
+        .and_then(|c| c.stopped_at())
+        .filter(|_| stopped_by.is_none());
     let ended_by = match (interrupt, report.cause) {
         (Some(Interrupt::Int), _) => EndReason::Sigint,
         (Some(Interrupt::Term), _) => EndReason::Sigterm,
-        (None, _) if stopped_by.is_some() => EndReason::Condition,
+        (None, _) if stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
         (None, StopCause::Count) => EndReason::Requests,
         (None, StopCause::Completed) => EndReason::Completed,
         _ => EndReason::Duration,
@@ -346,11 +351,17 @@ pub fn measure<W: Workload>(
     let closing = JournalEnd {
         duration_s: duration.as_secs_f64(),
         ended_by,
-        stopped_by: stopped_by.map(|s| StopRecord {
-            condition: s.condition,
-            at_s: s.at_s,
-            detail: crest_report::fmt::words::stop_detail(&s.reason),
-        }),
+        stopped_by: stopped_by
+            .map(|s| StopRecord {
+                condition: s.condition,
+                at_s: s.at_s,
+                detail: crest_report::fmt::words::stop_detail(&s.reason),
+            })
+            .or(by_hand.map(|at| StopRecord {
+                condition: "stop (live page)".into(),
+                at_s: at.as_secs_f64(),
+                detail: "POST /api/stop".into(),
+            })),
         abandoned: report.abandoned,
         arrivals: opening.target_rps.map(|_| report.arrivals),
         client: Some(ClientStats {

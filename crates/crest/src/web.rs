@@ -83,4 +83,6 @@ pub fn ended(dir: &Path, reason: String) {
     while !hub.end_seen() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A last scrape of /metrics or a look at the API right after the page saw the end.
+    std::thread::sleep(Duration::from_millis(500));
 }

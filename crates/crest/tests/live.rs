@@ -4,87 +4,9 @@
 
 mod common;
 
-use common::{crest, target_metric, target_process};
+use common::{call, crest, live, target_metric, target_process, Live};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-/// A `crest run --web` in the background, with its page's address.
-struct Live {
-    child: Child,
-    /// `127.0.0.1:PORT`.
-    addr: String,
-    token: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `crest run URL ARGS... --web[=ADDR] --quiet --out TMP` with `token` in
-/// CREST_WEB_TOKEN, and reads the page's URL from stderr, which --quiet still prints.
-fn live(url: &str, web: &str, token: &str, args: &[&str]) -> Live {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = crest()
-        .args(["run", url, web, "--quiet", "--out"])
-        .arg(dir.path())
-        .args(args)
-        .env("CREST_WEB_TOKEN", token)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let shown = line
-        .strip_prefix("web: http://")
-        .unwrap_or_else(|| panic!("no web line: {line:?}"));
-    let (addr, token_shown) = shown.trim().split_once("/?token=").unwrap();
-    assert_eq!(token_shown, token, "the URL carries the token in force");
-    // Bound to every address, it is reached on loopback.
-    let addr = addr.replace("0.0.0.0", "127.0.0.1");
-    let l = Live {
-        child,
-        addr,
-        token: token.into(),
-        dir,
-    };
-    // The listener is up before the run begins.
-    let auth = Some(token);
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until {
-        let (_, body) = call(&l.addr, "GET", "/api/state", auth, "");
-        if serde_json::from_str::<Value>(&body).is_ok_and(|s| !s["step"].is_null()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    l
-}
-
-/// One HTTP/1.0 exchange: (status, body).
-fn call(addr: &str, method: &str, path: &str, auth: Option<&str>, body: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
-    (status, body)
-}
 
 fn state(l: &Live) -> Value {
     let (status, body) = call(&l.addr, "GET", "/api/state", None, "");
@@ -187,6 +109,11 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(steps, ["manual", "5 users", "40 users", "5 users"]);
+    assert_eq!(
+        results["ended_by"], "condition",
+        "stopped by hand, and the results say so"
+    );
+    assert_eq!(results["stopped_by"]["condition"], "stop (live page)");
     let per_step = |i: u64| -> u64 {
         results["stats"]
             .as_array()

@@ -62,6 +62,7 @@ pub struct Control {
     ended: AtomicBool,
     /// Users the closed model currently runs, summed over threads (for the page).
     users_now: AtomicU64,
+    stopped_at: OnceLock<Duration>,
 }
 
 const FOLLOW_PLAN: u32 = u32::MAX;
@@ -116,6 +117,18 @@ impl Control {
     pub fn last_planned(&self) -> Option<usize> {
         let first = lock(&self.steps).first().map(|s| s.start)?;
         Some(segment_at(self.planned.get().map_or(&[][..], |p| p), first))
+    }
+
+    /// Records that the run is being stopped by hand, now; the caller then cancels its [`crate::Stop`].
+    pub fn stopping(&self) {
+        if let Ok(at) = self.elapsed() {
+            let _ = self.stopped_at.set(at);
+        }
+    }
+
+    /// When the run was stopped by hand, if it was.
+    pub fn stopped_at(&self) -> Option<Duration> {
+        self.stopped_at.get().copied()
     }
 
     /// Users running now (closed model), summed over the engine's threads.

@@ -20,6 +20,8 @@
         title: title,
         width: width(),
         height: 220,
+        // Seconds from the start of the run, not dates.
+        scales: { x: { time: false } },
         series: [{}].concat(series.map((s) => ({ label: s[0], stroke: s[1], width: 1.5, scale: s[2] || "y" }))),
         axes: [{}, { scale: "y" }].concat(series.some((s) => s[2]) ? [{ scale: "y2", side: 1, grid: { show: false } }] : []),
       },
@@ -35,8 +37,10 @@
   function draw() {
     const t = points.map((p) => p.t);
     const col = (f) => points.map(f);
+    // A second without a request has no latency: a gap, not a zero.
+    const lat = (f) => points.map((p) => (p.ok + p.failed > 0 ? f(p) : null));
     charts.rps.setData([t, col((p) => p.ok), col((p) => p.failed), col((p) => p.iterations)]);
-    charts.latency.setData([t, col((p) => p.p50), col((p) => p.p90), col((p) => p.p99), col((p) => p.max), col((p) => p.ttfb_p99)]);
+    charts.latency.setData([t, lat((p) => p.p50), lat((p) => p.p90), lat((p) => p.p99), lat((p) => p.max), lat((p) => p.ttfb_p99)]);
     charts.load.setData([t, col((p) => p.users), col((p) => p.rate), col((p) => p.in_flight), col((p) => p.dropped), col((p) => p.send_lag_p99)]);
   }
   function rows(id, list, cells, current) {

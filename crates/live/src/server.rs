@@ -78,6 +78,8 @@ pub fn serve(addr: SocketAddr, token: String, hub: Arc<Hub>) -> Result<Server, W
     let router = Router::new()
         .route("/", get(index))
         .route("/assets/{file}", get(asset))
+        // Browsers ask for it on their own; an answer keeps their console free of a 404.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/state", get(state))
         .route("/metrics", get(metrics))
         .route("/api/load", post(load))
@@ -115,6 +117,9 @@ fn refuse(status: StatusCode, why: &str) -> Response {
     r
 }
 
+/// Why a request is refused: its status and the reason given.
+type Refusal = (StatusCode, &'static str);
+
 #[derive(Deserialize, Default)]
 struct Read {
     token: Option<String>,
@@ -133,29 +138,29 @@ impl App {
     }
 
     /// May this request read? On loopback anyone may; elsewhere only with the token.
-    fn may_read(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Response> {
+    fn may_read(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Refusal> {
         if self.loopback {
             return Ok(());
         }
         match self.bearer(headers).or(query) {
-            None => Err(refuse(
+            None => Err((
                 StatusCode::UNAUTHORIZED,
                 "a token is needed: Authorization: Bearer TOKEN",
             )),
             Some(t) if same(t, &self.token) => Ok(()),
-            Some(_) => Err(refuse(StatusCode::FORBIDDEN, "the token is not this run's")),
+            Some(_) => Err((StatusCode::FORBIDDEN, "the token is not this run's")),
         }
     }
 
     /// May this request steer? Only with the token, in the Authorization header.
-    fn may_control(&self, headers: &HeaderMap) -> Result<(), Response> {
+    fn may_control(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         match self.bearer(headers) {
-            None => Err(refuse(
+            None => Err((
                 StatusCode::UNAUTHORIZED,
                 "a token is needed: Authorization: Bearer TOKEN",
             )),
             Some(t) if same(t, &self.token) => Ok(()),
-            Some(_) => Err(refuse(StatusCode::FORBIDDEN, "the token is not this run's")),
+            Some(_) => Err((StatusCode::FORBIDDEN, "the token is not this run's")),
         }
     }
 }
@@ -168,7 +173,7 @@ const UPLOT_CSS: &str = include_str!("../assets/vendor/uplot/uPlot.min.css");
 
 async fn index(State(app): State<App>, headers: HeaderMap, Query(q): Query<Read>) -> Response {
     if let Err(r) = app.may_read(&headers, q.token.as_deref()) {
-        return r;
+        return refuse(r.0, r.1);
     }
     (
         [
@@ -192,7 +197,7 @@ async fn asset(
     axum::extract::Path(file): axum::extract::Path<String>,
 ) -> Response {
     if let Err(r) = app.may_read(&headers, q.token.as_deref()) {
-        return r;
+        return refuse(r.0, r.1);
     }
     let (kind, body) = match file.as_str() {
         "app.js" => ("text/javascript", APP_JS),
@@ -206,14 +211,14 @@ async fn asset(
 
 async fn state(State(app): State<App>, headers: HeaderMap, Query(q): Query<Read>) -> Response {
     if let Err(r) = app.may_read(&headers, q.token.as_deref()) {
-        return r;
+        return refuse(r.0, r.1);
     }
     Json(app.hub.state(q.from, q.epoch)).into_response()
 }
 
 async fn metrics(State(app): State<App>, headers: HeaderMap, Query(q): Query<Read>) -> Response {
     if let Err(r) = app.may_read(&headers, q.token.as_deref()) {
-        return r;
+        return refuse(r.0, r.1);
     }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
@@ -258,7 +263,7 @@ fn control_error(e: crest_engine::ControlError) -> Response {
 
 async fn load(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(r) = app.may_control(&headers) {
-        return r;
+        return refuse(r.0, r.1);
     }
     let load: Load = match serde_json::from_slice(&body) {
         Ok(l) => l,
@@ -301,7 +306,7 @@ async fn load(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Respon
 
 async fn pause(State(app): State<App>, headers: HeaderMap) -> Response {
     if let Err(r) = app.may_control(&headers) {
-        return r;
+        return refuse(r.0, r.1);
     }
     let Some(control) = app.hub.control() else {
         return not_running();
@@ -314,7 +319,7 @@ async fn pause(State(app): State<App>, headers: HeaderMap) -> Response {
 
 async fn resume(State(app): State<App>, headers: HeaderMap) -> Response {
     if let Err(r) = app.may_control(&headers) {
-        return r;
+        return refuse(r.0, r.1);
     }
     let Some(control) = app.hub.control() else {
         return not_running();
@@ -327,11 +332,14 @@ async fn resume(State(app): State<App>, headers: HeaderMap) -> Response {
 
 async fn stop(State(app): State<App>, headers: HeaderMap) -> Response {
     if let Err(r) = app.may_control(&headers) {
-        return r;
+        return refuse(r.0, r.1);
     }
     let Some(stop) = app.hub.stop() else {
         return not_running();
     };
+    if let Some(c) = app.hub.control() {
+        c.stopping();
+    }
     stop.cancel();
     Json(serde_json::json!({ "stopping": true })).into_response()
 }
