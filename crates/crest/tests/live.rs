@@ -4,42 +4,15 @@
 
 mod common;
 
-use common::{call, crest, live, target_metric, target_process, Live};
+use common::{
+    call, crest, live, live_state as state, run_for, step_names, target_metric, target_process, wait_for, Live,
+};
 use serde_json::Value;
-use std::time::{Duration, Instant};
-
-fn state(l: &Live) -> Value {
-    let (status, body) = call(&l.addr, "GET", "/api/state", None, "");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
-}
 
 fn post(l: &Live, path: &str, body: &str) -> Value {
     let (status, text) = call(&l.addr, "POST", path, Some(&l.token), body);
     assert_eq!(status, 200, "{path} {body}: {text}");
     serde_json::from_str(&text).unwrap()
-}
-
-/// Waits until `done` holds of the state, polling; the run's own clock, not this one's, says
-/// when enough has happened.
-fn wait_for(l: &Live, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = state(l);
-        if done(&s) {
-            return s;
-        }
-        assert!(Instant::now() < until, "gave up waiting for {what}: {s:#}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Waits until the run has measured `secs` more whole seconds.
-fn run_for(l: &Live, secs: f64) {
-    let from = state(l)["elapsed_s"].as_f64().unwrap();
-    wait_for(l, "seconds to pass", |s| {
-        s["elapsed_s"].as_f64().unwrap() >= from + secs
-    });
 }
 
 fn finished(mut l: Live) -> (Value, Live) {
@@ -102,12 +75,7 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
     let (_, metrics) = call(&l.addr, "GET", "/metrics", None, "");
     let (results, l) = finished(l);
 
-    let steps: Vec<&str> = results["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let steps = step_names(&results);
     assert_eq!(steps, ["manual", "5 users", "40 users", "5 users"]);
     assert_eq!(
         results["ended_by"], "condition",
@@ -244,11 +212,6 @@ fn on_loopback_reading_is_open_and_control_still_needs_the_token() {
     assert!(target_metric(&t.url, "crest_target_requests_total") > before, "resumed");
     post(&l, "/api/stop", "{}");
     let (results, _l) = finished(l);
-    let steps: Vec<&str> = results["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let steps = step_names(&results);
     assert_eq!(steps, ["run", "paused", "2 users"]);
 }

@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{call, live, target_metric, target_process, Live, TargetProcess};
+use common::{live, run_for, step_names, target_metric, target_process, wait_for, Live, TargetProcess};
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// chromedriver's legacy log endpoint: the browser console's entries since the last call.
 #[derive(Debug)]
@@ -24,33 +24,11 @@ impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
     }
 }
 
-fn state(l: &Live) -> Value {
-    serde_json::from_str(&call(&l.addr, "GET", "/api/state", None, "").1).unwrap()
-}
-
-/// Waits until the run's own clock has moved `secs` whole seconds on.
-fn run_for(l: &Live, secs: f64) {
-    let from = state(l)["elapsed_s"].as_f64().unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    while state(l)["elapsed_s"].as_f64().unwrap() < from + secs {
-        assert!(Instant::now() < until, "the run's clock stood still");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Requests the target counted while the run measured `secs` seconds.
 fn counted_over(t: &TargetProcess, l: &Live, secs: f64) -> u64 {
     let before = target_metric(&t.url, "crest_target_requests_total");
     run_for(l, secs);
     target_metric(&t.url, "crest_target_requests_total") - before
-}
-
-fn wait_state(l: &Live, what: &str, done: impl Fn(&Value) -> bool) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while !done(&state(l)) {
-        assert!(Instant::now() < until, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn free_port() -> u16 {
@@ -125,7 +103,7 @@ fn the_page_shows_the_run_and_steers_it() {
         set("users-input", "5").await;
         set("spawn-input", "100").await;
         click("set-users").await;
-        tokio::task::block_in_place(|| wait_state(&l, "5 users", |s| s["users"] == 5));
+        tokio::task::block_in_place(|| wait_for(&l, "5 users", |s| s["users"] == 5));
         tokio::task::block_in_place(|| run_for(&l, 1.0));
         let at5 = tokio::task::block_in_place(|| counted_over(&t, &l, 3.0));
         let elapsed = text("elapsed").await;
@@ -138,20 +116,20 @@ fn the_page_shows_the_run_and_steers_it() {
         // 20 users: the target counts about four times the rate.
         set("users-input", "20").await;
         click("set-users").await;
-        tokio::task::block_in_place(|| wait_state(&l, "20 users", |s| s["users"] == 20));
+        tokio::task::block_in_place(|| wait_for(&l, "20 users", |s| s["users"] == 20));
         tokio::task::block_in_place(|| run_for(&l, 1.0));
         let at20 = tokio::task::block_in_place(|| counted_over(&t, &l, 3.0));
         assert!(at20 > at5 * 2, "20 users against 5: {at20} against {at5} requests in 3 s");
 
         // Pause: the target's count stands still; resume: it moves again.
         click("pause").await;
-        tokio::task::block_in_place(|| wait_state(&l, "the pause", |s| s["paused"] == true));
+        tokio::task::block_in_place(|| wait_for(&l, "the pause", |s| s["paused"] == true));
         tokio::task::block_in_place(|| run_for(&l, 1.0));
         assert_eq!(tokio::task::block_in_place(|| counted_over(&t, &l, 2.0)), 0, "paused");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert_eq!(text("status").await, "paused");
         click("resume").await;
-        tokio::task::block_in_place(|| wait_state(&l, "the resume", |s| s["paused"] == false));
+        tokio::task::block_in_place(|| wait_for(&l, "the resume", |s| s["paused"] == false));
         assert!(tokio::task::block_in_place(|| counted_over(&t, &l, 2.0)) > 0, "resumed");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let rows = c.find_all(Locator::Css("#steps tbody tr")).await.unwrap().len();
@@ -188,11 +166,6 @@ fn the_page_shows_the_run_and_steers_it() {
     common::check_counts(&l.dir.path().join("results.json"));
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(l.dir.path().join("results.json")).unwrap()).unwrap();
-    let steps: Vec<&str> = results["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let steps = step_names(&results);
     assert_eq!(steps, ["manual", "5 users", "20 users", "paused", "20 users"]);
 }

@@ -304,30 +304,30 @@ async fn load(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Respon
     }
 }
 
-async fn pause(State(app): State<App>, headers: HeaderMap) -> Response {
-    if let Err(r) = app.may_control(&headers) {
+/// Pauses or resumes, with the token.
+fn toggle(
+    app: &App,
+    headers: &HeaderMap,
+    change: fn(&crest_engine::Control) -> Result<bool, crest_engine::ControlError>,
+) -> Response {
+    if let Err(r) = app.may_control(headers) {
         return refuse(r.0, r.1);
     }
     let Some(control) = app.hub.control() else {
         return not_running();
     };
-    match control.pause() {
+    match change(&control) {
         Ok(_) => done(&control),
         Err(e) => control_error(e),
     }
 }
 
+async fn pause(State(app): State<App>, headers: HeaderMap) -> Response {
+    toggle(&app, &headers, crest_engine::Control::pause)
+}
+
 async fn resume(State(app): State<App>, headers: HeaderMap) -> Response {
-    if let Err(r) = app.may_control(&headers) {
-        return refuse(r.0, r.1);
-    }
-    let Some(control) = app.hub.control() else {
-        return not_running();
-    };
-    match control.resume() {
-        Ok(_) => done(&control),
-        Err(e) => control_error(e),
-    }
+    toggle(&app, &headers, crest_engine::Control::resume)
 }
 
 async fn stop(State(app): State<App>, headers: HeaderMap) -> Response {

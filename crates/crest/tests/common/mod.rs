@@ -454,3 +454,42 @@ pub fn call(addr: &str, method: &str, path: &str, auth: Option<&str>, body: &str
     let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
     (status, body)
 }
+
+/// The live API's state, read without a token (on loopback).
+pub fn live_state(l: &Live) -> Value {
+    let (status, body) = call(&l.addr, "GET", "/api/state", None, "");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Waits until `done` holds of the live state, polling; the run's own clock, not this one's,
+/// says when enough has happened.
+pub fn wait_for(l: &Live, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let s = live_state(l);
+        if done(&s) {
+            return s;
+        }
+        assert!(std::time::Instant::now() < until, "gave up waiting for {what}: {s:#}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Waits until the live run has measured `secs` more seconds.
+pub fn run_for(l: &Live, secs: f64) {
+    let from = live_state(l)["elapsed_s"].as_f64().unwrap();
+    wait_for(l, "seconds to pass", |s| {
+        s["elapsed_s"].as_f64().unwrap() >= from + secs
+    });
+}
+
+/// The names of a results document's steps.
+pub fn step_names(results: &Value) -> Vec<String> {
+    results["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
