@@ -215,3 +215,41 @@ fn on_loopback_reading_is_open_and_control_still_needs_the_token() {
     let steps = step_names(&results);
     assert_eq!(steps, ["run", "paused", "2 users"]);
 }
+
+/// Requests the target counted while the run measured `secs` seconds.
+fn counted_over(t: &common::TargetProcess, l: &Live, secs: f64) -> u64 {
+    let before = target_metric(&t.url, "crest_target_requests_total");
+    run_for(l, secs);
+    target_metric(&t.url, "crest_target_requests_total") - before
+}
+
+#[test]
+fn the_arrival_rate_set_by_hand_paces_the_open_model() {
+    let t = target_process(&["--workers", "32"]);
+    let l = live(&t.url, "--web", "rate-token", &["--rate", "20", "-d", "60s"]);
+    let (status, _) = call(&l.addr, "POST", "/api/load", Some(&l.token), r#"{"users": 5}"#);
+    assert_eq!(status, 409, "an open-model run has no users to set");
+    run_for(&l, 1.0);
+    let at20 = counted_over(&t, &l, 3.0);
+    post(&l, "/api/load", r#"{"rate": 200}"#);
+    run_for(&l, 1.0);
+    let at200 = counted_over(&t, &l, 3.0);
+    assert!(
+        at200 > at20 * 3,
+        "200/s against 20/s: {at200} against {at20} requests in 3 s"
+    );
+    post(&l, "/api/load", r#"{"rate": 0}"#);
+    run_for(&l, 1.0);
+    assert_eq!(counted_over(&t, &l, 2.0), 0, "a rate of 0 holds arrivals");
+    post(&l, "/api/stop", "{}");
+    let (results, _l) = finished(l);
+    let steps = step_names(&results);
+    assert_eq!(steps, ["run", "rate 200/s", "rate 0/s"]);
+    let rates: Vec<Value> = results["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rate"].clone())
+        .collect();
+    assert_eq!(rates[1], 200.0);
+}
