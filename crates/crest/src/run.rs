@@ -61,7 +61,6 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
         }
     };
     let mut written = output::write_all(&dir, &measured.results, out)?;
-    crate::web::ended(&dir, crest_report::fmt::words::ended(&measured.results).into());
     written.complete &= measured.whole;
     Ok(exit_code(measured.results.ended_by, &written, out.strict))
 }
