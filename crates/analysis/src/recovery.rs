@@ -1,7 +1,7 @@
 //! How long a service took to recover from a spike: the time from the end of the spike until
 //! latency and errors are back near the baseline's.
 
-use crest_model::results::Results;
+use crest_model::results::{Results, Segment};
 use crest_model::HistError;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -30,15 +30,28 @@ pub struct Recovery {
     pub error_rate: Option<f64>,
 }
 
-/// The recovery, for runs whose segments are a spike profile (baseline, spike, recovery).
+/// The baseline, spike and recovery steps: a spike profile's three, or the last three steps of
+/// a run steered by hand when they went up from a load and back down to it or below (seed 003:
+/// 80, 200, then 60 users; the steps before them, an idle start or a pause, are no baseline).
+fn spike_steps(segments: &[Segment]) -> Option<(&Segment, &Segment, &Segment)> {
+    if let [b, s, a] = segments {
+        if b.name.starts_with("baseline") && s.name.starts_with("spike") && a.name.starts_with("recovery") {
+            return Some((b, s, a));
+        }
+    }
+    let [.., b, s, a] = segments else { return None };
+    let load = |x: &Segment| x.users.map(|u| u as f64).or(x.rate);
+    match (load(b), load(s), load(a)) {
+        (Some(lb), Some(ls), Some(la)) if la > 0.0 && la <= lb && ls > lb && segments.len() > 3 => Some((b, s, a)),
+        _ => None,
+    }
+}
+
+/// The recovery, for runs whose steps end in a spike (see [`spike_steps`]).
 pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
-    let [baseline, spike, after] = r.segments.as_slice() else {
+    let Some((baseline, _spike, after)) = spike_steps(&r.segments) else {
         return Ok(None);
     };
-    if !(baseline.name.starts_with("baseline") && spike.name.starts_with("spike") && after.name.starts_with("recovery"))
-    {
-        return Ok(None);
-    }
     let at = |t: f64| (t / r.interval_s).floor() as usize;
     let mid = (baseline.start_s + baseline.end_s) / 2.0;
     let base = window(r, at(mid), at(baseline.end_s))?;

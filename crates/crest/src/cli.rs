@@ -324,6 +324,27 @@ pub struct OutputArgs {
     /// actual start, name, user, iteration, status, outcome, timings and bytes.
     #[arg(long)]
     pub log_requests: bool,
+
+    #[command(flatten)]
+    pub web: WebArgs,
+}
+
+/// Watching and steering the run from a browser (docs/live.md).
+#[derive(Debug, Args, Clone, Default)]
+pub struct WebArgs {
+    /// Serve a live page, a control API and /metrics while the run goes, on ADDR (--web=ADDR)
+    /// [default: 127.0.0.1 on a free port]. Off loopback, reading needs the token too.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:0")]
+    pub web: Option<SocketAddr>,
+
+    /// The token the page and API ask for [default: $CREST_WEB_TOKEN, or a new random one].
+    #[arg(long, value_name = "TOKEN", requires = "web")]
+    pub web_token: Option<String>,
+
+    /// 'manual': start with no users and wait for the page or API to set them (runs until
+    /// stopped unless -d is given).
+    #[arg(long, value_name = "MODE", value_parser = ["manual"], requires = "web")]
+    pub load: Option<String>,
 }
 
 #[derive(Debug, Args)]

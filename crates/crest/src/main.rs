@@ -26,6 +26,7 @@ mod plan;
 mod progress;
 mod reqlog;
 mod rundir;
+mod web;
 
 use anyhow::Result;
 use clap::Parser;
@@ -46,6 +47,16 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
+    let output = match &cli.command {
+        Command::Run(a) => Some(&a.output),
+        Command::Find(a) => Some(&a.output),
+        Command::Sweep(a) => Some(&a.output),
+        Command::Demo(a) => Some(&a.output),
+        _ => None,
+    };
+    if let Some(o) = output {
+        web::start(&o.web)?;
+    }
     match cli.command {
         Command::Run(a) => run::command(&a, args),
         Command::Validate(a) => validate::validate(&a.file),

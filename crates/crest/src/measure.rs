@@ -119,6 +119,10 @@ struct Running {
     kept: Result<()>,
     /// Requests so far, statements included.
     samples: u64,
+    /// The live page's hub, when `--web` is on: it reads every entry [`Running::keep`] hands on.
+    web: Option<&'static Arc<crest_live::Hub>>,
+    /// Steering from the live page, when `--web` is on.
+    control: Option<Arc<crest_engine::Control>>,
 }
 
 impl Running {
@@ -131,7 +135,10 @@ impl Running {
         quiet: bool,
         journal: Option<(&Path, Option<results::Segment>)>,
     ) -> Result<Self> {
+        let web = crate::web::hub();
+        let control = web.map(|_| Arc::new(crest_engine::Control::new()));
         let shape = Shape {
+            control: control.clone(),
             model: plan.load.clone(),
             threads: plan.threads,
             shard: plan.shard,
@@ -155,7 +162,7 @@ impl Running {
         let reqlog = log_path
             .map(|p| crate::reqlog::Log::create(&p, &plan.names))
             .transpose()?;
-        let cpu_at_start = own_cpu_s();
+        let cpu_at_start = crest_monitor::own::cpu_s();
         let started_at = chrono::Utc::now();
         let start = Instant::now();
         let flows: Vec<String> = config
@@ -196,6 +203,9 @@ impl Running {
             plan.stop.duration.map(|d| start + d),
             plan.stop.requests.map(|n| plan.shard.share(n)),
         );
+        if let Some(w) = web {
+            w.begin(&opening, control.clone(), Some(stop.clone()));
+        }
         let engine = {
             let (stop, shape) = (stop.clone(), shape.clone());
             let part_of = plan.part_of.clone();
@@ -229,6 +239,8 @@ impl Running {
             fold: Fold::default(),
             kept: Ok(()),
             samples: 0,
+            web,
+            control,
         })
     }
 
@@ -314,6 +326,9 @@ impl Running {
         if let Some(j) = self.journal.as_mut() {
             j.write(&entry);
         }
+        if let Some(w) = self.web {
+            w.publish(&entry);
+        }
         self.kept = match &entry {
             Entry::Interval(record) => self.fold.add(record).context("cannot add up an interval"),
             Entry::Points { points } => {
@@ -358,10 +373,16 @@ impl Running {
         std::mem::replace(&mut self.kept, Ok(()))?;
         self.progress.finish();
 
+        // Stopped from the live page: ended by a condition, which says so.
+        let by_hand = self
+            .control
+            .as_ref()
+            .and_then(|c| c.stopped_at())
+            .filter(|_| self.stopped_by.is_none());
         let ended_by = match (self.interrupt, report.cause) {
             (Some(Interrupt::Int), _) => EndReason::Sigint,
             (Some(Interrupt::Term), _) => EndReason::Sigterm,
-            (None, _) if self.stopped_by.is_some() => EndReason::Condition,
+            (None, _) if self.stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
             (None, StopCause::Count) => EndReason::Requests,
             (None, StopCause::Completed) => EndReason::Completed,
             _ => EndReason::Duration,
@@ -369,22 +390,37 @@ impl Running {
         let closing = JournalEnd {
             duration_s: duration.as_secs_f64(),
             ended_by,
-            stopped_by: self.stopped_by.take().map(|s| StopRecord {
-                condition: s.condition,
-                at_s: s.at_s,
-                saw: Some(s.reason),
-                detail: None,
-            }),
+            stopped_by: self
+                .stopped_by
+                .take()
+                .map(|s| StopRecord {
+                    condition: s.condition,
+                    at_s: s.at_s,
+                    saw: Some(s.reason),
+                    detail: None,
+                })
+                .or(by_hand.map(|at| StopRecord {
+                    condition: "stop (live page)".into(),
+                    at_s: at.as_secs_f64(),
+                    saw: None,
+                    detail: None,
+                })),
             abandoned: report.abandoned,
             arrivals: self.opening.target_rps.map(|_| report.arrivals),
             client: Some(ClientStats {
-                cpu_s: (own_cpu_s() - self.cpu_at_start).max(0.0),
+                cpu_s: (crest_monitor::own::cpu_s() - self.cpu_at_start).max(0.0),
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
                 threads: self.threads as u64,
-                peak_rss_bytes: own_peak_rss(),
+                peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
             }),
             monitor,
             users: user_times(&plan.load, &report.user_times, report.users_cut_short),
+            // Steps started by hand follow the plan's last one reached.
+            segments: self
+                .control
+                .as_ref()
+                .filter(|c| !c.steps().is_empty())
+                .map(|c| crest_live::with_live_steps(&self.opening.segments, c)),
         };
         if let Some(mut j) = self.journal.take() {
             j.write(&Entry::End(closing.clone()));
@@ -434,27 +470,6 @@ fn user_times(
             .as_secs_f64(),
         duration: crest_model::hist::EncodedHistogram::encode(&h),
     })
-}
-
-/// CPU seconds this process has used, from /proc (Linux reports them in 1/100 s).
-fn own_cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Peak resident memory of this process in bytes.
-fn own_peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// The configuration as stored: every secret redacted.

@@ -39,6 +39,7 @@ pub fn merge(a: &MergeArgs) -> Result<u8> {
         strict: false,
         force: a.force,
         log_requests: false,
+        web: Default::default(),
     };
     let written = output::write_all(&dir, &results, &out)?;
     Ok(if written.complete {

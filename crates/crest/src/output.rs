@@ -92,6 +92,8 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
             complete: false,
         });
     }
+    // The live page shows the report of every run, search and sweep that had one.
+    crate::web::ended(dir, crest_report::fmt::words::ended(results).into());
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
         eprintln!("report:  {}", dir.join("report.html").display());

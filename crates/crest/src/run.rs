@@ -51,7 +51,8 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 }
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
-fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    let plan = crate::web::manual(plan, &out.web, command_line);
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let journal = dir.join(rundir::JOURNAL);
     let measured = match measure(

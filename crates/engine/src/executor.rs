@@ -1,6 +1,6 @@
 //! The one executor behind every load model and stop rule.
 
-use crate::{Ctx, Stop, StopCause};
+use crate::{Control, Ctx, Stop, StopCause};
 use crest_model::plan::{share, LoadModel, Shard, UsersProfile};
 use crest_model::Sink;
 use crest_schedule::{interleaved, segment_at, users_at, wait, Schedule, Wait};
@@ -60,6 +60,8 @@ pub struct Shape {
     pub tick: Duration,
     /// Start offsets of the run's segments, in order (at least one, at zero).
     pub segments: Vec<Duration>,
+    /// Steering while it runs (the live page), when offered.
+    pub control: Option<Arc<Control>>,
 }
 
 impl Shape {
@@ -123,6 +125,9 @@ where
         }
         LoadModel::Closed { .. } => None,
     };
+    if let Some(c) = &shape.control {
+        c.begin(start, &shape.segments);
+    }
     let mut handles = Vec::with_capacity(threads);
     for k in 0..threads {
         let sink = make_sink(k);
@@ -157,6 +162,9 @@ where
         report.iterations += t.iterations;
         report.user_times.extend(t.user_times);
         report.users_cut_short += t.users_cut_short;
+    }
+    if let Some(c) = &shape.control {
+        c.end();
     }
     // Threads that ran out of work end on their own; only when all have is the run complete.
     stop.complete();
@@ -202,19 +210,40 @@ struct Local<W: Workload> {
     tracker: Tracker,
     start: Instant,
     segments: Vec<Duration>,
+    control: Option<Arc<Control>>,
     /// See [`EngineReport::user_times`].
     user_times: RefCell<Vec<(Duration, Duration)>>,
     users_cut_short: Cell<u64>,
 }
 
 impl<W: Workload> Local<W> {
+    /// The step an iteration starting at `t` belongs to: the one started by hand, once there
+    /// is one, or the plan's.
+    fn segment_at(&self, t: Instant) -> u32 {
+        match self.control.as_ref().and_then(|c| c.step()) {
+            Some(s) => s,
+            None => segment_at(&self.segments, t.saturating_duration_since(self.start)) as u32,
+        }
+    }
+
+    /// Waits while the run is paused by hand (or until it stops). One atomic read when not.
+    async fn unpaused(&self, stop: &Stop) {
+        let Some(c) = &self.control else { return };
+        while c.paused() && !stop.is_stopped(Instant::now()) {
+            tokio::select! {
+                _ = tokio::time::sleep(PAUSE_POLL) => {}
+                _ = stop.cancelled() => {}
+            }
+        }
+    }
+
     /// Runs the workload's `finish` for a user that stops, counted as in flight while it runs.
     /// `who` is the user's id and the number of iterations it ran.
     async fn finish(&self, user: &mut W::User, who: (u64, u64)) {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
         let now = Instant::now();
-        let segment = segment_at(&self.segments, now.saturating_duration_since(self.start)) as u32;
+        let segment = self.segment_at(now);
         let ctx = Ctx {
             start: self.start,
             intended: now,
@@ -247,7 +276,7 @@ impl<W: Workload> Local<W> {
     /// Runs an iteration already counted by [`Local::reserve`].
     async fn run_reserved(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
         let t = &self.tracker;
-        let segment = segment_at(&self.segments, intended.saturating_duration_since(self.start)) as u32;
+        let segment = self.segment_at(intended);
         let ctx = Ctx {
             start: self.start,
             intended,
@@ -291,6 +320,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         tracker: Tracker::default(),
         start,
         segments: shape.segments.clone(),
+        control: shape.control.clone(),
         user_times: RefCell::new(Vec::new()),
         users_cut_short: Cell::new(0),
     });
@@ -365,6 +395,9 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     })
 }
 
+/// How often a paused user looks again whether the run was resumed.
+const PAUSE_POLL: Duration = Duration::from_millis(20);
+
 /// How often the closed model's controller matches the users running to the profile.
 const CONTROL_EVERY: Duration = Duration::from_millis(50);
 
@@ -384,6 +417,8 @@ async fn closed<W: Workload>(
     // Users started, in order, each with the flag that retires it after its current iteration.
     let mut running: Vec<Rc<Cell<bool>>> = Vec::new();
     let mut spawned = 0u64;
+    // Users of this thread last added to the control's count.
+    let mut counted = 0u64;
     let final_share = share(profile.stages.last().map_or(profile.start, |s| s.to), lane, lanes);
     let profile_end: Duration = profile.stages.iter().map(|s| s.duration).sum();
     loop {
@@ -392,7 +427,8 @@ async fn closed<W: Workload>(
             break;
         }
         let elapsed = now.saturating_duration_since(local.start);
-        let target = share(users_at(profile, elapsed), lane, lanes);
+        let asked = local.control.as_ref().and_then(|c| c.users_at(elapsed));
+        let target = share(asked.unwrap_or_else(|| users_at(profile, elapsed)), lane, lanes);
         match iterations {
             None => {
                 running.retain(|r| !r.get());
@@ -411,6 +447,10 @@ async fn closed<W: Workload>(
                     if let Some(r) = running.pop() {
                         r.set(true);
                     }
+                }
+                if let Some(c) = &local.control {
+                    c.add_users_now(running.len() as i64 - counted as i64);
+                    counted = running.len() as u64;
                 }
             }
             Some(n) => {
@@ -439,6 +479,9 @@ async fn closed<W: Workload>(
             _ = stop.cancelled() => {}
         }
     }
+    if let Some(c) = &local.control {
+        c.add_users_now(-(counted as i64));
+    }
 }
 
 /// Starts one user; returns the flag that retires it.
@@ -465,6 +508,10 @@ fn spawn_user<W: Workload>(
         let mut first = None;
         while !flag.get() && iterations.is_none_or(|n| done < n) {
             let now = Instant::now();
+            if local.control.as_ref().is_some_and(|c| c.paused()) {
+                local.unpaused(&stop).await;
+                continue;
+            }
             if !stop.claim(now) {
                 break;
             }
@@ -527,7 +574,53 @@ async fn open<W: Workload>(
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
     let mut pacer = Pacer::new();
-    while let Some(at) = schedule.at(interleaved(lane, lanes, j)) {
+    // A rate set by hand: from when, from which of this thread's arrivals, at what rate.
+    let mut by_hand: Option<(Duration, u64, f64)> = None;
+    let mut seen = 0u64;
+    loop {
+        if let Some(c) = &local.control {
+            if c.paused() {
+                next.set(None);
+                serving(&mut in_flight, local.unpaused(stop)).await;
+            }
+            if stop.is_stopped(Instant::now()) {
+                break;
+            }
+            if c.generation() != seen {
+                seen = c.generation();
+                let now = Instant::now().saturating_duration_since(local.start);
+                by_hand = c.rate().map(|r| (now, j, r));
+                if by_hand.is_none() {
+                    // Resumed on the plan's schedule: the arrivals due while paused are skipped,
+                    // not sent in a burst.
+                    while schedule.at(interleaved(lane, lanes, j)).is_some_and(|at| at < now) {
+                        j += 1;
+                    }
+                }
+            }
+            if by_hand.is_some_and(|(_, _, r)| r <= 0.0) {
+                next.set(None);
+                serving(&mut in_flight, async {
+                    while c.generation() == seen && !stop.is_stopped(Instant::now()) {
+                        tokio::select! {
+                            _ = tokio::time::sleep(PAUSE_POLL) => {}
+                            _ = stop.cancelled() => {}
+                        }
+                    }
+                })
+                .await;
+                continue;
+            }
+        }
+        let at = match by_hand {
+            Some((from, j0, r)) => {
+                from + Duration::from_secs_f64(((j - j0) * lanes as u64 + lane as u64 + 1) as f64 / r)
+            }
+            None => match schedule.at(interleaved(lane, lanes, j)) {
+                Some(at) => at,
+                None => break,
+            },
+        };
         let due = local.start + at;
         if let Some(deadline) = stop.deadline() {
             if due >= deadline {

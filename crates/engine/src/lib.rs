@@ -18,10 +18,12 @@
 //! figures.
 #![warn(missing_docs)]
 
+mod control;
 mod executor;
 mod stop;
 mod unanswered;
 
+pub use control::{Control, ControlError, LiveStep};
 pub use executor::{run, EngineReport, Shape, Workload};
 pub use stop::{Stop, StopCause};
 pub use unanswered::Unanswered;

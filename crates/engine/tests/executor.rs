@@ -69,6 +69,7 @@ fn shape(model: LoadModel, threads: usize) -> Shape {
         grace: Duration::from_millis(300),
         tick: Duration::from_millis(50),
         segments: vec![Duration::ZERO],
+        control: None,
     }
 }
 

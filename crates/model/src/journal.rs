@@ -26,9 +26,10 @@ use std::io::BufRead;
 /// The value of [`Start::schema`].
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// The journal format's version. Version 2 added monitor samples, version 3 a small run's
-/// requests one by one, version 4 the iterations of a scenario's flows; an older journal (which
-/// has none) is read as it is, a later version refused.
-pub const JOURNAL_VERSION: u32 = 4;
+/// requests one by one, version 4 the iterations of a scenario's flows, version 5 the steps as
+/// run when they were steered by hand; an older journal (which has none) is read as it is, a
+/// later version refused.
+pub const JOURNAL_VERSION: u32 = 5;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
@@ -135,6 +136,10 @@ pub struct End {
     /// How long each user took, in runs with a fixed number of iterations per user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<crate::results::UserTimes>,
+    /// The steps as run, when they were changed while it ran (steered from the live page):
+    /// they replace the planned ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<Segment>>,
 }
 
 /// A journal could not be read.
@@ -399,7 +404,10 @@ impl Fold {
                 Vec::new()
             },
             flows: start.flows.clone(),
-            segments: crate::results::reached_segments(&start.segments, duration_s),
+            segments: crate::results::reached_segments(
+                end.and_then(|e| e.segments.as_deref()).unwrap_or(&start.segments),
+                duration_s,
+            ),
             stats,
             iterations,
             status_codes: self.status_codes,

@@ -196,6 +196,7 @@ fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeEr
         client: None,
         monitor: first.monitor.clone(),
         users: merged_users(ends.iter().map(|e| e.users.as_ref()))?,
+        segments: first.segments.clone(),
     }))
 }
 

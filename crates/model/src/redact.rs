@@ -152,11 +152,17 @@ fn redact_userinfo(base: &str) -> String {
     }
 }
 
-/// Redacts a command line: values of `-H`/`--header` with secret names, and URLs.
+/// Redacts a command line: values of `-H`/`--header` with secret names, the value after a flag
+/// whose name is secret (`--web-token TOKEN`), and URLs.
 pub fn command_line(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut next_is_header = false;
+    let mut next_is_secret = false;
     for arg in args {
+        if std::mem::take(&mut next_is_secret) {
+            out.push(REDACTED.to_string());
+            continue;
+        }
         if next_is_header {
             out.push(header_arg(arg));
             next_is_header = false;
@@ -164,6 +170,12 @@ pub fn command_line(args: &[String]) -> Vec<String> {
         }
         if arg == "-H" || arg == "--header" {
             next_is_header = true;
+            out.push(arg.clone());
+        } else if arg
+            .strip_prefix("--")
+            .is_some_and(|f| !f.contains('=') && is_secret_name(f))
+        {
+            next_is_secret = true;
             out.push(arg.clone());
         } else if let Some(h) = arg.strip_prefix("--header=") {
             out.push(format!("--header={}", header_arg(h)));
@@ -426,6 +438,27 @@ mod tests {
         for name in ["Accept", "zipcode", "page", "limit", "X-Request-Id", "user", "entities"] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn the_value_after_a_secret_flag_is_redacted_in_both_spellings() {
+        let args: Vec<String> = [
+            "crest",
+            "run",
+            "--web",
+            "--web-token",
+            "t0ps3cret",
+            "--web-token=t2",
+            "http://h/",
+        ]
+        .map(String::from)
+        .to_vec();
+        let shown = command_line(&args).join(" ");
+        assert!(!shown.contains("t0ps3cret") && !shown.contains("t2"), "{shown}");
+        assert!(
+            shown.contains("--web "),
+            "a flag without a value keeps the next argument: {shown}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 mod error;
 mod host;
+pub mod own;
 mod postgres;
 mod process;
 mod prometheus;

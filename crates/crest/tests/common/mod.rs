@@ -397,3 +397,121 @@ pub fn compared<'a>(c: &'a Value, metric: &str) -> &'a Value {
         .find(|r| r["metric"] == metric)
         .unwrap_or_else(|| panic!("no row {metric:?} in {c:#}"))
 }
+
+/// A `crest run --web` in the background, with its page's address.
+pub struct Live {
+    pub child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    pub token: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `crest run URL ARGS... --web[=ADDR] --quiet --out TMP` with `token` in
+/// CREST_WEB_TOKEN, and reads the page's URL from stderr, which --quiet still prints.
+pub fn live(url: &str, web: &str, token: &str, args: &[&str]) -> Live {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = crest()
+        .args(["run", url, web, "--quiet", "--out"])
+        .arg(dir.path())
+        .args(args)
+        .env("CREST_WEB_TOKEN", token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let shown = line
+        .strip_prefix("web: http://")
+        .unwrap_or_else(|| panic!("no web line: {line:?}"));
+    let (addr, token_shown) = shown.trim().split_once("/?token=").unwrap();
+    assert_eq!(token_shown, token, "the URL carries the token in force");
+    // Bound to every address, it is reached on loopback.
+    let addr = addr.replace("0.0.0.0", "127.0.0.1");
+    let l = Live {
+        child,
+        addr,
+        token: token.into(),
+        dir,
+    };
+    // The listener is up before the run begins.
+    let auth = Some(token);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < until {
+        let (_, body) = call(&l.addr, "GET", "/api/state", auth, "");
+        if serde_json::from_str::<Value>(&body).is_ok_and(|s| !s["step"].is_null()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    l
+}
+
+/// One HTTP/1.0 exchange: (status, body).
+pub fn call(addr: &str, method: &str, path: &str, auth: Option<&str>, body: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    std::io::Write::write_fmt(
+        &mut s,
+        format_args!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+        ),
+    )
+    .unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut s, &mut text).unwrap();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+    (status, body)
+}
+
+/// The live API's state, read without a token (on loopback).
+pub fn live_state(l: &Live) -> Value {
+    let (status, body) = call(&l.addr, "GET", "/api/state", None, "");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Waits until `done` holds of the live state, polling; the run's own clock, not this one's,
+/// says when enough has happened.
+pub fn wait_for(l: &Live, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let s = live_state(l);
+        if done(&s) {
+            return s;
+        }
+        assert!(std::time::Instant::now() < until, "gave up waiting for {what}: {s:#}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Waits until the live run has measured `secs` more seconds.
+pub fn run_for(l: &Live, secs: f64) {
+    let from = live_state(l)["elapsed_s"].as_f64().unwrap();
+    wait_for(l, "seconds to pass", |s| {
+        s["elapsed_s"].as_f64().unwrap() >= from + secs
+    });
+}
+
+/// The names of a results document's steps.
+pub fn step_names(results: &Value) -> Vec<String> {
+    results["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}

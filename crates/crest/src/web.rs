@@ -1,0 +1,88 @@
+//! `--web`: this process's runs on a live page, steered through its API (crates/live).
+//!
+//! One listener per process: a search or a sweep shows its probes or points one after another
+//! on the same page.
+
+use crate::cli::WebArgs;
+use anyhow::{Context, Result};
+use crest_live::{Ended, Hub};
+use crest_model::plan::{LoadModel, Plan, SegmentPlan, UsersProfile};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+static HUB: OnceLock<Arc<Hub>> = OnceLock::new();
+
+/// Starts the listener when `--web` was given and prints its URL, even with --quiet: without
+/// it the page cannot be opened.
+pub fn start(args: &WebArgs) -> Result<()> {
+    let Some(addr) = args.web else { return Ok(()) };
+    let token = match args
+        .web_token
+        .clone()
+        .or_else(|| std::env::var("CREST_WEB_TOKEN").ok())
+        .filter(|t| !t.trim().is_empty())
+    {
+        Some(t) => t.trim().to_string(),
+        None => crest_live::new_token().context("cannot make a token for --web")?,
+    };
+    let hub = Arc::new(Hub::new());
+    let server = crest_live::serve(addr, token, Arc::clone(&hub)).context("--web")?;
+    eprintln!("web: {}", server.url());
+    let _ = HUB.set(hub);
+    Ok(())
+}
+
+/// The hub runs publish to, when `--web` was given.
+pub fn hub() -> Option<&'static Arc<Hub>> {
+    HUB.get()
+}
+
+/// `--load manual`: the plan's request and bounds, with no users until the first command.
+/// Without `-d` such a run goes on until it is stopped (the page, the API, Ctrl-C).
+pub fn manual(mut plan: Plan, args: &WebArgs, command_line: &[String]) -> Plan {
+    if args.load.as_deref() != Some("manual") {
+        return plan;
+    }
+    plan.load = LoadModel::Closed {
+        users: UsersProfile {
+            start: 0,
+            stages: vec![],
+        },
+        iterations: None,
+    };
+    plan.segments = vec![SegmentPlan {
+        name: "manual".into(),
+        start: Duration::ZERO,
+        users: Some(0),
+        rate: None,
+    }];
+    let duration_given = command_line
+        .iter()
+        .any(|a| a.starts_with("-d") || a.starts_with("--duration"));
+    if !duration_given {
+        plan.stop.duration = None;
+    }
+    plan
+}
+
+/// The run ended and its files are in `dir`: the page shows its report. Waits a little for a
+/// page that is open to read it, as the process is about to end.
+pub fn ended(dir: &Path, reason: String) {
+    let Some(hub) = hub() else { return };
+    hub.finish(Ended {
+        reason,
+        dir: Some(dir.display().to_string()),
+        summary: std::fs::read_to_string(dir.join("report.md")).ok(),
+        report_html: std::fs::read_to_string(dir.join("report.html")).ok(),
+    });
+    if !hub.watched() {
+        return;
+    }
+    let until = Instant::now() + Duration::from_secs(3);
+    while !hub.end_seen() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A last scrape of /metrics or a look at the API right after the page saw the end.
+    std::thread::sleep(Duration::from_millis(500));
+}

@@ -1,0 +1,307 @@
+//! Steering a run while it goes: users, arrival rate, pause.
+//!
+//! A [`Control`] is shared by the engine's threads and whoever steers (the live page's API).
+//! Each change starts a new step, so a run driven by hand is analysed like a stepping profile.
+//! What an iteration reads on its way (paused? which step?) is an atomic; the settings behind a
+//! change sit under a lock read only by the closed model's controller (every 50 ms) and by the
+//! open model when the setting's generation moves.
+
+use crest_schedule::segment_at;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A step started by hand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveStep {
+    /// What it set: `20 users`, `rate 50/s`, `paused`.
+    pub name: String,
+    /// Start, from the start of the run.
+    pub start: Duration,
+    /// Users asked for (closed model).
+    pub users: Option<u64>,
+    /// Arrivals per second asked for (open model).
+    pub rate: Option<f64>,
+}
+
+/// What the run follows now.
+#[derive(Clone, Debug, Default)]
+struct Setting {
+    /// Closed model: users asked for, reached at `spawn_rate` per second from `from` users at
+    /// `since` (None: follow the plan's profile).
+    users: Option<(u64, f64, u64, Duration)>,
+    /// Open model: arrivals per second (None: follow the plan's schedule).
+    rate: Option<f64>,
+}
+
+/// A change that cannot be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ControlError {
+    /// The run has not started or has ended.
+    #[error("the run is not sending")]
+    NotRunning,
+    /// A value out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The shared handle on a running run. Create one, hand it to [`crate::Shape::control`], keep a
+/// clone (it is `Arc`-shared by the caller) to steer.
+#[derive(Debug, Default)]
+pub struct Control {
+    start: OnceLock<Instant>,
+    /// The plan's step starts, as the engine got them.
+    planned: OnceLock<Vec<Duration>>,
+    paused: AtomicBool,
+    /// Index of the current step once something was changed by hand; `u32::MAX` before.
+    step: AtomicU32,
+    /// Bumped at every change of setting or pause, so the open model resets its schedule.
+    generation: AtomicU64,
+    setting: Mutex<Setting>,
+    steps: Mutex<Vec<LiveStep>>,
+    ended: AtomicBool,
+    /// Users the closed model currently runs, summed over threads (for the page).
+    users_now: AtomicU64,
+    stopped_at: OnceLock<Duration>,
+}
+
+const FOLLOW_PLAN: u32 = u32::MAX;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding it leaves plain data that is still whole.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Control {
+    /// A control that follows the plan until told otherwise.
+    pub fn new() -> Self {
+        Control {
+            step: AtomicU32::new(FOLLOW_PLAN),
+            ..Default::default()
+        }
+    }
+
+    /// Called by the engine as it starts.
+    pub(crate) fn begin(&self, start: Instant, planned: &[Duration]) {
+        let _ = self.start.set(start);
+        let _ = self.planned.set(planned.to_vec());
+    }
+
+    /// Called by the engine when sending stops: later changes are refused.
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
+
+    /// True while paused: no iteration starts.
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// The step an iteration starting now belongs to, if one was started by hand.
+    pub(crate) fn step(&self) -> Option<u32> {
+        let s = self.step.load(Ordering::Relaxed);
+        (s != FOLLOW_PLAN).then_some(s)
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The steps started by hand so far, in order.
+    pub fn steps(&self) -> Vec<LiveStep> {
+        lock(&self.steps).clone()
+    }
+
+    /// Index of the plan's step in force when the first change was made: the steps of the
+    /// plan after it never ran. None while nothing was changed.
+    pub fn last_planned(&self) -> Option<usize> {
+        let first = lock(&self.steps).first().map(|s| s.start)?;
+        Some(segment_at(self.planned.get().map_or(&[][..], |p| p), first))
+    }
+
+    /// Records that the run is being stopped by hand, now; the caller then cancels its [`crate::Stop`].
+    pub fn stopping(&self) {
+        if let Ok(at) = self.elapsed() {
+            let _ = self.stopped_at.set(at);
+        }
+    }
+
+    /// When the run was stopped by hand, if it was.
+    pub fn stopped_at(&self) -> Option<Duration> {
+        self.stopped_at.get().copied()
+    }
+
+    /// Users running now (closed model), summed over the engine's threads.
+    pub fn users_now(&self) -> u64 {
+        self.users_now.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add_users_now(&self, delta: i64) {
+        if delta >= 0 {
+            self.users_now.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            self.users_now.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
+    }
+
+    /// The users asked for and their spawn rate, once set by hand.
+    pub fn users_asked(&self) -> Option<(u64, f64)> {
+        lock(&self.setting).users.map(|(u, r, _, _)| (u, r))
+    }
+
+    /// The arrival rate asked for, once set by hand.
+    pub fn rate_asked(&self) -> Option<f64> {
+        lock(&self.setting).rate
+    }
+
+    fn elapsed(&self) -> Result<Duration, ControlError> {
+        if self.ended.load(Ordering::Acquire) {
+            return Err(ControlError::NotRunning);
+        }
+        let start = self.start.get().ok_or(ControlError::NotRunning)?;
+        Ok(start.elapsed())
+    }
+
+    /// Starts a step named `name` now.
+    fn new_step(&self, name: String, users: Option<u64>, rate: Option<f64>, at: Duration) {
+        let mut steps = lock(&self.steps);
+        let index = match self.step() {
+            Some(s) => s + 1,
+            None => segment_at(self.planned.get().map_or(&[][..], |p| p), at) as u32 + 1,
+        };
+        steps.push(LiveStep {
+            name,
+            start: at,
+            users,
+            rate,
+        });
+        self.step.store(index, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Asks for `users` users, started (or retired) at `spawn_rate` per second from those asked
+    /// for now. `current` is how many the run has at this moment (what the profile asks).
+    pub fn set_users(&self, users: u64, spawn_rate: f64, current: u64) -> Result<(), ControlError> {
+        if !(spawn_rate > 0.0 && spawn_rate.is_finite()) {
+            return Err(ControlError::Invalid(format!(
+                "spawn_rate must be a positive number of users per second, not {spawn_rate}"
+            )));
+        }
+        let at = self.elapsed()?;
+        {
+            let mut s = lock(&self.setting);
+            let from = s.users.map_or(current, |u| users_at(u, at));
+            s.users = Some((users, spawn_rate, from, at));
+        }
+        self.new_step(format!("{users} users"), Some(users), None, at);
+        Ok(())
+    }
+
+    /// Asks for `rate` arrivals per second from now.
+    pub fn set_rate(&self, rate: f64) -> Result<(), ControlError> {
+        if !(rate >= 0.0 && rate.is_finite()) {
+            return Err(ControlError::Invalid(format!(
+                "rate must be a number of arrivals per second of at least 0, not {rate}"
+            )));
+        }
+        let at = self.elapsed()?;
+        lock(&self.setting).rate = Some(rate);
+        self.new_step(format!("rate {rate}/s"), None, Some(rate), at);
+        Ok(())
+    }
+
+    /// Pauses: no iteration starts until [`Control::resume`]; those in flight finish.
+    /// Returns false when already paused.
+    pub fn pause(&self) -> Result<bool, ControlError> {
+        let at = self.elapsed()?;
+        if self.paused.swap(true, Ordering::Relaxed) {
+            return Ok(false);
+        }
+        self.new_step("paused".into(), Some(0), None, at);
+        Ok(true)
+    }
+
+    /// Resumes what the run followed before the pause. Returns false when not paused.
+    pub fn resume(&self) -> Result<bool, ControlError> {
+        let at = self.elapsed()?;
+        if !self.paused.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let (users, rate) = {
+            let s = lock(&self.setting);
+            (s.users.map(|u| u.0), s.rate)
+        };
+        // Nothing set by hand: the users the plan had running come back.
+        let users = users.or(Some(self.users_now()).filter(|n| *n > 0));
+        let name = match (users, rate) {
+            (Some(u), _) => format!("{u} users"),
+            (None, Some(r)) => format!("rate {r}/s"),
+            (None, None) => "resumed".into(),
+        };
+        self.new_step(name, users, rate, at);
+        self.paused.store(false, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Closed model: the users asked for at `elapsed`, if set by hand.
+    pub(crate) fn users_at(&self, elapsed: Duration) -> Option<u64> {
+        lock(&self.setting).users.map(|u| users_at(u, elapsed))
+    }
+
+    /// Open model: the arrival rate set by hand, if any.
+    pub(crate) fn rate(&self) -> Option<f64> {
+        lock(&self.setting).rate
+    }
+}
+
+/// Users of a setting by hand at `t`: a ramp from `from` at `spawn_rate` per second.
+fn users_at((to, spawn_rate, from, since): (u64, f64, u64, Duration), t: Duration) -> u64 {
+    let moved = (t.saturating_sub(since).as_secs_f64() * spawn_rate).floor() as u64;
+    if to >= from {
+        from.saturating_add(moved).min(to)
+    } else {
+        from.saturating_sub(moved).max(to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn users_ramp_at_the_spawn_rate_both_ways() {
+        let s = (20, 5.0, 4, Duration::from_secs(10));
+        assert_eq!(users_at(s, Duration::from_secs(10)), 4);
+        assert_eq!(users_at(s, Duration::from_secs(12)), 14);
+        assert_eq!(users_at(s, Duration::from_secs(60)), 20);
+        let down = (5, 10.0, 40, Duration::ZERO);
+        assert_eq!(users_at(down, Duration::from_secs(1)), 30);
+        assert_eq!(users_at(down, Duration::from_secs(9)), 5);
+    }
+
+    #[test]
+    fn each_change_starts_the_next_step_after_the_plans_step_in_force() {
+        let c = Control::new();
+        c.begin(
+            Instant::now() - Duration::from_secs(15),
+            &[Duration::ZERO, Duration::from_secs(10), Duration::from_secs(20)],
+        );
+        assert_eq!(c.step(), None);
+        c.set_users(40, 100.0, 5).unwrap();
+        assert_eq!(
+            c.step(),
+            Some(2),
+            "plan step 1 was in force, so the first change is step 2"
+        );
+        assert!(c.pause().unwrap());
+        assert!(!c.pause().unwrap(), "a second pause changes nothing");
+        assert!(c.resume().unwrap());
+        assert_eq!(c.step(), Some(4));
+        let names: Vec<String> = c.steps().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["40 users", "paused", "40 users"]);
+        assert_eq!(c.last_planned(), Some(1));
+        c.end();
+        assert_eq!(c.set_rate(3.0), Err(ControlError::NotRunning));
+        assert!(matches!(c.set_users(1, 0.0, 0), Err(ControlError::Invalid(_))));
+    }
+}

@@ -1,0 +1,192 @@
+//! `/metrics`: the run so far in the Prometheus text format, named as Prometheus users expect
+//! (a `crest_` prefix, base units, `_total` on counters). Its counters are the sums of the
+//! intervals published so far, so at the end of the run they equal results.json's.
+
+use crate::hub::Hub;
+use std::fmt::Write;
+
+/// Upper bounds of the latency histogram's buckets, in seconds.
+const BUCKETS_S: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// A label value, escaped as the text format asks.
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A metric name made of what Prometheus allows.
+fn metric_name(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect()
+}
+
+fn head(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The scrape.
+pub fn render(hub: &Hub) -> String {
+    let control = hub.control();
+    let model = hub.model();
+    let k = hub.kept();
+    let mut out = String::new();
+    head(
+        &mut out,
+        "crest_requests_total",
+        "counter",
+        "Requests ended, by name and outcome.",
+    );
+    for ((name, outcome), t) in &k.by_name_outcome {
+        let _ = writeln!(
+            out,
+            "crest_requests_total{{name=\"{}\",outcome=\"{}\"}} {}",
+            esc(name),
+            esc(outcome),
+            t.count
+        );
+    }
+    head(
+        &mut out,
+        "crest_request_failures_total",
+        "counter",
+        "Requests that failed, by name and outcome.",
+    );
+    for ((name, outcome), t) in k.by_name_outcome.iter().filter(|(_, t)| t.failures > 0) {
+        let _ = writeln!(
+            out,
+            "crest_request_failures_total{{name=\"{}\",outcome=\"{}\"}} {}",
+            esc(name),
+            esc(outcome),
+            t.failures
+        );
+    }
+    let h = &k.total.latency;
+    head(
+        &mut out,
+        "crest_request_duration_seconds",
+        "histogram",
+        "Time of each request, from its intended start.",
+    );
+    for le in BUCKETS_S {
+        let n = if h.is_empty() {
+            0
+        } else {
+            h.count_between(0, (le * 1e6) as u64)
+        };
+        let _ = writeln!(out, "crest_request_duration_seconds_bucket{{le=\"{le}\"}} {n}");
+    }
+    let _ = writeln!(
+        out,
+        "crest_request_duration_seconds_bucket{{le=\"+Inf\"}} {}",
+        k.total.count
+    );
+    // The recorded histograms keep values, not their exact sum: mean times count.
+    let sum = if h.is_empty() {
+        0.0
+    } else {
+        h.mean() * h.len() as f64 / 1e6
+    };
+    let _ = writeln!(out, "crest_request_duration_seconds_sum {sum}");
+    let _ = writeln!(out, "crest_request_duration_seconds_count {}", k.total.count);
+    head(
+        &mut out,
+        "crest_sent_bytes_total",
+        "counter",
+        "Bytes sent by requests that ended.",
+    );
+    let _ = writeln!(out, "crest_sent_bytes_total {}", k.total.bytes_sent);
+    head(
+        &mut out,
+        "crest_received_bytes_total",
+        "counter",
+        "Bytes received by requests that ended.",
+    );
+    let _ = writeln!(out, "crest_received_bytes_total {}", k.total.bytes_received);
+    head(
+        &mut out,
+        "crest_iterations_total",
+        "counter",
+        "Scenario iterations that ended.",
+    );
+    let _ = writeln!(out, "crest_iterations_total {}", k.iterations);
+    head(
+        &mut out,
+        "crest_dropped_arrivals_total",
+        "counter",
+        "Open model: arrivals dropped at the cap on iterations in flight.",
+    );
+    let _ = writeln!(out, "crest_dropped_arrivals_total {}", k.dropped);
+    let last = k.parts.last();
+    if model.as_deref() == Some("closed") {
+        head(&mut out, "crest_users", "gauge", "Virtual users running.");
+        let _ = writeln!(out, "crest_users {}", control.as_ref().map_or(0, |c| c.users_now()));
+    }
+    let rate = control
+        .as_ref()
+        .and_then(|c| c.rate_asked())
+        .or(last.and_then(|p| p.start.target_rps));
+    if let Some(r) = rate {
+        head(
+            &mut out,
+            "crest_arrival_rate_per_second",
+            "gauge",
+            "Open model: arrivals per second asked for.",
+        );
+        let _ = writeln!(out, "crest_arrival_rate_per_second {r}");
+    }
+    if let Some(lag) = k.last_send_lag_p99_s() {
+        head(
+            &mut out,
+            "crest_send_lag_p99_seconds",
+            "gauge",
+            "Open model: send lag p99 in the last interval.",
+        );
+        let _ = writeln!(out, "crest_send_lag_p99_seconds {lag}");
+    }
+    head(&mut out, "crest_paused", "gauge", "1 while the run is paused by hand.");
+    let _ = writeln!(
+        out,
+        "crest_paused {}",
+        u8::from(control.as_ref().is_some_and(|c| c.paused()))
+    );
+    head(
+        &mut out,
+        "crest_process_cpu_seconds_total",
+        "counter",
+        "CPU time crest has used.",
+    );
+    let _ = writeln!(out, "crest_process_cpu_seconds_total {}", crest_monitor::own::cpu_s());
+    head(
+        &mut out,
+        "crest_process_resident_memory_bytes",
+        "gauge",
+        "crest's resident memory.",
+    );
+    let _ = writeln!(
+        out,
+        "crest_process_resident_memory_bytes {}",
+        crest_monitor::own::rss_bytes()
+    );
+    let mut named = std::collections::BTreeSet::new();
+    for m in k.monitor.values() {
+        let name = format!("crest_monitor_{}", metric_name(&m.key.metric));
+        if named.insert(name.clone()) {
+            head(
+                &mut out,
+                &name,
+                "gauge",
+                &format!("Monitored: {} ({}).", m.title.replace('\n', " "), m.unit),
+            );
+        }
+        let labels: Vec<String> = m
+            .key
+            .labels
+            .iter()
+            .map(|(l, v)| format!("{}=\"{}\"", metric_name(l), esc(v)))
+            .collect();
+        let _ = writeln!(out, "{name}{{{}}} {}", labels.join(","), m.value);
+    }
+    out
+}
