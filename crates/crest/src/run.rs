@@ -17,7 +17,7 @@ pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
     if a.url.contains("://") {
         let plan = plan::resolve(a)?;
         return match plan::levels(a)?.as_slice() {
-            [_] => quick(plan, args, &a.output),
+            [] | [_] => quick(plan, args, &a.output),
             levels => crate::levels::run(plan, levels, a, args),
         };
     }
