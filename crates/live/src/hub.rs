@@ -663,4 +663,3 @@ mod tests {
         assert!(s.epoch > 0);
     }
 }
-
