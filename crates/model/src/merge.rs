@@ -8,9 +8,11 @@
 //! generator sending all of it would have written: its percentiles are those of one histogram of
 //! every request. A collector merging live streams adds the same records the same way.
 
-use crate::hist::{new_histogram, HistError};
+use crate::hist::HistError;
 use crate::journal::{End, Fold, IntervalRecord, Journal, Start};
-use crate::results::{ClientStats, EndReason, IntervalIterations, IterationSum, Results, Stat, UserTimes, FAILED_KEPT};
+use crate::results::{
+    ClientStats, EndReason, IntervalIterations, IterationSum, Results, StatSum, UserTimes, FAILED_KEPT,
+};
 use crate::EncodedHistogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -230,7 +232,7 @@ fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
         requests = requests.saturating_add(r.interval.requests);
         failures = failures.saturating_add(r.interval.failures);
         dropped = dropped.saturating_add(r.interval.dropped);
-        add_hist(&mut send_lag, r.send_lag.as_ref())?;
+        crate::hist::add_encoded(&mut send_lag, r.send_lag.as_ref())?;
     }
     let end = j.end.as_ref();
     Ok(WorkerRecord {
@@ -248,13 +250,6 @@ fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
         send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
         client: end.and_then(|e| e.client.clone()),
     })
-}
-
-fn add_hist(into: &mut Option<hdrhistogram::Histogram<u64>>, h: Option<&EncodedHistogram>) -> Result<(), HistError> {
-    if let Some(h) = h {
-        crate::hist::add(into.get_or_insert_with(new_histogram), &h.decode()?);
-    }
-    Ok(())
 }
 
 /// Adds `from` to an encoded histogram: both decoded, added, encoded again.
@@ -301,7 +296,12 @@ pub fn add_record(into: &mut IntervalRecord, from: &IntervalRecord) -> Result<()
             .iter_mut()
             .find(|x| (x.segment, x.name, x.outcome) == (s.segment, s.name, s.outcome))
         {
-            Some(x) => add_stat(x, s)?,
+            Some(x) => {
+                let mut sum = StatSum::new(x.segment, x.name, x.outcome);
+                sum.add_stat(x)?;
+                sum.add_stat(s)?;
+                *x = sum.to_stat();
+            }
             None => into.stats.push(s.clone()),
         }
     }
@@ -336,17 +336,6 @@ pub fn add_record(into: &mut IntervalRecord, from: &IntervalRecord) -> Result<()
     into.failed.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     into.failed.truncate(FAILED_KEPT);
     Ok(())
-}
-
-fn add_stat(into: &mut Stat, from: &Stat) -> Result<(), HistError> {
-    into.count = into.count.saturating_add(from.count);
-    into.bytes_sent = into.bytes_sent.saturating_add(from.bytes_sent);
-    into.bytes_received = into.bytes_received.saturating_add(from.bytes_received);
-    add_encoded(&mut into.latency, &from.latency)?;
-    add_encoded_opt(&mut into.ttfb, from.ttfb.as_ref())?;
-    add_encoded_opt(&mut into.connect, from.connect.as_ref())?;
-    add_encoded_opt(&mut into.dns, from.dns.as_ref())?;
-    add_encoded_opt(&mut into.size, from.size.as_ref())
 }
 
 fn add_iterations(into: &mut IntervalIterations, from: &IntervalIterations) -> Result<(), HistError> {
