@@ -157,12 +157,11 @@ async fn goaway_mid_run_fails_the_streams_in_flight_and_users_move_to_a_new_conn
     let all = run(&e, &path, 8, 15).await;
     let goaway = all.iter().filter(|x| x.outcome == Outcome::H2GoAway).count();
     let ok = all.iter().filter(|x| x.outcome == Outcome::Success).count();
-    // The stream that triggered the GOAWAY is dropped unanswered, which the server may reset
-    // with CANCEL before the GOAWAY reaches it.
-    let cancelled = all.iter().filter(|x| x.outcome == Outcome::H2Reset(8)).count();
+    // The stream that triggered the GOAWAY is held unanswered until the connection goes, so it
+    // fails with the GOAWAY however few of its peers were in flight at that moment.
     let outcomes: Vec<_> = all.iter().map(|x| x.outcome).collect();
-    assert!(goaway >= 1 && cancelled <= 1, "{outcomes:?}");
-    assert_eq!(goaway + ok + cancelled, 120, "{outcomes:?}");
+    assert!(goaway >= 1, "{outcomes:?}");
+    assert_eq!(goaway + ok, 120, "{outcomes:?}");
     assert!(server.connections() >= 2);
     assert!(ok > 100, "users go on on a new connection: {ok}");
 }
@@ -238,11 +237,8 @@ async fn one_stream_per_connection_reports_goaway_and_moves_on() {
     let all = run(&e, &path, 4, 10).await;
     let outcomes: Vec<_> = all.iter().map(|x| x.outcome).collect();
     let goaway = outcomes.iter().filter(|o| **o == Outcome::H2GoAway).count();
-    // As with many streams: the server may reset the unanswered stream with CANCEL before its
-    // GOAWAY reaches crest.
-    let cancelled = outcomes.iter().filter(|o| **o == Outcome::H2Reset(8)).count();
     let ok = outcomes.iter().filter(|o| **o == Outcome::Success).count();
-    assert_eq!(goaway + cancelled, 1, "{outcomes:?}");
+    assert_eq!(goaway, 1, "{outcomes:?}");
     assert_eq!(ok, 39, "{outcomes:?}");
     assert_eq!(
         server.connections(),

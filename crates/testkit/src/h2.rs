@@ -209,6 +209,11 @@ async fn stream(
         H2Reply::GoAway(code) => {
             shared.gone.store(true, Ordering::SeqCst);
             let _ = goaway.send(End::GoAway(code));
+            // Dropping the stream now would reset it with CANCEL, and a client that gets the
+            // reset before the GOAWAY would never see the GOAWAY on this stream: it is held
+            // until the connection is gone, so the stream that asked fails as its peers do.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            drop(respond);
         }
         H2Reply::Crash => {
             shared.gone.store(true, Ordering::SeqCst);
