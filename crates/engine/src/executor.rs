@@ -612,14 +612,8 @@ async fn open<W: Workload>(
                 continue;
             }
         }
-        let at = match by_hand {
-            Some((from, j0, r)) => {
-                from + Duration::from_secs_f64(((j - j0) * lanes as u64 + lane as u64 + 1) as f64 / r)
-            }
-            None => match schedule.at(interleaved(lane, lanes, j)) {
-                Some(at) => at,
-                None => break,
-            },
+        let Some(at) = slot(by_hand, schedule, lane, lanes, j) else {
+            break;
         };
         let due = local.start + at;
         if let Some(deadline) = stop.deadline() {
@@ -714,6 +708,19 @@ async fn open<W: Workload>(
         }
     }
     next.set(None);
+    // A thread behind its schedule when the run's clock ran out (off its core for a moment, or
+    // at a rate beyond it) leaves slots before the deadline unreached: they were due and not
+    // sent, so they count as dropped, and due = sent + dropped whatever the machine did. Slots
+    // skipped while paused were never due.
+    let paused = local.control.as_ref().is_some_and(|c| c.paused());
+    if let (StopCause::Duration, Some(deadline), false) = (stop.cause(), stop.deadline(), paused) {
+        while let Some(at) = slot(by_hand, schedule, lane, lanes, j).filter(|at| local.start + *at < deadline) {
+            arrivals += 1;
+            dropped += 1;
+            local.sink.borrow_mut().dropped(at);
+            j += 1;
+        }
+    }
     // Iterations still in flight finish on their own task, so the drain waits for them as it
     // waits for the closed model's users; dropping the thread's task set cuts them off.
     if !in_flight.is_empty() {
@@ -770,6 +777,24 @@ const WAKE_AHEAD: Duration = Duration::from_micros(150);
 /// The same with only tokio's timer, whose wheel ticks in milliseconds and whose epoll wait rounds
 /// up to one: it fires up to about 2 ms late (a send lag p50 of 1 ms, measured before).
 const WAKE_AHEAD_COARSE: Duration = Duration::from_micros(2_000);
+
+/// This thread's `j`th arrival's slot, from the run's start: on the plan's schedule, or on a rate
+/// set by hand (from when, from which arrival, at what rate; none at a rate of zero).
+fn slot(
+    by_hand: Option<(Duration, u64, f64)>,
+    schedule: &Schedule,
+    lane: usize,
+    lanes: usize,
+    j: u64,
+) -> Option<Duration> {
+    match by_hand {
+        Some((_, _, r)) if r <= 0.0 => None,
+        Some((from, j0, r)) => {
+            Some(from + Duration::from_secs_f64(((j - j0) * lanes as u64 + lane as u64 + 1) as f64 / r))
+        }
+        None => schedule.at(interleaved(lane, lanes, j)),
+    }
+}
 
 /// Waits for open-model arrivals' slots to within microseconds, at little CPU.
 ///
