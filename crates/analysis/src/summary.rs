@@ -75,9 +75,13 @@ pub struct Summary {
     /// Open model: arrivals per second actually sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub achieved_rps: Option<f64>,
-    /// Open model: arrivals dropped at the concurrency cap.
+    /// Open model: arrivals not sent, at the concurrency cap or [`Self::dropped_behind`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+    /// Open model: of the dropped, arrivals due before the deadline that crest, behind its
+    /// schedule, never reached; absent when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_behind: Option<u64>,
     /// Open model: how late requests started compared with the schedule, in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<Percentiles>,
@@ -354,6 +358,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         target_rps,
         achieved_rps,
         dropped,
+        dropped_behind: r.open.as_ref().map(|o| o.behind).filter(|n| *n > 0),
         send_lag_ms,
         service_ms,
         stopped_by: r.stopped_by.clone(),

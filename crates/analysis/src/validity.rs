@@ -61,10 +61,13 @@ pub enum ClientLimit {
         /// Median latency.
         latency_p50_ms: f64,
     },
-    /// Open model: arrivals dropped at the cap on requests in flight.
+    /// Open model: arrivals not sent, at the cap on requests in flight or because crest was
+    /// behind its schedule when the run's time ran out.
     Dropped {
         /// Arrivals dropped.
         dropped: u64,
+        /// Of those, arrivals due before the deadline that crest never reached.
+        behind: u64,
         /// Arrivals scheduled.
         arrivals: u64,
     },
@@ -144,6 +147,7 @@ pub fn client_limits(
     {
         out.push(ClientLimit::Dropped {
             dropped: open.dropped,
+            behind: open.behind,
             arrivals: open.arrivals,
         });
     }

@@ -25,6 +25,7 @@ fn open(arrivals: u64, dropped: u64, lag_us: u64) -> OpenStats {
         target_rps: 100.0,
         arrivals,
         dropped,
+        behind: 0,
         send_lag: EncodedHistogram::encode(&h),
         service: None,
     }
@@ -71,6 +72,7 @@ fn drops_from_a_tenth_of_a_percent_of_arrivals_are_flagged_and_fewer_are_not() {
         l,
         [ClientLimit::Dropped {
             dropped: 10,
+            behind: 0,
             arrivals: 10_000
         }]
     );

@@ -407,6 +407,7 @@ impl Running {
                 })),
             abandoned: report.abandoned,
             arrivals: self.opening.target_rps.map(|_| report.arrivals),
+            behind: self.opening.target_rps.map(|_| report.behind),
             client: Some(ClientStats {
                 cpu_s: (crest_monitor::own::cpu_s() - self.cpu_at_start).max(0.0),
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),

@@ -23,9 +23,11 @@ fn demo_runs_against_the_built_in_target_and_writes_results() {
     let results: crest_model::Results =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
     let s = crest_analysis::summarize(&results).unwrap();
-    // Three 4 s probes fit the budget: 1, 2 and 4 users against 8 workers of 10 ms.
+    // 4 s probes of 1, 2 and 4 users against 8 workers of 10 ms, as many as the budget holds:
+    // three on a quiet machine, two when a busy one stretches the time between them.
     let find = results.find.as_ref().unwrap();
-    assert_eq!(find.probes.len(), 3, "{:?}", find.probes);
+    let levels: Vec<f64> = find.probes.iter().map(|p| p.level).collect();
+    assert!(levels == [1.0, 2.0, 4.0] || levels == [1.0, 2.0], "{:?}", find.probes);
     assert!(
         matches!(find.ended, Some(crest_model::reason::SearchEnd::Budget { .. })),
         "{:?}",

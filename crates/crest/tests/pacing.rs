@@ -137,7 +137,17 @@ fn a_rate_beyond_what_the_engine_sends_still_accounts_for_every_arrival() {
         )
         .await;
         let (due, _, sent) = accounted(&r, &server);
-        // Every slot before the deadline was due: those the thread never reached are dropped.
+        // Every slot before the deadline was due: those the thread never reached are dropped,
+        // and said to be so, not blamed on the cap on requests in flight.
         assert!(due == 200_000 && sent > 0, "{}", r.summary());
+        let behind = r.results()["open"]["behind"].as_u64().unwrap_or(0);
+        assert!(behind > 0, "{}", r.summary());
+        assert_eq!(r.summary()["dropped_behind"], behind);
+        assert!(
+            r.stdout
+                .contains("not sent by the deadline, crest being behind its schedule"),
+            "{}",
+            r.stdout
+        );
     });
 }

@@ -84,8 +84,11 @@ pub struct EngineReport<S> {
     pub sinks: Vec<S>,
     /// Open model: arrivals due on the schedule while sending.
     pub arrivals: u64,
-    /// Open model: arrivals dropped at the cap on iterations in flight.
+    /// Open model: arrivals not sent, at the cap on iterations in flight or [`Self::behind`].
     pub dropped: u64,
+    /// Open model: of the dropped, arrivals due before the deadline that a thread behind its
+    /// schedule never reached.
+    pub behind: u64,
     /// Requests sent and not answered when the grace period ran out ([`crate::Unanswered`]);
     /// they were cut off.
     pub abandoned: u64,
@@ -144,6 +147,7 @@ where
         sinks: Vec::with_capacity(threads),
         arrivals: 0,
         dropped: 0,
+        behind: 0,
         abandoned: 0,
         iterations: 0,
         user_times: Vec::new(),
@@ -158,6 +162,7 @@ where
         report.sinks.push(t.sink);
         report.arrivals += t.arrivals;
         report.dropped += t.dropped;
+        report.behind += t.behind;
         report.abandoned += t.abandoned;
         report.iterations += t.iterations;
         report.user_times.extend(t.user_times);
@@ -177,6 +182,7 @@ struct ThreadReport<S> {
     sink: S,
     arrivals: u64,
     dropped: u64,
+    behind: u64,
     abandoned: u64,
     iterations: u64,
     user_times: Vec<(Duration, Duration)>,
@@ -324,7 +330,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         user_times: RefCell::new(Vec::new()),
         users_cut_short: Cell::new(0),
     });
-    let (arrivals, dropped, abandoned) = set.block_on(&rt, async {
+    let (arrivals, dropped, behind, abandoned) = set.block_on(&rt, async {
         let ticker = {
             let local = Rc::clone(&local);
             let tick = shape.tick;
@@ -342,10 +348,10 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         };
         // Each thread is one lane of the whole run's, over every worker's threads.
         let (lane, lanes) = shape.shard.lane(k, threads);
-        let (arrivals, dropped) = match (&shape.model, schedule) {
+        let (arrivals, dropped, behind) = match (&shape.model, schedule) {
             (LoadModel::Closed { users, iterations }, _) => {
                 closed(lane, lanes, users, *iterations, &local, &stop).await;
-                (0, 0)
+                (0, 0, 0)
             }
             (LoadModel::Open { max_in_flight, .. }, Some(schedule)) => {
                 open(
@@ -358,13 +364,18 @@ fn thread_main<W: Workload, S: Sink + 'static>(
                 )
                 .await
             }
-            (LoadModel::Open { .. }, None) => (0, 0),
+            (LoadModel::Open { .. }, None) => (0, 0, 0),
         };
         drain(shape.grace, &local.tracker, &stop).await;
         ticker.abort();
         // Requests sent and never answered, not iterations still running: those may be in a
         // think time or a poll's wait, with nothing of theirs at the server.
-        (arrivals, dropped, unanswered.load(std::sync::atomic::Ordering::Relaxed))
+        (
+            arrivals,
+            dropped,
+            behind,
+            unanswered.load(std::sync::atomic::Ordering::Relaxed),
+        )
     });
     let iterations = local.tracker.started.get();
     let user_times = local.user_times.take();
@@ -388,6 +399,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         sink,
         arrivals,
         dropped,
+        behind,
         abandoned,
         iterations,
         user_times,
@@ -566,7 +578,7 @@ async fn open<W: Workload>(
     schedule: &Schedule,
     local: &Rc<Local<W>>,
     stop: &Stop,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let next: NextSlot = Rc::new(Cell::new(None));
     let mut in_flight = InFlight::new();
@@ -713,10 +725,12 @@ async fn open<W: Workload>(
     // sent, so they count as dropped, and due = sent + dropped whatever the machine did. Slots
     // skipped while paused were never due.
     let paused = local.control.as_ref().is_some_and(|c| c.paused());
+    let mut behind = 0u64;
     if let (StopCause::Duration, Some(deadline), false) = (stop.cause(), stop.deadline(), paused) {
         while let Some(at) = slot(by_hand, schedule, lane, lanes, j).filter(|at| local.start + *at < deadline) {
             arrivals += 1;
             dropped += 1;
+            behind += 1;
             local.sink.borrow_mut().dropped(at);
             j += 1;
         }
@@ -726,7 +740,7 @@ async fn open<W: Workload>(
     if !in_flight.is_empty() {
         tokio::task::spawn_local(async move { while in_flight.next().await.is_some() {} });
     }
-    (arrivals, dropped)
+    (arrivals, dropped, behind)
 }
 
 /// Polls the iterations in flight until `until` completes. `until` is polled first, and again

@@ -129,6 +129,10 @@ pub struct End {
     pub abandoned: u64,
     /// Open model: arrivals due while sending.
     pub arrivals: Option<u64>,
+    /// Open model: of the arrivals dropped, those due before the deadline that crest, behind
+    /// its schedule, never reached. Absent in journals written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind: Option<u64>,
     /// What crest itself used.
     pub client: Option<ClientStats>,
     /// What the monitor sampled.
@@ -383,6 +387,7 @@ impl Fold {
                 // in flight at the crash are not known.
                 arrivals: end.and_then(|e| e.arrivals).unwrap_or(sent + self.dropped),
                 dropped: self.dropped,
+                behind: end.and_then(|e| e.behind).unwrap_or(0),
                 send_lag: EncodedHistogram::encode(self.send_lag.as_ref().unwrap_or(&new_histogram())),
                 service: self.service.as_ref().map(EncodedHistogram::encode),
             }

@@ -194,6 +194,7 @@ fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeEr
         stopped_by: ends.iter().find_map(|e| e.stopped_by.clone()),
         abandoned: ends.iter().map(|e| e.abandoned).fold(0, u64::saturating_add),
         arrivals,
+        behind: ends.iter().filter_map(|e| e.behind).reduce(u64::saturating_add),
         // The generators' own use is each worker's (see `Results::workers`).
         client: None,
         monitor: first.monitor.clone(),

@@ -991,8 +991,12 @@ pub struct OpenStats {
     pub target_rps: f64,
     /// Arrivals due on the schedule while sending.
     pub arrivals: u64,
-    /// Arrivals not sent because the cap on requests in flight was reached.
+    /// Arrivals not sent: because the cap on requests in flight was reached, or [`Self::behind`].
     pub dropped: u64,
+    /// Of the dropped, arrivals whose slots came before the deadline but that crest, behind its
+    /// schedule when the run's time ran out, never reached.
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub behind: u64,
     /// How late requests started compared with the schedule, in µs.
     pub send_lag: EncodedHistogram,
     /// Service time in µs: each request's total time less its send lag, i.e. from the moment
@@ -1138,7 +1142,7 @@ pub fn concat(
     let mut points_whole = true;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let mut service: Option<hdrhistogram::Histogram<u64>> = None;
-    let (mut arrivals, mut dropped, mut target) = (0u64, 0u64, 0.0f64);
+    let (mut arrivals, mut dropped, mut behind, mut target) = (0u64, 0u64, 0u64, 0.0f64);
     for (k, (label, part)) in std::iter::once((first_seg, first)).chain(it).enumerate() {
         // Parts start on whole intervals, so intervals never overlap.
         let offset = out.duration_s;
@@ -1183,6 +1187,7 @@ pub fn concat(
         if let Some(o) = part.open {
             arrivals = arrivals.saturating_add(o.arrivals);
             dropped = dropped.saturating_add(o.dropped);
+            behind = behind.saturating_add(o.behind);
             target = target.max(o.target_rps);
             for (acc, h) in [(&mut send_lag, Some(&o.send_lag)), (&mut service, o.service.as_ref())] {
                 if let Some(h) = h {
@@ -1228,8 +1233,14 @@ pub fn concat(
         target_rps: target,
         arrivals,
         dropped,
+        behind,
         send_lag: EncodedHistogram::encode(&h),
         service: service.as_ref().map(EncodedHistogram::encode),
     });
     Ok(out)
+}
+
+/// Leaves a count of nothing out of the document, as documents written before it was counted.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

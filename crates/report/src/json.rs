@@ -47,6 +47,8 @@ pub struct SummaryView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dropped: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    dropped_behind: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     send_lag_ms: Option<&'a Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     service_ms: Option<&'a Percentiles>,
@@ -239,6 +241,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         target_rps: s.target_rps,
         achieved_rps: s.achieved_rps,
         dropped: s.dropped,
+        dropped_behind: s.dropped_behind,
         send_lag_ms: s.send_lag_ms.as_ref(),
         service_ms: s.service_ms.as_ref(),
         stopped_by: s.stopped_by.as_ref().map(|st| StopView {

@@ -101,10 +101,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out)?;
         writeln!(
             out,
-            "  Open model   target {} req/s, achieved {} req/s, {} arrivals dropped at the cap",
+            "  Open model   target {} req/s, achieved {} req/s, {} arrivals {}",
             num(target),
             num(achieved),
-            int(dropped)
+            int(dropped),
+            crate::fmt::words::drop_causes(dropped, s.dropped_behind.unwrap_or(0))
         )?;
         if let Some(lag) = &s.send_lag_ms {
             writeln!(

@@ -27,11 +27,16 @@ pub fn client_limit(l: &ClientLimit) -> String {
         } => format!(
             "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule"
         ),
-        ClientLimit::Dropped { dropped, arrivals } => format!(
-            "{} of {} arrivals ({:.2}%) were dropped at the cap on requests in flight (-c / max_in_flight)",
+        ClientLimit::Dropped {
+            dropped,
+            behind,
+            arrivals,
+        } => format!(
+            "{} of {} arrivals ({:.2}%) were {}",
             crate::fmt::int(*dropped),
             crate::fmt::int(*arrivals),
-            *dropped as f64 / (*arrivals).max(1) as f64 * 100.0
+            *dropped as f64 / (*arrivals).max(1) as f64 * 100.0,
+            drop_causes(*dropped, *behind)
         ),
         ClientLimit::LocalExhaustion { failed } => {
             format!(
@@ -49,6 +54,22 @@ pub fn client_limit(l: &ClientLimit) -> String {
             "in {step} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
             count(*users, "user"),
             num(*throughput_rps)
+        ),
+    }
+}
+
+/// Why open-model arrivals went unsent: the cap on requests in flight, or crest behind its
+/// schedule when the run's time ran out (slots before the deadline it never reached).
+pub fn drop_causes(dropped: u64, behind: u64) -> String {
+    const CAP: &str = "dropped at the cap on requests in flight (-c / max_in_flight)";
+    const BEHIND: &str = "not sent by the deadline, crest being behind its schedule";
+    match behind {
+        0 => CAP.to_string(),
+        b if b >= dropped => BEHIND.to_string(),
+        b => format!(
+            "not sent: {} {CAP}, {} {BEHIND}",
+            crate::fmt::int(dropped - b),
+            crate::fmt::int(b)
         ),
     }
 }
