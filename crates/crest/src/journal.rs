@@ -129,6 +129,18 @@ impl Drop for Writer {
     }
 }
 
+/// True when the file holds at least one whole line, read no further than its end and never
+/// past a results document's size limit (the reader then says what is wrong).
+fn has_a_line(path: &Path) -> Result<bool> {
+    use std::io::{BufRead, Read};
+    let file = File::open(path).with_context(|| format!("{}: cannot open it", path.display()))?;
+    let mut first = Vec::new();
+    BufReader::new(file.take(crest_model::input::MAX_RESULTS))
+        .read_until(b'\n', &mut first)
+        .with_context(|| format!("{}: cannot read it", path.display()))?;
+    Ok(first.ends_with(b"\n") || first.len() as u64 == crest_model::input::MAX_RESULTS)
+}
+
 /// Reads a journal back; errors name the file.
 pub fn read(path: &Path) -> Result<journal::Journal> {
     let file = File::open(path).with_context(|| format!("{}: cannot open it", path.display()))?;
@@ -141,10 +153,19 @@ pub fn read(path: &Path) -> Result<journal::Journal> {
 pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     let mut parts = Vec::new();
     for path in rundir::journals(dir) {
-        let j = read(&path)?;
         // A killed run leaves its reserve behind: room kept for a journal that is now read
         // back, so it is given back here (nothing reads it; `--force` removes it too).
         let _ = std::fs::remove_file(crate::rundir::reserve_of(&path));
+        // A run killed as a part began leaves that part's journal without a whole first line:
+        // nothing of the part was measured, and the parts before it stand.
+        if !has_a_line(&path)? {
+            eprintln!(
+                "{}: cut off before its first line was written; left out",
+                path.display()
+            );
+            continue;
+        }
+        let j = read(&path)?;
         if j.truncated {
             eprintln!("{}: its last line was cut off and is left out", path.display());
         }

@@ -93,8 +93,12 @@ impl Sink for Recorder {
     }
 
     fn dropped(&mut self, at: Duration) {
+        self.dropped_many(at, 1);
+    }
+
+    fn dropped_many(&mut self, at: Duration, n: u64) {
         self.advance(at);
-        self.current.dropped += 1;
+        self.current.dropped = self.current.dropped.saturating_add(n);
     }
 
     fn tick(&mut self, now: Duration) {

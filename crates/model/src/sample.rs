@@ -87,6 +87,13 @@ pub trait Sink {
     /// Records an open-model arrival that was not sent because the concurrency cap was reached.
     fn dropped(&mut self, at: Duration);
 
+    /// Records `n` arrivals dropped at once, as [`Sink::dropped`] `n` times.
+    fn dropped_many(&mut self, at: Duration, n: u64) {
+        for _ in 0..n {
+            self.dropped(at);
+        }
+    }
+
     /// Lets the sink close time buckets while no request completes. `now` is the run offset.
     fn tick(&mut self, now: Duration);
 
