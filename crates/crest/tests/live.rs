@@ -78,6 +78,10 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
     let steps = step_names(&results);
     assert_eq!(steps, ["manual", "5 users", "40 users", "5 users"]);
     assert_eq!(
+        results["config"]["concurrency"], 40,
+        "the configuration describes the whole run: the most users set by hand"
+    );
+    assert_eq!(
         results["ended_by"], "condition",
         "stopped by hand, and the results say so"
     );
@@ -134,6 +138,119 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
         (String::from_utf8_lossy(&out.stdout).into_owned(), out)
     };
     assert!(summary.to_lowercase().contains("recover"), "{summary}");
+    assert!(summary.contains("up to 40 users"), "{summary}");
+}
+
+/// The findings of the page's verdict, as `(kind, figures, words)`.
+fn findings(s: &Value) -> Vec<(String, Value, String)> {
+    s["verdict"]["findings"]
+        .as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| {
+            let (kind, figures) = f["finding"].as_object()?.iter().next()?;
+            Some((kind.clone(), figures.clone(), f["words"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_judges_the_run_so_far_and_its_error_finding_names_what_the_target_refused() {
+    // Two workers and two places in the queue for twelve users: most requests get 503.
+    let t = target_process(&["--workers", "2", "--queue", "2", "--service-time", "20ms"]);
+    let l = live(&t.url, "--web", "verdict-token", &["-c", "12", "-d", "60s"]);
+    // The verdict covers the same intervals as the totals beside it (it is at most a second
+    // old, so this may take a few reads).
+    let s = wait_for(&l, "an error finding over the figures shown", |s| {
+        s["verdict"]["through_s"] == s["elapsed_s"]
+            && s["elapsed_s"].as_f64().unwrap() >= 3.0
+            && findings(s).iter().any(|(kind, _, _)| kind == "some_failed")
+    });
+    assert!(s["ended"].is_null(), "judged while running");
+    let (_, figures, words) = findings(&s).into_iter().find(|(k, _, _)| k == "some_failed").unwrap();
+    let failures = figures["failures"].as_u64().unwrap();
+    assert_eq!(failures, s["total"]["failures"].as_u64().unwrap(), "{figures:#}");
+    assert_eq!(figures["requests"], s["total"]["requests"], "{figures:#}");
+    assert_eq!(figures["top"]["outcome"], "http_503", "{figures:#}");
+    assert!(
+        words.contains(&format!(
+            "{} of {} requests failed",
+            crest_report::fmt::int(failures),
+            crest_report::fmt::int(figures["requests"].as_u64().unwrap())
+        )) && words.contains("HTTP 503"),
+        "the reports' words, with the figures: {words}"
+    );
+    assert!(
+        matches!(s["verdict"]["validity"].as_str(), Some("valid" | "client_bound")),
+        "{:#}",
+        s["verdict"]
+    );
+    assert!(!s["verdict"]["validity_words"].as_str().unwrap().is_empty());
+    let refused_then = target_metric(&t.url, "crest_target_rejected_total");
+    assert!(
+        failures <= refused_then,
+        "every failure the page names is a 503 the target sent: {failures} of {refused_then}"
+    );
+    post(&l, "/api/stop", "{}");
+    let (results, _l) = finished(l);
+    let failed: u64 = results["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["outcome"] != "success")
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        failed,
+        target_metric(&t.url, "crest_target_rejected_total"),
+        "the failures crest counted are the target's 503s"
+    );
+}
+
+#[test]
+fn a_run_killed_after_changes_by_hand_keeps_its_steps() {
+    let t = target_process(&["--workers", "8", "--service-time", "5ms"]);
+    let mut l = live(&t.url, "--web", "kill-token", &["--load", "manual"]);
+    post(&l, "/api/load", r#"{"users": 3, "spawn_rate": 100}"#);
+    run_for(&l, 2.0);
+    post(&l, "/api/load", r#"{"users": 6, "spawn_rate": 100}"#);
+    wait_for(&l, "6 users", |s| s["users"] == 6);
+    run_for(&l, 3.0);
+    // SIGKILL: nothing runs at the end; the steps must already be in the journal.
+    l.child.kill().unwrap();
+    l.child.wait().unwrap();
+    let dir = l.dir.path();
+    assert!(!dir.join("results.json").exists());
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    assert_eq!(
+        journal.matches(r#"{"entry":"step","#).count(),
+        2,
+        "one entry per change"
+    );
+
+    let out = crest().arg("report").arg(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["ended_by"], "unfinished");
+    assert_eq!(step_names(&results), ["manual", "3 users", "6 users"]);
+    assert_eq!(results["config"]["concurrency"], 6);
+    let per_step = |i: u64| -> u64 {
+        results["stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["segment"] == i)
+            .map(|s| s["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(per_step(0), 0, "nothing before the first command");
+    assert!(per_step(1) > 0 && per_step(2) > 0);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("3 users") && md.contains("6 users") && md.contains("up to 6 users"),
+        "{md}"
+    );
 }
 
 #[test]
