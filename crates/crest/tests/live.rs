@@ -309,9 +309,21 @@ fn off_loopback_reading_and_control_need_the_token_and_the_token_is_never_writte
 #[test]
 fn on_loopback_reading_is_open_and_control_still_needs_the_token() {
     let t = target_process(&[]);
-    let l = live(&t.url, "--web", "loop-token", &["-c", "2", "-d", "30s"]);
+    // Secrets in the URL and a header: the page shows them redacted, as the reports do.
+    let url = format!("{}?api_key=s3cr3t-in-url&page=1", t.url);
+    let args = ["-c", "2", "-d", "30s", "-H", "Authorization: Bearer s3cr3t-in-header"];
+    let l = live(&url, "--web", "loop-token", &args);
     assert_eq!(call(&l.addr, "GET", "/metrics", None, "").0, 200);
     assert_eq!(call(&l.addr, "GET", "/", None, "").0, 200);
+    run_for(&l, 2.0);
+    for path in ["/api/state", "/metrics"] {
+        let (_, body) = call(&l.addr, "GET", path, None, "");
+        assert!(
+            !body.contains("s3cr3t") && !body.contains("loop-token"),
+            "GET {path} shows a secret: {body}"
+        );
+    }
+    assert!(state(&l)["command_line"].to_string().contains("<redacted>"));
     assert_eq!(call(&l.addr, "POST", "/api/pause", None, "{}").0, 401);
     post(&l, "/api/pause", "{}");
     wait_for(&l, "the pause", |s| s["paused"] == true);
@@ -369,4 +381,32 @@ fn the_arrival_rate_set_by_hand_paces_the_open_model() {
         .map(|s| s["rate"].clone())
         .collect();
     assert_eq!(rates[1], 200.0);
+}
+
+#[test]
+fn a_scenarios_profile_is_overridden_by_hand_and_its_stop_rule_still_ends_the_run() {
+    // Two workers, two places in the queue: two users are served, twenty are mostly refused.
+    let t = target_process(&["--workers", "2", "--queue", "2", "--service-time", "10ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("steps.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsteps:\n  - request: {{name: home, path: /}}\nload:\n  stepping: {{start: 2, step: 2, every: 10m, max: 10}}\nstop_when:\n  - error_rate > 20%\n",
+            t.url.trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let l = live(scenario.to_str().unwrap(), "--web", "scenario-token", &[]);
+    run_for(&l, 2.0);
+    assert_eq!(state(&l)["users"], 2, "the scenario's profile first");
+    post(&l, "/api/load", r#"{"users": 20, "spawn_rate": 100}"#);
+    let (results, _l) = finished(l);
+    assert_eq!(results["ended_by"], "condition", "{:#}", results["stopped_by"]);
+    assert_eq!(results["stopped_by"]["condition"], "error_rate > 20%");
+    let steps = step_names(&results);
+    assert_eq!(steps.last().map(String::as_str), Some("20 users"), "{steps:?}");
+    assert_eq!(results["config"]["concurrency"], 20);
+    let refused = target_metric(&t.url, "crest_target_rejected_total");
+    assert!(refused > 0, "the target refused the twenty");
 }
