@@ -2,7 +2,8 @@
 //! what the hub has folded so far, in the words the reports use.
 //!
 //! Judged on the listener's thread when a page asks, at most once a second and only when a new
-//! interval came in: the run loop never waits on it. It judges the run as if it ended now, so
+//! interval came in, and never more than a twentieth of the time (a long run's analysis takes
+//! longer): the run loop never waits on it, and it takes at most 5% of a core from the engine. It judges the run as if it ended now, so
 //! the step under way may be called cut short until it has lasted as long as the others.
 
 use crate::hub::Hub;
@@ -13,8 +14,10 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The verdict is judged again at most this often.
+/// The verdict is judged again at most this often...
 const EVERY: Duration = Duration::from_secs(1);
+/// ...and only after this many times as long as judging it took.
+const IDLE_PER_BUSY: u32 = 20;
 
 /// Is the result valid so far?
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -56,6 +59,8 @@ pub struct Verdict {
 #[derive(Debug)]
 pub(crate) struct Cached {
     at: Instant,
+    /// How long judging it took.
+    took: Duration,
     folded: (usize, usize),
     verdict: Option<Verdict>,
 }
@@ -89,18 +94,20 @@ pub fn judge(results: &crest_model::Results) -> Result<Verdict, crest_model::His
 
 impl Hub {
     /// The verdict so far: judged again when a new interval came in and the last was judged
-    /// at least a second ago, else the last one.
+    /// long enough ago, else the last one.
     pub fn verdict(&self) -> Option<Verdict> {
         let mut cache = self.verdict.lock().unwrap_or_else(|e| e.into_inner());
         let folded = self.folded();
         if let Some(c) = cache.as_ref() {
-            if c.folded == folded || c.at.elapsed() < EVERY {
+            if c.folded == folded || c.at.elapsed() < EVERY.max(c.took * IDLE_PER_BUSY) {
                 return c.verdict.clone();
             }
         }
+        let began = Instant::now();
         let verdict = self.results_so_far().and_then(|r| judge(&r).ok());
         *cache = Some(Cached {
             at: Instant::now(),
+            took: began.elapsed(),
             folded,
             verdict: verdict.clone(),
         });
