@@ -333,8 +333,8 @@ pub struct State {
     pub filling: bool,
     /// Set once the run has ended.
     pub ended: Option<Ended>,
-    /// The validity verdict and findings so far (of the part running now), at most a second
-    /// old; None before the first interval.
+    /// The validity verdict and findings so far (of the part running now), as last judged
+    /// (see [`crate::verdict`]); None before the first interval.
     pub verdict: Option<crate::verdict::Verdict>,
 }
 
