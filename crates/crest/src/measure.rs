@@ -123,6 +123,8 @@ struct Running {
     web: Option<&'static Arc<crest_live::Hub>>,
     /// Steering from the live page, when `--web` is on.
     control: Option<Arc<crest_engine::Control>>,
+    /// The steps started by hand, journaled as they started.
+    by_hand: Vec<crest_model::journal::Step>,
 }
 
 impl Running {
@@ -241,6 +243,7 @@ impl Running {
             samples: 0,
             web,
             control,
+            by_hand: Vec::new(),
         })
     }
 
@@ -263,6 +266,7 @@ impl Running {
     /// Takes the intervals the engine closed and the monitor's samples since the last call:
     /// each is shown, kept, and judged by the stop conditions.
     fn receive(&mut self) {
+        self.steered();
         let accs: Vec<IntervalAcc> = self.rx.try_iter().collect();
         for acc in accs {
             for mut done in self.series.add(acc) {
@@ -296,6 +300,31 @@ impl Running {
             }
             self.keep(Entry::Monitor(snap.sample));
         }
+    }
+
+    /// Journals the steps started by hand since the last look, so that a run killed after a
+    /// change keeps it, and judges later intervals by the steps as they now are.
+    fn steered(&mut self) {
+        let Some(control) = &self.control else { return };
+        let new = control.steps_from(self.by_hand.len());
+        if new.is_empty() {
+            return;
+        }
+        for s in new {
+            let step = crest_model::journal::Step {
+                index: s.index,
+                name: s.name,
+                start_s: s.start.as_secs_f64(),
+                users: s.users,
+                rate: s.rate,
+            };
+            self.by_hand.push(step.clone());
+            self.keep(Entry::Step(step));
+        }
+        self.segment_starts = crest_model::journal::steered(&self.opening.segments, &self.by_hand)
+            .iter()
+            .map(|s| Duration::from_secs_f64(s.start_s))
+            .collect();
     }
 
     /// A closed interval: shown, its rows handed to the request log, and its journal entries
@@ -335,6 +364,10 @@ impl Running {
                 self.fold.add_points(points);
                 Ok(())
             }
+            Entry::Step(step) => {
+                self.fold.add_step(step);
+                Ok(())
+            }
             // The end's record carries the whole series (the monitor thread builds it), so the
             // samples are only for a reader of the journal after a crash.
             Entry::Monitor(_) | Entry::Start(_) | Entry::End(_) => Ok(()),
@@ -350,6 +383,8 @@ impl Running {
             .map_err(|_| anyhow::anyhow!("the engine thread panicked"))?
             .context("the engine failed")?;
         let duration = report.finished.saturating_duration_since(self.start);
+        // Changes are refused once the engine ended: these are the last.
+        self.steered();
         let monitor = self.monitor.take().map(crest_monitor::Monitor::finish);
         for sink in report.sinks {
             sink.finish();
@@ -416,12 +451,8 @@ impl Running {
             }),
             monitor,
             users: user_times(&plan.load, &report.user_times, report.users_cut_short),
-            // Steps started by hand follow the plan's last one reached.
-            segments: self
-                .control
-                .as_ref()
-                .filter(|c| !c.steps().is_empty())
-                .map(|c| crest_live::with_live_steps(&self.opening.segments, c)),
+            // Journaled as `Step` entries as they started.
+            segments: None,
         };
         if let Some(mut j) = self.journal.take() {
             j.write(&Entry::End(closing.clone()));

@@ -78,6 +78,10 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
     let steps = step_names(&results);
     assert_eq!(steps, ["manual", "5 users", "40 users", "5 users"]);
     assert_eq!(
+        results["config"]["concurrency"], 40,
+        "the configuration describes the whole run: the most users set by hand"
+    );
+    assert_eq!(
         results["ended_by"], "condition",
         "stopped by hand, and the results say so"
     );
@@ -134,6 +138,119 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
         (String::from_utf8_lossy(&out.stdout).into_owned(), out)
     };
     assert!(summary.to_lowercase().contains("recover"), "{summary}");
+    assert!(summary.contains("up to 40 users"), "{summary}");
+}
+
+/// The findings of the page's verdict, as `(kind, figures, words)`.
+fn findings(s: &Value) -> Vec<(String, Value, String)> {
+    s["verdict"]["findings"]
+        .as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| {
+            let (kind, figures) = f["finding"].as_object()?.iter().next()?;
+            Some((kind.clone(), figures.clone(), f["words"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_judges_the_run_so_far_and_its_error_finding_names_what_the_target_refused() {
+    // Two workers and two places in the queue for twelve users: most requests get 503.
+    let t = target_process(&["--workers", "2", "--queue", "2", "--service-time", "20ms"]);
+    let l = live(&t.url, "--web", "verdict-token", &["-c", "12", "-d", "60s"]);
+    // The verdict covers the same intervals as the totals beside it (it is at most a second
+    // old, so this may take a few reads).
+    let s = wait_for(&l, "an error finding over the figures shown", |s| {
+        s["verdict"]["through_s"] == s["elapsed_s"]
+            && s["elapsed_s"].as_f64().unwrap() >= 3.0
+            && findings(s).iter().any(|(kind, _, _)| kind == "some_failed")
+    });
+    assert!(s["ended"].is_null(), "judged while running");
+    let (_, figures, words) = findings(&s).into_iter().find(|(k, _, _)| k == "some_failed").unwrap();
+    let failures = figures["failures"].as_u64().unwrap();
+    assert_eq!(failures, s["total"]["failures"].as_u64().unwrap(), "{figures:#}");
+    assert_eq!(figures["requests"], s["total"]["requests"], "{figures:#}");
+    assert_eq!(figures["top"]["outcome"], "http_503", "{figures:#}");
+    assert!(
+        words.contains(&format!(
+            "{} of {} requests failed",
+            crest_report::fmt::int(failures),
+            crest_report::fmt::int(figures["requests"].as_u64().unwrap())
+        )) && words.contains("HTTP 503"),
+        "the reports' words, with the figures: {words}"
+    );
+    assert!(
+        matches!(s["verdict"]["validity"].as_str(), Some("valid" | "client_bound")),
+        "{:#}",
+        s["verdict"]
+    );
+    assert!(!s["verdict"]["validity_words"].as_str().unwrap().is_empty());
+    let refused_then = target_metric(&t.url, "crest_target_rejected_total");
+    assert!(
+        failures <= refused_then,
+        "every failure the page names is a 503 the target sent: {failures} of {refused_then}"
+    );
+    post(&l, "/api/stop", "{}");
+    let (results, _l) = finished(l);
+    let failed: u64 = results["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["outcome"] != "success")
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        failed,
+        target_metric(&t.url, "crest_target_rejected_total"),
+        "the failures crest counted are the target's 503s"
+    );
+}
+
+#[test]
+fn a_run_killed_after_changes_by_hand_keeps_its_steps() {
+    let t = target_process(&["--workers", "8", "--service-time", "5ms"]);
+    let mut l = live(&t.url, "--web", "kill-token", &["--load", "manual"]);
+    post(&l, "/api/load", r#"{"users": 3, "spawn_rate": 100}"#);
+    run_for(&l, 2.0);
+    post(&l, "/api/load", r#"{"users": 6, "spawn_rate": 100}"#);
+    wait_for(&l, "6 users", |s| s["users"] == 6);
+    run_for(&l, 3.0);
+    // SIGKILL: nothing runs at the end; the steps must already be in the journal.
+    l.child.kill().unwrap();
+    l.child.wait().unwrap();
+    let dir = l.dir.path();
+    assert!(!dir.join("results.json").exists());
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    assert_eq!(
+        journal.matches(r#"{"entry":"step","#).count(),
+        2,
+        "one entry per change"
+    );
+
+    let out = crest().arg("report").arg(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["ended_by"], "unfinished");
+    assert_eq!(step_names(&results), ["manual", "3 users", "6 users"]);
+    assert_eq!(results["config"]["concurrency"], 6);
+    let per_step = |i: u64| -> u64 {
+        results["stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["segment"] == i)
+            .map(|s| s["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(per_step(0), 0, "nothing before the first command");
+    assert!(per_step(1) > 0 && per_step(2) > 0);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("3 users") && md.contains("6 users") && md.contains("up to 6 users"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -192,9 +309,21 @@ fn off_loopback_reading_and_control_need_the_token_and_the_token_is_never_writte
 #[test]
 fn on_loopback_reading_is_open_and_control_still_needs_the_token() {
     let t = target_process(&[]);
-    let l = live(&t.url, "--web", "loop-token", &["-c", "2", "-d", "30s"]);
+    // Secrets in the URL and a header: the page shows them redacted, as the reports do.
+    let url = format!("{}?api_key=s3cr3t-in-url&page=1", t.url);
+    let args = ["-c", "2", "-d", "30s", "-H", "Authorization: Bearer s3cr3t-in-header"];
+    let l = live(&url, "--web", "loop-token", &args);
     assert_eq!(call(&l.addr, "GET", "/metrics", None, "").0, 200);
     assert_eq!(call(&l.addr, "GET", "/", None, "").0, 200);
+    run_for(&l, 2.0);
+    for path in ["/api/state", "/metrics"] {
+        let (_, body) = call(&l.addr, "GET", path, None, "");
+        assert!(
+            !body.contains("s3cr3t") && !body.contains("loop-token"),
+            "GET {path} shows a secret: {body}"
+        );
+    }
+    assert!(state(&l)["command_line"].to_string().contains("<redacted>"));
     assert_eq!(call(&l.addr, "POST", "/api/pause", None, "{}").0, 401);
     post(&l, "/api/pause", "{}");
     wait_for(&l, "the pause", |s| s["paused"] == true);
@@ -252,4 +381,32 @@ fn the_arrival_rate_set_by_hand_paces_the_open_model() {
         .map(|s| s["rate"].clone())
         .collect();
     assert_eq!(rates[1], 200.0);
+}
+
+#[test]
+fn a_scenarios_profile_is_overridden_by_hand_and_its_stop_rule_still_ends_the_run() {
+    // Two workers, two places in the queue: two users are served, twenty are mostly refused.
+    let t = target_process(&["--workers", "2", "--queue", "2", "--service-time", "10ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("steps.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsteps:\n  - request: {{name: home, path: /}}\nload:\n  stepping: {{start: 2, step: 2, every: 10m, max: 10}}\nstop_when:\n  - error_rate > 20%\n",
+            t.url.trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let l = live(scenario.to_str().unwrap(), "--web", "scenario-token", &[]);
+    run_for(&l, 2.0);
+    assert_eq!(state(&l)["users"], 2, "the scenario's profile first");
+    post(&l, "/api/load", r#"{"users": 20, "spawn_rate": 100}"#);
+    let (results, _l) = finished(l);
+    assert_eq!(results["ended_by"], "condition", "{:#}", results["stopped_by"]);
+    assert_eq!(results["stopped_by"]["condition"], "error_rate > 20%");
+    let steps = step_names(&results);
+    assert_eq!(steps.last().map(String::as_str), Some("20 users"), "{steps:?}");
+    assert_eq!(results["config"]["concurrency"], 20);
+    let refused = target_metric(&t.url, "crest_target_rejected_total");
+    assert!(refused > 0, "the target refused the twenty");
 }

@@ -134,6 +134,18 @@ fn the_page_shows_the_run_and_steers_it() {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let rows = c.find_all(Locator::Css("#steps tbody tr")).await.unwrap().len();
         assert_eq!(rows, 5, "manual, 5 users, 20 users, paused, 20 users");
+        // The verdict so far, in the reports' words: judged (valid, or crest's own limit on
+        // a busy machine), and every request succeeded.
+        assert_ne!(text("validity").await, "not judged yet");
+        let findings = c.find_all(Locator::Css("#findings li")).await.unwrap();
+        let mut said = Vec::new();
+        for f in findings {
+            said.push(f.text().await.unwrap());
+        }
+        assert!(
+            said.iter().any(|f| f.contains("requests succeeded")),
+            "the findings so far: {said:?}"
+        );
 
         let shot = c.screenshot().await.unwrap();
         let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../live-screenshot.png");

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 /// A step started by hand.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveStep {
+    /// Its segment index: the requests sent in it carry it.
+    pub index: u32,
     /// What it set: `20 users`, `rate 50/s`, `paused`.
     pub name: String,
     /// Start, from the start of the run.
@@ -112,11 +114,9 @@ impl Control {
         lock(&self.steps).clone()
     }
 
-    /// Index of the plan's step in force when the first change was made: the steps of the
-    /// plan after it never ran. None while nothing was changed.
-    pub fn last_planned(&self) -> Option<usize> {
-        let first = lock(&self.steps).first().map(|s| s.start)?;
-        Some(segment_at(self.planned.get().map_or(&[][..], |p| p), first))
+    /// The steps started by hand from the `from`-th on.
+    pub fn steps_from(&self, from: usize) -> Vec<LiveStep> {
+        lock(&self.steps).get(from..).unwrap_or_default().to_vec()
     }
 
     /// Records that the run is being stopped by hand, now; the caller then cancels its [`crate::Stop`].
@@ -170,6 +170,7 @@ impl Control {
             None => segment_at(self.planned.get().map_or(&[][..], |p| p), at) as u32 + 1,
         };
         steps.push(LiveStep {
+            index,
             name,
             start: at,
             users,
@@ -299,7 +300,9 @@ mod tests {
         assert_eq!(c.step(), Some(4));
         let names: Vec<String> = c.steps().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["40 users", "paused", "40 users"]);
-        assert_eq!(c.last_planned(), Some(1));
+        let indices: Vec<u32> = c.steps().into_iter().map(|s| s.index).collect();
+        assert_eq!(indices, [2, 3, 4], "each step carries the index its requests get");
+        assert_eq!(c.steps_from(2).len(), 1);
         c.end();
         assert_eq!(c.set_rate(3.0), Err(ControlError::NotRunning));
         assert!(matches!(c.set_users(1, 0.0, 0), Err(ControlError::Invalid(_))));

@@ -60,6 +60,23 @@
   }
   const row = (r) => [r.label, r.requests, r.failures, fmt(r.rps, 1), fmt(r.p50, 1), fmt(r.p90, 1), fmt(r.p99, 1), fmt(r.max, 1)];
 
+  // The validity verdict and findings so far, in the reports' words (judged by crest).
+  const validity = { valid: "valid so far", client_bound: "crest may be the limit", not_judged: "not judged yet" };
+  function verdict(v) {
+    if (!v) return;
+    $("validity").textContent = validity[v.validity] || v.validity;
+    $("validity").className = v.validity;
+    $("verdict-at").textContent = "(over the first " + fmt(v.through_s, 0) + " s)";
+    $("validity-words").textContent = v.validity_words;
+    $("findings").replaceChildren(
+      ...v.findings.map((f) => {
+        const li = document.createElement("li");
+        li.textContent = f.words;
+        return li;
+      })
+    );
+  }
+
   function show(s) {
     points = points.slice(0, s.from).concat(s.points);
     epoch = s.epoch;
@@ -85,6 +102,7 @@
     rows("names", s.names, row, -1);
     rows("errors", s.errors, (e) => [e[0], e[1], e[2]], -1);
     rows("monitor", s.monitor, (m) => [m.title, fmt(m.value, 2), m.unit], -1);
+    verdict(s.verdict);
     draw();
     if (s.ended && !ended) {
       ended = true;

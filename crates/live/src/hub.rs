@@ -8,8 +8,8 @@
 //! dashboard keeps 2,880), and the tables have a row per step, name and outcome.
 
 use crest_engine::{Control, Stop};
-use crest_model::journal::{Entry, IntervalRecord, Start};
-use crest_model::results::Segment;
+use crest_model::journal::{steered, Entry, Fold, IntervalRecord, Start, Step};
+use crest_model::results::{ClientStats, EndReason, Results, Segment};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -230,8 +230,12 @@ pub(crate) struct Part {
     control: Option<Arc<Control>>,
     stop: Option<Stop>,
     steps: BTreeMap<u32, Tally>,
+    /// Steps started by hand, as journaled.
+    by_hand: Vec<Step>,
     /// Seconds reached in this part.
     reached: f64,
+    /// crest's CPU-seconds when it started.
+    cpu_at_start: f64,
 }
 
 /// The latest value of a monitored series.
@@ -252,6 +256,9 @@ pub struct Monitored {
 #[derive(Debug, Default)]
 pub(crate) struct Kept {
     series: Series,
+    /// The part running now folded as its results will be, for the verdict so far. Its
+    /// requests one by one are left out: the analysis of a run going on does not need them.
+    fold: Fold,
     pub(crate) parts: Vec<Part>,
     /// Steps of parts that ended, as rows.
     closed_steps: Vec<Row>,
@@ -326,12 +333,18 @@ pub struct State {
     pub filling: bool,
     /// Set once the run has ended.
     pub ended: Option<Ended>,
+    /// The validity verdict and findings so far (of the part running now), as last judged
+    /// (see [`crate::verdict`]); None before the first interval.
+    pub verdict: Option<crate::verdict::Verdict>,
 }
 
 /// Publishes a run's journal entries to its readers.
 #[derive(Debug, Default)]
 pub struct Hub {
     kept: Mutex<Kept>,
+    /// The last verdict, and when and over what it was judged; its lock is held while judging,
+    /// so readers asking at once judge once.
+    pub(crate) verdict: Mutex<Option<crate::verdict::Cached>>,
 }
 
 impl Hub {
@@ -362,8 +375,11 @@ impl Hub {
             control,
             stop,
             steps: BTreeMap::new(),
+            by_hand: Vec::new(),
             reached: 0.0,
+            cpu_at_start: crest_monitor::own::cpu_s(),
         });
+        k.fold = Fold::default();
         k.ended = None;
     }
 
@@ -375,8 +391,19 @@ impl Hub {
                 drop(k);
                 self.begin(s, None, None);
             }
-            Entry::Interval(r) => k.interval(r),
+            Entry::Interval(r) => {
+                // A record that cannot be added up is refused by the run itself.
+                let _ = k.fold.add(r);
+                k.interval(r);
+            }
+            Entry::Step(step) => {
+                k.fold.add_step(step);
+                if let Some(p) = k.parts.last_mut() {
+                    p.by_hand.push(step.clone());
+                }
+            }
             Entry::Monitor(m) => {
+                k.fold.add_monitor(m);
                 for p in &m.points {
                     let id = format!("{:?}", p.key);
                     k.monitor.insert(
@@ -473,16 +500,54 @@ impl Hub {
             epoch: k.series.epoch,
             filling: k.series.filling.is_some(),
             ended: k.ended.clone(),
+            verdict: None,
         }
+    }
+
+    /// Which part and how many of its intervals the hub has folded: the verdict is judged
+    /// again only when this moves.
+    pub(crate) fn folded(&self) -> (usize, usize) {
+        let k = self.kept();
+        (k.parts.len(), k.fold.intervals().len())
+    }
+
+    /// The results of the part running now as they stand: what its results.json would hold
+    /// were it to end now (as a run killed now, its current step cut short). None before its
+    /// first interval. The fold is copied under the lock; the rest is done outside it.
+    pub fn results_so_far(&self) -> Option<Results> {
+        let (fold, start, cpu_at_start) = {
+            let k = self.kept();
+            let part = k.parts.last()?;
+            if k.fold.intervals().is_empty() {
+                return None;
+            }
+            (k.fold.clone(), part.start.clone(), part.cpu_at_start)
+        };
+        let duration_s = fold.intervals().last().map_or(0.0, |i| i.t_s + start.interval_s);
+        let end = crest_model::journal::End {
+            duration_s,
+            ended_by: EndReason::Unfinished,
+            stopped_by: None,
+            abandoned: 0,
+            arrivals: None,
+            behind: None,
+            client: Some(ClientStats {
+                cpu_s: (crest_monitor::own::cpu_s() - cpu_at_start).max(0.0),
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+                threads: start.config.threads,
+                peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
+            }),
+            monitor: None,
+            users: None,
+            segments: None,
+        };
+        Some(fold.finish(&start, Some(&end)))
     }
 }
 
 /// The rows of a part's steps, named as the results will name them.
 fn part_rows(p: &Part) -> Vec<Row> {
-    let segments = match &p.control {
-        Some(c) => with_live_steps(&p.start.segments, c),
-        None => p.start.segments.clone(),
-    };
+    let segments = steered(&p.start.segments, &p.by_hand);
     let label = |s: &Segment| match &p.start.part {
         Some(part) => format!("{} / {}", part.name, s.name),
         None => s.name.clone(),
@@ -602,32 +667,6 @@ impl Kept {
         };
         self.series.add(point);
     }
-}
-
-/// The steps of a run steered by hand: the plan's up to the one in force at the first change
-/// (the rest never ran), then one per change. The results and the page both name steps this
-/// way.
-pub fn with_live_steps(planned: &[Segment], control: &Control) -> Vec<Segment> {
-    let live = control.steps();
-    let Some(last) = control.last_planned() else {
-        return planned.to_vec();
-    };
-    let mut steps: Vec<Segment> = planned.iter().take(last + 1).cloned().collect();
-    steps.extend(live.into_iter().map(|s| Segment {
-        name: s.name,
-        start_s: s.start.as_secs_f64(),
-        end_s: s.start.as_secs_f64(),
-        users: s.users,
-        rate: s.rate,
-    }));
-    // Each ends where the next starts; the last where the run ends (the fold clips it).
-    for i in 0..steps.len() {
-        let next = steps.get(i + 1).map(|n| n.start_s);
-        if let Some(n) = next {
-            steps[i].end_s = n;
-        }
-    }
-    steps
 }
 
 /// The load model as the API and the page name it: `closed` or `open`.

@@ -6,6 +6,8 @@
 mod hub;
 pub mod metrics;
 mod server;
+pub mod verdict;
 
-pub use hub::{with_live_steps, Ended, Hub, Monitored, Point, Row, State, KEPT_POINTS};
+pub use hub::{Ended, Hub, Monitored, Point, Row, State, KEPT_POINTS};
 pub use server::{new_token, serve, Server, WebError};
+pub use verdict::{Validity, Verdict};

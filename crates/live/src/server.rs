@@ -213,7 +213,10 @@ async fn state(State(app): State<App>, headers: HeaderMap, Query(q): Query<Read>
     if let Err(r) = app.may_read(&headers, q.token.as_deref()) {
         return refuse(r.0, r.1);
     }
-    Json(app.hub.state(q.from, q.epoch)).into_response()
+    let verdict = crate::verdict::so_far(&app.hub).await;
+    let mut state = app.hub.state(q.from, q.epoch);
+    state.verdict = verdict;
+    Json(state).into_response()
 }
 
 async fn metrics(State(app): State<App>, headers: HeaderMap, Query(q): Query<Read>) -> Response {

@@ -27,9 +27,10 @@ use std::io::BufRead;
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// The journal format's version. Version 2 added monitor samples, version 3 a small run's
 /// requests one by one, version 4 the iterations of a scenario's flows, version 5 the steps as
-/// run when they were steered by hand; an older journal (which has none) is read as it is, a
-/// later version refused.
-pub const JOURNAL_VERSION: u32 = 5;
+/// run when they were steered by hand (in its end), version 6 each of those steps as it starts
+/// (a [`Step`] entry, so a run killed after a change keeps it); an older journal (which has
+/// none) is read as it is, a later version refused.
+pub const JOURNAL_VERSION: u32 = 6;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
@@ -51,8 +52,51 @@ pub enum Entry {
         /// The requests.
         points: Vec<crate::results::RequestPoint>,
     },
+    /// A step started by hand (from the live page or its API), journaled as it starts.
+    Step(Step),
     /// The last line, written when the run ended normally (a signal included).
     End(End),
+}
+
+/// A step started by hand while the run went: what it set, and from when. Its index is the
+/// segment index the engine gives the requests sent in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Its segment index: the plan's steps before the first change keep theirs, each change
+    /// takes the next.
+    pub index: u32,
+    /// What it set: `20 users`, `rate 50/s`, `paused`.
+    pub name: String,
+    /// Start, in seconds from the start of the run.
+    pub start_s: f64,
+    /// Users asked for (closed model).
+    pub users: Option<u64>,
+    /// Arrivals per second asked for (open model).
+    pub rate: Option<f64>,
+}
+
+/// The steps of a run steered by hand: the plan's before the first step set by hand (the rest
+/// never ran), then one per change. Each ends where the next starts; the last where the plan
+/// ended it, and the run clips it to what it reached. Without steps, the plan's.
+pub fn steered(planned: &[Segment], steps: &[Step]) -> Vec<Segment> {
+    let Some(first) = steps.first() else {
+        return planned.to_vec();
+    };
+    let mut out: Vec<Segment> = planned.iter().take(first.index as usize).cloned().collect();
+    let end = planned.last().map_or(0.0, |s| s.end_s);
+    out.extend(steps.iter().map(|s| Segment {
+        name: s.name.clone(),
+        start_s: s.start_s,
+        end_s: end.max(s.start_s),
+        users: s.users,
+        rate: s.rate,
+    }));
+    for i in 1..out.len() {
+        let start = out[i].start_s;
+        out[i - 1].end_s = start;
+    }
+    out
 }
 
 /// What is known when sending starts.
@@ -179,6 +223,8 @@ pub struct Journal {
     pub monitor: Vec<crate::monitor::MonitorSample>,
     /// The requests kept one by one, in the order they were journaled.
     pub points: Vec<crate::results::RequestPoint>,
+    /// The steps started by hand, in order.
+    pub steps: Vec<Step>,
     /// Its last line, absent when the run was killed.
     pub end: Option<End>,
     /// True when the last line was cut off mid-write (and left out).
@@ -223,6 +269,7 @@ pub fn read(mut r: impl BufRead) -> Result<Journal, JournalError> {
     let mut intervals = Vec::new();
     let mut monitor = Vec::new();
     let mut points = Vec::new();
+    let mut steps = Vec::new();
     let mut end = None;
     let mut truncated = false;
     let n = lines.len();
@@ -262,6 +309,7 @@ pub fn read(mut r: impl BufRead) -> Result<Journal, JournalError> {
             (Entry::Interval(r), Some(_)) if end.is_none() => intervals.push(r),
             (Entry::Monitor(m), Some(_)) if end.is_none() => monitor.push(m),
             (Entry::Points { points: p }, Some(_)) if end.is_none() => points.extend(p),
+            (Entry::Step(s), Some(_)) if end.is_none() => steps.push(s),
             (Entry::End(e), Some(_)) if end.is_none() => end = Some(e),
             _ => {
                 return Err(JournalError::Entry {
@@ -277,6 +325,7 @@ pub fn read(mut r: impl BufRead) -> Result<Journal, JournalError> {
         intervals,
         monitor,
         points,
+        steps,
         end,
         truncated,
     })
@@ -284,7 +333,7 @@ pub fn read(mut r: impl BufRead) -> Result<Journal, JournalError> {
 
 /// Sums interval records into a results document: the run does this live with its own
 /// records, `crest report` with a journal read back.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Fold {
     stats: BTreeMap<(u32, u32, Outcome), StatSum>,
     iterations: BTreeMap<(u32, u32), crate::results::IterationSum>,
@@ -300,9 +349,16 @@ pub struct Fold {
     intervals: Vec<Interval>,
     dropped: u64,
     monitor: Option<crate::monitor::MonitorBuilder>,
+    /// Steps started by hand.
+    steps: Vec<Step>,
 }
 
 impl Fold {
+    /// Adds a step started by hand.
+    pub fn add_step(&mut self, s: &Step) {
+        self.steps.push(s.clone());
+    }
+
     /// Adds requests kept one by one; none once the intervals added have more requests than
     /// results keep, so memory stays bounded whatever a journal holds.
     pub fn add_points(&mut self, p: &[crate::results::RequestPoint]) {
@@ -374,6 +430,23 @@ impl Fold {
         let mut errors = self.errors;
         errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.outcome.cmp(&b.outcome)));
         let stats = self.stats.into_values().map(|s| s.to_stat()).collect();
+        // A version 5 journal kept the steps set by hand in its end.
+        let steered_steps = end
+            .and_then(|e| e.segments.clone())
+            .or_else(|| (!self.steps.is_empty()).then(|| steered(&start.segments, &self.steps)));
+        let segments =
+            crate::results::reached_segments(steered_steps.as_deref().unwrap_or(&start.segments), duration_s);
+        let mut config = start.config.clone();
+        if steered_steps.is_some() {
+            // The configuration describes the whole run: a run steered by hand (one started
+            // with no users, `--load manual`, above all) reached what was set by hand.
+            let users = segments.iter().filter_map(|s| s.users).max();
+            let rate = segments.iter().filter_map(|s| s.rate).reduce(f64::max);
+            match config.model {
+                crate::results::LoadKind::Closed => config.concurrency = users.unwrap_or(config.concurrency),
+                crate::results::LoadKind::Open => config.rate = rate.or(config.rate),
+            }
+        }
         let iterations = self
             .iterations
             .values()
@@ -400,7 +473,7 @@ impl Fold {
             duration_s,
             ended_by: end.map_or(EndReason::Unfinished, |e| e.ended_by),
             stopped_by: end.and_then(|e| e.stopped_by.clone()),
-            config: start.config.clone(),
+            config,
             environment: start.environment.clone(),
             names: start.names.clone(),
             part_of: if start.part_of.iter().any(Option::is_some) {
@@ -409,10 +482,7 @@ impl Fold {
                 Vec::new()
             },
             flows: start.flows.clone(),
-            segments: crate::results::reached_segments(
-                end.and_then(|e| e.segments.as_deref()).unwrap_or(&start.segments),
-                duration_s,
-            ),
+            segments,
             stats,
             iterations,
             status_codes: self.status_codes,
@@ -459,6 +529,57 @@ impl Journal {
             fold.add_monitor(m);
         }
         fold.add_points(&self.points);
+        for s in &self.steps {
+            fold.add_step(s);
+        }
         Ok(fold.finish(&self.start, self.end.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(name: &str, start_s: f64, end_s: f64, users: u64) -> Segment {
+        Segment {
+            name: name.into(),
+            start_s,
+            end_s,
+            users: Some(users),
+            rate: None,
+        }
+    }
+
+    #[test]
+    fn steps_by_hand_follow_the_plans_step_in_force_and_each_ends_where_the_next_starts() {
+        let planned = [
+            seg("10 users", 0.0, 10.0, 10),
+            seg("20 users", 10.0, 20.0, 20),
+            seg("30 users", 20.0, 30.0, 30),
+        ];
+        let names = |v: &[Segment]| v.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&steered(&planned, &[])),
+            names(&planned),
+            "nothing set by hand: the plan"
+        );
+        let step = |index: u32, name: &str, start_s: f64, users: u64| Step {
+            index,
+            name: name.into(),
+            start_s,
+            users: Some(users),
+            rate: None,
+        };
+        // Changed at 15 s, in the plan's step 1: its step 2 never ran.
+        let run = steered(&planned, &[step(2, "40 users", 15.0, 40), step(3, "5 users", 18.5, 5)]);
+        assert_eq!(names(&run), ["10 users", "20 users", "40 users", "5 users"]);
+        let ends: Vec<f64> = run.iter().map(|s| s.end_s).collect();
+        assert_eq!(ends, [10.0, 15.0, 18.5, 30.0]);
+        // The journal line as written.
+        let line = serde_json::to_string(&Entry::Step(step(2, "40 users", 15.0, 40))).unwrap();
+        assert_eq!(
+            line,
+            r#"{"entry":"step","index":2,"name":"40 users","start_s":15.0,"users":40,"rate":null}"#
+        );
     }
 }

@@ -436,7 +436,7 @@ pub struct MonitorPoint {
 
 /// Builds a [`MonitorRecord`] sample by sample. The monitor thread and the journal's reader
 /// both build with it, so a record rebuilt from a journal is the one the run held.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct MonitorBuilder {
     record: MonitorRecord,
     index: std::collections::HashMap<SeriesKey, usize>,

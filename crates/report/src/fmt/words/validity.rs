@@ -73,3 +73,18 @@ pub fn drop_causes(dropped: u64, behind: u64) -> String {
         ),
     }
 }
+
+/// The answer to "is the result valid?" in a sentence or two, with crest's own limits named.
+pub fn validity(s: &crest_analysis::Summary) -> String {
+    if !s.client_bound.is_empty() {
+        format!(
+            "crest itself may have limited this run, so the figures may describe the load generator rather than the target: {}.",
+            s.client_bound.iter().map(client_limit).collect::<Vec<_>>().join("; ")
+        )
+    } else if s.successes == 0 {
+        "Not judged: no request succeeded, so every figure describes failures, not a load crest could have limited."
+            .into()
+    } else {
+        "Nothing shows that crest limited the run: its CPU, the schedule (open model), its file descriptors and ports, and the users' time in flight were all within bounds.".into()
+    }
+}
