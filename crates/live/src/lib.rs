@@ -8,4 +8,4 @@ pub mod metrics;
 mod server;
 
 pub use hub::{with_live_steps, Ended, Hub, Monitored, Point, Row, State, KEPT_POINTS};
-pub use server::{new_token, serve, Server, WebError};
+pub use server::{bears, new_token, serve, serve_with, Server, WebError};
