@@ -368,6 +368,8 @@ impl Running {
             (Some(Interrupt::Int), _) => EndReason::Sigint,
             (Some(Interrupt::Term), _) => EndReason::Sigterm,
             (None, _) if self.stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
+            // A collector's worker told to stop: a condition held on the whole run.
+            (None, _) if crate::worker::link().is_some_and(|l| l.told_to_stop()) => EndReason::Condition,
             (None, StopCause::Count) => EndReason::Requests,
             (None, StopCause::Completed) => EndReason::Completed,
             _ => EndReason::Duration,
@@ -406,6 +408,7 @@ impl Running {
                 .as_ref()
                 .filter(|c| !c.steps().is_empty())
                 .map(|c| crest_live::with_live_steps(&self.opening.segments, c)),
+            workers: Vec::new(),
         };
         self.keep(Entry::End(closing.clone()));
         if let Some(j) = self.journal.take() {

@@ -43,6 +43,8 @@ pub struct Link {
     stop: Mutex<Option<Stop>>,
     told_to_stop: AtomicBool,
     collector_gone: AtomicBool,
+    /// The run's end was handed on: the collector may close once it has every worker's.
+    ended: AtomicBool,
 }
 
 impl Link {
@@ -61,9 +63,17 @@ impl Link {
 
     /// Sends one journal entry to the collector.
     pub fn send(&self, entry: &Entry) {
+        if matches!(entry, Entry::End(_)) {
+            self.ended.store(true, Ordering::SeqCst);
+        }
         if let Some(out) = lock(&self.out).as_ref() {
             let _ = out.send(wire::entry_line(entry));
         }
+    }
+
+    /// True once the collector said stop.
+    pub fn told_to_stop(&self) -> bool {
+        self.told_to_stop.load(Ordering::SeqCst)
     }
 
     /// The collector said stop.
@@ -74,8 +84,10 @@ impl Link {
 
     /// The connection to the collector was cut: nothing sent would reach it.
     fn cut(&self) {
-        self.collector_gone.store(true, Ordering::SeqCst);
-        self.cancel();
+        if !self.ended.load(Ordering::SeqCst) {
+            self.collector_gone.store(true, Ordering::SeqCst);
+            self.cancel();
+        }
     }
 
     fn cancel(&self) {
@@ -260,6 +272,7 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
         stop: Mutex::new(None),
         told_to_stop: AtomicBool::new(false),
         collector_gone: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
     });
     let link = link().context("internal: the worker's link was set twice")?;
     let Conn { mut read, write } = conn;

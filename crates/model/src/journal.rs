@@ -27,9 +27,9 @@ use std::io::BufRead;
 pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// The journal format's version. Version 2 added monitor samples, version 3 a small run's
 /// requests one by one, version 4 the iterations of a scenario's flows, version 5 the steps as
-/// run when they were steered by hand; an older journal (which has none) is read as it is, a
-/// later version refused.
-pub const JOURNAL_VERSION: u32 = 5;
+/// run when they were steered by hand, version 6 the workers of a merged run at its end; an
+/// older journal (which has none) is read as it is, a later version refused.
+pub const JOURNAL_VERSION: u32 = 6;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.
@@ -140,6 +140,10 @@ pub struct End {
     /// they replace the planned ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<Vec<Segment>>,
+    /// In a run merged from several generators' parts: each worker's record (see
+    /// `Results::workers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::merge::WorkerRecord>,
 }
 
 /// A journal could not be read.
@@ -438,7 +442,7 @@ impl Fold {
                 Vec::new()
             },
             interval_s: start.interval_s,
-            workers: Vec::new(),
+            workers: end.map(|e| e.workers.clone()).unwrap_or_default(),
         }
     }
 }

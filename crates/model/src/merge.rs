@@ -173,6 +173,13 @@ pub fn whole(parts: &[Journal], stopped: Option<StopRecord>) -> Result<(Journal,
         e.stopped_by = Some(s);
     }
     let run_s = end.as_ref().map(|e| e.duration_s);
+    let workers: Vec<WorkerRecord> = order
+        .iter()
+        .map(|&p| worker(&parts[p], run_s))
+        .collect::<Result<_, _>>()?;
+    if let Some(e) = end.as_mut() {
+        e.workers = workers.clone();
+    }
     let journal = Journal {
         start,
         intervals: sum.by_index.into_values().collect(),
@@ -183,10 +190,6 @@ pub fn whole(parts: &[Journal], stopped: Option<StopRecord>) -> Result<(Journal,
         end,
         truncated: false,
     };
-    let workers = order
-        .iter()
-        .map(|&p| worker(&parts[p], run_s))
-        .collect::<Result<_, _>>()?;
     Ok((journal, workers))
 }
 
@@ -273,6 +276,7 @@ fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeEr
         monitor: first.monitor.clone(),
         users: merged_users(ends.iter().map(|e| e.users.as_ref()))?,
         segments: first.segments.clone(),
+        workers: Vec::new(),
     }))
 }
 
