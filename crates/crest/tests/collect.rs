@@ -396,7 +396,7 @@ fn a_killed_worker_is_reported_and_the_run_is_kept() {
     let lost = &ws[3]["lost"];
     assert_eq!(ws[3]["ended_by"], "unfinished");
     let at = lost["at_s"].as_f64().unwrap();
-    assert!(at >= 1.0 && at < 4.0, "{lost:#}");
+    assert!((1.0..4.0).contains(&at), "{lost:#}");
     assert_eq!(lost["share"], 0.25);
     assert!(lost["missing_s"].as_f64().unwrap() > 0.0, "{lost:#}");
     for w in &ws[..3] {
