@@ -272,10 +272,17 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     c.write(&run.output)
 }
 
-/// The collector's flags as its workers read them: its token left out.
+/// The collector's flags as its workers read them: those after `collect`, then the global ones
+/// given before it (`--redact`), its token left out.
 fn forwarded(argv: &[String]) -> Vec<String> {
+    let at = argv
+        .iter()
+        .skip(1)
+        .position(|a| a == "collect")
+        .map_or(argv.len(), |p| p + 1);
+    let (before, after) = argv.split_at(at.min(argv.len()));
     let mut out = Vec::new();
-    let mut args = argv.iter().skip_while(|a| *a != "collect").skip(1);
+    let mut args = after.iter().skip(1).chain(before.iter().skip(1));
     while let Some(a) = args.next() {
         if a == "--token" {
             args.next();
@@ -661,5 +668,35 @@ where
         let _ = shared.events.send(Event::Gone { index });
     } else {
         shared.release(index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workers get every flag but the token, global ones given before the subcommand too.
+    #[test]
+    fn the_flags_handed_on_leave_the_token_out() {
+        let argv: Vec<String> = [
+            "crest",
+            "--redact",
+            "sig",
+            "collect",
+            "http://h/",
+            "--token",
+            "t0",
+            "-c",
+            "4",
+            "--token=t1",
+            "--workers",
+            "2",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            forwarded(&argv),
+            ["http://h/", "-c", "4", "--workers", "2", "--redact", "sig"]
+        );
     }
 }

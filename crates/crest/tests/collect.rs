@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{crest, read_log, rt, scenario_file};
+use common::{crest, read_log, results_of as results, rt, scenario_file, schedule, worker_requests};
 use crest_testkit::{Reply, Server};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -114,10 +114,6 @@ impl Collector {
     }
 }
 
-fn results(dir: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
-}
-
 fn ok(c: Child) -> Output {
     let out = c.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -152,12 +148,7 @@ fn four_workers_add_up_to_the_servers_count_and_crest_merges_result() {
 
     let received = server.received().len() as u64;
     assert_eq!(s["requests"], received, "{s:#}");
-    let per_worker: Vec<u64> = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["requests"].as_u64().unwrap())
-        .collect();
+    let per_worker = worker_requests(&r);
     assert_eq!(per_worker.len(), 4);
     assert_eq!(per_worker.iter().sum::<u64>(), received);
     assert!(per_worker.iter().all(|n| *n > 0), "{per_worker:?}");
@@ -192,16 +183,6 @@ fn four_workers_add_up_to_the_servers_count_and_crest_merges_result() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(results(&merged), r, "crest merge of the parts is the collector's run");
-}
-
-/// Each request's intended start in a request log, in µs from its run's start, sorted.
-fn schedule(dir: &Path) -> Vec<u64> {
-    let mut at: Vec<u64> = read_log(&dir.join("request-log.csv.gz"))
-        .iter()
-        .map(|r| r["intended_us"].parse().unwrap())
-        .collect();
-    at.sort_unstable();
-    at
 }
 
 /// An open-model run of 2,000/s over four workers (500/s each): together they sent the one
@@ -243,12 +224,7 @@ fn four_workers_at_500_per_s_send_the_2000_per_s_schedule() {
         r["open"]
     );
     assert_eq!(s["requests"], 2000, "{s:#}");
-    let per_worker: Vec<u64> = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["requests"].as_u64().unwrap())
-        .collect();
+    let per_worker = worker_requests(&r);
     assert_eq!(per_worker, [500, 500, 500, 500]);
     assert_eq!(r["config"]["rate"], 2000.0);
     let mut union = Vec::new();
@@ -292,12 +268,7 @@ load: {{threads: 10, loops: 3}}
     let (code, s, err, r) = c.finish();
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(s["requests"], 30, "{s:#}");
-    let per_worker: Vec<u64> = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["requests"].as_u64().unwrap())
-        .collect();
+    let per_worker = worker_requests(&r);
     assert_eq!(per_worker, [9, 9, 6, 6]);
     let got = server.received();
     assert_eq!(got.len(), 30);
@@ -305,16 +276,7 @@ load: {{threads: 10, loops: 3}}
         .headers
         .iter()
         .any(|(n, v)| n.eq_ignore_ascii_case("x-api-key") && v == secret.1)));
-    for name in &names {
-        let mut conns: Vec<u64> = got
-            .iter()
-            .filter(|r| r.path == format!("/as/{name}"))
-            .map(|r| r.connection)
-            .collect();
-        assert!(!conns.is_empty(), "{name} was never used");
-        conns.dedup();
-        assert_eq!(conns.len(), 1, "{name} came from {conns:?}");
-    }
+    common::each_row_used_by_one_user(&got, &names);
     let texts: Vec<String> = outputs
         .iter()
         .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
