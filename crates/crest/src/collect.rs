@@ -31,6 +31,11 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 /// Time from the last worker's joining to the start, for the start to reach every worker.
 const START_AFTER: Duration = Duration::from_millis(500);
 
+/// A running worker sends an interval every second; one silent this long besides the run's
+/// grace for requests in flight is stuck (a stopped process, a network that drops without a
+/// reset) and is taken as lost, so the run can end.
+const SILENT_FOR: Duration = Duration::from_secs(15);
+
 /// What the listener's handlers share.
 struct Shared {
     token: String,
@@ -211,6 +216,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         interval_s: opening.interval_s,
         hub: Arc::clone(&hub),
         quiet: run.output.quiet,
+        silent_for: SILENT_FOR + plan.grace,
     };
     // Join: every worker ready, then one start.
     let joined = rt.block_on(async {
@@ -256,11 +262,16 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     hub.begin(&opening, None, None);
     eprintln!("collector: {count} workers start together");
 
+    for w in c.workers.iter_mut().flatten() {
+        w.seen = Instant::now() + START_AFTER;
+    }
     rt.block_on(async {
+        let mut check = tokio::time::interval(Duration::from_secs(1));
         while c.running() {
             tokio::select! {
                 _ = sigint.recv() => c.interrupt(EndReason::Sigint),
                 _ = sigterm.recv() => c.interrupt(EndReason::Sigterm),
+                _ = check.tick() => c.silent(),
                 ev = rx.recv() => match ev {
                     Some(ev) => c.event(ev),
                     None => break,
@@ -301,6 +312,8 @@ struct Worker {
     passed: Option<u64>,
     /// It sent its end, or was lost.
     done: bool,
+    /// When it last sent anything.
+    seen: Instant,
 }
 
 impl Worker {
@@ -310,6 +323,7 @@ impl Worker {
             part: None,
             passed: None,
             done: false,
+            seen: Instant::now(),
         }
     }
 }
@@ -328,6 +342,8 @@ struct Collecting {
     interval_s: f64,
     hub: Arc<crest_live::Hub>,
     quiet: bool,
+    /// See [`SILENT_FOR`].
+    silent_for: Duration,
 }
 
 impl Collecting {
@@ -348,12 +364,37 @@ impl Collecting {
         }
     }
 
+    /// A worker silent for too long is lost; its connection is dropped.
+    fn silent(&mut self) {
+        let silent: Vec<u32> = (0..self.workers.len() as u32)
+            .filter(|&i| {
+                self.workers[i as usize]
+                    .as_ref()
+                    .is_some_and(|w| !w.done && w.seen.elapsed() > self.silent_for)
+            })
+            .collect();
+        for index in silent {
+            eprintln!(
+                "worker {index} sent nothing for {:.0} s: taken as lost",
+                self.silent_for.as_secs_f64()
+            );
+            self.event(Event::Gone { index });
+        }
+    }
+
     fn event(&mut self, ev: Event) {
         match ev {
             Event::Entry { index, entry } => {
-                let Some(w) = self.workers.get_mut(index as usize).and_then(Option::as_mut) else {
+                // A worker taken as lost is not heard from again.
+                let Some(w) = self
+                    .workers
+                    .get_mut(index as usize)
+                    .and_then(Option::as_mut)
+                    .filter(|w| !w.done)
+                else {
                     return;
                 };
+                w.seen = Instant::now();
                 let mut fired = None;
                 match *entry {
                     Entry::Start(start) => {
@@ -407,9 +448,11 @@ impl Collecting {
                 if let Some(w) = self.workers.get_mut(index as usize).and_then(Option::as_mut) {
                     if !w.done {
                         w.done = true;
+                        // Stuck rather than gone, it stops sending what would no longer count.
+                        let _ = w.tx.send(Down::Stop);
                         let at = w.passed.map_or(0.0, |k| (k + 1) as f64 * self.interval_s);
                         eprintln!(
-                            "worker {index} lost after {at:.0} s of the run: its stream ended without its end; the run goes on without it"
+                            "worker {index} lost after {at:.0} s of the run, before its end; the run goes on without it"
                         );
                     }
                 }
