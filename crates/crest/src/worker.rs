@@ -114,10 +114,7 @@ impl Conn {
         let stream = loop {
             match TcpStream::connect(addr) {
                 Ok(s) => break s,
-                Err(e) if Instant::now() < until => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(500));
-                }
+                Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(500)),
                 Err(e) => return Err(e).with_context(|| format!("cannot reach the collector at {addr}")),
             }
         };
