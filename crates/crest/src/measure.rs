@@ -152,15 +152,17 @@ impl Running {
         let reqlog = log_path
             .map(|p| crate::reqlog::Log::create(&p, &plan.names))
             .transpose()?;
+        // Made before the start, so that reading the machine delays no arrival.
+        let mut opening = opening(plan, command_line, part.flatten());
+        let has_flows = !opening.flows.is_empty();
         // A collector's worker starts at the instant the collector gave every worker.
         let link = crate::worker::link();
         if let Some(l) = link {
             l.wait_start();
+            opening.started_at = now_utc();
         }
         let cpu_at_start = crest_monitor::own::cpu_s();
         let start = Instant::now();
-        let opening = opening(plan, command_line, part.flatten());
-        let has_flows = !opening.flows.is_empty();
         let monitor = if sampler.is_empty() {
             None
         } else {
@@ -454,7 +456,7 @@ pub fn opening(plan: &Plan, command_line: &[String], part: Option<results::Segme
         schema: crest_model::journal::JOURNAL_SCHEMA.into(),
         version: crest_model::journal::JOURNAL_VERSION,
         crest_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        started_at: now_utc(),
         config,
         environment: Some(crate::environment::capture()),
         names: plan.names.clone(),
@@ -468,6 +470,11 @@ pub fn opening(plan: &Plan, command_line: &[String], part: Option<results::Segme
         },
         part,
     }
+}
+
+/// Now, RFC 3339 in UTC, as the journal keeps times.
+fn now_utc() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The users' times of a run whose users each run a fixed number of iterations.
