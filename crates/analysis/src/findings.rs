@@ -42,6 +42,9 @@ pub enum Finding {
     Leak(Leak),
     /// A stop condition ended the run.
     Stopped(StopRecord),
+    /// Workers of a distributed run were lost while it went on: their load is missing from
+    /// then on.
+    WorkersLost(Vec<crate::summary::LostWorker>),
     /// Mean latency grew across load levels, from the lowest to the highest.
     LatencyGrew {
         /// Highest level's mean over the lowest's.
@@ -197,6 +200,10 @@ pub fn findings(
             users: u.clone(),
             peaks: peaks(s),
         });
+    }
+    // A run that lost part of its load says so before any figure of it.
+    if !s.lost_workers.is_empty() {
+        out.push(Finding::WorkersLost(s.lost_workers.clone()));
     }
     if !s.client_bound.is_empty() {
         out.push(Finding::ClientBound(s.client_bound.clone()));

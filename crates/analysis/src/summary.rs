@@ -29,6 +29,16 @@ pub struct ErrorSummary {
     pub example: String,
 }
 
+/// A worker of a distributed run lost while the run went on.
+#[derive(Clone, Debug, Serialize)]
+pub struct LostWorker {
+    /// The worker's index.
+    pub index: u32,
+    /// When, and what of the load went missing.
+    #[serde(flatten)]
+    pub lost: crest_model::merge::Lost,
+}
+
 /// The end-of-run summary; `--summary-json` writes it with its text beside each figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -109,6 +119,9 @@ pub struct Summary {
     pub capacity: Option<CapacitySummary>,
     /// How crest itself limited the run; empty when it did not.
     pub client_bound: Vec<ClientLimit>,
+    /// Workers of a distributed run lost while it went on (see `merge::Lost`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost_workers: Vec<LostWorker>,
     /// Monitored series with their mean and peak, over the run and per step.
     pub resources: Vec<ResourceRow>,
     /// Resources that grew under steady load.
@@ -394,6 +407,11 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
         },
         capacity: capacity_summary(r, segments, capacity),
         client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments, &capacity.steps),
+        lost_workers: r
+            .workers
+            .iter()
+            .filter_map(|w| w.lost.clone().map(|lost| LostWorker { index: w.index, lost }))
+            .collect(),
         resources: resources(r, segments),
         leaks: leaks(r, segments),
         names: groups(

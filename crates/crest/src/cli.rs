@@ -59,6 +59,51 @@ pub enum Command {
     Pg(PgCommand),
     /// Serve the built-in demo target on loopback until interrupted.
     Target(TargetArgs),
+    /// Run one plan over N workers (`crest worker`) that join here: start them together,
+    /// merge their measurements as they come, judge stop conditions and thresholds on the
+    /// whole, and write the one run they add up to.
+    Collect(Box<CollectArgs>),
+    /// Join a collector (`crest collect`), take its plan, and send this worker's part of it.
+    Worker(WorkerArgs),
+}
+
+/// `crest collect`: the run's flags, as `crest run` takes them, and where workers join.
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct CollectArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Where workers join, and where the live page, its API and /metrics are served, e.g.
+    /// 0.0.0.0:7700
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+
+    /// The token workers must give [default: $CREST_TOKEN, or a new one, printed]
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+
+/// `crest worker`: where the collector is; the plan comes from it.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The collector's address, HOST:PORT (tried again for up to 2 minutes while it starts)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub collector: String,
+
+    /// The collector's token [default: $CREST_TOKEN]
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// This worker's part, 0 to N-1 [default: $JOB_COMPLETION_INDEX, or the next the collector
+    /// has free]
+    #[arg(long, value_name = "I")]
+    pub worker_index: Option<u32>,
+
+    /// Also keep this worker's own part here, a run directory `crest merge` reads [default:
+    /// kept nowhere]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -176,6 +221,11 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    /// Set by `crest collect` and its workers, never a flag: a collector judges stop conditions
+    /// and thresholds on the whole run, so its workers' parts may carry them.
+    #[arg(skip)]
+    pub collected: bool,
 }
 
 /// What to watch while the load runs (added to a scenario's `monitor:`).

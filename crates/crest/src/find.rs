@@ -51,6 +51,7 @@ fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
         stop_when: &[],
         monitor: &a.monitor,
         log_requests: a.output.log_requests,
+        collected: false,
     }
 }
 

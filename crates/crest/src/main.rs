@@ -1,7 +1,8 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 // One module per subcommand: run (with levels), find, sweep, report, compare, validate, demo,
-// target, pg.
+// target, pg, and a run over several machines: collect and its workers.
+mod collect;
 mod compare;
 mod demo;
 mod find;
@@ -12,6 +13,7 @@ mod run;
 mod sweep;
 mod target;
 mod validate;
+mod worker;
 
 // What they share: flags, plans, the run loop, and what a run leaves on disk (the outputs, the
 // journal and the request log above the run directory's layout and safe writes).
@@ -27,6 +29,7 @@ mod progress;
 mod reqlog;
 mod rundir;
 mod web;
+mod wire;
 
 use anyhow::Result;
 use clap::Parser;
@@ -68,5 +71,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Compare(a) => compare::compare(&a),
         Command::Demo(a) => demo::demo(a, args),
         Command::Target(a) => target::target(a),
+        Command::Collect(a) => collect::collect(*a, args),
+        Command::Worker(a) => worker::worker(&a),
     }
 }

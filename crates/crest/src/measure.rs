@@ -139,61 +139,32 @@ impl Running {
     ) -> Result<Self> {
         let web = crate::web::hub();
         let control = web.map(|_| Arc::new(crest_engine::Control::new()));
-        let shape = Shape {
-            control: control.clone(),
-            model: plan.load.clone(),
-            threads: plan.threads,
-            shard: plan.shard,
-            grace: plan.grace,
-            tick: INTERVAL,
-            segments: plan.segments.iter().map(|s| s.start).collect(),
-        };
+        let shape = shape(plan, control.clone());
         let open_model = matches!(plan.load, LoadModel::Open { .. });
         let (tx, rx) = mpsc::channel();
         // Checked before anything is sent; sampling starts with the load.
         let sampler = crest_monitor::Sampler::new(&plan.monitor).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
         let threads = shape.threads_used();
-        let config = run_config(plan, command_line, threads);
-        let environment = Some(crate::environment::capture());
         let (journal, part) = journal.unzip();
         // The request log sits beside the journal; a run without a journal (none today) has none.
         let log_path = journal
             .filter(|_| plan.log_requests)
             .map(crate::rundir::request_log_beside);
-        let mut journal = journal.map(crate::journal::Writer::create).transpose()?;
+        let journal = journal.map(crate::journal::Writer::create).transpose()?;
         let reqlog = log_path
             .map(|p| crate::reqlog::Log::create(&p, &plan.names))
             .transpose()?;
-        let cpu_at_start = crest_monitor::own::cpu_s();
-        let started_at = chrono::Utc::now();
-        let start = Instant::now();
-        let flows: Vec<String> = config
-            .scenario
-            .as_ref()
-            .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
-            .unwrap_or_default();
-        let has_flows = !flows.is_empty();
-        let opening = JournalStart {
-            schema: crest_model::journal::JOURNAL_SCHEMA.into(),
-            version: crest_model::journal::JOURNAL_VERSION,
-            crest_version: env!("CARGO_PKG_VERSION").into(),
-            started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            config,
-            environment,
-            names: plan.names.clone(),
-            part_of: plan.part_of.clone(),
-            flows,
-            segments: planned_segments(plan),
-            interval_s: INTERVAL.as_secs_f64(),
-            target_rps: match &plan.load {
-                LoadModel::Open { rate, .. } => Some(rate.max()),
-                LoadModel::Closed { .. } => None,
-            },
-            part: part.flatten(),
-        };
-        if let Some(j) = journal.as_mut() {
-            j.write(&Entry::Start(opening.clone()));
+        // Made before the start, so that reading the machine delays no arrival.
+        let mut opening = opening(plan, command_line, part.flatten());
+        let has_flows = !opening.flows.is_empty();
+        // A collector's worker starts at the instant the collector gave every worker.
+        let link = crate::worker::link();
+        if let Some(l) = link {
+            l.wait_start();
+            opening.started_at = now_utc();
         }
+        let cpu_at_start = crest_monitor::own::cpu_s();
+        let start = Instant::now();
         let monitor = if sampler.is_empty() {
             None
         } else {
@@ -208,6 +179,9 @@ impl Running {
         if let Some(w) = web {
             w.begin(&opening, control.clone(), Some(stop.clone()));
         }
+        if let Some(l) = link {
+            l.steer(stop.clone());
+        }
         let engine = {
             let (stop, shape) = (stop.clone(), shape.clone());
             let part_of = plan.part_of.clone();
@@ -220,11 +194,16 @@ impl Running {
                 })
             })?
         };
-        Ok(Running {
-            opening,
+        let mut run = Running {
+            opening: opening.clone(),
             has_flows,
             segment_starts: plan.segments.iter().map(|s| s.start).collect(),
-            watch: StopWatch::new(plan.stop_when.clone()),
+            // A collector's worker sees its part only: the collector judges the whole.
+            watch: StopWatch::new(if link.is_some() {
+                Vec::new()
+            } else {
+                plan.stop_when.clone()
+            }),
             stopped_by: None,
             stop,
             start,
@@ -244,7 +223,9 @@ impl Running {
             web,
             control,
             by_hand: Vec::new(),
-        })
+        };
+        run.keep(Entry::Start(opening));
+        Ok(run)
     }
 
     /// True once the engine's thread has ended.
@@ -346,8 +327,8 @@ impl Running {
         }
     }
 
-    /// Hands one journal entry to its readers, once and in order: the journal on disk, and the
-    /// sum that becomes the results. A live page or a collector reads here too.
+    /// Hands one journal entry to its readers, once and in order: the journal on disk, the
+    /// sum that becomes the results, the live page, and a worker's collector.
     fn keep(&mut self, entry: Entry) {
         if self.kept.is_err() {
             return;
@@ -356,7 +337,13 @@ impl Running {
             j.write(&entry);
         }
         if let Some(w) = self.web {
-            w.publish(&entry);
+            // The page began with the run, given its control.
+            if !matches!(entry, Entry::Start(_)) {
+                w.publish(&entry);
+            }
+        }
+        if let Some(l) = crate::worker::link() {
+            l.send(&entry);
         }
         self.kept = match &entry {
             Entry::Interval(record) => self.fold.add(record).context("cannot add up an interval"),
@@ -418,6 +405,8 @@ impl Running {
             (Some(Interrupt::Int), _) => EndReason::Sigint,
             (Some(Interrupt::Term), _) => EndReason::Sigterm,
             (None, _) if self.stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
+            // A collector's worker told to stop: a condition held on the whole run.
+            (None, _) if crate::worker::link().is_some_and(|l| l.told_to_stop()) => EndReason::Condition,
             (None, StopCause::Count) => EndReason::Requests,
             (None, StopCause::Completed) => EndReason::Completed,
             _ => EndReason::Duration,
@@ -453,9 +442,10 @@ impl Running {
             users: user_times(&plan.load, &report.user_times, report.users_cut_short),
             // Journaled as `Step` entries as they started.
             segments: None,
+            workers: Vec::new(),
         };
-        if let Some(mut j) = self.journal.take() {
-            j.write(&Entry::End(closing.clone()));
+        self.keep(Entry::End(closing.clone()));
+        if let Some(j) = self.journal.take() {
             if let Err(e) = j.finish() {
                 // The run and its figures are whole; only the copy on disk is not.
                 eprintln!("error: {e:#}");
@@ -469,6 +459,54 @@ impl Running {
             whole,
         })
     }
+}
+
+/// How the engine runs `plan`.
+fn shape(plan: &Plan, control: Option<Arc<crest_engine::Control>>) -> Shape {
+    Shape {
+        control,
+        model: plan.load.clone(),
+        threads: plan.threads,
+        shard: plan.shard,
+        grace: plan.grace,
+        tick: INTERVAL,
+        segments: plan.segments.iter().map(|s| s.start).collect(),
+    }
+}
+
+/// The journal's first entry for a run of `plan` starting now: what the run is. A collector
+/// makes it too, to know its workers' plan.
+pub fn opening(plan: &Plan, command_line: &[String], part: Option<results::Segment>) -> JournalStart {
+    let threads = shape(plan, None).threads_used();
+    let config = run_config(plan, command_line, threads);
+    let flows: Vec<String> = config
+        .scenario
+        .as_ref()
+        .map(|s| s.flows.iter().map(|(name, _)| name.clone()).collect())
+        .unwrap_or_default();
+    JournalStart {
+        schema: crest_model::journal::JOURNAL_SCHEMA.into(),
+        version: crest_model::journal::JOURNAL_VERSION,
+        crest_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: now_utc(),
+        config,
+        environment: Some(crate::environment::capture()),
+        names: plan.names.clone(),
+        part_of: plan.part_of.clone(),
+        flows,
+        segments: planned_segments(plan),
+        interval_s: INTERVAL.as_secs_f64(),
+        target_rps: match &plan.load {
+            LoadModel::Open { rate, .. } => Some(rate.max()),
+            LoadModel::Closed { .. } => None,
+        },
+        part,
+    }
+}
+
+/// Now, RFC 3339 in UTC, as the journal keeps times.
+fn now_utc() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The users' times of a run whose users each run a fixed number of iterations.

@@ -100,6 +100,8 @@ pub struct Flags<'a> {
     pub stop_when: &'a [String],
     pub monitor: &'a MonitorArgs,
     pub log_requests: bool,
+    /// See [`crest_model::plan::Draft::collected`].
+    pub collected: bool,
 }
 
 impl<'a> Flags<'a> {
@@ -111,6 +113,7 @@ impl<'a> Flags<'a> {
             stop_when: &a.stop_when,
             monitor: &a.monitor,
             log_requests: a.output.log_requests,
+            collected: a.collected,
         }
     }
 }
@@ -147,6 +150,7 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
             origin: Origin::Flag("--workers"),
         });
     }
+    draft.collected = flags.collected;
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
     if let Some(i) = flags.monitor.interval {
@@ -327,6 +331,7 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         connection,
         threads: None,
         shard: None,
+        collected: false,
         thresholds: Vec::new(),
         stop_when: Vec::new(),
         monitor: MonitorPlan::default(),
@@ -613,6 +618,7 @@ mod tests {
                 stop_when: &[],
                 monitor: &monitor,
                 log_requests: false,
+                collected: false,
             };
             add_flags(&mut d, &flags)?;
             finish(d)

@@ -21,8 +21,43 @@ pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
             levels => crate::levels::run(plan, levels, a, args),
         };
     }
+    prepare(a, None)?.execute(args, &a.output)
+}
+
+/// A run's plan and what sends it, resolved from its flags.
+pub struct Prepared {
+    pub plan: Plan,
+    /// A scenario's users; quick mode's request otherwise.
+    pub flows: Option<crest_flow::FlowWorkload>,
+    /// The files a scenario read (see `crest_scenario::Drafted::files`).
+    pub files: Vec<String>,
+}
+
+impl Prepared {
+    /// Runs it and writes its results. Returns the process exit code.
+    pub fn execute(self, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+        match self.flows {
+            Some(w) => execute(self.plan, w, command_line, out),
+            None => quick(self.plan, command_line, out),
+        }
+    }
+}
+
+/// Resolves the plan of `a`: its URL's (one level), or its scenario's, read from the file or,
+/// with `text`, from that text and the files beside it in `dir` (a collector's, handed on).
+pub fn prepare(a: &RunArgs, text: Option<(&str, &Path)>) -> Result<Prepared> {
+    if a.url.contains("://") {
+        if plan::levels(a)?.len() > 1 {
+            bail!("-c: levels run one after another; give one level here");
+        }
+        return Ok(Prepared {
+            plan: plan::resolve(a)?,
+            flows: None,
+            files: Vec::new(),
+        });
+    }
     let given = plan::quick_flags_given(a);
-    if !Path::new(&a.url).exists() {
+    if text.is_none() && !Path::new(&a.url).exists() {
         // Neither a URL nor a file: saying which flags need a URL would hide that.
         bail!(
             "{:?} is not a URL (http://host/path) nor a scenario file that exists",
@@ -35,13 +70,20 @@ pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
             given.join(", ")
         );
     }
-    let scenario = crest_scenario::draft(Path::new(&a.url))?;
+    let scenario = match text {
+        Some((text, dir)) => crest_scenario::draft_str(&a.url, text, dir, &|name| std::env::var(name).ok())?,
+        None => crest_scenario::draft(Path::new(&a.url))?,
+    };
     crate::validate::warn(&a.url, &scenario.warnings);
     let mut draft = scenario.draft;
     plan::add_flags(&mut draft, &plan::Flags::of_run(a))?;
     let plan = plan::finish(draft)?;
-    let workload = crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?);
-    execute(plan, workload, args, &a.output)
+    let flows = crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?);
+    Ok(Prepared {
+        plan,
+        flows: Some(flows),
+        files: scenario.files,
+    })
 }
 
 /// Runs a quick-mode plan.

@@ -33,6 +33,12 @@ pub fn start(args: &WebArgs) -> Result<()> {
     Ok(())
 }
 
+/// Makes `hub` this process's, as `--web` would (a collector's, fed the merged run), so that
+/// [`ended`] shows its report.
+pub fn adopt(hub: Arc<Hub>) {
+    let _ = HUB.set(hub);
+}
+
 /// The hub runs publish to, when `--web` was given.
 pub fn hub() -> Option<&'static Arc<Hub>> {
     HUB.get()

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{crest, read_log, rt, scenario_file};
+use common::{crest, read_log, results_of as results, rt, scenario_file, schedule};
 use crest_testkit::{Reply, Server};
 use serde_json::Value;
 use std::path::Path;
@@ -42,20 +42,6 @@ fn workers(dir: &Path, n: u32, args: &[&str], env: impl Fn(u32) -> Vec<(String, 
 
 fn summary(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn results(dir: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
-}
-
-/// Each request's intended start in the run's request log, in µs from the run's start, sorted.
-fn schedule(dir: &Path) -> Vec<u64> {
-    let mut at: Vec<u64> = read_log(&dir.join("request-log.csv.gz"))
-        .iter()
-        .map(|r| r["intended_us"].parse().unwrap())
-        .collect();
-    at.sort_unstable();
-    at
 }
 
 /// An open-model run at 400/s for 1.5 s, as four workers at once: the server received the
@@ -224,16 +210,7 @@ load: {{threads: 10, loops: 3}}
     let mut want = names.clone();
     want.sort();
     assert_eq!(used, want, "every row used, by one user each");
-    // Each row went to one connection only: one user of one worker.
-    for name in &names {
-        let mut conns: Vec<u64> = got
-            .iter()
-            .filter(|r| r.path == format!("/as/{name}"))
-            .map(|r| r.connection)
-            .collect();
-        conns.dedup();
-        assert_eq!(conns.len(), 1, "{name} came from {conns:?}");
-    }
+    common::each_row_used_by_one_user(&got, &names);
 }
 
 /// A plan that can't be split is refused before anything is sent, naming the flag and why.

@@ -540,6 +540,7 @@ impl Hub {
             monitor: None,
             users: None,
             segments: None,
+            workers: Vec::new(),
         };
         Some(fold.finish(&start, Some(&end)))
     }

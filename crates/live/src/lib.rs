@@ -9,5 +9,5 @@ mod server;
 pub mod verdict;
 
 pub use hub::{Ended, Hub, Monitored, Point, Row, State, KEPT_POINTS};
-pub use server::{new_token, serve, Server, WebError};
+pub use server::{bears, new_token, serve, serve_with, Server, WebError};
 pub use verdict::{Validity, Verdict};

@@ -67,6 +67,12 @@ struct App {
 
 /// Starts listening on `addr` with `token`, serving what `hub` keeps, on a thread of its own.
 pub fn serve(addr: SocketAddr, token: String, hub: Arc<Hub>) -> Result<Server, WebError> {
+    serve_with(addr, token, hub, Router::new())
+}
+
+/// [`serve`], with `more` routes on the same listener (a collector's, for its workers); they
+/// check the token themselves.
+pub fn serve_with(addr: SocketAddr, token: String, hub: Arc<Hub>, more: Router) -> Result<Server, WebError> {
     let std_listener = std::net::TcpListener::bind(addr).map_err(|source| WebError::Bind { addr, source })?;
     std_listener.set_nonblocking(true)?;
     let bound = std_listener.local_addr()?;
@@ -86,7 +92,8 @@ pub fn serve(addr: SocketAddr, token: String, hub: Arc<Hub>) -> Result<Server, W
         .route("/api/pause", post(pause))
         .route("/api/resume", post(resume))
         .route("/api/stop", post(stop))
-        .with_state(app);
+        .with_state(app)
+        .merge(more);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     std::thread::Builder::new().name("crest-web".into()).spawn(move || {
         rt.block_on(async move {
@@ -128,13 +135,24 @@ struct Read {
     epoch: Option<u64>,
 }
 
+/// The token in a request's `Authorization: Bearer` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
+/// True when a request carries `token` in its `Authorization: Bearer` header, for routes
+/// added with [`serve_with`].
+pub fn bears(headers: &HeaderMap, token: &str) -> bool {
+    bearer(headers).is_some_and(|t| same(t, token))
+}
+
 impl App {
     fn bearer<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+        bearer(headers)
     }
 
     /// May this request read? On loopback anyone may; elsewhere only with the token.

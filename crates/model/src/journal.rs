@@ -28,8 +28,8 @@ pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// The journal format's version. Version 2 added monitor samples, version 3 a small run's
 /// requests one by one, version 4 the iterations of a scenario's flows, version 5 the steps as
 /// run when they were steered by hand (in its end), version 6 each of those steps as it starts
-/// (a [`Step`] entry, so a run killed after a change keeps it); an older journal (which has
-/// none) is read as it is, a later version refused.
+/// (a [`Step`] entry, so a run killed after a change keeps it) and the workers of a merged run at
+/// its end; an older journal (which has none) is read as it is, a later version refused.
 pub const JOURNAL_VERSION: u32 = 6;
 const OLDEST_VERSION: u32 = 1;
 
@@ -188,6 +188,10 @@ pub struct End {
     /// they replace the planned ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<Vec<Segment>>,
+    /// In a run merged from several generators' parts: each worker's record (see
+    /// `Results::workers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::merge::WorkerRecord>,
 }
 
 /// A journal could not be read.
@@ -513,7 +517,7 @@ impl Fold {
                 Vec::new()
             },
             interval_s: start.interval_s,
-            workers: Vec::new(),
+            workers: end.map(|e| e.workers.clone()).unwrap_or_default(),
         }
     }
 }

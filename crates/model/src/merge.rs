@@ -9,9 +9,9 @@
 //! every request. A collector merging live streams adds the same records the same way.
 
 use crate::hist::HistError;
-use crate::journal::{End, Fold, IntervalRecord, Journal, Start};
+use crate::journal::{End, IntervalRecord, Journal, Start};
 use crate::results::{
-    ClientStats, EndReason, IntervalIterations, IterationSum, Results, StatSum, UserTimes, FAILED_KEPT,
+    ClientStats, EndReason, IntervalIterations, IterationSum, Results, StatSum, StopRecord, UserTimes, FAILED_KEPT,
 };
 use crate::EncodedHistogram;
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,22 @@ pub struct WorkerRecord {
     pub send_lag: Option<EncodedHistogram>,
     /// What the generator itself used, when it ended normally.
     pub client: Option<ClientStats>,
+    /// When its part ended without its end (the worker was killed, or its stream to the
+    /// collector was cut) while the others went on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Lost>,
+}
+
+/// A worker lost while the run went on: its load was missing from then on.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Lost {
+    /// Seconds from the start of the run to the end of its last interval received.
+    pub at_s: f64,
+    /// Its share of the run's load (users, or arrivals), from 0 to 1: what went missing.
+    pub share: f64,
+    /// Seconds of the run without it, from `at_s` to the run's end.
+    pub missing_s: f64,
 }
 
 /// Why parts can't be merged into one run.
@@ -82,33 +98,62 @@ pub enum MergeError {
 /// The run that `parts` (each worker's journal, read back) add up to, with a record of each
 /// worker. Every worker's part must be there, once, of the same plan and crest version.
 pub fn merge(parts: &[Journal]) -> Result<Results, MergeError> {
-    let order = check(parts)?;
-    let first = &parts[order[0]];
-    // Workers start together (or as close as their operator started them); each part's
-    // intervals count from its own start, so interval k of every part is the same interval.
-    let mut by_index: BTreeMap<u64, IntervalRecord> = BTreeMap::new();
-    for &p in &order {
-        for r in &parts[p].intervals {
-            let k = (r.interval.t_s / parts[p].start.interval_s).round() as u64;
-            match by_index.get_mut(&k) {
-                Some(into) => add_record(into, r)?,
-                None => {
-                    by_index.insert(k, r.clone());
-                }
+    let (journal, workers) = whole(parts, None)?;
+    let mut results = journal.results()?;
+    results.workers = workers;
+    Ok(results)
+}
+
+/// The intervals of several workers' parts added up as they arrive, whether read back from
+/// their journals ([`merge`]) or streamed while they run (a collector): interval `k` of every
+/// part is one record. Workers start together (or as close as their operator started them);
+/// each part's intervals count from its own start, so interval `k` of every part is the same
+/// interval.
+#[derive(Clone, Debug, Default)]
+pub struct Sum {
+    by_index: BTreeMap<u64, IntervalRecord>,
+}
+
+impl Sum {
+    /// Adds one part's interval record into the record of its interval, and returns which
+    /// interval that is.
+    pub fn add(&mut self, r: &IntervalRecord, interval_s: f64) -> Result<u64, HistError> {
+        let k = (r.interval.t_s / interval_s).round() as u64;
+        match self.by_index.get_mut(&k) {
+            Some(into) => add_record(into, r)?,
+            None => {
+                self.by_index.insert(k, r.clone());
             }
         }
+        Ok(k)
     }
-    let mut fold = Fold::default();
-    for r in by_index.values() {
-        fold.add(r)?;
+
+    /// The merged record of interval `k`, as far as it was added up.
+    pub fn get(&self, k: u64) -> Option<&IntervalRecord> {
+        self.by_index.get(&k)
     }
-    // The system under test is the same for every worker: its series are the first worker's,
-    // not one per generator.
-    for m in &first.monitor {
-        fold.add_monitor(m);
+
+    /// The last interval added to.
+    pub fn last(&self) -> Option<u64> {
+        self.by_index.keys().next_back().copied()
     }
+}
+
+/// The whole run that `parts` make: one journal (the first
+/// worker's start and monitored series, the merged intervals, every part's requests kept one by
+/// one, and the end) and a record of each worker. `stopped`: the stop condition a collector
+/// judged on the whole, which ended every part. A part that ended without its end (a worker
+/// killed or lost) is kept as far as it went and its record says when it was lost; the run's
+/// end is that of the others.
+pub fn whole(parts: &[Journal], stopped: Option<StopRecord>) -> Result<(Journal, Vec<WorkerRecord>), MergeError> {
+    let order = check(parts)?;
+    let first = &parts[order[0]];
+    // Added in worker order, so a collector's sum is `crest merge`'s to the last example kept.
+    let mut sum = Sum::default();
     for &p in &order {
-        fold.add_points(&parts[p].points);
+        for r in &parts[p].intervals {
+            sum.add(r, parts[p].start.interval_s)?;
+        }
     }
     let start = Start {
         started_at: order
@@ -122,10 +167,51 @@ pub fn merge(parts: &[Journal]) -> Result<Results, MergeError> {
         },
         ..first.start.clone()
     };
-    let end = merged_end(parts, &order)?;
-    let mut results = fold.finish(&start, end.as_ref());
-    results.workers = order.iter().map(|&p| worker(&parts[p])).collect::<Result<_, _>>()?;
-    Ok(results)
+    let mut end = merged_end(parts, &order)?;
+    if let (Some(e), Some(s)) = (end.as_mut(), stopped) {
+        e.ended_by = EndReason::Condition;
+        e.stopped_by = Some(s);
+    }
+    let run_s = end.as_ref().map(|e| e.duration_s);
+    let workers: Vec<WorkerRecord> = order
+        .iter()
+        .map(|&p| worker(&parts[p], run_s))
+        .collect::<Result<_, _>>()?;
+    if let Some(e) = end.as_mut() {
+        e.workers = workers.clone();
+    }
+    let journal = Journal {
+        start,
+        intervals: sum.by_index.into_values().collect(),
+        // The system under test is the same for every worker: its series are the first
+        // worker's, not one per generator.
+        monitor: first.monitor.clone(),
+        points: order.iter().flat_map(|&p| parts[p].points.iter().cloned()).collect(),
+        // Workers take no steps by hand: only a run of its own is steered.
+        steps: Vec::new(),
+        end,
+        truncated: false,
+    };
+    Ok((journal, workers))
+}
+
+/// What must be the same in every part of one run, as a value to compare or digest: the
+/// configuration but for the worker and its command line, the request names, flows, steps and
+/// interval.
+pub fn plan_identity(s: &Start) -> serde_json::Value {
+    let mut config = serde_json::to_value(&s.config).unwrap_or_default();
+    if let Some(o) = config.as_object_mut() {
+        o.remove("worker");
+        // The command lines differ in their worker index.
+        o.remove("command_line");
+    }
+    serde_json::json!({
+        "config": config,
+        "names": s.names,
+        "flows": s.flows,
+        "segments": s.segments,
+        "interval_s": s.interval_s,
+    })
 }
 
 /// The parts in worker order, once each checked to be parts of one run.
@@ -134,15 +220,7 @@ fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
         return Err(MergeError::NoParts);
     };
     let count = first.start.config.worker.ok_or(MergeError::Whole(0))?.count;
-    let same = |s: &Start| {
-        let mut v = serde_json::to_value(&s.config).unwrap_or_default();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("worker");
-            // The command lines differ in their worker index.
-            o.remove("command_line");
-        }
-        v
-    };
+    let same = |s: &Start| plan_identity(s)["config"].take();
     let mut by_worker: BTreeMap<u32, usize> = BTreeMap::new();
     for (k, p) in parts.iter().enumerate() {
         let s = &p.start;
@@ -175,13 +253,14 @@ fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
     Ok(by_worker.into_values().collect())
 }
 
-/// The end of the whole run: the last worker's, and unfinished if any part is (killed).
+/// The end of the whole run: the last worker's of those that ended, and unfinished if none
+/// did. A part without its end (killed) is a lost worker (see [`WorkerRecord::lost`]): the run
+/// is the others' and its part as far as it went.
 fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeError> {
     let ends: Vec<&End> = order.iter().filter_map(|&p| parts[p].end.as_ref()).collect();
-    if ends.len() < order.len() {
+    let Some(&first) = ends.first() else {
         return Ok(None);
-    }
-    let first = ends[0];
+    };
     let ended_by = ends
         .iter()
         .map(|e| e.ended_by)
@@ -200,6 +279,7 @@ fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeEr
         monitor: first.monitor.clone(),
         users: merged_users(ends.iter().map(|e| e.users.as_ref()))?,
         segments: first.segments.clone(),
+        workers: Vec::new(),
     }))
 }
 
@@ -225,8 +305,9 @@ fn merged_users<'a>(users: impl Iterator<Item = Option<&'a UserTimes>>) -> Resul
     }))
 }
 
-/// One worker's record, from its own journal.
-fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
+/// One worker's record, from its own journal; `run_s`: how long the whole run lasted, when it
+/// ended.
+fn worker(j: &Journal, run_s: Option<f64>) -> Result<WorkerRecord, HistError> {
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut requests, mut failures, mut dropped) = (0u64, 0u64, 0u64);
     for r in &j.intervals {
@@ -236,13 +317,19 @@ fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
         crate::hist::add_encoded(&mut send_lag, r.send_lag.as_ref())?;
     }
     let end = j.end.as_ref();
+    let went = j.intervals.last().map_or(0.0, |r| r.interval.t_s + j.start.interval_s);
+    let lost = match (end, run_s) {
+        (None, Some(run_s)) => Some(Lost {
+            at_s: went,
+            share: load_share(&j.start.config),
+            missing_s: (run_s - went).max(0.0),
+        }),
+        _ => None,
+    };
     Ok(WorkerRecord {
         index: j.start.config.worker.map_or(0, |w| w.index),
         started_at: j.start.started_at.clone(),
-        duration_s: end.map_or_else(
-            || j.intervals.last().map_or(0.0, |r| r.interval.t_s + j.start.interval_s),
-            |e| e.duration_s,
-        ),
+        duration_s: end.map_or(went, |e| e.duration_s),
         ended_by: end.map_or(EndReason::Unfinished, |e| e.ended_by),
         requests,
         failures,
@@ -250,7 +337,19 @@ fn worker(j: &Journal) -> Result<WorkerRecord, HistError> {
         dropped,
         send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
         client: end.and_then(|e| e.client.clone()),
+        lost,
     })
+}
+
+/// A worker's share of the run's load, from 0 to 1: of the users (closed model, split as
+/// [`crate::plan::share`] does), or of the arrivals (open model: one in `count`).
+fn load_share(config: &crate::results::RunConfig) -> f64 {
+    let Some(w) = config.worker else { return 1.0 };
+    let n = config.concurrency.max(1);
+    match config.model {
+        crate::results::LoadKind::Open => 1.0 / f64::from(w.count.max(1)),
+        crate::results::LoadKind::Closed => w.share(n) as f64 / n as f64,
+    }
 }
 
 /// Adds `from` to an encoded histogram: both decoded, added, encoded again.

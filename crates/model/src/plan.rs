@@ -167,6 +167,9 @@ pub struct Draft {
     pub threads: Option<Given<usize>>,
     /// This process's part of a run spread over several generators; the whole run otherwise.
     pub shard: Option<Given<Shard>>,
+    /// The parts are gathered as they run by a collector (`crest collect`), which judges stop
+    /// conditions and thresholds on the merged whole, so a part may carry them.
+    pub collected: bool,
     /// See [`Plan::thresholds`].
     pub thresholds: Vec<Given<Threshold>>,
     /// See [`Plan::stop_when`].
@@ -520,6 +523,9 @@ impl Draft {
         }
         if let Some(n) = self.stop.requests {
             too_few(n, "requests");
+        }
+        if self.collected {
+            return;
         }
         let judges = self
             .stop_when
@@ -884,6 +890,7 @@ mod tests {
             connection: ConnectionDraft::default(),
             threads: None,
             shard: None,
+            collected: false,
             thresholds: Vec::new(),
             stop_when: Vec::new(),
             monitor: MonitorPlan::default(),

@@ -42,6 +42,9 @@ pub struct Drafted {
     pub flow: FlowDraft,
     /// See [`Scenario::warnings`].
     pub warnings: Vec<Problem>,
+    /// The files it read (data, bodies, certificates), as it names them: what a collector hands
+    /// its workers beside the text.
+    pub files: Vec<String>,
 }
 
 /// What a scenario's users do, but for how they connect: the servers they send to are made
@@ -224,6 +227,7 @@ pub fn draft_str(
                 connection: c.connection,
                 threads: None,
                 shard: None,
+                collected: false,
                 thresholds: c.thresholds,
                 stop_when: c.stop_when,
                 monitor: c.monitor,
@@ -238,6 +242,7 @@ pub fn draft_str(
                     endpoints: c.endpoints,
                 },
                 warnings: cx.warnings,
+                files: cx.files,
             })
         }
         _ => Err(fail(if problems.is_empty() {

@@ -334,6 +334,46 @@ pub fn read_log(path: &std::path::Path) -> Vec<LogRow> {
         .collect()
 }
 
+/// Each request's intended start in a run's request log, in µs from its run's start, sorted.
+pub fn schedule(dir: &std::path::Path) -> Vec<u64> {
+    let mut at: Vec<u64> = read_log(&dir.join("request-log.csv.gz"))
+        .iter()
+        .map(|r| r["intended_us"].parse().unwrap())
+        .collect();
+    at.sort_unstable();
+    at
+}
+
+/// The results.json of the run directory `dir`.
+pub fn results_of(dir: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
+}
+
+/// Each worker's requests in a merged run's results.
+pub fn worker_requests(r: &Value) -> Vec<u64> {
+    r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["requests"].as_u64().unwrap())
+        .collect()
+}
+
+/// Every row of a `unique` feeder (`names`, requested as `/as/NAME`) was used, each by one
+/// connection only: one user of one worker.
+pub fn each_row_used_by_one_user(got: &[crest_testkit::Received], names: &[String]) {
+    for name in names {
+        let mut conns: Vec<u64> = got
+            .iter()
+            .filter(|r| r.path == format!("/as/{name}"))
+            .map(|r| r.connection)
+            .collect();
+        assert!(!conns.is_empty(), "{name} was never used");
+        conns.dedup();
+        assert_eq!(conns.len(), 1, "{name} came from {conns:?}");
+    }
+}
+
 /// Every file under `dir`, as bytes, with its path.
 pub fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let mut out = Vec::new();

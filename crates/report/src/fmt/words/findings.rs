@@ -165,6 +165,19 @@ pub fn finding(f: &Finding) -> String {
             num(w.from_rps),
             num(w.to_rps)
         ),
+        Finding::WorkersLost(lost) => lost
+            .iter()
+            .map(|w| {
+                format!(
+                    "Worker {} was lost at {:.1} s: its {} of the load is missing from the last {:.1} s of the run, whose figures from then on are the other workers'.",
+                    w.index,
+                    w.lost.at_s,
+                    crate::fmt::pct(w.lost.share),
+                    w.lost.missing_s
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
         Finding::Stopped(st) => format!(
             "The run stopped at {:.0} s because `{}` held: {}.",
             st.at_s, st.condition, stop_held(st)

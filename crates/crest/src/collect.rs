@@ -1,0 +1,748 @@
+//! `crest collect`: one run over N workers (`crest worker`). The collector resolves the plan
+//! as each worker will (so a plan that can't be split is refused before anyone joins), waits
+//! on its one listener for N workers, checks each one's version and plan, starts them at one
+//! instant of its own clock, adds up their journal entries as they come (`merge::Sum`), judges
+//! stop conditions on the merged intervals and tells every worker to stop when one fires, and
+//! at the end writes the one run they add up to (`merge::whole`, as `crest merge` does). A
+//! worker whose stream ends without its end is lost: noted, and the run goes on.
+
+use crate::cli::CollectArgs;
+use crate::wire::{self, Down, FileText, PlanText, Up};
+use crate::{output, rundir};
+use anyhow::{bail, Context, Result};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use crest_analysis::stop::{IntervalFigures, StopWatch};
+use crest_model::journal::{Entry, IntervalRecord, Journal};
+use crest_model::merge::Sum;
+use crest_model::results::{EndReason, StopRecord};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// Time from the last worker's joining to the start, for the start to reach every worker.
+const START_AFTER: Duration = Duration::from_millis(500);
+
+/// A running worker sends an interval every second; one silent this long besides the run's
+/// grace for requests in flight is stuck (a stopped process, a network that drops without a
+/// reset) and is taken as lost, so the run can end.
+const SILENT_FOR: Duration = Duration::from_secs(15);
+
+/// What the listener's handlers share.
+struct Shared {
+    token: String,
+    count: u32,
+    plan: PlanText,
+    digest: String,
+    epoch: Instant,
+    /// Worker indexes taken.
+    taken: Mutex<BTreeSet<u32>>,
+    started: AtomicBool,
+    events: UnboundedSender<Event>,
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    /// The index a joining worker asked for, or the first free one.
+    fn claim(&self, asked: Option<u32>) -> Result<u32, String> {
+        let mut taken = self.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.started.load(Ordering::SeqCst) {
+            return Err("the run has started: a worker joins before it starts".into());
+        }
+        let index = match asked {
+            Some(i) if i >= self.count => {
+                return Err(format!(
+                    "worker index {i}: this run has {} workers, 0 to {}",
+                    self.count,
+                    self.count - 1
+                ))
+            }
+            Some(i) if taken.contains(&i) => return Err(format!("worker index {i} is taken by another worker")),
+            Some(i) => i,
+            None => (0..self.count)
+                .find(|i| !taken.contains(i))
+                .ok_or_else(|| format!("all {} workers have joined", self.count))?,
+        };
+        taken.insert(index);
+        Ok(index)
+    }
+
+    fn release(&self, index: u32) {
+        self.taken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&index);
+    }
+}
+
+/// What a worker's connection tells the run.
+enum Event {
+    Ready {
+        index: u32,
+        rtt_us: u64,
+        tx: UnboundedSender<Down>,
+    },
+    Failed {
+        index: u32,
+        message: String,
+    },
+    Entry {
+        index: u32,
+        entry: Box<Entry>,
+    },
+    Gone {
+        index: u32,
+    },
+}
+
+/// `crest collect`. Returns the exit code.
+pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
+    let mut run = a.run;
+    let count = run
+        .workers
+        .context("--workers N: the number of workers to wait for is needed")?;
+    if run.worker_index.is_some() {
+        bail!("--worker-index: a collector's workers are given their index when they join");
+    }
+    if count == 0 {
+        bail!("--workers 0: at least one worker is needed");
+    }
+    // Resolved as worker 0 will resolve it, so a plan that can't be split is refused here.
+    run.worker_index = Some(0);
+    run.collected = true;
+    let (prepared, plan_text) = if run.url.contains("://") {
+        (crate::run::prepare(&run, None)?, None)
+    } else {
+        let path = Path::new(&run.url);
+        let text = crest_model::input::read_text_file(path, crest_model::input::MAX_SCENARIO)
+            .with_context(|| format!("{}: cannot read the scenario", run.url))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        (
+            crate::run::prepare(&run, Some((&text, dir)))?,
+            Some((text, dir.to_path_buf())),
+        )
+    };
+    let plan = prepared.plan;
+    let token = match a
+        .token
+        .or_else(|| std::env::var("CREST_TOKEN").ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+    {
+        Some(t) => t,
+        None => {
+            let t = crest_live::new_token().context("cannot make a token")?;
+            eprintln!("token: {t} (give it to the workers as --token or CREST_TOKEN)");
+            t
+        }
+    };
+    let mut files = Vec::new();
+    let mut bytes = 0;
+    if let Some((_, dir)) = &plan_text {
+        for name in &prepared.files {
+            // A file named by an absolute path is each worker's own (a mounted volume).
+            if Path::new(name).is_absolute() {
+                continue;
+            }
+            let text = std::fs::read_to_string(dir.join(name))
+                .with_context(|| format!("{name}: cannot read it as text to hand to the workers"))?;
+            bytes += text.len();
+            if bytes > wire::MAX_FILES_BYTES {
+                bail!(
+                    "the scenario's files are over {} MiB: too much to hand to every worker",
+                    wire::MAX_FILES_BYTES >> 20
+                );
+            }
+            files.push(FileText {
+                name: name.clone(),
+                text,
+            });
+        }
+    }
+    let opening = crate::measure::opening(&plan, argv, None);
+    let (events, mut rx) = unbounded_channel();
+    let shared = Arc::new(Shared {
+        token: token.clone(),
+        count,
+        plan: PlanText {
+            args: forwarded(argv),
+            scenario: plan_text.map(|(t, _)| t),
+            files,
+        },
+        digest: wire::digest(&opening),
+        epoch: Instant::now(),
+        taken: Mutex::new(BTreeSet::new()),
+        started: AtomicBool::new(false),
+        events,
+    });
+    let hub = Arc::new(crest_live::Hub::new());
+    let routes = Router::new()
+        .route(wire::JOIN_PATH, get(join))
+        .with_state(Arc::clone(&shared));
+    let server = crest_live::serve_with(a.listen, token, Arc::clone(&hub), routes).context("--listen")?;
+    crate::web::adopt(Arc::clone(&hub));
+    eprintln!(
+        "collector: waiting for {count} workers on {} (crest worker --collector {}); live page {}",
+        server.addr,
+        server.addr,
+        server.url()
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (mut sigint, mut sigterm) = {
+        let _guard = rt.enter();
+        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
+    };
+    let mut c = Collecting {
+        workers: (0..count).map(|_| None).collect(),
+        sum: Sum::default(),
+        next: 0,
+        watch: StopWatch::new(plan.stop_when.clone()),
+        stopped: None,
+        interrupted: None,
+        segment_starts: plan.segments.iter().map(|s| s.start).collect(),
+        has_flows: !opening.flows.is_empty(),
+        interval_s: opening.interval_s,
+        hub: Arc::clone(&hub),
+        quiet: run.output.quiet,
+        silent_for: SILENT_FOR + plan.grace,
+    };
+    // Join: every worker ready, then one start.
+    let joined = rt.block_on(async {
+        let mut ready = 0;
+        while ready < count {
+            tokio::select! {
+                _ = sigint.recv() => return Err(EndReason::Sigint),
+                _ = sigterm.recv() => return Err(EndReason::Sigterm),
+                ev = rx.recv() => match ev {
+                    Some(Event::Ready { index, rtt_us, tx, .. }) => {
+                        ready += 1;
+                        eprintln!(
+                            "worker {index} joined ({ready} of {count}), its clock set to this one's within {:.3} ms",
+                            rtt_us as f64 / 2e3
+                        );
+                        c.workers[index as usize] = Some(Worker::new(tx));
+                    }
+                    Some(Event::Failed { index, message }) => {
+                        eprintln!("worker {index} could not take the plan: {message}");
+                    }
+                    Some(Event::Gone { index }) => {
+                        shared.release(index);
+                        if c.workers[index as usize].take().is_some() {
+                            ready -= 1;
+                            eprintln!("worker {index} left before the start ({ready} of {count})");
+                        }
+                    }
+                    Some(Event::Entry { .. }) | None => {}
+                },
+            }
+        }
+        Ok(())
+    });
+    if let Err(signal) = joined {
+        c.tell(|| Down::Refused {
+            reason: "the collector was interrupted before the start".into(),
+        });
+        return Ok(if signal == EndReason::Sigint { 130 } else { 143 });
+    }
+    shared.started.store(true, Ordering::SeqCst);
+    let at_us = shared.now_us() + START_AFTER.as_micros() as u64;
+    c.tell(|| Down::Start { at_us });
+    hub.begin(&opening, None, None);
+    eprintln!("collector: {count} workers start together");
+
+    for w in c.workers.iter_mut().flatten() {
+        w.seen = Instant::now() + START_AFTER;
+    }
+    rt.block_on(async {
+        let mut check = tokio::time::interval(Duration::from_secs(1));
+        while c.running() {
+            tokio::select! {
+                _ = sigint.recv() => c.interrupt(EndReason::Sigint),
+                _ = sigterm.recv() => c.interrupt(EndReason::Sigterm),
+                _ = check.tick() => c.silent(),
+                ev = rx.recv() => match ev {
+                    Some(ev) => c.event(ev),
+                    None => break,
+                },
+            }
+        }
+    });
+    c.judge();
+    c.write(&run.output)
+}
+
+/// The collector's flags as its workers read them: those after `collect`, then the global ones
+/// given before it (`--redact`), its token left out.
+fn forwarded(argv: &[String]) -> Vec<String> {
+    let at = argv
+        .iter()
+        .skip(1)
+        .position(|a| a == "collect")
+        .map_or(argv.len(), |p| p + 1);
+    let (before, after) = argv.split_at(at.min(argv.len()));
+    let mut out = Vec::new();
+    let mut args = after.iter().skip(1).chain(before.iter().skip(1));
+    while let Some(a) = args.next() {
+        if a == "--token" {
+            args.next();
+        } else if !a.starts_with("--token=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// One worker, once it has joined.
+struct Worker {
+    tx: UnboundedSender<Down>,
+    part: Option<Journal>,
+    /// The last interval it sent.
+    passed: Option<u64>,
+    /// It sent its end, or was lost.
+    done: bool,
+    /// When it last sent anything.
+    seen: Instant,
+}
+
+impl Worker {
+    fn new(tx: UnboundedSender<Down>) -> Self {
+        Worker {
+            tx,
+            part: None,
+            passed: None,
+            done: false,
+            seen: Instant::now(),
+        }
+    }
+}
+
+/// A collected run under way.
+struct Collecting {
+    workers: Vec<Option<Worker>>,
+    sum: Sum,
+    /// The next merged interval to judge.
+    next: u64,
+    watch: StopWatch,
+    stopped: Option<StopRecord>,
+    interrupted: Option<EndReason>,
+    segment_starts: Vec<Duration>,
+    has_flows: bool,
+    interval_s: f64,
+    hub: Arc<crest_live::Hub>,
+    quiet: bool,
+    /// See [`SILENT_FOR`].
+    silent_for: Duration,
+}
+
+impl Collecting {
+    fn tell(&self, m: impl Fn() -> Down) {
+        for w in self.workers.iter().flatten() {
+            let _ = w.tx.send(m());
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.workers.iter().flatten().any(|w| !w.done)
+    }
+
+    fn interrupt(&mut self, signal: EndReason) {
+        if self.interrupted.replace(signal).is_none() {
+            eprintln!("collector: interrupted; every worker is told to stop");
+            self.tell(|| Down::Stop);
+        }
+    }
+
+    /// A worker silent for too long is lost; its connection is dropped.
+    fn silent(&mut self) {
+        let silent: Vec<u32> = (0..self.workers.len() as u32)
+            .filter(|&i| {
+                self.workers[i as usize]
+                    .as_ref()
+                    .is_some_and(|w| !w.done && w.seen.elapsed() > self.silent_for)
+            })
+            .collect();
+        for index in silent {
+            eprintln!(
+                "worker {index} sent nothing for {:.0} s: taken as lost",
+                self.silent_for.as_secs_f64()
+            );
+            self.event(Event::Gone { index });
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        match ev {
+            Event::Entry { index, entry } => {
+                // A worker taken as lost is not heard from again.
+                let Some(w) = self
+                    .workers
+                    .get_mut(index as usize)
+                    .and_then(Option::as_mut)
+                    .filter(|w| !w.done)
+                else {
+                    return;
+                };
+                w.seen = Instant::now();
+                let mut fired = None;
+                match *entry {
+                    Entry::Start(start) => {
+                        w.part = Some(Journal {
+                            start,
+                            intervals: Vec::new(),
+                            monitor: Vec::new(),
+                            points: Vec::new(),
+                            steps: Vec::new(),
+                            end: None,
+                            truncated: false,
+                        })
+                    }
+                    Entry::Interval(r) => {
+                        match self.sum.add(&r, self.interval_s) {
+                            Ok(k) => w.passed = Some(k),
+                            Err(e) => eprintln!("worker {index}: an interval can't be added up: {e}"),
+                        }
+                        if let Some(p) = w.part.as_mut() {
+                            p.intervals.push(r);
+                        }
+                    }
+                    Entry::Monitor(m) => {
+                        // The system under test's series are the first worker's, as in the merge.
+                        if index == 0 {
+                            self.hub.publish(&Entry::Monitor(m.clone()));
+                            let values: Vec<_> = m.points.iter().map(|p| (p.key.clone(), p.unit, p.value)).collect();
+                            fired = self.watch.monitored(m.t_s, &values);
+                        }
+                        if let Some(p) = w.part.as_mut() {
+                            p.monitor.push(m);
+                        }
+                    }
+                    Entry::Points { points } => {
+                        if let Some(p) = w.part.as_mut() {
+                            p.points.extend(points);
+                        }
+                    }
+                    Entry::End(e) => {
+                        if let Some(p) = w.part.as_mut() {
+                            p.end = Some(e);
+                        }
+                        w.done = true;
+                    }
+                    // A worker is not steered by hand, so it journals no steps of its own.
+                    Entry::Step(_) => {}
+                }
+                if let Some(s) = fired {
+                    self.stop(s);
+                }
+                self.judge();
+            }
+            Event::Gone { index } => {
+                if let Some(w) = self.workers.get_mut(index as usize).and_then(Option::as_mut) {
+                    if !w.done {
+                        w.done = true;
+                        // Stuck rather than gone, it stops sending what would no longer count.
+                        let _ = w.tx.send(Down::Stop);
+                        let at = w.passed.map_or(0.0, |k| (k + 1) as f64 * self.interval_s);
+                        eprintln!(
+                            "worker {index} lost after {at:.0} s of the run, before its end; the run goes on without it"
+                        );
+                    }
+                }
+                self.judge();
+            }
+            Event::Failed { index, message } => eprintln!("worker {index} failed: {message}"),
+            Event::Ready { index, tx, .. } => {
+                let _ = tx.send(Down::Refused {
+                    reason: format!("worker {index}: the run has started"),
+                });
+            }
+        }
+    }
+
+    /// Judges each merged interval that every worker still running has passed.
+    fn judge(&mut self) {
+        let all_done = !self.running();
+        loop {
+            let k = self.next;
+            let passed = self
+                .workers
+                .iter()
+                .flatten()
+                .all(|w| w.done || w.passed.is_some_and(|p| p >= k));
+            if !passed || (all_done && self.sum.last().is_none_or(|last| k > last)) {
+                return;
+            }
+            if let Some(r) = self.sum.get(k).cloned() {
+                self.interval(&r);
+            }
+            self.next += 1;
+        }
+    }
+
+    fn interval(&mut self, r: &IntervalRecord) {
+        let i = &r.interval;
+        if !self.quiet {
+            eprintln!(
+                "{:>6.0}s {:>10} requests {:>8} failed",
+                i.t_s + self.interval_s,
+                i.requests,
+                i.failures
+            );
+        }
+        self.hub.publish(&Entry::Interval(r.clone()));
+        let latency = i.latency.decode().ok().filter(|_| i.requests > 0);
+        let figures = IntervalFigures {
+            t_s: i.t_s,
+            len_s: self.interval_s,
+            segment: crest_schedule::segment_at(&self.segment_starts, Duration::from_secs_f64(i.t_s)),
+            requests: i.requests,
+            failures: i.failures,
+            latency: latency.as_ref(),
+            iterations: self
+                .has_flows
+                .then(|| r.iterations.iter().map(|s| s.completed + s.failed).sum()),
+        };
+        if let Some(s) = self.watch.interval(&figures) {
+            self.stop(s);
+        }
+    }
+
+    fn stop(&mut self, s: crest_analysis::stop::Stopped) {
+        if self.stopped.is_some() {
+            return;
+        }
+        eprintln!(
+            "collector: stop condition {} held at {:.0} s; every worker is told to stop",
+            s.condition, s.at_s
+        );
+        self.stopped = Some(StopRecord {
+            condition: s.condition,
+            at_s: s.at_s,
+            saw: Some(s.reason),
+            detail: None,
+        });
+        self.tell(|| Down::Stop);
+    }
+
+    /// The one run the workers' parts add up to, written as a run directory.
+    fn write(self, out: &crate::cli::OutputArgs) -> Result<u8> {
+        let parts: Vec<Journal> = self.workers.into_iter().flatten().filter_map(|w| w.part).collect();
+        let (journal, workers) =
+            crest_model::merge::whole(&parts, self.stopped).context("cannot merge the workers' parts")?;
+        let mut results = journal.results()?;
+        results.workers = workers;
+        if let Some(signal) = self.interrupted {
+            results.ended_by = signal;
+        }
+        results
+            .check()
+            .context("the workers' parts do not add up to a valid run")?;
+        for w in &results.workers {
+            if let Some(l) = &w.lost {
+                eprintln!(
+                    "worker {} was lost at {:.1} s: {:.0}% of the load was missing for the last {:.1} s",
+                    w.index,
+                    l.at_s,
+                    l.share * 100.0,
+                    l.missing_s
+                );
+            }
+        }
+        let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
+        let mut j = crate::journal::Writer::create(&dir.join(rundir::JOURNAL))?;
+        j.write(&Entry::Start(journal.start.clone()));
+        for r in journal.intervals {
+            j.write(&Entry::Interval(r));
+        }
+        for m in journal.monitor {
+            j.write(&Entry::Monitor(m));
+        }
+        if !journal.points.is_empty() {
+            j.write(&Entry::Points { points: journal.points });
+        }
+        if let Some(e) = journal.end {
+            j.write(&Entry::End(e));
+        }
+        let whole = j.finish().is_ok();
+        let mut written = output::write_all(&dir, &results, out)?;
+        written.complete &= whole;
+        crate::web::ended(&dir, format!("{:?}", results.ended_by));
+        Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
+    }
+}
+
+/// `GET /workers/join`, upgraded: one worker's connection.
+async fn join(State(shared): State<Arc<Shared>>, headers: HeaderMap, req: Request) -> Response {
+    if !crest_live::bears(&headers, &shared.token) {
+        let mut r = (
+            StatusCode::UNAUTHORIZED,
+            Json(serde_json::json!({ "error": "the token is not this collector's: give its token as --token or CREST_TOKEN" })),
+        )
+            .into_response();
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case(wire::PROTOCOL));
+    if !upgrade {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({ "error": "workers join with `crest worker`" })),
+        )
+            .into_response();
+    }
+    let on = hyper::upgrade::on(req);
+    tokio::spawn(async move {
+        match on.await {
+            Ok(up) => serve_worker(shared, hyper_util::rt::TokioIo::new(up)).await,
+            Err(e) => eprintln!("collector: a worker's connection failed: {e}"),
+        }
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::CONNECTION, "upgrade")
+        .header(header::UPGRADE, wire::PROTOCOL)
+        .body(axum::body::Body::empty())
+        .unwrap_or_default()
+}
+
+/// One worker's side of the run: hello, clock, plan, then its entries until its stream ends.
+async fn serve_worker<T>(shared: Arc<Shared>, io: T)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (read, mut write) = tokio::io::split(io);
+    let (tx, mut down): (UnboundedSender<Down>, UnboundedReceiver<Down>) = unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(m) = down.recv().await {
+            let last = matches!(m, Down::Refused { .. });
+            if write.write_all(&wire::line(&m)).await.is_err() || last {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    let mut lines = BufReader::new(read).lines();
+    let refuse = |reason: String| {
+        let _ = tx.send(Down::Refused { reason });
+    };
+    let hello = match lines.next_line().await {
+        Ok(Some(l)) => serde_json::from_str::<Up>(&l),
+        _ => return,
+    };
+    let asked = match hello {
+        Ok(Up::Hello { crest_version, index }) if crest_version == env!("CARGO_PKG_VERSION") => index,
+        Ok(Up::Hello { crest_version, .. }) => {
+            let reason = format!(
+                "this collector is crest {}, the worker crest {crest_version}: run the same version",
+                env!("CARGO_PKG_VERSION")
+            );
+            eprintln!("collector: a worker was refused: {reason}");
+            return refuse(reason);
+        }
+        _ => return refuse("not a worker's hello (another crest version?)".into()),
+    };
+    let index = match shared.claim(asked) {
+        Ok(i) => i,
+        Err(reason) => {
+            eprintln!("collector: a worker was refused: {reason}");
+            return refuse(reason);
+        }
+    };
+    let _ = tx.send(Down::Welcome {
+        index,
+        count: shared.count,
+        plan: shared.plan.clone(),
+    });
+    let mut ready = false;
+    while let Ok(Some(l)) = lines.next_line().await {
+        match serde_json::from_str::<Up>(&l) {
+            Ok(Up::Ping { t_us }) => {
+                let _ = tx.send(Down::Pong {
+                    t_us,
+                    at_us: shared.now_us(),
+                });
+            }
+            Ok(Up::Ready { digest, rtt_us, .. }) => {
+                if digest != shared.digest {
+                    let reason = format!(
+                        "worker {index} resolved another plan than this collector's (its digest {}, this one's {}): the same crest, scenario and flags are needed",
+                        &digest[..digest.len().min(12)],
+                        &shared.digest[..12]
+                    );
+                    eprintln!("collector: {reason}");
+                    shared.release(index);
+                    return refuse(reason);
+                }
+                ready = true;
+                let _ = shared.events.send(Event::Ready {
+                    index,
+                    rtt_us,
+                    tx: tx.clone(),
+                });
+            }
+            Ok(Up::Entry { entry }) if ready => {
+                let _ = shared.events.send(Event::Entry { index, entry });
+            }
+            Ok(Up::Failed { message }) => {
+                shared.release(index);
+                let _ = shared.events.send(Event::Failed { index, message });
+                return;
+            }
+            Ok(other) => eprintln!("collector: worker {index} sent {other:?} out of turn"),
+            Err(e) => {
+                eprintln!("collector: worker {index} sent a line that can't be read: {e}");
+                break;
+            }
+        }
+    }
+    if ready {
+        let _ = shared.events.send(Event::Gone { index });
+    } else {
+        shared.release(index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workers get every flag but the token, global ones given before the subcommand too.
+    #[test]
+    fn the_flags_handed_on_leave_the_token_out() {
+        let argv: Vec<String> = [
+            "crest",
+            "--redact",
+            "sig",
+            "collect",
+            "http://h/",
+            "--token",
+            "t0",
+            "-c",
+            "4",
+            "--token=t1",
+            "--workers",
+            "2",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            forwarded(&argv),
+            ["http://h/", "-c", "4", "--workers", "2", "--redact", "sig"]
+        );
+    }
+}
