@@ -1,10 +1,11 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 // One module per subcommand: run (with levels), find, sweep, report, compare, validate, demo,
-// target, pg.
+// target, pg, kube.
 mod compare;
 mod demo;
 mod find;
+mod kube;
 mod levels;
 mod pg;
 mod report;
@@ -68,5 +69,6 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Compare(a) => compare::compare(&a),
         Command::Demo(a) => demo::demo(a, args),
         Command::Target(a) => target::target(a),
+        Command::Kube(cli::KubeCommand::Render(a)) => kube::render(&a, args),
     }
 }

@@ -19,6 +19,13 @@ use std::time::Duration;
 /// Quick mode: one URL and its flags; with several `-c` levels, the plan of the first (see
 /// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
+    let mut draft = draft(args)?;
+    add_flags(&mut draft, &Flags::of_run(args))?;
+    finish(draft)
+}
+
+/// Quick mode's draft from the URL and its own flags, before the flags any plan may take.
+pub fn draft(args: &RunArgs) -> Result<Draft> {
     let levels = levels(args)?;
     let load = match args.rate {
         Some(rate) => {
@@ -38,8 +45,7 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let mut draft = url_draft(&args.url, &args.request)?;
     draft.stop = stop_at(args)?;
     draft.load = load;
-    add_flags(&mut draft, &Flags::of_run(args))?;
-    finish(draft)
+    Ok(draft)
 }
 
 /// The users of each level `-c` gives (none without `-c`: the resolver's default then), checked.

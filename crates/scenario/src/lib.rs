@@ -42,6 +42,9 @@ pub struct Drafted {
     pub flow: FlowDraft,
     /// See [`Scenario::warnings`].
     pub warnings: Vec<Problem>,
+    /// The data files the scenario reads (feeders, bodies, CA certificates), each once, as
+    /// written in it: relative to the scenario's directory unless absolute.
+    pub files: Vec<String>,
 }
 
 /// What a scenario's users do, but for how they connect: the servers they send to are made
@@ -238,6 +241,7 @@ pub fn draft_str(
                     endpoints: c.endpoints,
                 },
                 warnings: cx.warnings,
+                files: cx.files,
             })
         }
         _ => Err(fail(if problems.is_empty() {

@@ -91,6 +91,8 @@ pub(crate) struct Cx<'a> {
     database: Option<crest_pg::PgTarget>,
     /// The database as the monitor needs it, when `monitor: database: true` asks for it.
     database_spec: Option<PostgresSpec>,
+    /// Every data file read, as written in the scenario (see [`crate::Drafted::files`]).
+    pub files: Vec<String>,
 }
 
 impl<'a> Cx<'a> {
@@ -118,6 +120,7 @@ impl<'a> Cx<'a> {
             has_database: false,
             database: None,
             database_spec: None,
+            files: Vec::new(),
         }
     }
 
@@ -229,6 +232,15 @@ impl<'a> Cx<'a> {
         first_key.or_else(|| sp.at())
     }
 
+    /// Reads a data file the scenario names (a feeder, a body, a CA), and notes it: whoever
+    /// runs the scenario elsewhere (a pod) must bring it along.
+    fn read_data(&mut self, file: &str) -> Result<Vec<u8>, crest_model::input::ReadError> {
+        if !self.files.iter().any(|f| f == file) {
+            self.files.push(file.to_string());
+        }
+        crest_model::input::read_file(&self.resolve(file), crest_model::input::MAX_DATA_FILE)
+    }
+
     fn resolve(&self, file: &str) -> PathBuf {
         let p = Path::new(file);
         if p.is_absolute() {
@@ -250,7 +262,7 @@ impl<'a> Cx<'a> {
         self.connection.keepalive = d.and_then(|d| d.keepalive.as_ref()).map(|k| **k);
         self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
-            match crest_model::input::read_file(&self.resolve(ca), crest_model::input::MAX_DATA_FILE) {
+            match self.read_data(ca) {
                 Ok(pem) => self.connection.tls.ca_pem = Some(pem),
                 Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
             }

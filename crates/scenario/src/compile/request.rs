@@ -159,7 +159,7 @@ impl Cx<'_> {
         } else if let Some(b) = &r.body {
             self.template(b, known).map_or(Body::None, Body::Text)
         } else if let Some(f) = &r.body_file {
-            match crest_model::input::read_file(&self.resolve(f), crest_model::input::MAX_DATA_FILE) {
+            match self.read_data(f) {
                 Ok(bytes) => Body::Bytes(bytes),
                 Err(e) => {
                     self.err(f.at(), format!("body_file {:?}: cannot read it: {e}", f.as_str()), None);
@@ -217,8 +217,7 @@ impl Cx<'_> {
     fn part(&mut self, p: &Sp<raw::MultipartPart>, known: &Known) -> Option<Part> {
         let content = match (&p.value, &p.file) {
             (Some(v), None) => PartContent::Value(self.template(v, known)?),
-            (None, Some(f)) => match crest_model::input::read_file(&self.resolve(f), crest_model::input::MAX_DATA_FILE)
-            {
+            (None, Some(f)) => match self.read_data(f) {
                 Ok(bytes) => PartContent::File {
                     filename: std::path::Path::new(f.as_str())
                         .file_name()
