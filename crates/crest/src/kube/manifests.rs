@@ -75,7 +75,9 @@ pub struct Requests {
 
 /// One object of the stream, in the order `kubectl apply` creates them: what the pods refer to
 /// before the pods.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+// A handful of objects, made once: boxing them would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, serde::Serialize)]
 #[serde(untagged)]
 pub enum Object {
     ConfigMap(ConfigMap),

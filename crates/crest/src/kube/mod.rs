@@ -69,8 +69,11 @@ fn spec(a: &KubeRenderArgs, args: &[String]) -> Result<Spec> {
     // The manifests are text anyone with the file can read: a value crest keeps secret must
     // reach the pods through a Secret instead.
     let shown = crest_model::redact::command_line(&collect);
-    if let Some((flag, _)) = collect.iter().zip(&shown).find(|(a, b)| a != b) {
-        let name = flag.split('=').next().unwrap_or(flag);
+    if let Some(at) = collect.iter().zip(&shown).position(|(a, b)| a != b) {
+        let name = match at {
+            0 => "the URL",
+            _ => collect[at].split('=').next().unwrap_or_default(),
+        };
         bail!(
             "{name}: its value is secret and would be written into the manifests; read it in a \
              scenario as ${{env:NAME}} and give the Secret that holds it with --secret"
