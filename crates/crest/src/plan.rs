@@ -373,6 +373,27 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         .collect()
 }
 
+/// The scenario file a run names, refused when it does not exist or when flags of a URL's run
+/// are given with it.
+pub fn scenario_path(a: &RunArgs) -> Result<&std::path::Path> {
+    let path = std::path::Path::new(&a.url);
+    if !path.exists() {
+        // Neither a URL nor a file: saying which flags need a URL would hide that.
+        bail!(
+            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
+            a.url
+        );
+    }
+    let given = quick_flags_given(a);
+    if !given.is_empty() {
+        bail!(
+            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+            given.join(", ")
+        );
+    }
+    Ok(path)
+}
+
 /// Marks a value as given by `flag`.
 fn given<T>(flag: &'static str) -> impl Fn(T) -> Given<T> {
     move |value| Given {

@@ -135,20 +135,7 @@ fn check_url_run(run: &RunArgs, workers: u32) -> Result<()> {
 /// file name and the files for the collector's pod: the scenario and the data files it reads,
 /// at the same places relative to it.
 fn check_scenario_run(run: &RunArgs, workers: u32) -> Result<(String, Vec<File>)> {
-    let path = Path::new(&run.url);
-    if !path.exists() {
-        bail!(
-            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
-            run.url
-        );
-    }
-    let given = plan::quick_flags_given(run);
-    if !given.is_empty() {
-        bail!(
-            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
-            given.join(", ")
-        );
-    }
+    let path = plan::scenario_path(run)?;
     // Variables the scenario reads (`${env:NAME}`) are read here as the pods will read them
     // from their Secrets: set them to check the scenario; their values are never written.
     let scenario = crest_scenario::draft(path)?;
