@@ -29,6 +29,7 @@ steps:
   - request:
       path: /accounts/${accounts.name}
       check: {status: 200}
+  - request: {method: POST, path: /blobs, body_file: blob.bin}
 load:
   users: 8
   duration: 30s
@@ -41,6 +42,8 @@ fn scenario() -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::create_dir(dir.path().join("data")).unwrap();
     let rows: String = (0..8).map(|i| format!("user{i}\n")).collect();
     std::fs::write(dir.path().join("data/accounts.csv"), format!("name\n{rows}")).unwrap();
+    // Not UTF-8: the ConfigMap holds it as binaryData.
+    std::fs::write(dir.path().join("blob.bin"), [0xff, 0xfe, 0x00, 0x80]).unwrap();
     let path = dir.path().join("busy.yaml");
     std::fs::write(&path, SCENARIO).unwrap();
     (dir, path)
@@ -289,7 +292,9 @@ fn the_manifests_keep_the_contract_of_collector_and_workers() {
 fn the_collector_gets_the_scenario_and_its_files() {
     let (_dir, path) = scenario();
     let o = parse(&render_fixed(&path).yaml);
-    let data = o.config_maps[0].data.as_ref().unwrap();
+    let map = &o.config_maps[0];
+    let text = map.data.as_ref().unwrap();
+    let binary = map.binary_data.as_ref().unwrap();
     let spec = o.pods[0].spec.as_ref().unwrap();
     let volume = spec
         .volumes
@@ -309,8 +314,16 @@ fn the_collector_gets_the_scenario_and_its_files() {
     for item in volume.items.iter().flatten() {
         let to = pod_dir.path().join(&item.path);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::write(to, &data[&item.key]).unwrap();
+        match (text.get(&item.key), binary.get(&item.key)) {
+            (Some(t), None) => std::fs::write(to, t).unwrap(),
+            (None, Some(b)) => std::fs::write(to, &b.0).unwrap(),
+            _ => panic!("{} is not in the ConfigMap once", item.key),
+        }
     }
+    assert_eq!(
+        std::fs::read(pod_dir.path().join("blob.bin")).unwrap(),
+        [0xff, 0xfe, 0x00, 0x80]
+    );
     assert_eq!(
         std::fs::read_to_string(pod_dir.path().join("busy.yaml")).unwrap(),
         SCENARIO
@@ -356,7 +369,13 @@ fn what_cant_run_is_refused_naming_the_flag() {
     }
     // A file read from outside the scenario's directory would not be in the pod.
     let outside = dir.path().join("data/outside.yaml");
-    std::fs::write(&outside, SCENARIO.replace("data/accounts.csv", "../data/accounts.csv")).unwrap();
+    std::fs::write(
+        &outside,
+        SCENARIO
+            .replace("data/accounts.csv", "../data/accounts.csv")
+            .replace("blob.bin", "../blob.bin"),
+    )
+    .unwrap();
     let r = render(&[outside.to_str().unwrap(), "--workers", "2"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("outside its own directory"), "{}", r.stderr);
