@@ -5,10 +5,11 @@
 use crate::cli::{OutputArgs, RunArgs};
 use crate::measure::measure;
 use crate::{output, plan, rundir};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use crest_engine::Workload;
 use crest_model::plan::Plan;
 use crest_model::results::EndReason;
+use std::path::Path;
 use std::sync::Arc;
 
 /// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
@@ -20,7 +21,21 @@ pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
             levels => crate::levels::run(plan, levels, a, args),
         };
     }
-    let scenario = crest_scenario::draft(plan::scenario_path(a)?)?;
+    let given = plan::quick_flags_given(a);
+    if !Path::new(&a.url).exists() {
+        // Neither a URL nor a file: saying which flags need a URL would hide that.
+        bail!(
+            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
+            a.url
+        );
+    }
+    if !given.is_empty() {
+        bail!(
+            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+            given.join(", ")
+        );
+    }
+    let scenario = crest_scenario::draft(Path::new(&a.url))?;
     crate::validate::warn(&a.url, &scenario.warnings);
     let mut draft = scenario.draft;
     plan::add_flags(&mut draft, &plan::Flags::of_run(a))?;

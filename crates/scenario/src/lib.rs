@@ -42,8 +42,8 @@ pub struct Drafted {
     pub flow: FlowDraft,
     /// See [`Scenario::warnings`].
     pub warnings: Vec<Problem>,
-    /// The data files the scenario reads (feeders, bodies, CA certificates), each once, as
-    /// written in it: relative to the scenario's directory unless absolute.
+    /// The files it read (data, bodies, certificates), as it names them: what a collector hands
+    /// its workers beside the text.
     pub files: Vec<String>,
 }
 

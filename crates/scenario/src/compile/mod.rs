@@ -88,11 +88,11 @@ pub(crate) struct Cx<'a> {
     loop_depth: usize,
     feeders: Vec<(String, Vec<String>)>,
     has_database: bool,
+    /// The files read while compiling, as the scenario names them (see [`Cx::source`]).
+    pub files: Vec<String>,
     database: Option<crest_pg::PgTarget>,
     /// The database as the monitor needs it, when `monitor: database: true` asks for it.
     database_spec: Option<PostgresSpec>,
-    /// Every data file read, as written in the scenario (see [`crate::Drafted::files`]).
-    pub files: Vec<String>,
 }
 
 impl<'a> Cx<'a> {
@@ -118,9 +118,9 @@ impl<'a> Cx<'a> {
             loop_depth: 0,
             feeders: Vec::new(),
             has_database: false,
+            files: Vec::new(),
             database: None,
             database_spec: None,
-            files: Vec::new(),
         }
     }
 
@@ -232,13 +232,13 @@ impl<'a> Cx<'a> {
         first_key.or_else(|| sp.at())
     }
 
-    /// Reads a data file the scenario names (a feeder, a body, a CA), and notes it: whoever
-    /// runs the scenario elsewhere (a pod) must bring it along.
-    fn read_data(&mut self, file: &str) -> Result<Vec<u8>, crest_model::input::ReadError> {
+    /// A file the scenario is made of (data, a body, a certificate), read while compiling: its
+    /// path, and a note of it, so that a collector can hand it to its workers with the text.
+    fn source(&mut self, file: &str) -> PathBuf {
         if !self.files.iter().any(|f| f == file) {
             self.files.push(file.to_string());
         }
-        crest_model::input::read_file(&self.resolve(file), crest_model::input::MAX_DATA_FILE)
+        self.resolve(file)
     }
 
     fn resolve(&self, file: &str) -> PathBuf {
@@ -262,7 +262,7 @@ impl<'a> Cx<'a> {
         self.connection.keepalive = d.and_then(|d| d.keepalive.as_ref()).map(|k| **k);
         self.http_options(d);
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
-            match self.read_data(ca) {
+            match crest_model::input::read_file(&self.source(ca), crest_model::input::MAX_DATA_FILE) {
                 Ok(pem) => self.connection.tls.ca_pem = Some(pem),
                 Err(e) => self.err(ca.at(), format!("cacert {:?}: cannot read it: {e}", ca.as_str()), None),
             }

@@ -159,7 +159,7 @@ impl Cx<'_> {
         } else if let Some(b) = &r.body {
             self.template(b, known).map_or(Body::None, Body::Text)
         } else if let Some(f) = &r.body_file {
-            match self.read_data(f) {
+            match crest_model::input::read_file(&self.source(f), crest_model::input::MAX_DATA_FILE) {
                 Ok(bytes) => Body::Bytes(bytes),
                 Err(e) => {
                     self.err(f.at(), format!("body_file {:?}: cannot read it: {e}", f.as_str()), None);
@@ -217,26 +217,28 @@ impl Cx<'_> {
     fn part(&mut self, p: &Sp<raw::MultipartPart>, known: &Known) -> Option<Part> {
         let content = match (&p.value, &p.file) {
             (Some(v), None) => PartContent::Value(self.template(v, known)?),
-            (None, Some(f)) => match self.read_data(f) {
-                Ok(bytes) => PartContent::File {
-                    filename: std::path::Path::new(f.as_str())
-                        .file_name()
-                        .map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned()),
-                    content_type: p
-                        .content_type
-                        .clone()
-                        .unwrap_or_else(|| "application/octet-stream".into()),
-                    bytes,
-                },
-                Err(e) => {
-                    self.err(
-                        f.at(),
-                        format!("multipart file {:?}: cannot read it: {e}", f.as_str()),
-                        None,
-                    );
-                    return None;
+            (None, Some(f)) => {
+                match crest_model::input::read_file(&self.source(f), crest_model::input::MAX_DATA_FILE) {
+                    Ok(bytes) => PartContent::File {
+                        filename: std::path::Path::new(f.as_str())
+                            .file_name()
+                            .map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned()),
+                        content_type: p
+                            .content_type
+                            .clone()
+                            .unwrap_or_else(|| "application/octet-stream".into()),
+                        bytes,
+                    },
+                    Err(e) => {
+                        self.err(
+                            f.at(),
+                            format!("multipart file {:?}: cannot read it: {e}", f.as_str()),
+                            None,
+                        );
+                        return None;
+                    }
                 }
-            },
+            }
             _ => {
                 self.err(
                     p.at(),

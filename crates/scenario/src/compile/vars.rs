@@ -44,8 +44,8 @@ impl Cx<'_> {
                     FeedMode::Sequential
                 }
             };
-            match self
-                .read_data(&f.file)
+            let path = self.source(&f.file);
+            match crest_model::input::read_file(&path, crest_model::input::MAX_DATA_FILE)
                 .map_err(|e| format!("cannot read it: {e}"))
                 .and_then(|b| Feeder::from_csv(name, &b, mode).map_err(|e| e.to_string()))
             {
