@@ -144,6 +144,34 @@ fn requests(c: &Container) -> BTreeMap<String, String> {
     r.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect()
 }
 
+/// The collector's /scenario as the pod sees it: the ConfigMap written out as its volume's
+/// items say.
+fn mount(o: &Objects) -> tempfile::TempDir {
+    let map = &o.config_maps[0];
+    let (text, binary) = (
+        map.data.clone().unwrap_or_default(),
+        map.binary_data.clone().unwrap_or_default(),
+    );
+    let spec = o.pods[0].spec.as_ref().unwrap();
+    let volume = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find_map(|v| v.config_map.as_ref())
+        .unwrap();
+    let pod_dir = tempfile::tempdir().unwrap();
+    for item in volume.items.iter().flatten() {
+        let to = pod_dir.path().join(&item.path);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        match (text.get(&item.key), binary.get(&item.key)) {
+            (Some(t), None) => std::fs::write(to, t).unwrap(),
+            (None, Some(b)) => std::fs::write(to, &b.0).unwrap(),
+            _ => panic!("{} is not in the ConfigMap once", item.key),
+        }
+    }
+    pod_dir
+}
+
 #[test]
 fn the_manifests_match_their_golden_file() {
     let (_dir, path) = scenario();
@@ -240,6 +268,9 @@ fn the_manifests_keep_the_contract_of_collector_and_workers() {
     let jspec = job.spec.as_ref().unwrap();
     assert_eq!(jspec.completion_mode.as_deref(), Some("Indexed"));
     assert_eq!((jspec.completions, jspec.parallelism), (Some(4), Some(4)));
+    // A lost worker is its index's failure alone: nothing ends the others.
+    assert_eq!((jspec.backoff_limit_per_index, jspec.backoff_limit), (Some(0), None));
+    assert_eq!(jspec.max_failed_indexes, None);
     let template_labels = jspec.template.metadata.as_ref().unwrap().labels.clone();
     let pod: &PodSpec = jspec.template.spec.as_ref().unwrap();
     let terms = pod
@@ -292,9 +323,6 @@ fn the_manifests_keep_the_contract_of_collector_and_workers() {
 fn the_collector_gets_the_scenario_and_its_files() {
     let (_dir, path) = scenario();
     let o = parse(&render_fixed(&path).yaml);
-    let map = &o.config_maps[0];
-    let text = map.data.as_ref().unwrap();
-    let binary = map.binary_data.as_ref().unwrap();
     let spec = o.pods[0].spec.as_ref().unwrap();
     let volume = spec
         .volumes
@@ -303,23 +331,14 @@ fn the_collector_gets_the_scenario_and_its_files() {
         .find_map(|v| v.config_map.as_ref())
         .unwrap();
     assert_eq!(volume.name, "crest-scenario");
-    let mount = spec.containers[0]
+    let at = spec.containers[0]
         .volume_mounts
         .iter()
         .flatten()
         .find(|m| m.name == "scenario")
         .unwrap();
-    assert_eq!(mount.mount_path, "/scenario");
-    let pod_dir = tempfile::tempdir().unwrap();
-    for item in volume.items.iter().flatten() {
-        let to = pod_dir.path().join(&item.path);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        match (text.get(&item.key), binary.get(&item.key)) {
-            (Some(t), None) => std::fs::write(to, t).unwrap(),
-            (None, Some(b)) => std::fs::write(to, &b.0).unwrap(),
-            _ => panic!("{} is not in the ConfigMap once", item.key),
-        }
-    }
+    assert_eq!(at.mount_path, "/scenario");
+    let pod_dir = mount(&o);
     assert_eq!(
         std::fs::read(pod_dir.path().join("blob.bin")).unwrap(),
         [0xff, 0xfe, 0x00, 0x80]
@@ -476,4 +495,124 @@ fn the_manifests_validate_against_the_kubernetes_schemas() {
     assert!(out.status.success(), "{report}");
     // Every object was checked (the scenario's run has a ConfigMap more).
     assert_eq!(report.matches(" passed for resource ").count(), 11, "{report}");
+}
+
+/// A container's environment as its pod gets it: each Secret it names, key for key.
+fn pod_env(c: &Container, secrets: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<(String, String)> {
+    env_secrets(c)
+        .iter()
+        .flat_map(|name| secrets[name].clone())
+        .chain(
+            c.env
+                .iter()
+                .flatten()
+                .map(|e| (e.name.clone(), e.value.clone().unwrap())),
+        )
+        .collect()
+}
+
+/// The pods' own commands run here as processes, with nothing but the environment the
+/// manifests give them (the Secrets' keys, and JOB_COMPLETION_INDEX for the Job's pods), the
+/// collector's Service and volumes mapped to loopback and directories: the run they make
+/// reaches a server that counts what it got, as much as the collector says it sent.
+#[test]
+fn the_pods_commands_run_as_local_processes() {
+    if !crest().args(["collect", "--help"]).output().unwrap().status.success() {
+        eprintln!("skipped: this crest has no `crest collect` yet");
+        return;
+    }
+    let target = common::target_process(&["--workers", "64", "--service-time", "1ms"]);
+    let (_dir, path) = scenario();
+    std::fs::write(
+        &path,
+        SCENARIO
+            .replace("duration: 30s", "duration: 2s")
+            .replace("thresholds: [p99 < 500ms]\n", ""),
+    )
+    .unwrap();
+    // The Secret the user made: the scenario's target and key, as the pods will read them.
+    let api_keys = BTreeMap::from([
+        (
+            "CREST_KUBE_TARGET".to_string(),
+            target.url.trim_end_matches('/').to_string(),
+        ),
+        ("CREST_KUBE_API_KEY".to_string(), API_KEY.to_string()),
+    ]);
+    let out = crest()
+        .args(["kube", "render"])
+        .arg(&path)
+        .args(["--workers", "2", "--secret", "api-keys"])
+        .env_remove("CREST_TOKEN")
+        .envs(&api_keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let o = parse(&String::from_utf8(out.stdout).unwrap());
+    let secrets = BTreeMap::from([
+        ("crest-token".to_string(), o.secrets[0].string_data.clone().unwrap()),
+        ("api-keys".to_string(), api_keys),
+    ]);
+    let scenario_dir = mount(&o);
+    let results = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The Service crest-collector:7700 is this port; the volumes are these directories.
+    let local = |arg: &String| {
+        arg.replace("0.0.0.0:7700", &format!("127.0.0.1:{port}"))
+            .replace("crest-collector:7700", &format!("127.0.0.1:{port}"))
+            .replace("/scenario/", &format!("{}/", scenario_dir.path().display()))
+            .replace("/results", &results.path().join("run").display().to_string())
+    };
+    let spawn = |c: &Container, extra: &[(String, String)]| {
+        crest()
+            .args(c.args.iter().flatten().map(local))
+            .env_clear()
+            .envs(pod_env(c, &secrets))
+            .envs(extra.iter().cloned())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let collector = spawn(&o.pods[0].spec.as_ref().unwrap().containers[0], &[]);
+    let job = o.jobs[0].spec.as_ref().unwrap();
+    let worker = &job.template.spec.as_ref().unwrap().containers[0];
+    let before = common::target_metric(&target.url, "crest_target_requests_total");
+    let workers: Vec<_> = (0..job.completions.unwrap())
+        .map(|i| spawn(worker, &[("JOB_COMPLETION_INDEX".into(), i.to_string())]))
+        .collect();
+    let c = collector.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&c.stderr);
+    for w in workers {
+        let w = w.wait_with_output().unwrap();
+        assert!(
+            w.status.success(),
+            "a worker failed: {}",
+            String::from_utf8_lossy(&w.stderr)
+        );
+    }
+    assert_eq!(c.status.code(), Some(0), "{stderr}");
+    let served = common::target_metric(&target.url, "crest_target_requests_total") - before;
+    let doc = results.path().join("run/results.json");
+    common::check_counts(&doc);
+    let r: crest_model::results::Results = serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+    let sent = crest_analysis::analyze(&r).unwrap().summary.requests;
+    assert!(sent > 0);
+    assert_eq!(sent, served, "the collector's count is the server's");
+    let text = serde_json::to_value(&r).unwrap();
+    let mut indexes: Vec<u64> = text["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["index"].as_u64().unwrap())
+        .collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, [0, 1], "each pod's JOB_COMPLETION_INDEX is its worker index");
+    assert!(
+        !std::fs::read_to_string(&doc).unwrap().contains(API_KEY),
+        "the Secret's value is not written"
+    );
 }

@@ -339,8 +339,9 @@ fn collector(spec: &Spec) -> Pod {
 
 /// One Indexed Job: pod `i` gets `JOB_COMPLETION_INDEX=i`, the worker index. All run at once
 /// (parallelism = completions), one per node (required anti-affinity), so that no two
-/// generators share a machine's CPU. A failed worker is not retried: the collector reports it
-/// lost and keeps the run.
+/// generators share a machine's CPU. A failed worker is not retried, and its failure is its
+/// index's alone (`backoffLimitPerIndex`: a Job's `backoffLimit` would end every other worker
+/// with it): the collector reports it lost and keeps the run.
 fn workers(spec: &Spec) -> Job {
     let n = i32::try_from(spec.workers).unwrap_or(i32::MAX);
     let anti = PodAntiAffinity {
@@ -365,7 +366,7 @@ fn workers(spec: &Spec) -> Job {
             completion_mode: Some("Indexed".into()),
             completions: Some(n),
             parallelism: Some(n),
-            backoff_limit: Some(0),
+            backoff_limit_per_index: Some(0),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels("worker")),
