@@ -8,7 +8,7 @@ mod common;
 
 use common::crest;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, ConfigMapVolumeSource, Container, Pod, PodSpec, Secret, Service};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -144,6 +144,16 @@ fn requests(c: &Container) -> BTreeMap<String, String> {
     r.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect()
 }
 
+/// The collector's volume of the ConfigMap.
+fn scenario_volume(o: &Objects) -> &ConfigMapVolumeSource {
+    let spec = o.pods[0].spec.as_ref().unwrap();
+    spec.volumes
+        .iter()
+        .flatten()
+        .find_map(|v| v.config_map.as_ref())
+        .unwrap()
+}
+
 /// The collector's /scenario as the pod sees it: the ConfigMap written out as its volume's
 /// items say.
 fn mount(o: &Objects) -> tempfile::TempDir {
@@ -152,13 +162,7 @@ fn mount(o: &Objects) -> tempfile::TempDir {
         map.data.clone().unwrap_or_default(),
         map.binary_data.clone().unwrap_or_default(),
     );
-    let spec = o.pods[0].spec.as_ref().unwrap();
-    let volume = spec
-        .volumes
-        .iter()
-        .flatten()
-        .find_map(|v| v.config_map.as_ref())
-        .unwrap();
+    let volume = scenario_volume(o);
     let pod_dir = tempfile::tempdir().unwrap();
     for item in volume.items.iter().flatten() {
         let to = pod_dir.path().join(&item.path);
@@ -324,12 +328,7 @@ fn the_collector_gets_the_scenario_and_its_files() {
     let (_dir, path) = scenario();
     let o = parse(&render_fixed(&path).yaml);
     let spec = o.pods[0].spec.as_ref().unwrap();
-    let volume = spec
-        .volumes
-        .iter()
-        .flatten()
-        .find_map(|v| v.config_map.as_ref())
-        .unwrap();
+    let volume = scenario_volume(&o);
     assert_eq!(volume.name, "crest-scenario");
     let at = spec.containers[0]
         .volume_mounts
