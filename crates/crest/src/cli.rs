@@ -65,6 +65,9 @@ pub enum Command {
     Collect(Box<CollectArgs>),
     /// Join a collector (`crest collect`), take its plan, and send this worker's part of it.
     Worker(WorkerArgs),
+    /// Kubernetes: the manifests of a run spread over pods (docs/distributed.md).
+    #[command(subcommand)]
+    Kube(KubeCommand),
 }
 
 /// `crest collect`: the run's flags, as `crest run` takes them, and where workers join.
@@ -104,6 +107,56 @@ pub struct WorkerArgs {
     /// kept nowhere]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KubeCommand {
+    /// Write the manifests of a distributed run to stdout, one YAML stream for `kubectl apply
+    /// -f -`: the scenario, the token's Secret, the collector and its Service, and the workers
+    /// as one Indexed Job.
+    Render(Box<KubeRenderArgs>),
+}
+
+/// `crest kube render`: the run as `crest run` takes it (a URL or a scenario, its load flags,
+/// and `--workers N`), and where and how its pods run.
+#[derive(Debug, Args)]
+pub struct KubeRenderArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// The container image with crest [default: crest:<this crest's version>]
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// The namespace of every object [default: kubectl's current one]
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// A Secret whose keys reach the collector and every worker as environment variables (the
+    /// scenario's `${env:NAME}`); its values are never read or written here. Repeatable.
+    #[arg(long = "secret", value_name = "NAME")]
+    pub secrets: Vec<String>,
+
+    /// The token the workers join with, stored in the Secret crest-token [default: $CREST_TOKEN,
+    /// or a new random one]
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// CPU each worker asks for (a Kubernetes quantity: 2, 1500m).
+    #[arg(long, value_name = "CPU", default_value = "1")]
+    pub worker_cpu: String,
+
+    /// Memory each worker asks for (512Mi, 2Gi).
+    #[arg(long, value_name = "BYTES", default_value = "1Gi")]
+    pub worker_memory: String,
+
+    /// CPU the collector asks for.
+    #[arg(long, value_name = "CPU", default_value = "1")]
+    pub collector_cpu: String,
+
+    /// Memory the collector asks for.
+    #[arg(long, value_name = "BYTES", default_value = "1Gi")]
+    pub collector_memory: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,11 +1,12 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 // One module per subcommand: run (with levels), find, sweep, report, compare, validate, demo,
-// target, pg, and a run over several machines: collect and its workers.
+// target, pg, kube, and a run over several machines: collect and its workers.
 mod collect;
 mod compare;
 mod demo;
 mod find;
+mod kube;
 mod levels;
 mod pg;
 mod report;
@@ -73,5 +74,6 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Target(a) => target::target(a),
         Command::Collect(a) => collect::collect(*a, args),
         Command::Worker(a) => worker::worker(&a),
+        Command::Kube(cli::KubeCommand::Render(a)) => kube::render(&a, args),
     }
 }

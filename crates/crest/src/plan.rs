@@ -19,6 +19,13 @@ use std::time::Duration;
 /// Quick mode: one URL and its flags; with several `-c` levels, the plan of the first (see
 /// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
+    let mut draft = draft(args)?;
+    add_flags(&mut draft, &Flags::of_run(args))?;
+    finish(draft)
+}
+
+/// Quick mode's draft from the URL and its own flags, before the flags any plan may take.
+pub fn draft(args: &RunArgs) -> Result<Draft> {
     let levels = levels(args)?;
     let load = match args.rate {
         Some(rate) => {
@@ -38,8 +45,7 @@ pub fn resolve(args: &RunArgs) -> Result<Plan> {
     let mut draft = url_draft(&args.url, &args.request)?;
     draft.stop = stop_at(args)?;
     draft.load = load;
-    add_flags(&mut draft, &Flags::of_run(args))?;
-    finish(draft)
+    Ok(draft)
 }
 
 /// The users of each level `-c` gives (none without `-c`: the resolver's default then), checked.
@@ -370,6 +376,27 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         .filter(|(_, given)| *given)
         .map(|(flag, _)| *flag)
         .collect()
+}
+
+/// The scenario file a run names, refused when it does not exist or when flags of a URL's run
+/// are given with it.
+pub fn scenario_path(a: &RunArgs) -> Result<&std::path::Path> {
+    let path = std::path::Path::new(&a.url);
+    if !path.exists() {
+        // Neither a URL nor a file: saying which flags need a URL would hide that.
+        bail!(
+            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
+            a.url
+        );
+    }
+    let given = quick_flags_given(a);
+    if !given.is_empty() {
+        bail!(
+            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+            given.join(", ")
+        );
+    }
+    Ok(path)
 }
 
 /// Marks a value as given by `flag`.

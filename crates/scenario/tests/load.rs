@@ -614,3 +614,33 @@ fn every_number_of_the_load_may_come_from_the_environment() {
     let e = load(&format!("{base}  users: ${{env:Z:-0}}\n  duration: 1s\n")).unwrap_err();
     assert_eq!(first(&e).0, Some((4, 10)), "{e}");
 }
+
+/// Every data file the scenario reads is listed once, as written, so that whoever runs it
+/// elsewhere (`crest kube render`'s ConfigMap) can bring it along.
+#[test]
+fn the_data_files_read_are_listed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("in")).unwrap();
+    for (f, text) in [
+        ("in/users.csv", "name\na\nb\n"),
+        ("body.json", "{}"),
+        ("photo.bin", "\u{1}"),
+    ] {
+        std::fs::write(dir.path().join(f), text).unwrap();
+    }
+    let text = r#"
+target: http://127.0.0.1:9
+data:
+  users: {file: in/users.csv}
+steps:
+  - request: {method: POST, path: /a, body_file: body.json}
+  - request: {method: POST, path: /b, body_file: body.json}
+  - request:
+      method: POST
+      path: /c
+      multipart: [{name: p, file: photo.bin, content_type: application/octet-stream}]
+load: {users: 2, duration: 1s}
+"#;
+    let drafted = crest_scenario::draft_str("s.yaml", text, dir.path(), &env).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(drafted.files, ["in/users.csv", "body.json", "photo.bin"]);
+}
