@@ -83,7 +83,7 @@ fn tpcb_transactions_run_and_leave_the_database_consistent() {
 }
 
 #[test]
-fn a_fixed_rate_of_transactions_is_held_within_one_percent() {
+fn a_fixed_rate_of_transactions_sends_its_schedule_and_each_commits_once() {
     let _serial = common::serial();
     let Some(url) = pg_url() else { return };
     init(&url);
@@ -103,10 +103,6 @@ fn a_fixed_rate_of_transactions_is_held_within_one_percent() {
     // PostgreSQL's own count: one history row per transaction committed.
     let rows = rt().block_on(query_i64(&url, "SELECT count(*) FROM pgbench_history"));
     assert_eq!(rows, sent, "{s:#}");
-    if dropped == 0 {
-        let achieved = s["achieved_rps"].as_f64().unwrap();
-        assert!((198.0..=202.0).contains(&achieved), "achieved {achieved} tx/s for 200");
-    }
 }
 
 #[test]
