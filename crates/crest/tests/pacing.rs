@@ -149,5 +149,11 @@ fn a_rate_beyond_what_the_engine_sends_still_accounts_for_every_arrival() {
             "{}",
             r.stdout
         );
+        // The Markdown report says it too, from the same words.
+        let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+        assert!(
+            md.contains("not sent by the deadline, crest being behind its schedule;"),
+            "{md}"
+        );
     });
 }
