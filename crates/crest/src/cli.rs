@@ -445,8 +445,8 @@ pub struct WebArgs {
     pub web_token: Option<String>,
 
     /// 'manual': start with no users and wait for the page or API to set them (runs until
-    /// stopped unless -d is given).
-    #[arg(long, value_name = "MODE", value_parser = ["manual"], requires = "web")]
+    /// stopped unless -d is given). Needs --web, but for a collector, whose page is on --listen.
+    #[arg(long, value_name = "MODE", value_parser = ["manual"])]
     pub load: Option<String>,
 }
 

@@ -7,7 +7,7 @@
 //! worker whose stream ends without its end is lost: noted, and the run goes on.
 
 use crate::cli::CollectArgs;
-use crate::wire::{self, Down, FileText, PlanText, Up};
+use crate::wire::{self, Down, PlanFile, PlanText, Up};
 use crate::{output, rundir};
 use anyhow::{bail, Context, Result};
 use axum::extract::{Request, State};
@@ -18,6 +18,7 @@ use axum::{Json, Router};
 use crest_analysis::stop::{IntervalFigures, StopWatch};
 use crest_model::journal::{Entry, IntervalRecord, Journal};
 use crest_model::merge::Sum;
+use crest_model::plan::LoadModel;
 use crest_model::results::{EndReason, StopRecord};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -27,6 +28,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// How often the users the whole run has are worked out for the page (and for a change of
+/// users by hand, which ramps from them).
+const USERS_EVERY: Duration = Duration::from_millis(100);
 
 /// Time from the last worker's joining to the start, for the start to reach every worker.
 const START_AFTER: Duration = Duration::from_millis(500);
@@ -104,6 +109,8 @@ enum Event {
     Gone {
         index: u32,
     },
+    /// The run was steered from the collector's page.
+    Steer(crest_engine::Changed),
 }
 
 /// `crest collect`. Returns the exit code.
@@ -117,6 +124,12 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     }
     if count == 0 {
         bail!("--workers 0: at least one worker is needed");
+    }
+    if run.output.web.web.is_some() {
+        bail!("--web: a collector serves its live page on its --listen address");
+    }
+    if run.output.web.web_token.is_some() {
+        bail!("--web-token: a collector's page takes the workers' token (--token, CREST_TOKEN)");
     }
     // Resolved as worker 0 will resolve it, so a plan that can't be split is refused here.
     run.worker_index = Some(0);
@@ -133,7 +146,8 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
             Some((text, dir.to_path_buf())),
         )
     };
-    let plan = prepared.plan;
+    // `--load manual`, as each worker's run applies it: the page sets the users.
+    let plan = crate::web::manual(prepared.plan, &run.output.web, argv);
     let token = match a
         .token
         .or_else(|| std::env::var("CREST_TOKEN").ok())
@@ -155,19 +169,15 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
             if Path::new(name).is_absolute() {
                 continue;
             }
-            let text = std::fs::read_to_string(dir.join(name))
-                .with_context(|| format!("{name}: cannot read it as text to hand to the workers"))?;
-            bytes += text.len();
-            if bytes > wire::MAX_FILES_BYTES {
-                bail!(
-                    "the scenario's files are over {} MiB: too much to hand to every worker",
+            let left = (wire::MAX_FILES_BYTES - bytes) as u64;
+            let read = crest_model::input::read_file(&dir.join(name), left).with_context(|| {
+                format!(
+                    "{name}: cannot read it to hand to the workers (a scenario's files are handed on up to {} MiB in all)",
                     wire::MAX_FILES_BYTES >> 20
-                );
-            }
-            files.push(FileText {
-                name: name.clone(),
-                text,
-            });
+                )
+            })?;
+            bytes += read.len();
+            files.push(PlanFile::new(name.clone(), read));
         }
     }
     let opening = crate::measure::opening(&plan, argv, None);
@@ -186,6 +196,16 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         started: AtomicBool::new(false),
         events,
     });
+    // The page steers the whole run: each change is made here, then handed to every worker,
+    // whose engine shares it out over the whole run's lanes as it does the plan.
+    let control = Arc::new(crest_engine::Control::new());
+    {
+        let events = shared.events.clone();
+        control.observe(move |made| {
+            let _ = events.send(Event::Steer(made.clone()));
+        });
+    }
+    let page_stop = crest_engine::Stop::new(None, None);
     let hub = Arc::new(crest_live::Hub::new());
     let routes = Router::new()
         .route(wire::JOIN_PATH, get(join))
@@ -212,6 +232,14 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         stopped: None,
         interrupted: None,
         segment_starts: plan.segments.iter().map(|s| s.start).collect(),
+        planned: opening.segments.clone(),
+        by_hand: Vec::new(),
+        control: Arc::clone(&control),
+        users: match &plan.load {
+            LoadModel::Closed { users, .. } => Some(users.clone()),
+            LoadModel::Open { .. } => None,
+        },
+        start: Instant::now(),
         has_flows: !opening.flows.is_empty(),
         interval_s: opening.interval_s,
         hub: Arc::clone(&hub),
@@ -244,7 +272,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
                             eprintln!("worker {index} left before the start ({ready} of {count})");
                         }
                     }
-                    Some(Event::Entry { .. }) | None => {}
+                    Some(Event::Entry { .. } | Event::Steer(_)) | None => {}
                 },
             }
         }
@@ -259,7 +287,9 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     shared.started.store(true, Ordering::SeqCst);
     let at_us = shared.now_us() + START_AFTER.as_micros() as u64;
     c.tell(|| Down::Start { at_us });
-    hub.begin(&opening, None, None);
+    c.start = shared.epoch + Duration::from_micros(at_us);
+    control.begin(c.start, &c.segment_starts);
+    hub.begin(&opening, Some(Arc::clone(&control)), Some(page_stop.clone()));
     eprintln!("collector: {count} workers start together");
 
     for w in c.workers.iter_mut().flatten() {
@@ -267,11 +297,18 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     }
     rt.block_on(async {
         let mut check = tokio::time::interval(Duration::from_secs(1));
+        let mut users = tokio::time::interval(USERS_EVERY);
+        let mut stopped_by_hand = false;
         while c.running() {
             tokio::select! {
                 _ = sigint.recv() => c.interrupt(EndReason::Sigint),
                 _ = sigterm.recv() => c.interrupt(EndReason::Sigterm),
                 _ = check.tick() => c.silent(),
+                _ = users.tick() => c.users_now(),
+                _ = page_stop.cancelled(), if !stopped_by_hand => {
+                    stopped_by_hand = true;
+                    c.stop_by_hand();
+                }
                 ev = rx.recv() => match ev {
                     Some(ev) => c.event(ev),
                     None => break,
@@ -279,6 +316,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
             }
         }
     });
+    control.end();
     c.judge();
     c.write(&run.output)
 }
@@ -338,6 +376,14 @@ struct Collecting {
     stopped: Option<StopRecord>,
     interrupted: Option<EndReason>,
     segment_starts: Vec<Duration>,
+    /// The plan's steps, and those started from the page, in order.
+    planned: Vec<crest_model::results::Segment>,
+    by_hand: Vec<crest_model::journal::Step>,
+    control: Arc<crest_engine::Control>,
+    /// Closed model: the plan's users over time.
+    users: Option<crest_model::plan::UsersProfile>,
+    /// The start instant, on this clock.
+    start: Instant,
     has_flows: bool,
     interval_s: f64,
     hub: Arc<crest_live::Hub>,
@@ -362,6 +408,59 @@ impl Collecting {
             eprintln!("collector: interrupted; every worker is told to stop");
             self.tell(|| Down::Stop);
         }
+    }
+
+    /// The users the whole run has now, as every worker's engine works them out (each runs its
+    /// lanes' share of them), for the page to show and a change to ramp from.
+    fn users_now(&self) {
+        let Some(profile) = &self.users else { return };
+        let elapsed = self.start.elapsed();
+        let users = self
+            .control
+            .users_at(elapsed)
+            .unwrap_or_else(|| crest_schedule::users_at(profile, elapsed));
+        self.control.set_users_now(users);
+    }
+
+    /// A change made from the page: every worker makes it, and it starts a step of the run.
+    fn steered(&mut self, changed: crest_engine::Changed) {
+        self.tell(|| Down::Steer {
+            changed: changed.clone(),
+        });
+        for s in self.control.steps_from(self.by_hand.len()) {
+            let step = crest_model::journal::Step {
+                index: s.index,
+                name: s.name,
+                start_s: s.start.as_secs_f64(),
+                users: s.users,
+                rate: s.rate,
+            };
+            if !self.quiet {
+                eprintln!("collector: {} from {:.1} s, on every worker", step.name, step.start_s);
+            }
+            self.hub.publish(&Entry::Step(step.clone()));
+            self.by_hand.push(step);
+        }
+        self.segment_starts = crest_model::journal::steered(&self.planned, &self.by_hand)
+            .iter()
+            .map(|s| Duration::from_secs_f64(s.start_s))
+            .collect();
+    }
+
+    /// Stopped from the page: every worker is told to stop, as when a stop condition holds.
+    fn stop_by_hand(&mut self) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let at = self.control.stopped_at().unwrap_or_else(|| self.start.elapsed());
+        eprintln!("collector: stopped from the live page; every worker is told to stop");
+        self.stopped = Some(StopRecord {
+            condition: "stop (live page)".into(),
+            at_s: at.as_secs_f64(),
+            saw: None,
+            detail: None,
+        });
+        self.tell(|| Down::Stop);
     }
 
     /// A worker silent for too long is lost; its connection is dropped.
@@ -462,6 +561,7 @@ impl Collecting {
                 self.judge();
             }
             Event::Failed { index, message } => eprintln!("worker {index} failed: {message}"),
+            Event::Steer(changed) => self.steered(changed),
             Event::Ready { index, tx, .. } => {
                 let _ = tx.send(Down::Refused {
                     reason: format!("worker {index}: the run has started"),
@@ -538,8 +638,10 @@ impl Collecting {
     /// The one run the workers' parts add up to, written as a run directory.
     fn write(self, out: &crate::cli::OutputArgs) -> Result<u8> {
         let parts: Vec<Journal> = self.workers.into_iter().flatten().filter_map(|w| w.part).collect();
-        let (journal, workers) =
+        let (mut journal, workers) =
             crest_model::merge::whole(&parts, self.stopped).context("cannot merge the workers' parts")?;
+        // The steps started from the page are the collector's, as it made them.
+        journal.steps = self.by_hand;
         let mut results = journal.results()?;
         results.workers = workers;
         if let Some(signal) = self.interrupted {
@@ -562,6 +664,9 @@ impl Collecting {
         let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
         let mut j = crate::journal::Writer::create(&dir.join(rundir::JOURNAL))?;
         j.write(&Entry::Start(journal.start.clone()));
+        for s in &journal.steps {
+            j.write(&Entry::Step(s.clone()));
+        }
         for r in journal.intervals {
             j.write(&Entry::Interval(r));
         }

@@ -138,7 +138,9 @@ impl Running {
         journal: Option<(&Path, Option<results::Segment>)>,
     ) -> Result<Self> {
         let web = crate::web::hub();
-        let control = web.map(|_| Arc::new(crest_engine::Control::new()));
+        // A collected run's worker is steered from the collector's page.
+        let control =
+            (web.is_some() || crate::worker::link().is_some()).then(|| Arc::new(crest_engine::Control::new()));
         let shape = shape(plan, control.clone());
         let open_model = matches!(plan.load, LoadModel::Open { .. });
         let (tx, rx) = mpsc::channel();
@@ -180,7 +182,7 @@ impl Running {
             w.begin(&opening, control.clone(), Some(stop.clone()));
         }
         if let Some(l) = link {
-            l.steer(stop.clone());
+            l.steer(stop.clone(), control.clone());
         }
         let engine = {
             let (stop, shape) = (stop.clone(), shape.clone());

@@ -16,7 +16,12 @@ static HUB: OnceLock<Arc<Hub>> = OnceLock::new();
 /// Starts the listener when `--web` was given and prints its URL, even with --quiet: without
 /// it the page cannot be opened.
 pub fn start(args: &WebArgs) -> Result<()> {
-    let Some(addr) = args.web else { return Ok(()) };
+    let Some(addr) = args.web else {
+        if args.load.is_some() {
+            anyhow::bail!("--load manual: the run waits for its live page to set the users; give --web to serve it");
+        }
+        return Ok(());
+    };
     let token = match args
         .web_token
         .clone()

@@ -7,6 +7,7 @@
 //! says it is ready with the plan's digest, and once started sends its journal's entries as
 //! they are kept ([`entry_line`]): the journal's own stream, never another format.
 
+use base64::Engine as _;
 use crest_model::journal::{Entry, Start};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -56,9 +57,12 @@ pub enum Down {
     Pong { t_us: u64, at_us: u64 },
     /// Start sending at this instant of the collector's clock.
     Start { at_us: u64 },
-    /// A stop condition fired on the whole run (or the collector was interrupted): stop
-    /// sending, finish, and send the end.
+    /// A stop condition fired on the whole run (or the collector was interrupted, or stopped
+    /// from its page): stop sending, finish, and send the end.
     Stop,
+    /// The run was steered from the collector's page: make the same change, whole-run figures
+    /// that the worker's engine shares out over the whole run's lanes as it does the plan's.
+    Steer { changed: crest_engine::Changed },
     /// Not taken, and why; the connection ends.
     Refused { reason: String },
 }
@@ -72,14 +76,44 @@ pub struct PlanText {
     /// The scenario file's text, when the run is a scenario's.
     pub scenario: Option<String>,
     /// The files the scenario reads, by the relative names it gives them.
-    pub files: Vec<FileText>,
+    pub files: Vec<PlanFile>,
 }
 
-/// One file a scenario reads.
+/// One file a scenario reads: its text, or its bytes in base64 when they are not UTF-8 (a
+/// binary body, a DER certificate).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FileText {
+pub struct PlanFile {
     pub name: String,
     pub text: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base64: bool,
+}
+
+impl PlanFile {
+    /// The file `name` as read, `bytes`.
+    pub fn new(name: String, bytes: Vec<u8>) -> PlanFile {
+        match String::from_utf8(bytes) {
+            Ok(text) => PlanFile {
+                name,
+                text,
+                base64: false,
+            },
+            Err(e) => PlanFile {
+                name,
+                text: base64::engine::general_purpose::STANDARD.encode(e.as_bytes()),
+                base64: true,
+            },
+        }
+    }
+
+    /// Its bytes, as the collector read them.
+    pub fn bytes(&self) -> Result<Vec<u8>, base64::DecodeError> {
+        if self.base64 {
+            base64::engine::general_purpose::STANDARD.decode(&self.text)
+        } else {
+            Ok(self.text.as_bytes().to_vec())
+        }
+    }
 }
 
 /// One message as a line.

@@ -8,13 +8,13 @@ use crate::cli::{Cli, Command, WorkerArgs};
 use crate::wire::{self, Down, PlanText, Up};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use crest_engine::Stop;
+use crest_engine::{Control, Stop};
 use crest_model::journal::Entry;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a worker tries to reach its collector, which may start after it (a Kubernetes Job's
@@ -41,6 +41,8 @@ pub struct Link {
     start_at: Instant,
     out: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     stop: Mutex<Option<Stop>>,
+    /// The run's control, or the changes that came before it (`Err`).
+    control: Mutex<Result<Arc<Control>, Vec<crest_engine::Changed>>>,
     told_to_stop: AtomicBool,
     collector_gone: AtomicBool,
     /// The run's end was handed on: the collector may close once it has every worker's.
@@ -53,12 +55,30 @@ impl Link {
         std::thread::sleep(self.start_at.saturating_duration_since(Instant::now()));
     }
 
-    /// The run's stop, for the collector to cancel.
-    pub fn steer(&self, stop: Stop) {
+    /// The run's stop, for the collector to cancel, and its control, for the collector to
+    /// steer.
+    pub fn steer(&self, stop: Stop, control: Option<Arc<Control>>) {
         if self.told_to_stop.load(Ordering::SeqCst) {
             stop.cancel();
         }
         *lock(&self.stop) = Some(stop);
+        if let Some(c) = control {
+            let mut held = lock(&self.control);
+            if let Err(early) = std::mem::replace(&mut *held, Ok(Arc::clone(&c))) {
+                for changed in &early {
+                    follow(&c, changed);
+                }
+            }
+        }
+    }
+
+    /// The collector's page steered the run; a change made as the run started is held until
+    /// the run has its control.
+    fn follow(&self, changed: &crest_engine::Changed) {
+        match &mut *lock(&self.control) {
+            Ok(c) => follow(c, changed),
+            Err(early) => early.push(changed.clone()),
+        }
     }
 
     /// Sends one journal entry to the collector.
@@ -94,6 +114,15 @@ impl Link {
         if let Some(s) = lock(&self.stop).as_ref() {
             s.cancel();
         }
+    }
+}
+
+fn follow(c: &Control, changed: &crest_engine::Changed) {
+    if let Err(e) = c.follow(changed) {
+        eprintln!(
+            "worker: could not make the collector's change {:?}: {e}",
+            changed.change
+        );
     }
 }
 
@@ -235,7 +264,7 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
     };
     let files = std::env::temp_dir().join(format!("crest-worker-{}-plan", std::process::id()));
     let resolved = resolve(&plan, index, count, &dir, &files);
-    let (prepared, run, command_line) = match resolved {
+    let (mut prepared, run, command_line) = match resolved {
         Ok(r) => r,
         Err(e) => {
             let _ = conn.send(&Up::Failed {
@@ -244,6 +273,8 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
             return Err(e.context(format!("worker {index}: cannot resolve the collector's plan")));
         }
     };
+    // As the run will (its plan digested as the collector's is).
+    prepared.plan = crate::web::manual(prepared.plan, &run.output.web, &command_line);
     let opening = crate::measure::opening(&prepared.plan, &command_line, None);
     conn.send(&Up::Ready {
         digest: wire::digest(&opening),
@@ -267,6 +298,7 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
         start_at,
         out: Mutex::new(Some(tx)),
         stop: Mutex::new(None),
+        control: Mutex::new(Err(Vec::new())),
         told_to_stop: AtomicBool::new(false),
         collector_gone: AtomicBool::new(false),
         ended: AtomicBool::new(false),
@@ -296,11 +328,11 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
                         link.cut();
                         return;
                     }
-                    Ok(_) => {
-                        if let Ok(Down::Stop) = serde_json::from_str(&l) {
-                            link.stop_now();
-                        }
-                    }
+                    Ok(_) => match serde_json::from_str(&l) {
+                        Ok(Down::Stop) => link.stop_now(),
+                        Ok(Down::Steer { changed }) => link.follow(&changed),
+                        _ => {}
+                    },
                 }
             }
         })?;
@@ -349,7 +381,11 @@ fn resolve(
     run.output.quiet = true;
     run.output.summary_json = None;
     run.output.force = false;
-    run.output.web = Default::default();
+    // The page is the collector's; `--load manual` is the worker's plan too.
+    run.output.web = crate::cli::WebArgs {
+        load: run.output.web.load.take(),
+        ..Default::default()
+    };
     let prepared = match &plan.scenario {
         Some(text) => {
             std::fs::create_dir_all(files)?;
@@ -366,7 +402,10 @@ fn resolve(
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                std::fs::write(&path, &f.text)?;
+                let bytes = f
+                    .bytes()
+                    .with_context(|| format!("{}: the collector sent it in base64 this worker can't read", f.name))?;
+                std::fs::write(&path, bytes)?;
             }
             crate::run::prepare(&run, Some((text, files)))?
         }

@@ -34,7 +34,70 @@ struct Setting {
     users: Option<(u64, f64, u64, Duration)>,
     /// Open model: arrivals per second (None: follow the plan's schedule).
     rate: Option<f64>,
+    /// When the last change took effect: a rate set by hand is paced from it, so every thread
+    /// (and every worker of a collected run) puts its arrivals on one grid.
+    since: Duration,
 }
+
+/// A change made by hand, whole-run figures as asked for: the engine shares users and
+/// arrivals out over its threads (and a collected run's workers) itself.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Change {
+    /// Closed model: users to reach.
+    Users {
+        /// Users asked for.
+        users: u64,
+        /// Users started (or retired) per second on the way.
+        spawn_rate: f64,
+        /// Users the run had when asked.
+        from: u64,
+    },
+    /// Open model: a rate of arrivals.
+    Rate {
+        /// Arrivals per second.
+        rate: f64,
+    },
+    /// No iteration starts; those in flight finish.
+    Pause,
+    /// What the run followed before the pause comes back.
+    Resume {
+        /// The users the run then has (of the whole run), when it is the plan's that come back.
+        #[serde(default)]
+        users: Option<u64>,
+    },
+}
+
+impl Change {
+    /// A change whose figures can be followed.
+    fn check(&self) -> Result<(), ControlError> {
+        match self {
+            Change::Users { spawn_rate, .. } if !(*spawn_rate > 0.0 && spawn_rate.is_finite()) => {
+                Err(ControlError::Invalid(format!(
+                    "spawn_rate must be a positive number of users per second, not {spawn_rate}"
+                )))
+            }
+            Change::Rate { rate } if !(*rate >= 0.0 && rate.is_finite()) => Err(ControlError::Invalid(format!(
+                "rate must be a number of arrivals per second of at least 0, not {rate}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A change as it was made: the step it started and when, so that a control elsewhere (a
+/// collected run's worker) can make the same one ([`Control::follow`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Changed {
+    /// What was changed.
+    pub change: Change,
+    /// The step's index.
+    pub index: u32,
+    /// When, in seconds from the start of the run.
+    pub at_s: f64,
+}
+
+type Observer = Box<dyn Fn(&Changed) + Send + Sync>;
 
 /// A change that cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,7 +112,7 @@ pub enum ControlError {
 
 /// The shared handle on a running run. Create one, hand it to [`crate::Shape::control`], keep a
 /// clone (it is `Arc`-shared by the caller) to steer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Control {
     start: OnceLock<Instant>,
     /// The plan's step starts, as the engine got them.
@@ -65,6 +128,18 @@ pub struct Control {
     /// Users the closed model currently runs, summed over threads (for the page).
     users_now: AtomicU64,
     stopped_at: OnceLock<Duration>,
+    /// Told of every change made here (a collector hands them on to its workers).
+    observer: OnceLock<Observer>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("paused", &self.paused())
+            .field("step", &self.step())
+            .field("users_now", &self.users_now())
+            .finish_non_exhaustive()
+    }
 }
 
 const FOLLOW_PLAN: u32 = u32::MAX;
@@ -83,14 +158,15 @@ impl Control {
         }
     }
 
-    /// Called by the engine as it starts.
-    pub(crate) fn begin(&self, start: Instant, planned: &[Duration]) {
+    /// Called by the engine as it starts (or by whoever steers an engine elsewhere, at the
+    /// instant it starts).
+    pub fn begin(&self, start: Instant, planned: &[Duration]) {
         let _ = self.start.set(start);
         let _ = self.planned.set(planned.to_vec());
     }
 
     /// Called by the engine when sending stops: later changes are refused.
-    pub(crate) fn end(&self) {
+    pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
     }
 
@@ -136,6 +212,17 @@ impl Control {
         self.users_now.load(Ordering::Relaxed)
     }
 
+    /// Sets the users running now, for a control whose users run elsewhere (a collector's,
+    /// whose workers share out the users it asks for).
+    pub fn set_users_now(&self, users: u64) {
+        self.users_now.store(users, Ordering::Relaxed);
+    }
+
+    /// Tells `observer` of every change made from now on, once made.
+    pub fn observe(&self, observer: impl Fn(&Changed) + Send + Sync + 'static) {
+        let _ = self.observer.set(Box::new(observer));
+    }
+
     pub(crate) fn add_users_now(&self, delta: i64) {
         if delta >= 0 {
             self.users_now.fetch_add(delta as u64, Ordering::Relaxed);
@@ -162,13 +249,48 @@ impl Control {
         Ok(start.elapsed())
     }
 
-    /// Starts a step named `name` now.
-    fn new_step(&self, name: String, users: Option<u64>, rate: Option<f64>, at: Duration) {
+    /// Makes `change` (checked) at `at`, as the step `index` (the next one when None).
+    fn make(&self, mut change: Change, at: Duration, index: Option<u32>) -> Changed {
+        let (name, users, rate) = {
+            let mut s = lock(&self.setting);
+            let shown = match &mut change {
+                Change::Users {
+                    users,
+                    spawn_rate,
+                    from,
+                } => {
+                    s.users = Some((*users, *spawn_rate, *from, at));
+                    (format!("{users} users"), Some(*users), None)
+                }
+                Change::Rate { rate } => {
+                    s.rate = Some(*rate);
+                    (format!("rate {rate}/s"), None, Some(*rate))
+                }
+                Change::Pause => ("paused".into(), Some(0), None),
+                Change::Resume { users: running } => {
+                    // Nothing set by hand: the users the plan had running come back.
+                    let users = s
+                        .users
+                        .map(|u| u.0)
+                        .or(*running)
+                        .or(Some(self.users_now()).filter(|n| *n > 0));
+                    *running = users;
+                    let name = match (users, s.rate) {
+                        (Some(u), _) => format!("{u} users"),
+                        (None, Some(r)) => format!("rate {r}/s"),
+                        (None, None) => "resumed".into(),
+                    };
+                    (name, users, s.rate)
+                }
+            };
+            s.since = at;
+            shown
+        };
         let mut steps = lock(&self.steps);
-        let index = match self.step() {
+        let index = index.unwrap_or_else(|| match self.step() {
             Some(s) => s + 1,
             None => segment_at(self.planned.get().map_or(&[][..], |p| p), at) as u32 + 1,
-        };
+        });
         steps.push(LiveStep {
             index,
             name,
@@ -177,81 +299,95 @@ impl Control {
             rate,
         });
         self.step.store(index, Ordering::Relaxed);
+        match change {
+            Change::Pause => self.paused.store(true, Ordering::Relaxed),
+            Change::Resume { .. } => self.paused.store(false, Ordering::Relaxed),
+            _ => {}
+        }
         self.generation.fetch_add(1, Ordering::Release);
+        Changed {
+            change,
+            index,
+            at_s: at.as_secs_f64(),
+        }
+    }
+
+    /// Makes `change` now, and tells the observer.
+    fn change(&self, change: Change) -> Result<(), ControlError> {
+        change.check()?;
+        let at = self.elapsed()?;
+        let made = self.make(change, at, None);
+        if let Some(o) = self.observer.get() {
+            o(&made);
+        }
+        Ok(())
     }
 
     /// Asks for `users` users, started (or retired) at `spawn_rate` per second from those asked
     /// for now. `current` is how many the run has at this moment (what the profile asks).
     pub fn set_users(&self, users: u64, spawn_rate: f64, current: u64) -> Result<(), ControlError> {
-        if !(spawn_rate > 0.0 && spawn_rate.is_finite()) {
-            return Err(ControlError::Invalid(format!(
-                "spawn_rate must be a positive number of users per second, not {spawn_rate}"
-            )));
+        Change::Users {
+            users,
+            spawn_rate,
+            from: current,
         }
+        .check()?;
         let at = self.elapsed()?;
-        {
-            let mut s = lock(&self.setting);
-            let from = s.users.map_or(current, |u| users_at(u, at));
-            s.users = Some((users, spawn_rate, from, at));
-        }
-        self.new_step(format!("{users} users"), Some(users), None, at);
-        Ok(())
+        let from = lock(&self.setting).users.map_or(current, |u| users_at(u, at));
+        self.change(Change::Users {
+            users,
+            spawn_rate,
+            from,
+        })
     }
 
     /// Asks for `rate` arrivals per second from now.
     pub fn set_rate(&self, rate: f64) -> Result<(), ControlError> {
-        if !(rate >= 0.0 && rate.is_finite()) {
-            return Err(ControlError::Invalid(format!(
-                "rate must be a number of arrivals per second of at least 0, not {rate}"
-            )));
-        }
-        let at = self.elapsed()?;
-        lock(&self.setting).rate = Some(rate);
-        self.new_step(format!("rate {rate}/s"), None, Some(rate), at);
-        Ok(())
+        self.change(Change::Rate { rate })
     }
 
     /// Pauses: no iteration starts until [`Control::resume`]; those in flight finish.
     /// Returns false when already paused.
     pub fn pause(&self) -> Result<bool, ControlError> {
-        let at = self.elapsed()?;
-        if self.paused.swap(true, Ordering::Relaxed) {
+        self.elapsed()?;
+        if self.paused() {
             return Ok(false);
         }
-        self.new_step("paused".into(), Some(0), None, at);
-        Ok(true)
+        self.change(Change::Pause).map(|()| true)
     }
 
     /// Resumes what the run followed before the pause. Returns false when not paused.
     pub fn resume(&self) -> Result<bool, ControlError> {
-        let at = self.elapsed()?;
-        if !self.paused.load(Ordering::Relaxed) {
+        self.elapsed()?;
+        if !self.paused() {
             return Ok(false);
         }
-        let (users, rate) = {
-            let s = lock(&self.setting);
-            (s.users.map(|u| u.0), s.rate)
-        };
-        // Nothing set by hand: the users the plan had running come back.
-        let users = users.or(Some(self.users_now()).filter(|n| *n > 0));
-        let name = match (users, rate) {
-            (Some(u), _) => format!("{u} users"),
-            (None, Some(r)) => format!("rate {r}/s"),
-            (None, None) => "resumed".into(),
-        };
-        self.new_step(name, users, rate, at);
-        self.paused.store(false, Ordering::Relaxed);
-        Ok(true)
+        self.change(Change::Resume { users: None }).map(|()| true)
+    }
+
+    /// Makes a change made by another control (a collected run's collector): the same step at
+    /// the same instant of the run, so that every worker's steps and ramps are the collector's.
+    /// It may come before the engine began (a change made as the run started).
+    pub fn follow(&self, made: &Changed) -> Result<(), ControlError> {
+        if self.ended.load(Ordering::Acquire) {
+            return Err(ControlError::NotRunning);
+        }
+        made.change.check()?;
+        let at = Duration::try_from_secs_f64(made.at_s)
+            .map_err(|_| ControlError::Invalid(format!("a change at {} s", made.at_s)))?;
+        self.make(made.change.clone(), at, Some(made.index));
+        Ok(())
     }
 
     /// Closed model: the users asked for at `elapsed`, if set by hand.
-    pub(crate) fn users_at(&self, elapsed: Duration) -> Option<u64> {
+    pub fn users_at(&self, elapsed: Duration) -> Option<u64> {
         lock(&self.setting).users.map(|u| users_at(u, elapsed))
     }
 
-    /// Open model: the arrival rate set by hand, if any.
-    pub(crate) fn rate(&self) -> Option<f64> {
-        lock(&self.setting).rate
+    /// Open model: the arrival rate set by hand, if any, and when the last change took effect.
+    pub(crate) fn rate(&self) -> Option<(f64, Duration)> {
+        let s = lock(&self.setting);
+        s.rate.map(|r| (r, s.since))
     }
 }
 

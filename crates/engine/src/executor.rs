@@ -586,8 +586,9 @@ async fn open<W: Workload>(
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
     let mut pacer = Pacer::new();
-    // A rate set by hand: from when, from which of this thread's arrivals, at what rate.
-    let mut by_hand: Option<(Duration, u64, f64)> = None;
+    // A rate set by hand: from when, which of this thread's arrivals is the first slot of its
+    // lane after then, at what rate.
+    let mut by_hand: Option<(Duration, i64, f64)> = None;
     let mut seen = 0u64;
     loop {
         if let Some(c) = &local.control {
@@ -601,7 +602,9 @@ async fn open<W: Workload>(
             if c.generation() != seen {
                 seen = c.generation();
                 let now = Instant::now().saturating_duration_since(local.start);
-                by_hand = c.rate().map(|r| (now, j, r));
+                by_hand = c
+                    .rate()
+                    .map(|(r, since)| (since, on_grid(since, now, r, lane, lanes, j), r));
                 if by_hand.is_none() {
                     // Resumed on the plan's schedule: the arrivals due while paused are skipped,
                     // not sent in a burst.
@@ -792,10 +795,21 @@ const WAKE_AHEAD: Duration = Duration::from_micros(150);
 /// up to one: it fires up to about 2 ms late (a send lag p50 of 1 ms, measured before).
 const WAKE_AHEAD_COARSE: Duration = Duration::from_micros(2_000);
 
+/// Where a rate `r` set by hand at `since` puts this thread's arrivals, seen at `now` with its
+/// `j`th next: the arrival `j0` would have had the lane's first slot after `since`, so that every
+/// thread (and every worker of a collected run, told of the change a moment apart) paces on one
+/// grid of the whole run's lanes. The grid's slots already past when the thread saw the change
+/// are skipped, never due, as those of a pause are.
+fn on_grid(since: Duration, now: Duration, r: f64, lane: usize, lanes: usize, j: u64) -> i64 {
+    let past = (now.saturating_sub(since).as_secs_f64() * r - lane as f64 - 1.0) / lanes as f64;
+    let skipped = if past > 0.0 { past.ceil().min(1e15) as i64 } else { 0 };
+    j as i64 - skipped
+}
+
 /// This thread's `j`th arrival's slot, from the run's start: on the plan's schedule, or on a rate
-/// set by hand (from when, from which arrival, at what rate; none at a rate of zero).
+/// set by hand (from when, which arrival had the first slot, at what rate; none at a rate of zero).
 fn slot(
-    by_hand: Option<(Duration, u64, f64)>,
+    by_hand: Option<(Duration, i64, f64)>,
     schedule: &Schedule,
     lane: usize,
     lanes: usize,
@@ -803,9 +817,9 @@ fn slot(
 ) -> Option<Duration> {
     match by_hand {
         Some((_, _, r)) if r <= 0.0 => None,
-        Some((from, j0, r)) => {
-            Some(from + Duration::from_secs_f64(((j - j0) * lanes as u64 + lane as u64 + 1) as f64 / r))
-        }
+        Some((from, j0, r)) => Some(
+            from + Duration::from_secs_f64(((j as i64 - j0).max(0) as u64 * lanes as u64 + lane as u64 + 1) as f64 / r),
+        ),
         None => schedule.at(interleaved(lane, lanes, j)),
     }
 }
@@ -814,7 +828,7 @@ fn slot(
 /// then halving, since a rate far beyond the thread leaves millions unreached (one by one, ten
 /// million took a debug build 3 s past the run's end).
 fn due_before(
-    by_hand: Option<(Duration, u64, f64)>,
+    by_hand: Option<(Duration, i64, f64)>,
     schedule: &Schedule,
     lane: usize,
     lanes: usize,
@@ -943,6 +957,37 @@ async fn drain(grace: Duration, tracker: &Tracker, stop: &Stop) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Threads (or workers) that see a rate set by hand at different moments, each from its
+    /// own next arrival, put their arrivals on the one grid of the whole run's lanes from the
+    /// change: together, every slot after the last of them saw it, each once.
+    #[test]
+    fn a_rate_set_by_hand_is_one_grid_whoever_sees_it_when() {
+        let (since, r, lanes) = (Duration::from_millis(1_000), 400.0, 6);
+        let schedule = Schedule::constant(1.0).unwrap();
+        let end = Duration::from_millis(2_000);
+        let mut got = Vec::new();
+        for lane in 0..lanes {
+            // Seen 0 to 37 ms late, at this lane's 3rd to 8th arrival.
+            let now = since + Duration::from_micros(7_400 * lane as u64);
+            let j = 3 + lane as u64;
+            let by_hand = Some((since, on_grid(since, now, r, lane, lanes, j), r));
+            let mut k = j;
+            while let Some(at) = slot(by_hand, &schedule, lane, lanes, k).filter(|at| *at < end) {
+                assert!(at >= now, "lane {lane}: a slot before it saw the change");
+                got.push(((at - since).as_secs_f64() * r).round() as u64);
+                k += 1;
+            }
+        }
+        got.sort_unstable();
+        let last_seen = (7_400.0 * (lanes - 1) as f64 / 1e6 * r).ceil() as u64;
+        let whole: Vec<u64> = (1..400).collect();
+        let after: Vec<u64> = got.iter().copied().filter(|n| *n > last_seen).collect();
+        assert_eq!(after, whole[last_seen as usize..], "every slot once after all saw it");
+        let mut unique = got.clone();
+        unique.dedup();
+        assert_eq!(unique, got, "no slot twice");
+    }
 
     /// The count of slots before the end, found by halving, is the count one by one, on the
     /// plan's schedule and on a rate set by hand, for every lane and from any arrival.

@@ -23,7 +23,7 @@ mod executor;
 mod stop;
 mod unanswered;
 
-pub use control::{Control, ControlError, LiveStep};
+pub use control::{Change, Changed, Control, ControlError, LiveStep};
 pub use executor::{run, EngineReport, Shape, Workload};
 pub use stop::{Stop, StopCause};
 pub use unanswered::Unanswered;

@@ -187,8 +187,14 @@ pub fn whole(parts: &[Journal], stopped: Option<StopRecord>) -> Result<(Journal,
         // worker's, not one per generator.
         monitor: first.monitor.clone(),
         points: order.iter().flat_map(|&p| parts[p].points.iter().cloned()).collect(),
-        // Workers take no steps by hand: only a run of its own is steered.
-        steps: Vec::new(),
+        // A collected run steered from its page: every worker made the collector's changes,
+        // as the same steps at the same instants; a worker lost early has fewer of them.
+        steps: parts
+            .iter()
+            .map(|p| &p.steps)
+            .max_by_key(|s| s.len())
+            .cloned()
+            .unwrap_or_default(),
         end,
         truncated: false,
     };
