@@ -146,7 +146,9 @@ fn interrupted_run(signal: &str, expected: i32) {
             "server {answered}, crest {}",
             s.requests
         );
-        assert!(typed.duration_s < 5.0, "stopped promptly: {}", typed.duration_s);
+        // Stopped by the signal, long before its 60 s (not within a time: a machine busy enough
+        // stretched the last requests' end to 10 s once).
+        assert!(typed.duration_s < 30.0, "stopped by the signal: {}", typed.duration_s);
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("interrupted"),
             "summary printed"

@@ -184,7 +184,9 @@ fn open_model_with_a_count_stops_after_n_arrivals() {
     )
     .unwrap();
     assert_eq!(r.arrivals, 25);
-    assert_eq!(samples(&r), 25);
+    // An arrival meeting 5 in flight on its thread is dropped, as when the machine keeps a
+    // thread off its core long enough for 5 to pile up: counted, not sent.
+    assert_eq!(samples(&r) as u64 + r.dropped, 25);
 }
 
 /// 3 users on 2 threads running `workload` until a cancel after 200 ms.
