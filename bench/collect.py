@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What a collected run costs: the same load against one nginx on loopback, run by `crest run`
-and by `crest collect` with 1 and 2 `crest worker`s, in interleaved rounds of one run. Every
-count crest reports is held to nginx's own (its stub_status counter, read before and after each
-run). Prints the merged throughput of 2 workers over 1 worker's, 1 collected worker over the
-plain run, the collector's CPU-seconds and peak memory per worker, and from them an estimate for
-100 workers. Called by collect.sh."""
+and by `crest collect` with FEW and MORE `crest worker`s (default 2 and 4), in interleaved
+rounds of one run. Every count crest reports is held to nginx's own (its stub_status counter,
+read before and after each run). Prints the merged throughput of MORE workers over FEW, of the
+collected runs over the plain run, the collector's CPU-seconds and peak memory per worker (the
+difference between MORE and FEW, over MORE - FEW), and from them an estimate for 100 workers.
+Called by collect.sh."""
 
 import argparse
 import glob
@@ -151,7 +152,7 @@ def journal_bytes(path):
     return kinds
 
 
-def run_collected(a, url, rate, workers, out, seconds=None):
+def run_collected(a, url, rate, workers, out, seconds=None, merge=False):
     """`crest collect` and its workers; the collector's CPU and memory are read from /proc at
     each merged second it prints (so that what the stream cost is known apart from writing the
     run directory at the end) and from wait4 at its exit."""
@@ -186,7 +187,7 @@ def run_collected(a, url, rate, workers, out, seconds=None):
                     continue
                 # An exited collector (a zombie until reaped) has no memory left to read.
                 if hwm_kib:
-                    samples.append((time.monotonic(), cpu_s, rss_kib, hwm_kib))
+                    samples.append((len(samples), cpu_s, rss_kib, hwm_kib))
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
@@ -207,11 +208,23 @@ def run_collected(a, url, rate, workers, out, seconds=None):
     with open(os.path.join(out, "run", "results.json")) as f:
         r = json.load(f)
     _, stream_cpu, _, stream_hwm = samples[-1] if samples else (0, float("nan"), 0, 0)
-    # How fast the collector's memory grew over the second half of the stream.
-    growth = float("nan")
+    # How fast the collector's CPU and memory grew over the second half of the stream, past
+    # the first requests' points (a fixed amount per worker): its cost per interval entry.
+    # Per merged second, not per wall-clock second: the last seconds may be printed at once.
+    growth = cpu_rate = float("nan")
     if len(samples) >= 4:
-        (t0, _, r0, _), (t1, _, r1, _) = samples[len(samples) // 2], samples[-1]
-        growth = (r1 - r0) / (t1 - t0) / workers
+        k0 = len(samples) // 2
+        (_, c0, r0, _), (_, c1, r1, _) = samples[k0], samples[-1]
+        seconds_between = (len(samples) - 1 - k0) * a.interval
+        growth = (r1 - r0) / seconds_between / workers
+        cpu_rate = (c1 - c0) / seconds_between / workers
+    merged = None
+    if merge:
+        # The offline merge of the same parts (the same merge::whole, from disk): its work per
+        # entry beside the collector's.
+        m = Timed([a.crest, "merge"] + parts + ["--quiet", "--summary-json", "-", "--out", os.path.join(out, "merged")])
+        mout, _, _, mcpu, mrss = m.finish(SLACK_S)
+        merged = {"requests": json.loads(mout)["requests"], "cpu_s": mcpu, "rss_mib": mrss / 1024}
     return {
         "summary": s,
         "worker_requests": [w["requests"] for w in r["workers"]],
@@ -224,6 +237,8 @@ def run_collected(a, url, rate, workers, out, seconds=None):
         "collector_wall_s": wall,
         "merged_seconds": len(samples),
         "collector_growth_kib_per_worker_s": growth,
+        "collector_cpu_ms_per_worker_s": cpu_rate * 1e3,
+        "merge": merged,
         "part_journal_bytes": [journal_bytes(os.path.join(p, "journal.jsonl")) for p in parts],
     }
 
@@ -261,6 +276,8 @@ def main():
     ap.add_argument("--long", type=int, default=0,
                     help="one more closed-model run of MORE workers this long, for memory against run length")
     a = ap.parse_args()
+    # crest's interval, as the collector prints its merged seconds.
+    a.interval = 1.0
     few, more = a.workers
     if not 0 < few < more:
         sys.exit("--workers FEW MORE: 0 < FEW < MORE")
@@ -311,10 +328,10 @@ def main():
         if a.long:
             out = tempfile.mkdtemp(prefix="crest-bench-collect-")
             try:
-                long_run = measure(lambda: run_collected(a, url, 0, more, out, seconds=a.long), status_port)
+                long_run = measure(lambda: run_collected(a, url, 0, more, out, seconds=a.long, merge=True), status_port)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
-            if long_run["requests"] != long_run["server"]:
+            if long_run["requests"] != long_run["server"] or long_run["merge"]["requests"] != long_run["requests"]:
                 mismatches.append(("long", "closed", label(more), long_run["requests"], long_run["server"],
                                    long_run["worker_requests"]))
     finally:
@@ -372,7 +389,9 @@ def main():
           f"{d_stream / secs * 1e3:.3f} ms per worker-second (one interval entry); per round: "
           f"{', '.join(f'{x:.4f}' for x in dcpu)}")
     g = med(r["collector_growth_kib_per_worker_s"] for m, _ in models for r in samples[(m, label(more))])
-    print(f"  RSS growth over the second half of the stream ({label(more)}): {g:.1f} KiB per worker-second")
+    gc = med(r["collector_cpu_ms_per_worker_s"] for m, _ in models for r in samples[(m, label(more))])
+    print(f"  over the second half of the stream ({label(more)}): RSS {g:.1f} KiB and CPU {gc:.3f} ms "
+          f"per worker-second")
     print(f"  peak RSS {d_mem:.2f} MiB per worker ({d_mem / secs * 1024:.1f} KiB per worker-second); per round: "
           f"{', '.join(f'{x:.2f}' for x in dmem)}")
     parts = [b for m, _ in models for r in samples[(m, label(more))] for b in r["part_journal_bytes"]]
@@ -393,6 +412,27 @@ def main():
               f"{grow * 1024:.1f} KiB per worker-second more; its RSS rose by "
               f"{long_run['collector_growth_kib_per_worker_s']:.1f} KiB per worker-second over the second half of "
               f"the stream; crest {long_run['requests']} server {long_run['server']}")
+        lm = long_run["merge"]
+        entries = more * a.long
+        print(f"  per interval entry over the second half of that stream: collector "
+              f"{long_run['collector_cpu_ms_per_worker_s']:.3f} ms of CPU; `crest merge` of the same {more} parts "
+              f"afterwards (reading, adding and writing the run): {lm['cpu_s']:.2f} CPU-s, {lm['rss_mib']:.1f} MiB, "
+              f"{lm['cpu_s'] / entries * 1e3:.3f} ms per entry, {lm['requests']} requests")
+        # Run length: what the collector keeps grows by one interval record a second per
+        # worker, and at the end it adds them all up again to write the run.
+        stream_ms = long_run["collector_cpu_ms_per_worker_s"]
+        # Less the short runs' end, so that what the end costs whatever the length (the reports)
+        # is not counted per entry.
+        end_short = med(y["collector_cpu_s"] - y["collector_stream_cpu_s"] for y in short)
+        end_ms = ((long_run["collector_cpu_s"] - long_run["collector_stream_cpu_s"] - end_short)
+                  / (more * (a.long - secs)) * 1e3)
+        kib = long_run["collector_growth_kib_per_worker_s"]
+        for t in (600, 3600):
+            print(f"  estimate at {n} workers for {t} s, from the {a.long} s run: while streaming "
+                  f"{n * stream_ms / 10:.0f}% of a core ({stream_ms:.2f} ms per entry); at the end "
+                  f"{n * t * end_ms / 1e3:.0f} CPU-s to add the kept parts up again and write the run "
+                  f"({end_ms:.2f} ms per entry); memory {m_short + n * t * kib / 1024:.0f} MiB "
+                  f"({kib:.1f} KiB per worker-second kept)")
     if mismatches:
         print(f"crest's count differed from nginx's in {len(mismatches)} runs: {mismatches}")
     else:

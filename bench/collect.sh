@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # What a collected run costs (issue 24): the same load against nginx on loopback run by
-# `crest run`, and by `crest collect` with 1 and with 2 `crest worker`s, in interleaved rounds of
-# one run; optionally the open model at a fixed rate too. nginx runs on core 0 as for
+# `crest run`, and by `crest collect` with 2 and with 4 `crest worker`s, in interleaved rounds of
+# one run, in the closed model and (RATE) the open model. nginx runs on core 0 as for
 # bench/run.sh; every crest process (the plain run, each worker, the collector) on core 1 with
 # --threads 1, so every variant has the same CPU to generate with and a ratio shows what
 # splitting and collecting cost. Each count crest reports is held to nginx's own (stub_status).
-# Prints the merged throughput of 2 workers / 1 worker, 1 collected worker / the plain run, the
+# Prints the merged throughput of 4 workers / 2 workers and of each / the plain run, the
 # collector's CPU-seconds and peak RSS per worker, and an estimate for 100 workers.
 #
 # Usage: bench/collect.sh [SECONDS] [USERS] [ROUNDS]   (default: 10 s, 64 users, 3 rounds)
 # Environment:
+#   WORKERS="FEW MORE" the two numbers of workers (default "2 4"; `--workers 1` is refused at the
+#                   merge by crest at the time of writing: see bench/README.md)
 #   RATE=N          also the open model at N arrivals/s (default 10000; 0: closed model only)
-#   LONG=SECONDS    one more 2-worker run this long, for the collector's memory against run
-#                   length (default 3 x SECONDS; 0: none)
+#   LONG=SECONDS    one more closed-model run of MORE workers this long, for the collector's
+#                   memory against run length (default 3 x SECONDS; 0: none)
 #   CREST_BIN=PATH  the build measured (default: this tree's release build)
 #   CREST_BENCH_PORT moves nginx off 18080, as for bench/run.sh
 set -euo pipefail
