@@ -10,8 +10,8 @@
 #
 # Usage: bench/collect.sh [SECONDS] [USERS] [ROUNDS]   (default: 10 s, 64 users, 3 rounds)
 # Environment:
-#   WORKERS="FEW MORE" the two numbers of workers (default "2 4"; `--workers 1` is refused at the
-#                   merge by crest at the time of writing: see bench/README.md)
+#   WORKERS="FEW MORE" the two numbers of workers (default "2 4"; "1 2" compares one worker
+#                   with two)
 #   RATE=N          also the open model at N arrivals/s (default 10000; 0: closed model only)
 #   LONG=SECONDS    one more closed-model run of MORE workers this long, for the collector's
 #                   memory against run length (default 3 x SECONDS; 0: none)

@@ -176,7 +176,7 @@ impl Running {
         // `i mod N`'s, so the parts are the whole's first requests.
         let stop = Stop::new(
             plan.stop.duration.map(|d| start + d),
-            plan.stop.requests.map(|n| plan.shard.share(n)),
+            plan.stop.requests.map(|n| plan.part().share(n)),
         );
         if let Some(w) = web {
             w.begin(&opening, control.clone(), Some(stop.clone()));
@@ -469,7 +469,7 @@ fn shape(plan: &Plan, control: Option<Arc<crest_engine::Control>>) -> Shape {
         control,
         model: plan.load.clone(),
         threads: plan.threads,
-        shard: plan.shard,
+        shard: plan.part(),
         grace: plan.grace,
         tick: INTERVAL,
         segments: plan.segments.iter().map(|s| s.start).collect(),
@@ -559,7 +559,7 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         iterations,
         duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
         threads: threads as u64,
-        worker: (plan.shard != crest_model::plan::Shard::WHOLE).then_some(plan.shard),
+        worker: plan.shard,
         http: match &plan.target {
             Target::Http(h) => Some(HttpConfig {
                 method: h.method.clone(),

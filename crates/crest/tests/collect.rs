@@ -610,3 +610,35 @@ fn a_rate_set_on_a_collected_runs_page_is_one_schedule_over_the_workers() {
     );
     assert_eq!(s["requests"], server.received().len() as u64);
 }
+
+/// One worker is a collected run too: its part says it is a part (0 of 1), so the collector
+/// and `crest merge` take it (both refused it as a whole run once).
+#[test]
+fn one_worker_is_a_collected_run_and_its_part_merges() {
+    let _serial = common::serial();
+    let rt = rt();
+    let server = rt.block_on(Server::start(|_, _| Reply::ok()));
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let c = Collector::start(&[&url, "-c", "2", "-n", "300"], 1, &dir.path().join("run"), &[]);
+    let part = dir.path().join("w0");
+    ok(c.worker(0, Some(&part), &[]));
+    let (code, s, err, r) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(s["requests"], 300);
+    assert_eq!(worker_requests(&r), [300]);
+    assert_eq!(server.received().len(), 300);
+    assert_eq!(
+        results(&part)["config"]["worker"],
+        serde_json::json!({"index": 0, "count": 1})
+    );
+    let merged = dir.path().join("merged");
+    let out = crest()
+        .args(["merge", "--quiet", "--out"])
+        .arg(&merged)
+        .arg(&part)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(results(&merged)["workers"][0]["requests"], 300);
+}

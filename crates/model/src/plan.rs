@@ -397,13 +397,10 @@ impl Draft {
     /// against what the draft's monitor records ([`MonitorPlan::records`]).
     pub fn resolve(self) -> Result<Plan, PlanError> {
         let mut problems = Vec::new();
-        let shard = match &self.shard {
-            Some(given) => {
-                self.shard_problems(given, &mut problems);
-                given.value
-            }
-            None => Shard::WHOLE,
-        };
+        let shard = self.shard.as_ref().map(|given| {
+            self.shard_problems(given, &mut problems);
+            given.value
+        });
         let threads = match self.threads {
             Some(Given { value: 0, origin }) => {
                 problems.push(PlanProblem {
@@ -645,8 +642,10 @@ pub struct Plan {
     pub segments: Vec<SegmentPlan>,
     /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.
     pub threads: usize,
-    /// This process's part of a run spread over several generators ([`Shard::WHOLE`] alone).
-    pub shard: Shard,
+    /// This process's part of a run spread over several generators: given (`--workers`, a
+    /// collector's worker) even when it is the only part, so that its results say they are a
+    /// part, to be merged; None for a run of its own.
+    pub shard: Option<Shard>,
     /// How long requests still in flight may finish after sending stops.
     pub grace: Duration,
     /// What is sent.
@@ -663,6 +662,13 @@ pub struct Plan {
     /// Write every request as a row of the run's request log (`--log-requests`,
     /// `log_requests: true`), beside its journal.
     pub log_requests: bool,
+}
+
+impl Plan {
+    /// This process's part of the run: the whole when it is not spread.
+    pub fn part(&self) -> Shard {
+        self.shard.unwrap_or(Shard::WHOLE)
+    }
 }
 
 /// How load is generated.
