@@ -27,7 +27,11 @@ fn ten_thousand_concurrent_connections_from_one_process() {
     let r = run(&url, &["-c", "10000", "-n", "2x", "--timeout", "20s"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let s = r.summary();
-    assert_eq!(s["connections"], 10_000, "one connection per user");
+    assert_eq!(
+        s["connections"], 10_000,
+        "one connection per user: failures {}, errors {}, {}",
+        s["failures"], s["errors"], r.stderr
+    );
     assert_eq!(s["failures"], 0, "{}", s["errors"]);
     // crest counted each request the target served (a rate in req/s would depend on how busy
     // the machine is; these counts do not).
