@@ -84,7 +84,15 @@ fn open_model_percentiles_show_a_stall_in_proportion_to_its_length() {
         let p90 = f(&s, &["latency_ms", "p90"]);
         let p99 = f(&s, &["latency_ms", "p99"]);
         let max = f(&s, &["latency_ms", "max"]);
-        assert!(p50 < 0.1 * p90, "most requests miss the stall: p50 {p50}, p90 {p90}");
+        // Most requests miss the stall, unless the machine kept crest from its schedule (p50
+        // 1.2 s at a load of 12): then crest says it limited the run, and the figures are its
+        // own delay, not the server's.
+        let kept_up = s["client_bound"].as_array().is_some_and(|a| a.is_empty());
+        assert!(
+            !kept_up || p50 < 0.1 * p90,
+            "most requests miss the stall: p50 {p50}, p90 {p90}, {}",
+            s["send_lag_ms"]
+        );
         assert!(p90 >= 1150.0, "p90 {p90}");
         assert!(p99 >= 1750.0 && p99 <= max, "p99 {p99}, max {max}");
         assert!((250.0..=850.0).contains(&(p99 - p90)), "p90 {p90}, p99 {p99}");
