@@ -250,8 +250,13 @@ load: {{threads: 2, loops: 5}}
                 .as_f64()
                 .unwrap()
         };
-        // Side by side: the API took its 30 ms, the query far less.
-        assert!(p50("replay") >= 30.0 && p50("count branches") < 10.0, "{}", s["names"]);
+        // Side by side: the API took its 30 ms, the query far less (a ratio: a busy machine
+        // adds to both, the query's 11.7 ms at a load of 6).
+        assert!(
+            p50("replay") >= 30.0 && p50("count branches") < 0.5 * p50("replay"),
+            "{}",
+            s["names"]
+        );
         let everything = format!("{}{}{}", r.results_text(), r.stdout, r.stderr);
         assert!(!everything.contains("pa55-s3cret"));
     });
