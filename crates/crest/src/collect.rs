@@ -428,13 +428,7 @@ impl Collecting {
             changed: changed.clone(),
         });
         for s in self.control.steps_from(self.by_hand.len()) {
-            let step = crest_model::journal::Step {
-                index: s.index,
-                name: s.name,
-                start_s: s.start.as_secs_f64(),
-                users: s.users,
-                rate: s.rate,
-            };
+            let step = crest_model::journal::Step::from(s);
             if !self.quiet {
                 eprintln!("collector: {} from {:.1} s, on every worker", step.name, step.start_s);
             }

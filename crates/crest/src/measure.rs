@@ -294,13 +294,7 @@ impl Running {
             return;
         }
         for s in new {
-            let step = crest_model::journal::Step {
-                index: s.index,
-                name: s.name,
-                start_s: s.start.as_secs_f64(),
-                users: s.users,
-                rate: s.rate,
-            };
+            let step = crest_model::journal::Step::from(s);
             self.by_hand.push(step.clone());
             self.keep(Entry::Step(step));
         }

@@ -526,15 +526,7 @@ fn a_collected_run_is_steered_from_its_page_and_the_users_are_the_whole_runs() {
         6,
         "6 users over 2 workers are 6 users in all, each on its own connection"
     );
-    let per_step = |i: u64| -> u64 {
-        r["stats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["segment"] == i)
-            .map(|s| s["count"].as_u64().unwrap())
-            .sum()
-    };
+    let per_step = |i: u64| common::requests_in_step(&r, i);
     assert_eq!(per_step(0), 0, "no users before the first command");
     assert_eq!(per_step(2), 0, "the pause held every worker");
     assert!(per_step(1) > 0 && per_step(3) > 0);

@@ -86,15 +86,7 @@ fn a_spike_driven_by_hand_is_three_steps_with_a_recovery_and_metrics_equal_the_r
         "stopped by hand, and the results say so"
     );
     assert_eq!(results["stopped_by"]["condition"], "stop (live page)");
-    let per_step = |i: u64| -> u64 {
-        results["stats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["segment"] == i)
-            .map(|s| s["count"].as_u64().unwrap())
-            .sum()
-    };
+    let per_step = |i: u64| common::requests_in_step(&results, i);
     assert_eq!(per_step(0), 0);
     assert!(per_step(1) > 0 && per_step(2) > 0 && per_step(3) > 0);
 
@@ -248,15 +240,7 @@ fn a_run_killed_after_changes_by_hand_keeps_its_steps() {
     assert_eq!(results["ended_by"], "unfinished");
     assert_eq!(step_names(&results), ["manual", "3 users", "6 users"]);
     assert_eq!(results["config"]["concurrency"], 6);
-    let per_step = |i: u64| -> u64 {
-        results["stats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["segment"] == i)
-            .map(|s| s["count"].as_u64().unwrap())
-            .sum()
-    };
+    let per_step = |i: u64| common::requests_in_step(&results, i);
     assert_eq!(per_step(0), 0, "nothing before the first command");
     assert!(per_step(1) > 0 && per_step(2) > 0);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();

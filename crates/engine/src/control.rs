@@ -26,6 +26,19 @@ pub struct LiveStep {
     pub rate: Option<f64>,
 }
 
+impl From<LiveStep> for crest_model::journal::Step {
+    /// As the journal keeps it.
+    fn from(s: LiveStep) -> Self {
+        crest_model::journal::Step {
+            index: s.index,
+            name: s.name,
+            start_s: s.start.as_secs_f64(),
+            users: s.users,
+            rate: s.rate,
+        }
+    }
+}
+
 /// What the run follows now.
 #[derive(Clone, Debug, Default)]
 struct Setting {

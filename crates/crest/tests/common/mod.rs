@@ -547,6 +547,17 @@ pub fn run_for(l: &Live, secs: f64) {
 }
 
 /// The names of a results document's steps.
+/// Requests a run's results counted in step `i`.
+pub fn requests_in_step(results: &Value, i: u64) -> u64 {
+    results["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["segment"] == i)
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum()
+}
+
 pub fn step_names(results: &Value) -> Vec<String> {
     results["segments"]
         .as_array()
