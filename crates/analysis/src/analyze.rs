@@ -87,6 +87,10 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         });
     }
     summary.answers = crate::summary::answers(unit, answers, &capacity);
+    summary.workers = crate::workers::workers(r, unit, summary.latency_ms.p50)?;
+    summary
+        .client_bound
+        .extend(crate::workers::client_bound(&summary.workers));
     let mut findings = findings(&summary, &segments, &capacity, &failures);
     let each = requests_per_iteration(&segments, &iteration_segments);
     if let Some(w) = work_per_iteration(&segments, &iteration_segments, &each) {

@@ -4,7 +4,8 @@
 //! returns figures and typed findings; the report crate puts them in words. The modules form
 //! layers, each importing only those below it: [`figures`], [`baseline`] and [`units`] at the
 //! bottom; then the stages ([`segment`], [`iterations`], [`capacity`], [`failures`],
-//! [`recovery`], [`resources`], [`validity`], [`find`], [`thresholds`]); then [`summary`],
+//! [`recovery`], [`resources`], [`validity`], [`find`], [`thresholds`]; [`workers`] over
+//! [`validity`]); then [`summary`],
 //! [`findings`] and [`analyze`],
 //! which runs them in order; [`compare`] on top. [`stop`] holds the live stop rules the
 //! engine's caller evaluates while a run is in progress; thresholds and stop conditions arrive
@@ -29,6 +30,7 @@ pub mod summary;
 pub mod thresholds;
 pub mod units;
 pub mod validity;
+pub mod workers;
 
 pub use analyze::{analyze, Analysis};
 pub use summary::Summary;

@@ -122,6 +122,10 @@ pub struct Summary {
     /// Workers of a distributed run lost while it went on (see `merge::Lost`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lost_workers: Vec<LostWorker>,
+    /// Each worker of a distributed run, its figures and verdict; empty for a run of one
+    /// generator. Filled by [`crate::analyze()`], which knows the run's unit of work.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::workers::WorkerFigures>,
     /// Monitored series with their mean and peak, over the run and per step.
     pub resources: Vec<ResourceRow>,
     /// Resources that grew under steady load.
@@ -412,6 +416,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
             .iter()
             .filter_map(|w| w.lost.clone().map(|lost| LostWorker { index: w.index, lost }))
             .collect(),
+        workers: Vec::new(),
         resources: resources(r, segments),
         leaks: leaks(r, segments),
         names: groups(

@@ -8,7 +8,7 @@
 
 use crate::capacity::StepNoise;
 use crate::figures::{Percentiles, SegmentAnalysis};
-use crest_model::results::Results;
+use crest_model::results::{ClientStats, Results};
 use crest_model::Outcome;
 use serde::Serialize;
 
@@ -89,6 +89,91 @@ pub enum ClientLimit {
         /// The step's mean latency, ms.
         mean_ms: f64,
     },
+    /// A worker of a distributed run was limited by its own generator: the limits its own
+    /// figures show (see [`generator_limits`]). The run's figures then miss what it did not send
+    /// or sent late.
+    Worker {
+        /// The worker's index.
+        index: u32,
+        /// Its limits.
+        limits: Vec<ClientLimit>,
+    },
+}
+
+/// CPU used / (seconds x the engine threads that could run at once), with those threads; `None`
+/// when the run or its CPU is too short for the share to mean anything.
+pub fn cpu_share(c: &ClientStats, active_s: f64) -> Option<(f64, u64)> {
+    let threads = c.threads.min(c.cores);
+    let usable = threads.max(1) as f64;
+    (active_s >= CPU_MIN_DURATION_S && c.cpu_s >= CPU_MIN_S).then(|| (c.cpu_s / active_s / usable, threads))
+}
+
+/// What one generator measured of itself: the run's, or one worker's of a distributed run.
+#[derive(Clone, Copy, Debug)]
+pub struct Generator<'a> {
+    /// What it used, when it ended normally.
+    pub client: Option<&'a ClientStats>,
+    /// Seconds it sent for.
+    pub active_s: f64,
+    /// Open model: how late its requests started, in ms.
+    pub send_lag_ms: Option<&'a Percentiles>,
+    /// Open model: its arrivals not sent, of them those it was behind its schedule for, and its
+    /// arrivals; `None` in the closed model.
+    pub drops: Option<Drops>,
+}
+
+/// Open-model arrivals and those not sent.
+#[derive(Clone, Copy, Debug)]
+pub struct Drops {
+    /// Arrivals not sent.
+    pub dropped: u64,
+    /// Of those, arrivals due before the deadline that the generator never reached.
+    pub behind: u64,
+    /// Arrivals due.
+    pub arrivals: u64,
+}
+
+/// The limits one generator shows by its own figures, judged the same way for a run and for
+/// each worker of a distributed run, against the run's median latency.
+pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimit> {
+    let mut out = Vec::new();
+    // In the open model the send lag and the drops measure directly whether crest kept the
+    // schedule, and its CPU share is high by design: the engine spins before each arrival.
+    if let Some(c) = g.client.filter(|_| g.drops.is_none()) {
+        if let Some((share, threads)) = cpu_share(c, g.active_s).filter(|(share, _)| *share >= CPU_BUSY) {
+            out.push(ClientLimit::BusyCpu {
+                share,
+                threads,
+                cpu_s: c.cpu_s,
+                duration_s: g.active_s,
+            });
+        }
+    }
+    if let Some(lag) = g.send_lag_ms {
+        let median = latency_p50_ms;
+        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median {
+            out.push(ClientLimit::LateMedian {
+                lag_p50_ms: lag.p50,
+                latency_p50_ms: median,
+            });
+        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median {
+            out.push(ClientLimit::LateTail {
+                lag_p99_ms: lag.p99,
+                latency_p50_ms: median,
+            });
+        }
+    }
+    if let Some(d) = g
+        .drops
+        .filter(|d| d.dropped > 0 && d.dropped as f64 >= DROP_SHARE * d.arrivals as f64)
+    {
+        out.push(ClientLimit::Dropped {
+            dropped: d.dropped,
+            behind: d.behind,
+            arrivals: d.arrivals,
+        });
+    }
+    out
 }
 
 /// The ways crest limited this run; empty when the result is valid. `latency_ms` and
@@ -108,49 +193,19 @@ pub fn client_limits(
     if !succeeded {
         return out;
     }
-    // In the open model the send lag and the drops below measure directly whether crest kept
-    // the schedule, and its CPU share is high by design: the engine spins before each arrival.
-    if let (Some(c), None) = (&r.client, &r.open) {
-        let threads = c.threads.min(c.cores);
-        let usable = threads.max(1) as f64;
-        let active_s = r.active_s();
-        if active_s >= CPU_MIN_DURATION_S && c.cpu_s >= CPU_MIN_S {
-            let share = c.cpu_s / active_s / usable;
-            if share >= CPU_BUSY {
-                out.push(ClientLimit::BusyCpu {
-                    share,
-                    threads,
-                    cpu_s: c.cpu_s,
-                    duration_s: active_s,
-                });
-            }
-        }
-    }
-    if let Some(lag) = send_lag_ms {
-        let median = latency_ms.p50;
-        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median {
-            out.push(ClientLimit::LateMedian {
-                lag_p50_ms: lag.p50,
-                latency_p50_ms: median,
-            });
-        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median {
-            out.push(ClientLimit::LateTail {
-                lag_p99_ms: lag.p99,
-                latency_p50_ms: median,
-            });
-        }
-    }
-    if let Some(open) = r
-        .open
-        .as_ref()
-        .filter(|o| o.dropped > 0 && o.dropped as f64 >= DROP_SHARE * o.arrivals as f64)
-    {
-        out.push(ClientLimit::Dropped {
-            dropped: open.dropped,
-            behind: open.behind,
-            arrivals: open.arrivals,
-        });
-    }
+    out.extend(generator_limits(
+        Generator {
+            client: r.client.as_ref(),
+            active_s: r.active_s(),
+            send_lag_ms,
+            drops: r.open.as_ref().map(|o| Drops {
+                dropped: o.dropped,
+                behind: o.behind,
+                arrivals: o.arrivals,
+            }),
+        },
+        latency_ms.p50,
+    ));
     let exhausted: u64 = r
         .errors
         .iter()

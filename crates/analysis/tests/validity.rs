@@ -6,7 +6,7 @@ use crest_analysis::validity::ClientLimit;
 use crest_model::hist::{new_histogram, record};
 use crest_model::results::{ClientStats, OpenStats, Results};
 use crest_model::{EncodedHistogram, Outcome};
-use crest_testkit::results::{ResultsBuilder, Second};
+use crest_testkit::results::{merged_fixture, worker_record, ResultsBuilder, Second};
 use std::time::Duration;
 
 /// Ten seconds of one user busy all the time: 100 requests a second of 10 ms.
@@ -161,4 +161,100 @@ fn users_idle_because_their_requests_ran_out_are_not_blamed_on_crest() {
         .segment(10, 1, |_| Second::ok(15, 10.0))
         .build();
     assert!(limits(&thin).is_empty(), "{:?}", limits(&thin));
+}
+
+/// A merged open-model run one worker of which sent its half late: that worker is
+/// client-bound by the rule a run's send lag is judged by, and the run with it; with both
+/// workers on time, both and the run are valid.
+#[test]
+fn a_worker_late_on_its_own_schedule_is_client_bound_and_so_is_the_run() {
+    use crest_analysis::workers::WorkerVerdict;
+    let merged = |lags: [u64; 2]| {
+        let mut r = run();
+        let mut run_lag = new_histogram();
+        for lag in lags {
+            for _ in 0..500 {
+                record(&mut run_lag, Duration::from_micros(lag));
+            }
+        }
+        r.open = Some(OpenStats {
+            send_lag: EncodedHistogram::encode(&run_lag),
+            ..open(1000, 0, 0)
+        });
+        r.workers = vec![
+            worker_record(0, 500, Some(lags[0]), 2.0),
+            worker_record(1, 500, Some(lags[1]), 9.9),
+        ];
+        analyze(&r).unwrap()
+    };
+    let a = merged([500, 14_000]);
+    let w = &a.summary.workers;
+    assert_eq!(w.len(), 2);
+    assert_eq!(w[0].verdict, WorkerVerdict::Valid, "{w:?}");
+    assert!(w[0].limits.is_empty(), "{w:?}");
+    assert_eq!(w[0].per_s, 50.0);
+    assert_eq!(w[0].cpu_share, Some(0.2));
+    assert_eq!(w[1].verdict, WorkerVerdict::ClientBound, "{w:?}");
+    // The open model's CPU share (99%) is shown, not judged (the engine spins before each
+    // arrival), as for a run: the lag alone makes it client-bound.
+    assert!(
+        matches!(&w[1].limits[..], [ClientLimit::LateMedian { lag_p50_ms, latency_p50_ms }]
+            if (lag_p50_ms - 14.0).abs() < 0.02 && (latency_p50_ms - 10.0).abs() < 0.1),
+        "{w:?}"
+    );
+    assert!(
+        a.summary
+            .client_bound
+            .iter()
+            .any(|l| matches!(l, ClientLimit::Worker { index: 1, limits } if *limits == w[1].limits)),
+        "{:?}",
+        a.summary.client_bound
+    );
+    assert!(
+        a.findings.iter().any(|f| matches!(f,
+            crest_analysis::findings::Finding::ClientBound(l) if l.iter().any(|l| matches!(l, ClientLimit::Worker { index: 1, .. })))),
+        "{:?}",
+        a.findings
+    );
+
+    let a = merged([500, 600]);
+    assert!(a.summary.workers.iter().all(|w| w.verdict == WorkerVerdict::Valid));
+    assert!(a.summary.client_bound.is_empty(), "{:?}", a.summary.client_bound);
+}
+
+/// A closed-model worker whose generator was busy is judged by its CPU, as a run is, though
+/// the merged run has no CPU figure of its own; a lost worker is lost.
+#[test]
+fn a_closed_model_worker_is_judged_by_its_cpu_and_a_lost_one_is_lost() {
+    use crest_analysis::workers::WorkerVerdict;
+    let r = merged_fixture();
+    let a = analyze(&r).unwrap();
+    let w = &a.summary.workers;
+    assert_eq!(
+        w.iter().map(|w| w.verdict).collect::<Vec<_>>(),
+        [WorkerVerdict::Valid, WorkerVerdict::ClientBound, WorkerVerdict::Lost]
+    );
+    assert!(
+        matches!(&w[1].limits[..], [ClientLimit::BusyCpu { share, threads: 1, .. }] if (share - 0.97).abs() < 1e-9),
+        "{w:?}"
+    );
+    assert_eq!(w[2].per_s, 50.0, "a lost worker's rate is over the time it sent");
+    assert_eq!(w[2].dropped, None, "no drops in the closed model");
+    assert_eq!(
+        w.iter().map(|w| w.requests).sum::<u64>(),
+        a.summary.requests,
+        "the rows add up to the run"
+    );
+    assert!(
+        matches!(&a.summary.client_bound[..], [ClientLimit::Worker { index: 1, .. }]),
+        "{:?}",
+        a.summary.client_bound
+    );
+
+    // The same worker at 30% of its CPU: nothing limited the run.
+    let mut r = merged_fixture();
+    r.workers[1] = worker_record(1, 400, None, 3.0);
+    let a = analyze(&r).unwrap();
+    assert_eq!(a.summary.workers[1].verdict, WorkerVerdict::Valid);
+    assert!(a.summary.client_bound.is_empty(), "{:?}", a.summary.client_bound);
 }

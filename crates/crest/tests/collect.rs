@@ -114,6 +114,48 @@ impl Collector {
     }
 }
 
+/// The per-worker table of a collected run in `out`, against its summary `s`: its rows'
+/// requests add up to the run's, and each worker's row is in report.md and in the terminal
+/// summary (`crest report` prints the one a run prints) with its requests and verdict. Returns
+/// the rows.
+fn worker_rows(out: &Path, s: &Value) -> Vec<Value> {
+    use crest_report::fmt::int;
+    let rows = s["workers"].as_array().cloned().unwrap_or_default();
+    let sum: u64 = rows.iter().map(|w| w["requests"].as_u64().unwrap()).sum();
+    assert_eq!(s["requests"], sum, "{s:#}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let printed = crest().arg("report").arg(out).output().unwrap();
+    assert_eq!(
+        printed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    let term = String::from_utf8(printed.stdout).unwrap();
+    for w in &rows {
+        let (index, requests) = (w["index"].as_u64().unwrap(), w["requests"].as_u64().unwrap());
+        let verdict = w["verdict_shown"].as_str().unwrap();
+        let cells = format!(
+            "| {index} | {} | {} |",
+            int(requests),
+            int(w["failures"].as_u64().unwrap())
+        );
+        assert!(
+            md.lines()
+                .any(|l| l.starts_with(&cells) && l.ends_with(&format!("| {verdict} |"))),
+            "report.md has no row {cells} ... {verdict}:\n{md}"
+        );
+        assert!(
+            term.lines().any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.starts_with(&["worker", &index.to_string(), &int(requests)]) && l.ends_with(verdict)
+            }),
+            "the terminal summary has no row for worker {index} ({requests} requests, {verdict}):\n{term}"
+        );
+    }
+    rows
+}
+
 fn ok(c: Child) -> Output {
     let out = c.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -154,6 +196,19 @@ fn four_workers_add_up_to_the_servers_count_and_crest_merges_result() {
     assert!(per_worker.iter().all(|n| *n > 0), "{per_worker:?}");
     assert_eq!(r["config"]["worker"], Value::Null);
     common::check_counts(&dir.path().join("run").join("results.json"));
+    // The per-worker table: each row is the worker's own count, and they add up to the
+    // server's.
+    let rows = worker_rows(&dir.path().join("run"), &s);
+    assert_eq!(
+        rows.iter().map(|w| w["requests"].as_u64().unwrap()).collect::<Vec<_>>(),
+        per_worker
+    );
+    for w in &rows {
+        // Its rate is over its own time sending.
+        let rate = w["requests"].as_f64().unwrap() / w["duration_s"].as_f64().unwrap();
+        assert!((w["per_s"].as_f64().unwrap() - rate).abs() < 1e-9, "{w:#}");
+        assert_ne!(w["verdict"], "lost", "{w:#}");
+    }
 
     let mut all = crest_model::hist::new_histogram();
     let mut logged = 0;
@@ -274,6 +329,14 @@ load: {{threads: 10, loops: 3}}
     assert_eq!(s["requests"], 30, "{s:#}");
     let per_worker = worker_requests(&r);
     assert_eq!(per_worker, [9, 9, 6, 6]);
+    // The per-worker table counts in the run's unit: each loop of a user is one iteration of
+    // one request, all of which passed.
+    assert_eq!(s["unit"], "iterations", "{s:#}");
+    let rows = worker_rows(&out, &s);
+    assert_eq!(
+        rows.iter().map(|w| w["units"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [9, 9, 6, 6]
+    );
     let got = server.received();
     assert_eq!(got.len(), 30);
     assert!(got.iter().all(|r| r
@@ -382,6 +445,19 @@ fn a_killed_worker_is_reported_and_the_run_is_kept() {
     assert!(sum <= server.received().len() as u64);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Worker 3 was lost at"), "{report}");
+    // Its row in the per-worker table says so, with when; the others' are not lost.
+    let rows = worker_rows(&out, &s);
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[3]["verdict"], "lost", "{:#}", rows[3]);
+    assert!(
+        rows[3]["verdict_shown"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("lost at {at:.1} s: its 25.00% of the load")),
+        "{:#}",
+        rows[3]
+    );
+    assert!(rows[..3].iter().all(|w| w["verdict"] != "lost"), "{rows:#?}");
 }
 
 /// A worker with the wrong token is refused (401) and exits non-zero, saying so; a worker

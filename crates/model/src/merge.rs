@@ -35,8 +35,15 @@ pub struct WorkerRecord {
     pub failures: u64,
     /// Open model: arrivals due on its share of the schedule, and those it dropped.
     pub arrivals: Option<u64>,
-    /// Open model: arrivals dropped at its cap on requests in flight.
+    /// Open model: arrivals it did not send: at its cap on requests in flight, or [`Self::behind`].
     pub dropped: u64,
+    /// Open model: of the dropped, arrivals due before the deadline that it, behind its
+    /// schedule, never reached (as [`crate::results::OpenStats::behind`]).
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub behind: u64,
+    /// Runs with flows: iterations of them it completed (passed), the run's unit of work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
     /// Open model: how late its requests started, in µs.
     pub send_lag: Option<EncodedHistogram>,
     /// What the generator itself used, when it ended normally.
@@ -316,10 +323,14 @@ fn merged_users<'a>(users: impl Iterator<Item = Option<&'a UserTimes>>) -> Resul
 fn worker(j: &Journal, run_s: Option<f64>) -> Result<WorkerRecord, HistError> {
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let (mut requests, mut failures, mut dropped) = (0u64, 0u64, 0u64);
+    let mut iterations: Option<u64> = None;
     for r in &j.intervals {
         requests = requests.saturating_add(r.interval.requests);
         failures = failures.saturating_add(r.interval.failures);
         dropped = dropped.saturating_add(r.interval.dropped);
+        if let Some(it) = &r.interval.iterations {
+            iterations = Some(iterations.unwrap_or(0).saturating_add(it.completed));
+        }
         crate::hist::add_encoded(&mut send_lag, r.send_lag.as_ref())?;
     }
     let end = j.end.as_ref();
@@ -341,6 +352,8 @@ fn worker(j: &Journal, run_s: Option<f64>) -> Result<WorkerRecord, HistError> {
         failures,
         arrivals: end.and_then(|e| e.arrivals),
         dropped,
+        behind: end.and_then(|e| e.behind).unwrap_or(0),
+        iterations,
         send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
         client: end.and_then(|e| e.client.clone()),
         lost,

@@ -12,6 +12,7 @@ use crest_analysis::recovery::Recovery;
 use crest_analysis::resources::{Leak, ResourceRow, Stats};
 use crest_analysis::summary::{Answer, Answers, ErrorSummary, GroupSummary, Summary};
 use crest_analysis::thresholds::ThresholdResult;
+use crest_analysis::workers::WorkerFigures;
 use crest_model::monitor::Unit;
 use crest_model::reason::Kept;
 use crest_model::results::EndReason;
@@ -68,6 +69,29 @@ pub struct SummaryView<'a> {
     leaks: Vec<LeakView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     users: Option<&'a crest_analysis::summary::UsersDone>,
+    /// A distributed run's workers, each with its figures and verdict in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    workers: Vec<WorkerView<'a>>,
+}
+
+/// One worker of a distributed run, as the per-worker table shows it.
+#[derive(Debug, Serialize)]
+pub struct WorkerView<'a> {
+    #[serde(flatten)]
+    figures: &'a WorkerFigures,
+    /// Its drops in words (`-` in the closed model).
+    dropped_shown: String,
+    /// Its verdict in words.
+    verdict_shown: String,
+}
+
+/// A worker with its text.
+pub fn worker(w: &WorkerFigures) -> WorkerView<'_> {
+    WorkerView {
+        figures: w,
+        dropped_shown: words::worker_drops(w),
+        verdict_shown: words::worker_verdict(w),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -260,6 +284,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         resources: s.resources.iter().map(resource).collect(),
         leaks: s.leaks.iter().map(leak).collect(),
         users: s.users.as_ref(),
+        workers: s.workers.iter().map(worker).collect(),
     }
 }
 

@@ -205,6 +205,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             group_row(out, g)?;
         }
     }
+    workers(out, s)?;
     if !s.client_bound.is_empty() {
         writeln!(out)?;
         writeln!(out, "  Validity     crest itself may have limited this run:")?;
@@ -348,6 +349,37 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
     }
     if !a.unjudged.is_empty() {
         writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
+    }
+    Ok(())
+}
+
+/// A distributed run's workers, one row each: what each sent, how late, at what CPU share, what
+/// it dropped, and its own verdict.
+fn workers(out: &mut String, s: &Summary) -> std::fmt::Result {
+    if s.workers.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  By worker      requests    failed {:>12}   lag p50   lag p99       CPU      dropped   verdict",
+        words::unit_rate(s.unit)
+    )?;
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for w in &s.workers {
+        writeln!(
+            out,
+            "    worker {:<3}{:>11} {:>9} {:>12} {:>9} {:>9} {:>9} {:>12}   {}",
+            w.index,
+            int(w.requests),
+            int(w.failures),
+            num(w.per_s),
+            or_dash(w.send_lag_ms.map(|l| ms(l.p50))),
+            or_dash(w.send_lag_ms.map(|l| ms(l.p99))),
+            or_dash(w.cpu_share.map(pct)),
+            words::worker_drops(w),
+            words::worker_verdict(w)
+        )?;
     }
     Ok(())
 }

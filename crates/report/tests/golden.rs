@@ -151,3 +151,57 @@ fn a_three_way_comparison_matches_its_golden_files() {
     golden("compare.md", &md);
     golden("compare.html", &crest_report::html::compare(&c).unwrap());
 }
+
+/// A merged run's reports: one row per worker in the terminal summary, report.md and
+/// report.html, the client-bound worker named with the figure it rests on, the lost one lost,
+/// and the run not called valid. report.md's golden is `workers.md`.
+#[test]
+fn a_merged_runs_reports_have_a_row_per_worker_and_flag_the_client_bound_one() {
+    let r = crest_testkit::results::merged_fixture();
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &r);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    golden("workers.md", &md);
+    let a = crest_analysis::analyze(&r).unwrap();
+    let finding = a
+        .findings
+        .iter()
+        .map(crest_report::fmt::words::finding)
+        .find(|f| f.contains("client-bound"))
+        .unwrap_or_default();
+    assert!(
+        finding.contains("worker 1 was client-bound") && finding.contains("crest used 97% of the CPU"),
+        "{finding}"
+    );
+    for needle in [
+        "## Workers",
+        "| 0 | 400 | 0 | 40.0 | - | - | 20.00% | - | valid |",
+        "| 1 | 400 | 0 | 40.0 | - | - | 97.00% | - | client-bound: CPU 97% |",
+        "| 2 | 200 | 0 | 50.0 | - | - | - | - | lost at 4.0 s: its 33.33% of the load missing for 6.0 s |",
+        "- worker 1 was client-bound",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+    }
+    assert!(!md.contains("Nothing shows that crest limited the run"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains(r#"<table data-testid="workers">"#), "{html}");
+    assert!(
+        html.contains(r#"<td class="fail">client-bound: CPU 97%</td>"#),
+        "{html}"
+    );
+    let term = crest_report::terminal::render(&r, &a);
+    for needle in [
+        "By worker",
+        "worker 0",
+        "worker 1",
+        "client-bound: CPU 97%",
+        "worker 2",
+        "lost at 4.0 s",
+    ] {
+        assert!(term.contains(needle), "the terminal summary lacks {needle:?}:\n{term}");
+    }
+    assert!(
+        term.contains("Validity     crest itself may have limited this run"),
+        "{term}"
+    );
+}

@@ -427,3 +427,58 @@ pub enum CountsError {
     #[error("{}", .0.join("; "))]
     DoNotAddUp(Vec<String>),
 }
+
+/// Worker `index`'s record of a ten-second distributed run: `requests` sent, none failed, each
+/// `lag_us` late (an open-model worker: its arrivals are its requests) or, with `None`, a
+/// closed-model one; its generator used `cpu_s` of CPU on one engine thread.
+pub fn worker_record(index: u32, requests: u64, lag_us: Option<u64>, cpu_s: f64) -> crest_model::merge::WorkerRecord {
+    let send_lag = lag_us.map(|us| {
+        let mut h = new_histogram();
+        for _ in 0..requests {
+            record(&mut h, Duration::from_micros(us));
+        }
+        EncodedHistogram::encode(&h)
+    });
+    crest_model::merge::WorkerRecord {
+        index,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        duration_s: 10.0,
+        ended_by: EndReason::Duration,
+        requests,
+        failures: 0,
+        arrivals: lag_us.map(|_| requests),
+        dropped: 0,
+        behind: 0,
+        iterations: None,
+        send_lag,
+        client: Some(crest_model::results::ClientStats {
+            cpu_s,
+            cores: 2,
+            threads: 1,
+            peak_rss_bytes: 64 << 20,
+        }),
+        lost: None,
+    }
+}
+
+/// A closed-model run merged from three workers of one user each, ten seconds of 100 requests a
+/// second at 30 ms: worker 0 sent 400 with its generator at 20% of its CPU; worker 1 sent 400 at 97% of it, so
+/// its own figures show it limited its part (the merged run has no CPU figure of its own to
+/// tell); worker 2 was lost after 4 s and 200 requests, a third of the load missing for 6 s.
+pub fn merged_fixture() -> Results {
+    let mut r = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(3, 10, |_| Second::ok(100, 30.0))
+        .build();
+    r.client = None;
+    let mut lost = worker_record(2, 200, None, 0.0);
+    lost.duration_s = 4.0;
+    lost.ended_by = EndReason::Unfinished;
+    lost.client = None;
+    lost.lost = Some(crest_model::merge::Lost {
+        at_s: 4.0,
+        share: 1.0 / 3.0,
+        missing_s: 6.0,
+    });
+    r.workers = vec![worker_record(0, 400, None, 2.0), worker_record(1, 400, None, 9.7), lost];
+    r
+}

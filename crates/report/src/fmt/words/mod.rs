@@ -15,6 +15,7 @@ use crest_analysis::resources::Leak;
 use crest_analysis::stop::StopReason;
 use crest_analysis::thresholds::Measured;
 use crest_analysis::validity::ClientLimit;
+use crest_analysis::workers::{WorkerFigures, WorkerVerdict};
 use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
 use crest_model::reason::{Kept, SearchEnd};

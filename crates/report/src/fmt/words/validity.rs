@@ -44,6 +44,10 @@ pub fn client_limit(l: &ClientLimit) -> String {
                 count(*failed, "request")
             )
         }
+        ClientLimit::Worker { index, limits } => format!(
+            "worker {index} was client-bound by its own figures, so its share of the load was not sent as planned: {}",
+            limits.iter().map(client_limit).collect::<Vec<_>>().join(", and ")
+        ),
         ClientLimit::WaitingUsers {
             step,
             in_flight,
@@ -86,5 +90,54 @@ pub fn validity(s: &crest_analysis::Summary) -> String {
             .into()
     } else {
         "Nothing shows that crest limited the run: its CPU, the schedule (open model), its file descriptors and ports, and the users' time in flight were all within bounds.".into()
+    }
+}
+
+/// One worker's verdict, as the per-worker table's last column says it.
+pub fn worker_verdict(w: &WorkerFigures) -> String {
+    match w.verdict {
+        WorkerVerdict::Valid => "valid".into(),
+        WorkerVerdict::ClientBound => format!(
+            "client-bound: {}",
+            w.limits.iter().map(limit_figure).collect::<Vec<_>>().join(", ")
+        ),
+        WorkerVerdict::Lost => match &w.lost {
+            Some(l) => format!(
+                "lost at {:.1} s: its {} of the load missing for {:.1} s",
+                l.at_s,
+                crate::fmt::pct(l.share),
+                l.missing_s
+            ),
+            None => "lost".into(),
+        },
+        WorkerVerdict::NotJudged => "not judged: nothing it sent succeeded".into(),
+    }
+}
+
+/// The figure a limit rests on, in a few words, for a table's cell; [`client_limit`] says it
+/// in full.
+fn limit_figure(l: &ClientLimit) -> String {
+    match l {
+        ClientLimit::BusyCpu { share, .. } => format!("CPU {:.0}%", share * 100.0),
+        ClientLimit::LateMedian { lag_p50_ms, .. } => format!("send lag p50 {} ms", crate::fmt::ms(*lag_p50_ms)),
+        ClientLimit::LateTail { lag_p99_ms, .. } => format!("send lag p99 {} ms", crate::fmt::ms(*lag_p99_ms)),
+        ClientLimit::Dropped { dropped, arrivals, .. } => format!(
+            "{} of {} arrivals not sent",
+            crate::fmt::int(*dropped),
+            crate::fmt::int(*arrivals)
+        ),
+        ClientLimit::LocalExhaustion { failed } => format!("{} out of ports or files", count(*failed, "request")),
+        ClientLimit::WaitingUsers { step, .. } => format!("users waiting in {step}"),
+        ClientLimit::Worker { index, .. } => format!("worker {index}"),
+    }
+}
+
+/// A worker's drops, as the per-worker table's cell says them: how many, and how many of those
+/// it was behind its schedule for.
+pub fn worker_drops(w: &WorkerFigures) -> String {
+    match (w.dropped, w.dropped_behind) {
+        (None, _) => "-".into(),
+        (Some(d), 0) => crate::fmt::int(d),
+        (Some(d), b) => format!("{} ({} behind)", crate::fmt::int(d), crate::fmt::int(b)),
     }
 }
