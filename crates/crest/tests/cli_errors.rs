@@ -32,6 +32,19 @@ fn bad_flags_exit_2_and_name_the_flag() {
     fails_with(&["run", "http://no-such-host.invalid/"], "cannot resolve host");
     fails_with(&["run", "http://127.0.0.1:1/", "-c", "5000000"], "-c 5000000");
     fails_with(&["target", "--listen", "0.0.0.0:0"], "loopback");
+    fails_with(&["run", "http://127.0.0.1:1/", "--load", "manual"], "--load manual");
+    fails_with(
+        &[
+            "collect",
+            "http://127.0.0.1:1/",
+            "--workers",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+            "--web",
+        ],
+        "--web: a collector serves its live page",
+    );
 }
 
 #[test]
