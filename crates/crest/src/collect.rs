@@ -181,12 +181,18 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         }
     }
     let opening = crate::measure::opening(&plan, argv, None);
+    let mut args = forwarded(argv);
+    // Worker w's thread k is lane w + N*k of the whole run's, so every worker runs as many
+    // engine threads: this collector's count, unless given, not each machine's own cores.
+    if run.threads.is_none() {
+        args.push(format!("--threads={}", plan.threads));
+    }
     let (events, mut rx) = unbounded_channel();
     let shared = Arc::new(Shared {
         token: token.clone(),
         count,
         plan: PlanText {
-            args: forwarded(argv),
+            args,
             scenario: plan_text.map(|(t, _)| t),
             files,
         },

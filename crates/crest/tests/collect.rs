@@ -710,3 +710,39 @@ fn one_worker_is_a_collected_run_and_its_part_merges() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(results(&merged)["workers"][0]["requests"], 300);
 }
+
+/// Worker w's thread k is lane w + N*k of the whole run, so every worker runs as many engine
+/// threads, whatever its machine's size: a worker held to one core (as a pod with a CPU limit
+/// is) takes the collector's count rather than being refused for another plan.
+#[test]
+fn a_worker_on_fewer_cores_runs_the_collectors_threads() {
+    let _serial = common::serial();
+    let rt = rt();
+    let server = rt.block_on(Server::start(|_, _| Reply::ok()));
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let c = Collector::start(&[&url, "-c", "4", "-n", "400"], 2, &dir.path().join("run"), &[]);
+    let parts: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("w{i}"))).collect();
+    let small = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_crest"))
+        .args(["worker", "--collector", &c.addr, "--worker-index", "0", "--out"])
+        .arg(&parts[0])
+        .env("CREST_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let other = c.worker(1, Some(&parts[1]), &[]);
+    ok(small);
+    ok(other);
+    let (code, s, err, r) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(s["requests"], 400);
+    assert_eq!(server.received().len(), 400);
+    let threads = r["config"]["threads"].clone();
+    assert_eq!(threads, std::thread::available_parallelism().unwrap().get() as u64);
+    for p in &parts {
+        assert_eq!(results(p)["config"]["threads"], threads, "{}", p.display());
+    }
+}

@@ -414,10 +414,13 @@ fn a_url_run_hands_its_flags_to_the_collector() {
         "4",
         "--stop-when",
         "error_rate > 5%",
+        "--worker-cpu",
+        "1500m",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let o = parse(&r.yaml);
     assert!(o.config_maps.is_empty());
+    // Every worker runs as many engine threads, as many as its CPU (1.5 cores: 2).
     let args = o.pods[0].spec.as_ref().unwrap().containers[0].args.clone().unwrap();
     assert_eq!(
         args,
@@ -428,6 +431,7 @@ fn a_url_run_hands_its_flags_to_the_collector() {
             "--rate=2000",
             "--header=Accept: application/json",
             "--stop-when=error_rate > 5%",
+            "--threads=2",
             "--workers",
             "4",
             "--listen",

@@ -66,6 +66,12 @@ fn spec(a: &KubeRenderArgs, args: &[String]) -> Result<Spec> {
     };
     let mut collect = vec![target];
     collect.extend(load_flags(args)?);
+    let worker_cpu = quantity("--worker-cpu", &a.worker_cpu)?;
+    // Every worker runs as many engine threads (see `crest collect`): as many as a worker's
+    // CPU, unless given, rather than the collector's pod's count.
+    if run.threads.is_none() {
+        collect.push(format!("--threads={}", cores(&worker_cpu)));
+    }
     // The manifests are text anyone with the file can read: a value crest keeps secret must
     // reach the pods through a Secret instead.
     let shown = crest_model::redact::command_line(&collect);
@@ -101,7 +107,7 @@ fn spec(a: &KubeRenderArgs, args: &[String]) -> Result<Spec> {
         files,
         collect,
         worker_requests: Requests {
-            cpu: quantity("--worker-cpu", &a.worker_cpu)?,
+            cpu: worker_cpu,
             memory: quantity("--worker-memory", &a.worker_memory)?,
         },
         collector_requests: Requests {
@@ -290,6 +296,17 @@ fn dns_name(flag: &str, name: &str, max: usize) -> Result<String> {
 }
 
 /// A Kubernetes quantity above 0: a number and a unit (`500m`, `2`, `1.5`, `512Mi`, `2G`).
+/// Whole cores of a CPU quantity checked by [`quantity`] (`1500m` is 2), at least 1.
+fn cores(q: &str) -> usize {
+    let (number, milli) = match q.strip_suffix('m') {
+        Some(n) => (n, true),
+        None => (q, false),
+    };
+    let v: f64 = number.parse().unwrap_or(1.0);
+    let v = if milli { v / 1000.0 } else { v };
+    (v.ceil() as usize).max(1)
+}
+
 fn quantity(flag: &str, q: &str) -> Result<String> {
     const UNITS: [&str; 14] = [
         "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
