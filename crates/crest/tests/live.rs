@@ -159,6 +159,17 @@ fn the_page_judges_the_run_so_far_and_its_error_finding_names_what_the_target_re
             && findings(s).iter().any(|(kind, _, _)| kind == "some_failed")
     });
     assert!(s["ended"].is_null(), "judged while running");
+    // Monitored values in the reports' words, with their unit (not 1271873536.00 bytes).
+    let monitored = s["monitor"].as_array().unwrap();
+    assert!(!monitored.is_empty(), "crest watches itself: {s:#}");
+    for m in monitored {
+        let shown = m["shown"].as_str().unwrap();
+        match m["unit"].as_str().unwrap() {
+            "bytes" => assert!(shown.ends_with("iB") || shown.ends_with(" B"), "{m}"),
+            "percent" => assert!(shown.ends_with('%'), "{m}"),
+            _ => assert!(!shown.is_empty(), "{m}"),
+        }
+    }
     let (_, figures, words) = findings(&s).into_iter().find(|(k, _, _)| k == "some_failed").unwrap();
     let through = s["verdict"]["through_s"].as_f64().unwrap();
     let shown = |field: &str| -> u64 {

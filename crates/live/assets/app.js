@@ -101,7 +101,7 @@
     rows("steps", s.steps, row, s.step_index);
     rows("names", s.names, row, -1);
     rows("errors", s.errors, (e) => [e[0], e[1], e[2]], -1);
-    rows("monitor", s.monitor, (m) => [m.title, fmt(m.value, 2), m.unit], -1);
+    rows("monitor", s.monitor, (m) => [m.title, m.shown], -1);
     verdict(s.verdict);
     draw();
     if (s.ended && !ended) {

@@ -247,6 +247,8 @@ pub struct Monitored {
     pub unit: String,
     /// The value.
     pub value: f64,
+    /// The value in the reports' words, its unit with it (`1.18 GiB`, `12.5%`).
+    pub shown: String,
     /// The metric and labels, for `/metrics`.
     #[serde(skip)]
     pub(crate) key: crest_model::monitor::SeriesKey,
@@ -412,6 +414,7 @@ impl Hub {
                             title: p.title.clone(),
                             unit: format!("{:?}", p.unit).to_lowercase(),
                             value: p.value,
+                            shown: crest_report::fmt::value(p.unit, p.value),
                             key: p.key.clone(),
                         },
                     );
