@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use rlimit::Resource;
 
 /// File descriptors crest needs beyond one per connection (stdio, runtimes, output files).
-const HEADROOM: u64 = 64;
+pub const HEADROOM: u64 = 64;
 
 /// Raises RLIMIT_NOFILE to the hard limit; returns the new limit.
 pub fn raise_file_limit() -> Result<u64> {

@@ -58,7 +58,7 @@ pub fn measure<W: Workload>(
     quiet: bool,
     journal: Option<(&Path, Option<results::Segment>)>,
 ) -> Result<Measured> {
-    limits::ensure_file_limit(plan.load.max_concurrency())?;
+    let file_limit = limits::ensure_file_limit(plan.load.max_concurrency())?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     // Handlers are installed before the first request, so an early Ctrl-C is never lost.
     // SIGHUP (the SSH session that started the run dropped) is taken as SIGTERM: stop, and
@@ -72,6 +72,9 @@ pub fn measure<W: Workload>(
         )
     };
     let mut run = Running::start(plan, workload, command_line, quiet, journal)?;
+    if let Some(c) = &run.control {
+        c.limit_users(file_limit.saturating_sub(limits::HEADROOM), file_limit);
+    }
     rt.block_on(async {
         let mut poll = tokio::time::interval(Duration::from_millis(100));
         loop {

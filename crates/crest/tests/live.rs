@@ -418,3 +418,22 @@ fn a_scenarios_profile_is_overridden_by_hand_and_its_stop_rule_still_ends_the_ru
     let refused = target_metric(&t.url, "crest_target_rejected_total");
     assert!(refused > 0, "the target refused the twenty");
 }
+
+/// Users set on the page beyond what the process's open-file limit holds (one connection each)
+/// are refused, naming the limit, and the run goes on as it was; users within it are taken.
+#[test]
+fn users_beyond_the_open_file_limit_are_refused_on_the_page() {
+    let t = target_process(&["--workers", "8", "--service-time", "5ms"]);
+    let l = common::live_with_file_limit(512, &t.url, "--web", "t0k3n-limit", &["--load", "manual"]);
+    let (status, text) = common::call(&l.addr, "POST", "/api/load", Some(&l.token), r#"{"users": 5000}"#);
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("5000 users") && text.contains("open-file limit") && text.contains("512"),
+        "{text}"
+    );
+    assert_eq!(state(&l)["steps"].as_array().unwrap().len(), 1, "no step was started");
+    assert_eq!(post(&l, "/api/load", r#"{"users": 4}"#)["step"], "4 users");
+    post(&l, "/api/stop", "{}");
+    let (results, _l) = finished(l);
+    assert_eq!(step_names(&results), ["manual", "4 users"]);
+}

@@ -143,6 +143,8 @@ pub struct Control {
     stopped_at: OnceLock<Duration>,
     /// Told of every change made here (a collector hands them on to its workers).
     observer: OnceLock<Observer>,
+    /// The most users this process can hold: one connection each under its open-file limit.
+    max_users: OnceLock<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Control {
@@ -229,6 +231,12 @@ impl Control {
     /// whose workers share out the users it asks for).
     pub fn set_users_now(&self, users: u64) {
         self.users_now.store(users, Ordering::Relaxed);
+    }
+
+    /// Users asked for beyond `users` are refused: each holds a connection, and this process
+    /// may open `limit` files.
+    pub fn limit_users(&self, users: u64, limit: u64) {
+        let _ = self.max_users.set((users, limit));
     }
 
     /// Tells `observer` of every change made from now on, once made.
@@ -339,6 +347,12 @@ impl Control {
     /// Asks for `users` users, started (or retired) at `spawn_rate` per second from those asked
     /// for now. `current` is how many the run has at this moment (what the profile asks).
     pub fn set_users(&self, users: u64, spawn_rate: f64, current: u64) -> Result<(), ControlError> {
+        if let Some((most, limit)) = self.max_users.get().filter(|(most, _)| users > *most) {
+            return Err(ControlError::Invalid(format!(
+                "{users} users: each holds a connection, and this process's open-file limit \
+                 (RLIMIT_NOFILE) of {limit} leaves room for {most}"
+            )));
+        }
         Change::Users {
             users,
             spawn_rate,
@@ -427,6 +441,23 @@ mod tests {
         let down = (5, 10.0, 40, Duration::ZERO);
         assert_eq!(users_at(down, Duration::from_secs(1)), 30);
         assert_eq!(users_at(down, Duration::from_secs(9)), 5);
+    }
+
+    #[test]
+    fn users_beyond_the_open_file_limit_are_refused_and_change_nothing() {
+        let c = Control::new();
+        c.begin(Instant::now(), &[Duration::ZERO]);
+        c.limit_users(960, 1024);
+        let Err(ControlError::Invalid(why)) = c.set_users(961, 10.0, 0) else {
+            panic!("961 users were taken")
+        };
+        assert!(
+            why.contains("961 users") && why.contains("1024") && why.contains("960"),
+            "{why}"
+        );
+        assert!(c.steps().is_empty());
+        c.set_users(960, 10.0, 0).unwrap();
+        assert_eq!(c.users_asked(), Some((960, 10.0)));
     }
 
     #[test]

@@ -457,8 +457,22 @@ impl Drop for Live {
 /// Starts `crest run URL ARGS... --web[=ADDR] --quiet --out TMP` with `token` in
 /// CREST_WEB_TOKEN, and reads the page's URL from stderr, which --quiet still prints.
 pub fn live(url: &str, web: &str, token: &str, args: &[&str]) -> Live {
+    live_from(crest(), url, web, token, args)
+}
+
+/// [`live`], with its open-file limit set to `limit` (as `ulimit -n`).
+pub fn live_with_file_limit(limit: u64, url: &str, web: &str, token: &str, args: &[&str]) -> Live {
+    let mut c = Command::new("prlimit");
+    c.arg(format!("--nofile={limit}:{limit}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_crest"))
+        .stdin(Stdio::null());
+    live_from(c, url, web, token, args)
+}
+
+fn live_from(mut crest: Command, url: &str, web: &str, token: &str, args: &[&str]) -> Live {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = crest()
+    let mut child = crest
         .args(["run", url, web, "--quiet", "--out"])
         .arg(dir.path())
         .args(args)
