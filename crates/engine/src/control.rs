@@ -271,9 +271,16 @@ impl Control {
     }
 
     /// Makes `change` (checked) at `at`, as the step `index` (the next one when None).
-    fn make(&self, mut change: Change, at: Duration, index: Option<u32>) -> Changed {
+    /// None when it changes nothing (a pause while paused, a resume while not): the setting's
+    /// lock is held throughout, so two pauses at once start one step.
+    fn make(&self, mut change: Change, at: Duration, index: Option<u32>) -> Option<Changed> {
+        let mut s = lock(&self.setting);
+        match change {
+            Change::Pause if self.paused() => return None,
+            Change::Resume { .. } if !self.paused() => return None,
+            _ => {}
+        }
         let (name, users, rate) = {
-            let mut s = lock(&self.setting);
             let shown = match &mut change {
                 Change::Users {
                     users,
@@ -326,22 +333,25 @@ impl Control {
             _ => {}
         }
         self.generation.fetch_add(1, Ordering::Release);
-        Changed {
+        drop(s);
+        Some(Changed {
             change,
             index,
             at_s: at.as_secs_f64(),
-        }
+        })
     }
 
-    /// Makes `change` now, and tells the observer.
-    fn change(&self, change: Change) -> Result<(), ControlError> {
+    /// Makes `change` now, and tells the observer; false when it changed nothing.
+    fn change(&self, change: Change) -> Result<bool, ControlError> {
         change.check()?;
         let at = self.elapsed()?;
-        let made = self.make(change, at, None);
+        let Some(made) = self.make(change, at, None) else {
+            return Ok(false);
+        };
         if let Some(o) = self.observer.get() {
             o(&made);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Asks for `users` users, started (or retired) at `spawn_rate` per second from those asked
@@ -366,30 +376,23 @@ impl Control {
             spawn_rate,
             from,
         })
+        .map(drop)
     }
 
     /// Asks for `rate` arrivals per second from now.
     pub fn set_rate(&self, rate: f64) -> Result<(), ControlError> {
-        self.change(Change::Rate { rate })
+        self.change(Change::Rate { rate }).map(drop)
     }
 
     /// Pauses: no iteration starts until [`Control::resume`]; those in flight finish.
     /// Returns false when already paused.
     pub fn pause(&self) -> Result<bool, ControlError> {
-        self.elapsed()?;
-        if self.paused() {
-            return Ok(false);
-        }
-        self.change(Change::Pause).map(|()| true)
+        self.change(Change::Pause)
     }
 
     /// Resumes what the run followed before the pause. Returns false when not paused.
     pub fn resume(&self) -> Result<bool, ControlError> {
-        self.elapsed()?;
-        if !self.paused() {
-            return Ok(false);
-        }
-        self.change(Change::Resume { users: None }).map(|()| true)
+        self.change(Change::Resume { users: None })
     }
 
     /// Makes a change made by another control (a collected run's collector): the same step at
@@ -441,6 +444,25 @@ mod tests {
         let down = (5, 10.0, 40, Duration::ZERO);
         assert_eq!(users_at(down, Duration::from_secs(1)), 30);
         assert_eq!(users_at(down, Duration::from_secs(9)), 5);
+    }
+
+    /// Pauses from many callers at once start one step: the check and the change are one.
+    #[test]
+    fn pauses_at_once_start_one_step() {
+        let c = std::sync::Arc::new(Control::new());
+        c.begin(Instant::now(), &[Duration::ZERO]);
+        let took: usize = (0..8)
+            .map(|_| {
+                let c = std::sync::Arc::clone(&c);
+                std::thread::spawn(move || c.pause().unwrap())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| usize::from(h.join().unwrap()))
+            .sum();
+        assert_eq!(took, 1);
+        assert_eq!(c.steps().len(), 1);
+        assert!(c.paused());
     }
 
     #[test]
