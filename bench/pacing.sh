@@ -2,7 +2,10 @@
 # How close to its slot crest sends each open-model arrival: send lag p50/p99/p99.9 (and the
 # service time beside the latency) at several rates against nginx on loopback (the same nginx
 # as bench/run.sh: one worker on core 0), next to the machine's own wake-up latency measured by
-# cyclictest in the same minutes.
+# cyclictest in the same minutes. Each run also prints its lag p99 after its first second
+# (lag99s, from the journal's per-second histograms: the first second holds the start, where
+# arrivals wait for connections to be opened) and the CPU time the kernel's DAMON threads
+# (kdamond, a virtual machine's memory reclaim) took meanwhile, which preempts whatever runs.
 #
 # Usage: bench/pacing.sh [SECONDS] [RATE ...]   (default: 5 s at 1000 10000 50000 arrivals/s)
 # Environment:
@@ -26,6 +29,10 @@ if ! command -v nginx >/dev/null 2>&1 || ! [ -x /usr/bin/time ] || ! command -v 
   echo "installing nginx, GNU time and rt-tests (cyclictest) from Debian's packages" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light time rt-tests >/dev/null
 fi
+if ! python3 -c 'import hdrh' 2>/dev/null; then
+  echo "installing hdrhistogram (PyPI) to read the journal's per-second send lag" >&2
+  python3 -m pip install -q hdrhistogram >&2
+fi
 if [ -z "${CREST_BIN:-}" ]; then
   (cd "$root" && cargo build --release -q -p crest)
 fi
@@ -35,27 +42,30 @@ crest="${CREST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/crest}"
 # priority, which would otherwise stay with the caller's shell and every build it starts later.
 BENCH_DIR="$here" exec setsid -w python3 - "$crest" "$secs" "${rates[@]}" <<'PY'
 import glob, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+from hdrh.histogram import HdrHistogram
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from compare import GEN_CORE, NGINX_CORE, PORT, PRIORITY, start_nginx
 
 
 def pin_engine(parent):
-    """Moves the engine thread (crest-engine-0) of `parent`'s child to GEN_CORE once it appears."""
+    """Moves the engine thread (crest-engine-0) of `parent`'s child to GEN_CORE once it appears.
+    Until then it runs on nginx's core, so the look is tight: the child is found through its
+    parent's list of children, and only its own threads are read, every 0.1 ms (a look over
+    every process's /proc files took milliseconds, and the engine shared nginx's core for the
+    run's first 20-30 ms, which was then the largest lag of a 5 s run)."""
     deadline = time.time() + 5
+    children = f"/proc/{parent}/task/{parent}/children"
     while time.time() < deadline:
-        for stat in glob.glob("/proc/[0-9]*/stat"):
-            try:
-                pid, ppid = stat.split("/")[2], open(stat).read().rsplit(")", 1)[1].split()[1]
-                if ppid != str(parent):
-                    continue
-                for comm in glob.glob(f"/proc/{pid}/task/*/comm"):
+        try:
+            for child in open(children).read().split():
+                for comm in glob.glob(f"/proc/{child}/task/*/comm"):
                     if open(comm).read().strip() == "crest-engine-0":
                         subprocess.run(["taskset", "-p", "-c", GEN_CORE, comm.split("/")[4]],
                                        check=True, stdout=subprocess.DEVNULL)
                         return
-            except (OSError, IndexError):
-                pass
-        time.sleep(0.001)
+        except OSError:
+            pass
+        time.sleep(0.0001)
     sys.exit("crest's engine thread did not appear")
 
 
@@ -89,6 +99,20 @@ def cyclictest(secs, interval_us=20):
     return pct(0.99), pct(0.999), worst / 1000
 
 
+def kdamond_ns():
+    """CPU time used so far by the kernel's DAMON threads (kdamond.N), in ns. Where the kernel
+    runs DAMON (memory reclaim of a virtual machine, here), they take a core for 1 to 4 ms
+    about twice a second whatever runs on it, so each run prints their share beside its lag."""
+    total = 0
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            if open(comm).read().startswith("kdamond"):
+                total += int(open(comm[:-4] + "schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
 def run(binary, mode, rate, secs):
     out = tempfile.mkdtemp(prefix="crest-pacing-")
     # Beside the run directory, not in it: crest writes only into an empty one.
@@ -102,23 +126,43 @@ def run(binary, mode, rate, secs):
         cmd = PRIORITY + ["/usr/bin/time", "-f", "%U %S", "-o", timing, "taskset", "-c", NGINX_CORE] + args + ["--threads", "1"]
     else:
         cmd = ["/usr/bin/time", "-f", "%U %S", "-o", timing] + args
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Every core again for crest (this script keeps to nginx's): plain runs as a user's would.
+    every = set(range(os.cpu_count()))
+    damon = kdamond_ns()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, every))
     if mode == "pinned":
         pin_engine(p.pid)
     stdout, stderr = p.communicate()
+    damon = (kdamond_ns() - damon) / 1e6
     if p.returncode not in (0, 1):
         sys.exit(f"crest failed ({p.returncode}): {stderr}")
     s = json.loads(stdout)
     cpu = sum(float(x) for x in open(timing).read().split()[-2:])
+    # The send lag of the run after its first second, from the journal's per-second histograms:
+    # the first second holds the start, where every arrival needs a connection of its own.
+    after = None
+    for line in open(os.path.join(out, "journal.jsonl")):
+        e = json.loads(line)
+        if e.get("entry") == "interval" and e["interval"]["t_s"] >= 1.0 and e.get("send_lag"):
+            h = HdrHistogram.decode(e["send_lag"])
+            if after is None:
+                after = h
+            else:
+                after.add(h)
     # A run at 50,000/s writes megabytes; dozens of rounds filled a shared disk.
     shutil.rmtree(out, ignore_errors=True)
     os.remove(timing)
     lag, svc = s["send_lag_ms"], s.get("service_ms") or {}
     return {"achieved": s["achieved_rps"], "dropped": s["dropped"], "lag50": lag["p50"],
             "lag99": lag["p99"], "lag999": lag["p999"], "lagmax": lag["max"],
-            "lat50": s["latency_ms"]["p50"], "svc50": svc.get("p50", float("nan")), "cpu": cpu}
+            "lag99s": after.get_value_at_percentile(99) / 1000 if after else float("nan"),
+            "lat50": s["latency_ms"]["p50"], "svc50": svc.get("p50", float("nan")), "cpu": cpu,
+            "damon": damon}
 
 
+# This script's own polling (above all pin_engine's) stays on nginx's core, off the one measured.
+os.sched_setaffinity(0, {int(NGINX_CORE)})
 crest, secs, rates = sys.argv[1], int(sys.argv[2]), [int(r) for r in sys.argv[3:]]
 builds = [("now", crest)] + ([("before", os.environ["CREST_BEFORE"])] if os.environ.get("CREST_BEFORE") else [])
 modes = os.environ.get("MODES", "pinned").split()
@@ -126,8 +170,8 @@ rounds = int(os.environ.get("ROUNDS", "1"))
 prefix = tempfile.mkdtemp(prefix="crest-bench-nginx-")
 nginx = start_nginx(prefix)
 print(f"load average at start: {os.getloadavg()[0]:.2f}; {secs} s per run; nginx (1 worker) on core"
-      f" {NGINX_CORE}; pinned: --threads 1, engine thread on core {GEN_CORE}; plain: as a user runs it; ms")
-cols = ["achieved", "dropped", "lag50", "lag99", "lag999", "lagmax", "lat50", "svc50", "cpu"]
+      f" {NGINX_CORE}; pinned: --threads 1, engine thread on core {GEN_CORE}; plain: as a user runs it; ms (lag99s: lag p99 after the first second; cpu: crest's CPU-s; damon: ms of the kernel's kdamond threads during the run)")
+cols = ["achieved", "dropped", "lag50", "lag99", "lag999", "lagmax", "lag99s", "lat50", "svc50", "cpu", "damon"]
 head = f"{'round':>5} {'mode':>6} {'build':>6} {'rate/s':>7} " + " ".join(f"{c:>8}" for c in cols)
 print(head)
 rows, machine = [], []

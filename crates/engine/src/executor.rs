@@ -679,6 +679,16 @@ async fn open<W: Workload>(
         }
         arrivals += 1;
         j += 1;
+        if local.tracker.active.get() >= cap && !in_flight.is_empty() {
+            // Places whose answers have come in but were not read yet (a sender catching up
+            // reads nothing) are free: read them before an arrival is dropped for want of one.
+            next.set(None);
+            serve_ready(&mut in_flight).await;
+            if local.tracker.active.get() >= cap {
+                tokio::task::yield_now().await;
+                serve_ready(&mut in_flight).await;
+            }
+        }
         if local.tracker.active.get() >= cap {
             dropped += 1;
             local.sink.borrow_mut().dropped(at);
