@@ -171,6 +171,38 @@ fn open_model_drops_arrivals_beyond_the_cap_and_counts_them() {
     );
 }
 
+/// Each iteration's answer has come when it is first polled, but is read only at its next
+/// poll: it asks to be polled again (through the runtime, as a socket's readiness does).
+struct Answered;
+
+impl Workload for Answered {
+    type User = ();
+
+    fn new_user(&self, _: u64) {}
+
+    async fn iterate<'a>(&'a self, _: &'a mut (), _ctx: Ctx<'a>) {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[test]
+fn a_full_cap_reads_the_answers_already_in_before_it_drops() {
+    // 1,000,000/s: every arrival is due before the one in flight was polled again, so a cap of
+    // 1 is always full when an arrival comes, with the answer that frees it already in.
+    let stop = Stop::new(None, Some(200));
+    let r = run(
+        &shape(LoadModel::rate(1_000_000.0, 1), 1),
+        Instant::now(),
+        &stop,
+        Arc::new(Answered),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!(r.arrivals, 200);
+    assert_eq!(r.dropped, 0, "a place whose answer had come was free");
+    assert_eq!(r.iterations, 200);
+}
+
 #[test]
 fn open_model_with_a_count_stops_after_n_arrivals() {
     let stop = Stop::new(None, Some(25));
