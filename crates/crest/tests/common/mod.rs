@@ -560,7 +560,6 @@ pub fn run_for(l: &Live, secs: f64) {
     });
 }
 
-/// The names of a results document's steps.
 /// Requests a run's results counted in step `i`.
 pub fn requests_in_step(results: &Value, i: u64) -> u64 {
     results["stats"]
