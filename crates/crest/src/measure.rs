@@ -26,6 +26,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// Length of one interval of the time series.
 const INTERVAL: Duration = Duration::from_secs(1);
+/// How long before the open model's start its engine threads come up (see [`Running::start`]).
+const LEAD_IN: Duration = Duration::from_millis(50);
 
 /// Which signal interrupted the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,7 +171,15 @@ impl Running {
             opening.started_at = now_utc();
         }
         let cpu_at_start = crest_monitor::own::cpu_s();
-        let start = Instant::now();
+        // The open model's arrivals are due from the start: its engine threads get a moment
+        // before it to come up and ready their first users, so the first arrivals are neither
+        // late for a thread still starting nor held up by connects.
+        let lead_in = if open_model { LEAD_IN } else { Duration::ZERO };
+        let start = Instant::now() + lead_in;
+        if open_model {
+            // The wall-clock time of the run's zero, for matching with the server's logs.
+            opening.started_at = utc_after(lead_in);
+        }
         let monitor = if sampler.is_empty() {
             None
         } else {
@@ -505,7 +515,13 @@ pub fn opening(plan: &Plan, command_line: &[String], part: Option<results::Segme
 
 /// Now, RFC 3339 in UTC, as the journal keeps times.
 fn now_utc() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    utc_after(Duration::ZERO)
+}
+
+/// The wall-clock time `d` from now.
+fn utc_after(d: Duration) -> String {
+    let d = chrono::Duration::from_std(d).unwrap_or_default();
+    (chrono::Utc::now() + d).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The users' times of a run whose users each run a fixed number of iterations.

@@ -120,6 +120,11 @@ impl Stop {
         false
     }
 
+    /// Iterations a count-limited run may still start; `None` without a count.
+    pub(crate) fn remaining(&self) -> Option<u64> {
+        Some(self.inner.remaining.load(Ordering::Relaxed)).filter(|&n| n != u64::MAX)
+    }
+
     /// Claims the right to start one more iteration at `now`; false once the run must stop.
     pub fn claim(&self, now: Instant) -> bool {
         !self.is_stopped(now) && self.take()

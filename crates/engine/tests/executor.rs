@@ -203,6 +203,97 @@ fn a_full_cap_reads_the_answers_already_in_before_it_drops() {
     assert_eq!(r.iterations, 200);
 }
 
+/// Counts the users readied before the start; each iteration takes 1 ms and records whether
+/// its user had been readied (as `bytes_sent`, 1 or 0) and whether it began before its slot
+/// (as `bytes_received`).
+#[derive(Default)]
+struct Readied(std::sync::atomic::AtomicU64);
+
+impl Workload for Readied {
+    type User = bool;
+
+    fn new_user(&self, _: u64) -> bool {
+        false
+    }
+
+    async fn prepare<'a>(&'a self, user: &'a mut bool) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *user = true;
+    }
+
+    async fn iterate<'a>(&'a self, user: &'a mut bool, ctx: Ctx<'a>) {
+        let readied = std::mem::take(user);
+        let early = Instant::now() < ctx.intended();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let intended = ctx.intended();
+        ctx.record(
+            Sample {
+                name: 0,
+                segment: 0,
+                user: 0,
+                iteration: 0,
+                intended: ctx.offset(intended),
+                send_lag: Duration::ZERO,
+                dns: None,
+                connect: None,
+                ttfb: None,
+                total: intended.elapsed(),
+                bytes_sent: u64::from(readied),
+                bytes_received: u64::from(early),
+                status: Some(200),
+                outcome: Outcome::Success,
+            },
+            None,
+        );
+    }
+}
+
+/// An open-model run at 10,000 arrivals/s for 20 ms on one thread, whose start is `lead_in`
+/// away: (users readied, the arrivals of its first 2 ms, and how many of those found a readied
+/// user, the iterations that did). No iteration began before its slot.
+fn readied_run(lead_in: Duration, count: Option<u64>) -> (u64, usize, usize, usize) {
+    let start = Instant::now() + lead_in;
+    let stop = Stop::new(Some(start + Duration::from_millis(20)), count);
+    let workload = Arc::new(Readied::default());
+    let r = run(
+        &shape(LoadModel::rate(10_000.0, 1000), 1),
+        start,
+        &stop,
+        Arc::clone(&workload),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    let samples = &r.sinks[0].samples;
+    assert_eq!(
+        samples.iter().filter(|s| s.bytes_received == 1).count(),
+        0,
+        "an arrival left before its slot"
+    );
+    let early: Vec<_> = samples
+        .iter()
+        .filter(|s| s.intended < Duration::from_millis(2))
+        .collect();
+    (
+        workload.0.load(std::sync::atomic::Ordering::Relaxed),
+        early.len(),
+        early.iter().filter(|s| s.bytes_sent == 1).count(),
+        samples.iter().filter(|s| s.bytes_sent == 1).count(),
+    )
+}
+
+#[test]
+fn the_first_arrivals_of_an_open_run_find_users_readied_before_its_start() {
+    let (readied, early, early_readied, used) = readied_run(Duration::from_millis(50), None);
+    assert!(early >= 19, "10,000/s for 2 ms: {early} arrivals");
+    assert_eq!(readied, early as u64, "one user readied per arrival of the first 2 ms");
+    assert_eq!(early_readied, early, "each of them found one");
+    assert_eq!(used as u64, readied, "and no readied user was left unused");
+
+    // Readied only ahead of a start still to come, and never more than a count allows.
+    assert_eq!(readied_run(Duration::ZERO, None).0, 0);
+    assert_eq!(readied_run(Duration::from_millis(50), Some(5)).0, 5);
+}
+
 #[test]
 fn open_model_with_a_count_stops_after_n_arrivals() {
     let stop = Stop::new(None, Some(25));

@@ -394,7 +394,15 @@ impl Endpoint {
                     conn.insert(h1::Conn::new(stream))
                 }
             };
-            let reused = c.uses > 0;
+            // A connection opened ahead is counted by its first exchange, and may have been
+            // closed by the server while it waited, as an idle one may.
+            let reused = match c.ahead.take() {
+                Some(ahead) => {
+                    *a.opened = ahead;
+                    true
+                }
+                None => c.uses > 0,
+            };
             match c
                 .exchange(a.call.request, a.call.head, a.p, a.keep.as_deref_mut())
                 .await
@@ -406,6 +414,30 @@ impl Endpoint {
                 }
                 Err(e) => return Err(Failure::h1(e)),
             }
+        }
+    }
+
+    /// Opens `session`'s HTTP/1.1 connection before its first call, as `call` would open it
+    /// (resolution, proxy, TLS, the connect timeout). The call that first uses it reports its
+    /// opening as its own, so connections opened and connect times count it once, as the server
+    /// does. Nothing is done without keep-alive (each call opens its own), for HTTP/2 (users
+    /// share connections, opened by the first to ask) or when the connection's version is
+    /// still to be learnt. A failure is left for the call to meet and measure.
+    pub async fn open_ahead(&self, session: &mut Session, call: &Call<'_>) {
+        let h1 = match self.version {
+            HttpVersion::Http1 => true,
+            HttpVersion::Http2 => false,
+            HttpVersion::Auto => !self.https(),
+        };
+        if !h1 || !call.keepalive || session.conn.is_some() {
+            return;
+        }
+        let started = Instant::now();
+        let mut opened = Opened::default();
+        if let Ok(stream) = Box::pin(self.open(call, started, started + call.timeout, &mut opened)).await {
+            let mut conn = h1::Conn::new(stream);
+            conn.ahead = Some(opened);
+            session.conn = Some(conn);
         }
     }
 

@@ -151,6 +151,9 @@ pub(crate) struct Conn {
     reusable: bool,
     /// Exchanges completed on this connection.
     pub uses: u64,
+    /// How opening it went, when it was opened ahead of its first exchange
+    /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect.
+    pub ahead: Option<crate::endpoint::Opened>,
 }
 
 impl Conn {
@@ -162,6 +165,7 @@ impl Conn {
             end: 0,
             reusable: true,
             uses: 0,
+            ahead: None,
         }
     }
 

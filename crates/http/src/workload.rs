@@ -57,6 +57,18 @@ impl HttpWorkload {
     }
 }
 
+impl HttpWorkload {
+    fn call(&self) -> Call<'_> {
+        Call {
+            request: &self.request,
+            head: self.head,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            keepalive: self.keepalive,
+        }
+    }
+}
+
 impl Workload for HttpWorkload {
     type User = Session;
 
@@ -64,15 +76,12 @@ impl Workload for HttpWorkload {
         Session::default()
     }
 
+    async fn prepare<'a>(&'a self, session: &'a mut Session) {
+        self.endpoint.open_ahead(session, &self.call()).await;
+    }
+
     async fn iterate<'a>(&'a self, session: &'a mut Session, ctx: Ctx<'a>) {
-        let call = Call {
-            request: &self.request,
-            head: self.head,
-            timeout: self.timeout,
-            connect_timeout: self.connect_timeout,
-            keepalive: self.keepalive,
-        };
-        let ex = self.endpoint.call(session, &call, None).await;
+        let ex = self.endpoint.call(session, &self.call(), None).await;
         let intended = ctx.intended();
         ctx.record(
             ex.sample(self.name, intended, ctx.offset(intended.min(ex.started))),
