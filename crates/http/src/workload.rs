@@ -55,9 +55,8 @@ impl HttpWorkload {
             keepalive: conn.keepalive,
         })
     }
-}
 
-impl HttpWorkload {
+    /// The call every iteration makes.
     fn call(&self) -> Call<'_> {
         Call {
             request: &self.request,
