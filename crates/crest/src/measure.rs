@@ -164,22 +164,22 @@ impl Running {
         // Made before the start, so that reading the machine delays no arrival.
         let mut opening = opening(plan, command_line, part.flatten());
         let has_flows = !opening.flows.is_empty();
-        // A collector's worker starts at the instant the collector gave every worker.
-        let link = crate::worker::link();
-        if let Some(l) = link {
-            l.wait_start();
-            opening.started_at = now_utc();
-        }
-        let cpu_at_start = crest_monitor::own::cpu_s();
         // The open model's arrivals are due from the start: its engine threads get a moment
         // before it to come up and ready their first users, so the first arrivals are neither
         // late for a thread still starting nor held up by connects.
         let lead_in = if open_model { LEAD_IN } else { Duration::ZERO };
-        let start = Instant::now() + lead_in;
-        if open_model {
+        // A collector's worker starts at the instant the collector gave every worker (its
+        // lead-in taken before it), so the workers' clocks and the collector's agree.
+        let link = crate::worker::link();
+        let start = match link {
+            Some(l) => l.wait_start(lead_in),
+            None => Instant::now() + lead_in,
+        };
+        if open_model || link.is_some() {
             // The wall-clock time of the run's zero, for matching with the server's logs.
-            opening.started_at = utc_after(lead_in);
+            opening.started_at = utc_after(start.saturating_duration_since(Instant::now()));
         }
+        let cpu_at_start = crest_monitor::own::cpu_s();
         let monitor = if sampler.is_empty() {
             None
         } else {

@@ -50,9 +50,12 @@ pub struct Link {
 }
 
 impl Link {
-    /// Waits for the start instant.
-    pub fn wait_start(&self) {
-        std::thread::sleep(self.start_at.saturating_duration_since(Instant::now()));
+    /// Waits until `lead_in` before the start instant, and returns the start: the collector's,
+    /// or now if that has passed.
+    pub fn wait_start(&self, lead_in: Duration) -> Instant {
+        let until = self.start_at.checked_sub(lead_in).unwrap_or(self.start_at);
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        self.start_at.max(Instant::now())
     }
 
     /// The run's stop, for the collector to cancel, and its control, for the collector to

@@ -36,11 +36,18 @@ pub trait Workload: Send + Sync + 'static {
         async {}
     }
 
+    /// True when [`Workload::prepare`] readies a user. Only then does the open model make
+    /// users ahead of its first arrivals: a user is more than a connection (a flow's user takes
+    /// its own feeder rows and runs its `on_start`), so none is made that would not be ready.
+    fn prepares(&self) -> bool {
+        false
+    }
+
     /// Readies `user` before the run's start (opens its connection), so that an open-model
     /// run's first arrivals find users ready rather than each waiting for a connect of its own
-    /// while the next arrivals fall due. Whatever it could not do (a refused or slow connect) is
-    /// left to the first iteration, which measures it. Not called in the closed model, whose
-    /// users' first requests are meant to open their connections.
+    /// while the next arrivals fall due. A failure is left to the first iteration, which meets
+    /// and measures it. Not called in the closed model, whose users' first requests are meant
+    /// to open their connections.
     fn prepare<'a>(&'a self, _user: &'a mut Self::User) -> impl Future<Output = ()> + 'a {
         async {}
     }
@@ -720,7 +727,7 @@ async fn open<W: Workload>(
             // (sending its backlog before any response) opened a connection per arrival.
             next.set(None);
             serve_ready(&mut in_flight).await;
-            if pool.borrow().is_empty() {
+            if ready.borrow().is_empty() && pool.borrow().is_empty() {
                 tokio::task::yield_now().await;
                 serve_ready(&mut in_flight).await;
             }
@@ -791,7 +798,7 @@ const WARM_MAX: u64 = 256;
 /// iterations in flight, so the wait for the first slot drives them; one not done by then is
 /// neither dropped (a connection the server had accepted would go uncounted) nor waited for:
 /// the arrivals go on with fresh users, and it joins them when done. A run whose start has
-/// passed (no lead-in) readies none.
+/// passed (no lead-in), or whose workload readies nothing, makes none.
 fn warm_up<W: Workload>(
     local: &Rc<Local<W>>,
     schedule: &Schedule,
@@ -801,7 +808,7 @@ fn warm_up<W: Workload>(
     (ready, in_flight): (&IdleUsers<W::User>, &mut InFlight),
     next: &NextSlot,
 ) {
-    if Instant::now() >= local.start {
+    if !local.workload.prepares() || Instant::now() >= local.start {
         return;
     }
     let span = stop

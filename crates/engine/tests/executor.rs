@@ -207,13 +207,17 @@ fn a_full_cap_reads_the_answers_already_in_before_it_drops() {
 /// its user had been readied (as `bytes_sent`, 1 or 0) and whether it began before its slot
 /// (as `bytes_received`).
 #[derive(Default)]
-struct Readied(std::sync::atomic::AtomicU64);
+struct Readied(std::sync::atomic::AtomicU64, bool);
 
 impl Workload for Readied {
     type User = bool;
 
     fn new_user(&self, _: u64) -> bool {
         false
+    }
+
+    fn prepares(&self) -> bool {
+        self.1
     }
 
     async fn prepare<'a>(&'a self, user: &'a mut bool) {
@@ -251,10 +255,10 @@ impl Workload for Readied {
 /// An open-model run at 10,000 arrivals/s for 20 ms on one thread, whose start is `lead_in`
 /// away: (users readied, the arrivals of its first 2 ms, and how many of those found a readied
 /// user, the iterations that did). No iteration began before its slot.
-fn readied_run(lead_in: Duration, count: Option<u64>) -> (u64, usize, usize, usize) {
+fn readied_run(lead_in: Duration, count: Option<u64>, prepares: bool) -> (u64, usize, usize, usize) {
     let start = Instant::now() + lead_in;
     let stop = Stop::new(Some(start + Duration::from_millis(20)), count);
-    let workload = Arc::new(Readied::default());
+    let workload = Arc::new(Readied(Default::default(), prepares));
     let r = run(
         &shape(LoadModel::rate(10_000.0, 1000), 1),
         start,
@@ -283,15 +287,17 @@ fn readied_run(lead_in: Duration, count: Option<u64>) -> (u64, usize, usize, usi
 
 #[test]
 fn the_first_arrivals_of_an_open_run_find_users_readied_before_its_start() {
-    let (readied, early, early_readied, used) = readied_run(Duration::from_millis(50), None);
+    let (readied, early, early_readied, used) = readied_run(Duration::from_millis(500), None, true);
     assert!(early >= 19, "10,000/s for 2 ms: {early} arrivals");
     assert_eq!(readied, early as u64, "one user readied per arrival of the first 2 ms");
     assert_eq!(early_readied, early, "each of them found one");
     assert_eq!(used as u64, readied, "and no readied user was left unused");
 
-    // Readied only ahead of a start still to come, and never more than a count allows.
-    assert_eq!(readied_run(Duration::ZERO, None).0, 0);
-    assert_eq!(readied_run(Duration::from_millis(50), Some(5)).0, 5);
+    // Readied only ahead of a start still to come, by a workload that readies, and never more
+    // than a count allows.
+    assert_eq!(readied_run(Duration::ZERO, None, true).0, 0);
+    assert_eq!(readied_run(Duration::from_millis(500), None, false).0, 0);
+    assert_eq!(readied_run(Duration::from_millis(500), Some(5), true).0, 5);
 }
 
 #[test]

@@ -417,6 +417,17 @@ impl Endpoint {
         }
     }
 
+    /// True when [`Endpoint::open_ahead`] opens a connection: HTTP/1.1 (known before a
+    /// connection says so) with keep-alive.
+    pub fn opens_ahead(&self, keepalive: bool) -> bool {
+        keepalive
+            && match self.version {
+                HttpVersion::Http1 => true,
+                HttpVersion::Http2 => false,
+                HttpVersion::Auto => !self.https(),
+            }
+    }
+
     /// Opens `session`'s HTTP/1.1 connection before its first call, as `call` would open it
     /// (resolution, proxy, TLS, the connect timeout). The call that first uses it reports its
     /// opening as its own, so connections opened and connect times count it once, as the server
@@ -424,12 +435,7 @@ impl Endpoint {
     /// share connections, opened by the first to ask) or when the connection's version is
     /// still to be learnt. A failure is left for the call to meet and measure.
     pub async fn open_ahead(&self, session: &mut Session, call: &Call<'_>) {
-        let h1 = match self.version {
-            HttpVersion::Http1 => true,
-            HttpVersion::Http2 => false,
-            HttpVersion::Auto => !self.https(),
-        };
-        if !h1 || !call.keepalive || session.conn.is_some() {
+        if !self.opens_ahead(call.keepalive) || session.conn.is_some() {
             return;
         }
         let started = Instant::now();

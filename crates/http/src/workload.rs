@@ -75,6 +75,10 @@ impl Workload for HttpWorkload {
         Session::default()
     }
 
+    fn prepares(&self) -> bool {
+        self.endpoint.opens_ahead(self.keepalive)
+    }
+
     async fn prepare<'a>(&'a self, session: &'a mut Session) {
         self.endpoint.open_ahead(session, &self.call()).await;
     }
