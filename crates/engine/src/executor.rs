@@ -610,10 +610,13 @@ async fn open<W: Workload>(
     warm_up(
         local,
         schedule,
-        (lane, lanes),
-        (cap, stop),
+        lane,
+        lanes,
+        cap,
+        stop,
         &mut next_id,
-        (&ready, &mut in_flight),
+        &ready,
+        &mut in_flight,
         &next,
     );
     loop {
@@ -705,32 +708,24 @@ async fn open<W: Workload>(
         }
         arrivals += 1;
         j += 1;
-        if local.tracker.active.get() >= cap && !in_flight.is_empty() {
+        let full = || local.tracker.active.get() >= cap;
+        if full() && !in_flight.is_empty() {
             // Places whose answers have come in but were not read yet (a sender catching up
             // reads nothing) are free: read them before an arrival is dropped for want of one.
-            next.set(None);
-            serve_ready(&mut in_flight).await;
-            if local.tracker.active.get() >= cap {
-                tokio::task::yield_now().await;
-                serve_ready(&mut in_flight).await;
-            }
+            read_answers_in(&mut in_flight, &next, full).await;
         }
         if local.tracker.active.get() >= cap {
             dropped += 1;
             local.sink.borrow_mut().dropped(at);
             continue;
         }
-        if ready.borrow().is_empty() && pool.borrow().is_empty() && !in_flight.is_empty() {
-            // No idle user: one turn of the runtime reads the responses already in, so a user
-            // whose answer has come is reused rather than a connection opened, whose request
-            // would wait a turn for the connect anyway. Without it a thread a moment behind
-            // (sending its backlog before any response) opened a connection per arrival.
-            next.set(None);
-            serve_ready(&mut in_flight).await;
-            if ready.borrow().is_empty() && pool.borrow().is_empty() {
-                tokio::task::yield_now().await;
-                serve_ready(&mut in_flight).await;
-            }
+        let no_idle_user = || ready.borrow().is_empty() && pool.borrow().is_empty();
+        if no_idle_user() && !in_flight.is_empty() {
+            // No idle user: reading the responses already in lets a user whose answer has come
+            // be reused rather than a connection opened, whose request would wait a turn for
+            // the connect anyway. Without it a thread a moment behind (sending its backlog
+            // before any response) opened a connection per arrival.
+            read_answers_in(&mut in_flight, &next, no_idle_user).await;
         }
         // Users readied before the start go first, so that none of their connections sits
         // unused while the pool's hold the load.
@@ -799,13 +794,17 @@ const WARM_MAX: u64 = 256;
 /// neither dropped (a connection the server had accepted would go uncounted) nor waited for:
 /// the arrivals go on with fresh users, and it joins them when done. A run whose start has
 /// passed (no lead-in), or whose workload readies nothing, makes none.
+#[allow(clippy::too_many_arguments)]
 fn warm_up<W: Workload>(
     local: &Rc<Local<W>>,
     schedule: &Schedule,
-    (lane, lanes): (usize, usize),
-    (cap, stop): (u64, &Stop),
+    lane: usize,
+    lanes: usize,
+    cap: u64,
+    stop: &Stop,
     next_id: &mut u64,
-    (ready, in_flight): (&IdleUsers<W::User>, &mut InFlight),
+    ready: &IdleUsers<W::User>,
+    in_flight: &mut InFlight,
     next: &NextSlot,
 ) {
     if !local.workload.prepares() || Instant::now() >= local.start {
@@ -849,6 +848,18 @@ async fn serving<T>(in_flight: &mut InFlight, until: impl Future<Output = T>) ->
         until.as_mut().poll(cx)
     })
     .await
+}
+
+/// Reads the answers already in, and, while `wanting` still holds, once more after one turn of
+/// the runtime (which polls the sockets): what frees a place or a user without waiting for one.
+async fn read_answers_in(in_flight: &mut InFlight, next: &NextSlot, wanting: impl Fn() -> bool) {
+    // The iterations read must not stand aside for the arrival that is waiting on them.
+    next.set(None);
+    serve_ready(in_flight).await;
+    if wanting() {
+        tokio::task::yield_now().await;
+        serve_ready(in_flight).await;
+    }
 }
 
 /// Runs every iteration in flight that is ready, once.
