@@ -252,12 +252,13 @@ impl Workload for Readied {
     }
 }
 
-/// An open-model run at 10,000 arrivals/s for 20 ms on one thread, whose start is `lead_in`
+/// An open-model run of `count` arrivals at 10,000/s on one thread, whose start is `lead_in`
 /// away: (users readied, the arrivals of its first 2 ms, and how many of those found a readied
-/// user, the iterations that did). No iteration began before its slot.
-fn readied_run(lead_in: Duration, count: Option<u64>, prepares: bool) -> (u64, usize, usize, usize) {
+/// user, the iterations that did). No iteration began before its slot. Ended by its count, not
+/// by a deadline, so a thread held off its core sends every arrival late rather than drops them.
+fn readied_run(lead_in: Duration, count: u64, prepares: bool) -> (u64, usize, usize, usize) {
     let start = Instant::now() + lead_in;
-    let stop = Stop::new(Some(start + Duration::from_millis(20)), count);
+    let stop = Stop::new(None, Some(count));
     let workload = Arc::new(Readied(Default::default(), prepares));
     let r = run(
         &shape(LoadModel::rate(10_000.0, 1000), 1),
@@ -287,7 +288,7 @@ fn readied_run(lead_in: Duration, count: Option<u64>, prepares: bool) -> (u64, u
 
 #[test]
 fn the_first_arrivals_of_an_open_run_find_users_readied_before_its_start() {
-    let (readied, early, early_readied, used) = readied_run(Duration::from_millis(500), None, true);
+    let (readied, early, early_readied, used) = readied_run(Duration::from_millis(500), 200, true);
     assert!(early >= 19, "10,000/s for 2 ms: {early} arrivals");
     assert_eq!(readied, early as u64, "one user readied per arrival of the first 2 ms");
     assert_eq!(early_readied, early, "each of them found one");
@@ -295,9 +296,9 @@ fn the_first_arrivals_of_an_open_run_find_users_readied_before_its_start() {
 
     // Readied only ahead of a start still to come, by a workload that readies, and never more
     // than a count allows.
-    assert_eq!(readied_run(Duration::ZERO, None, true).0, 0);
-    assert_eq!(readied_run(Duration::from_millis(500), None, false).0, 0);
-    assert_eq!(readied_run(Duration::from_millis(500), Some(5), true).0, 5);
+    assert_eq!(readied_run(Duration::ZERO, 200, true).0, 0);
+    assert_eq!(readied_run(Duration::from_millis(500), 200, false).0, 0);
+    assert_eq!(readied_run(Duration::from_millis(500), 5, true).0, 5);
 }
 
 #[test]
