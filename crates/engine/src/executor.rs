@@ -1,5 +1,6 @@
 //! The one executor behind every load model and stop rule.
 
+use crate::placement::Placement;
 use crate::{Control, Ctx, Stop, StopCause};
 use crest_model::plan::{share, LoadModel, Shard, UsersProfile};
 use crest_model::Sink;
@@ -602,6 +603,7 @@ async fn open<W: Workload>(
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
     let mut pacer = Pacer::new();
+    let mut placement = Placement::new();
     // A rate set by hand: from when, which of this thread's arrivals is the first slot of its
     // lane after then, at what rate.
     let mut by_hand: Option<(Duration, i64, f64)> = None;
@@ -677,6 +679,7 @@ async fn open<W: Workload>(
         }
         next.set(Some(due));
         let now = Instant::now();
+        placement.look(now);
         if now < due {
             let waited = serving(&mut in_flight, async {
                 tokio::select! {

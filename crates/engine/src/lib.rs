@@ -20,6 +20,7 @@
 
 mod control;
 mod executor;
+mod placement;
 mod stop;
 mod unanswered;
 
