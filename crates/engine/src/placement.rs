@@ -10,9 +10,12 @@
 //!
 //! A sleep alone does not end it: while the thread sleeps it sends nothing, the server runs
 //! out of work, and the thread wakes on a core that is idle again, its own. So the thread
-//! leaves its core: it takes that core out of its own affinity, sleeps briefly so that the
-//! kernel places it on waking (on an idle core, if one is left), and puts its affinity back as
-//! it was. A thread allowed only one core (pinned by the user) stays where it is.
+//! leaves its core: it takes that core out of its own affinity and sleeps briefly, so that the
+//! kernel places it on waking (on an idle core, if one is left). It stays off the cores it
+//! left: otherwise the kernel pulls it back (while one of the kernel's own threads preempts
+//! it, the target's core, idle for want of requests, takes the waiting thread), and the two
+//! share again. Once every core it was given has been left, it starts over from them. A
+//! thread given only one core (pinned by the user) stays where it is.
 //!
 //! Whether the thread shares its core is read from the kernel's account of it
 //! (`/proc/thread-self/schedstat`: time spent runnable but waiting for a core, and how many
@@ -20,10 +23,11 @@
 //! waited more than a [`SHARED`] part of it and was put back on its core at least twice: one
 //! long preemption (the kernel's own threads take a core for 1 to 4 ms now and then) is one
 //! wait, and moving would not help there. A move takes [`STREAK`] shared windows in a row.
-//! Where every core is busy, moves find no better core; each one doubles the streak the next
-//! needs, up to [`MAX_STREAK`].
+//! Where every core is busy, a move finds no better core, and no run of [`SETTLED`] clean
+//! windows follows it; each such move doubles the streak the next needs, up to
+//! [`MAX_STREAK`].
 
-use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity};
+use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
@@ -37,6 +41,8 @@ const STREAK: u32 = 2;
 /// The most shared windows in a row a move ever needs, however many found no better core:
 /// about a second.
 const MAX_STREAK: u32 = 512;
+/// Clean windows in a row after which the last move counts as having found a better core.
+const SETTLED: u32 = 25;
 /// The sleep between leaving a core and being placed: any sleep is a wake-up, and the kernel's
 /// timer slack makes this one about 50 µs.
 const NAP: Duration = Duration::from_micros(1);
@@ -49,8 +55,14 @@ pub(crate) struct Placement {
     /// The account up to `since`.
     last: Account,
     streak: u32,
+    /// Clean windows in a row.
+    clean: u32,
     /// The shared windows in a row the next move needs.
     need: u32,
+    /// The affinity the thread was given, read at its first move.
+    given: Option<CpuSet>,
+    /// The cores it left since it last started over.
+    left: CpuSet,
     /// The moves made: (from, to) cores.
     moves: Vec<(usize, usize)>,
 }
@@ -64,7 +76,10 @@ impl Placement {
             since: Instant::now(),
             last: Account::default(),
             streak: 0,
+            clean: 0,
             need: STREAK,
+            given: None,
+            left: CpuSet::new(),
             moves: Vec::new(),
         };
         p.last = p.read().unwrap_or_default();
@@ -87,7 +102,7 @@ impl Placement {
         self.last = now_account;
         self.since = now;
         if move_now {
-            if let Some(m) = leave_core() {
+            if let Some(m) = self.leave_core() {
                 self.moves.push(m);
             }
             self.since = Instant::now();
@@ -99,13 +114,53 @@ impl Placement {
     fn judge(&mut self, span: Duration, window: Account) -> bool {
         let share = window.waited_ns as f64 / span.as_nanos().max(1) as f64;
         let shared = share > SHARED && window.put_on >= 2;
-        self.streak = if shared { self.streak + 1 } else { 0 };
+        if shared {
+            self.streak += 1;
+            self.clean = 0;
+        } else {
+            self.streak = 0;
+            self.clean += 1;
+            if self.clean >= SETTLED {
+                self.need = STREAK;
+            }
+        }
         if self.streak < self.need {
             return false;
         }
         self.streak = 0;
         self.need = (self.need * 2).min(MAX_STREAK);
         true
+    }
+
+    /// Moves the thread off its core to one of those it was given and has not left, and
+    /// returns (from, to); None when it was given no other core.
+    fn leave_core(&mut self) -> Option<(usize, usize)> {
+        let from = sched_getcpu();
+        let given = match self.given {
+            Some(g) => g,
+            None => *self.given.insert(sched_getaffinity(None).ok()?),
+        };
+        if !given.is_set(from) || given.count() < 2 {
+            return None;
+        }
+        self.left.set(from);
+        let mut to = given;
+        (0..CpuSet::MAX_CPU)
+            .filter(|&c| self.left.is_set(c))
+            .for_each(|c| to.unset(c));
+        if to.count() == 0 {
+            // Every core given has been left: start over, leaving only this one.
+            self.left = CpuSet::new();
+            self.left.set(from);
+            to = given;
+            to.unset(from);
+        }
+        sched_setaffinity(None, &to).ok()?;
+        // A blocking sleep on purpose: the kernel places a thread as it wakes, on an idle core
+        // of those allowed if there is one. The arrivals this holds up were late on a shared
+        // core.
+        std::thread::sleep(NAP);
+        Some((from, sched_getcpu()))
     }
 
     /// The thread's account so far: `schedstat` holds its run time, its time spent runnable
@@ -137,36 +192,13 @@ impl Account {
     }
 }
 
-/// Moves the calling thread off its core, within its affinity, and returns (from, to); None
-/// when it is allowed no other core. The affinity is as it was afterwards (set again from what
-/// was read, so a change made by someone else in these microseconds would be undone).
-fn leave_core() -> Option<(usize, usize)> {
-    let from = sched_getcpu();
-    let allowed = sched_getaffinity(None).ok()?;
-    if !allowed.is_set(from) || allowed.count() < 2 {
-        return None;
-    }
-    let mut elsewhere = allowed;
-    elsewhere.unset(from);
-    sched_setaffinity(None, &elsewhere).ok()?;
-    // A blocking sleep on purpose: the kernel places a thread as it wakes, on an idle core of
-    // those allowed if there is one. The arrivals this holds up were late on a shared core.
-    std::thread::sleep(NAP);
-    let to = sched_getcpu();
-    // Failing to widen the affinity again would leave the thread off one core for the rest of
-    // the run, which costs at most that core: nothing to report to the run.
-    let _ = sched_setaffinity(None, &allowed);
-    Some((from, to))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rustix::thread::CpuSet;
 
     /// Judged on simulated windows: a streak of shared windows moves; one long preemption, a
     /// streak broken by a clean window, or waiting too little does not; each move doubles the
-    /// next streak.
+    /// next streak, until a run of clean windows shows the last move found a better core.
     #[test]
     fn only_a_streak_of_shared_windows_moves() {
         let w = WINDOW;
@@ -197,15 +229,32 @@ mod tests {
             while !shared(&mut p) {}
         }
         assert_eq!(p.need, MAX_STREAK);
+        // A run of clean windows after a move (it found a better core) makes the next quick
+        // again; one clean window short of it does not.
+        let clean = |p: &mut Placement, n| (0..n).any(|_| p.judge(w, acc(0, 0)));
+        assert!(!clean(&mut p, SETTLED - 1));
+        assert!(!shared(&mut p));
+        assert!(!shared(&mut p), "the need was reset by too few clean windows");
+        assert!(!clean(&mut p, SETTLED));
+        assert!(!shared(&mut p));
+        assert!(shared(&mut p));
     }
 
     /// A thread allowed two cores, but running on one where a busy server-like thread (pinned
     /// there, waking every 50 µs) takes turns with it, reads the kernel's account of itself,
-    /// finds a streak of shared windows, and moves to the other core, its affinity left as it
-    /// was. More load on the machine only adds to its waiting. The kernel's own balancing may
-    /// move it first, needing no move of ours; that attempt is then made again.
+    /// finds a streak of shared windows, and moves to the other core, which it then keeps to.
+    /// Leaving that one too, it starts over: back to the first. More load on the machine only
+    /// adds to its waiting. The kernel's own balancing may move it first, needing no move of
+    /// ours; that attempt is then made again.
     #[test]
     fn a_thread_sharing_its_core_moves_off_it() {
+        let affinity = || {
+            let set = sched_getaffinity(None).unwrap();
+            (0..CpuSet::MAX_CPU)
+                .filter(|&c| set.is_set(c))
+                .map(Some)
+                .collect::<Vec<_>>()
+        };
         let allowed = sched_getaffinity(None).unwrap();
         let cores: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| allowed.is_set(c)).take(2).collect();
         let [a, b] = cores[..] else {
@@ -249,12 +298,16 @@ mod tests {
                     }
                     p.look(Instant::now());
                 }
-                (p.moves, moved_by_kernel, sched_getaffinity(None).unwrap() == on_both)
+                if moved_by_kernel || p.moves.is_empty() {
+                    return (p.moves, moved_by_kernel, Vec::new());
+                }
+                let kept_to = affinity();
+                let back = p.leave_core();
+                (p.moves, false, vec![kept_to, vec![back.map(|m| m.1)], affinity()])
             });
-            let (moves, moved_by_kernel, restored) = watched.join().unwrap();
+            let (moves, moved_by_kernel, after) = watched.join().unwrap();
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             server.join().unwrap();
-            assert!(restored, "the affinity was not put back");
             if moved_by_kernel {
                 continue;
             }
@@ -262,6 +315,11 @@ mod tests {
                 moves,
                 [(a, b)],
                 "a thread sharing its core for a second did not leave it"
+            );
+            assert_eq!(
+                after,
+                [vec![Some(b)], vec![Some(a)], vec![Some(a)]],
+                "kept to the core it moved to, then started over"
             );
             return;
         }
