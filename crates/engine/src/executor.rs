@@ -327,12 +327,16 @@ fn thread_main<W: Workload, S: Sink + 'static>(
     workload: Arc<W>,
     sink: S,
 ) -> std::io::Result<ThreadReport<S>> {
+    // The blocking pool's threads, started later, keep to the cores this thread was given, not
+    // to the one it may have moved to.
+    let given = crate::placement::affinity();
     // The blocking pool runs system DNS lookups (a lookup per connection when asked). Its
     // default of 512 threads per engine thread would start thousands when 10,000 users connect
     // at once; lookups past these wait for a thread, and are timed once they run.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(64)
+        .on_thread_start(move || crate::placement::restore(given))
         .build()?;
     let set = LocalSet::new();
     let unanswered = crate::unanswered::count_here();
@@ -378,6 +382,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
                     &schedule,
                     &local,
                     &stop,
+                    Placement::new(threads),
                 )
                 .await
             }
@@ -595,6 +600,7 @@ async fn open<W: Workload>(
     schedule: &Schedule,
     local: &Rc<Local<W>>,
     stop: &Stop,
+    mut placement: Placement,
 ) -> (u64, u64, u64) {
     let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let next: NextSlot = Rc::new(Cell::new(None));
@@ -603,7 +609,6 @@ async fn open<W: Workload>(
     let (mut arrivals, mut dropped) = (0u64, 0u64);
     let mut j = 0u64;
     let mut pacer = Pacer::new();
-    let mut placement = Placement::new();
     // A rate set by hand: from when, which of this thread's arrivals is the first slot of its
     // lane after then, at what rate.
     let mut by_hand: Option<(Duration, i64, f64)> = None;
@@ -679,7 +684,7 @@ async fn open<W: Workload>(
         }
         next.set(Some(due));
         let now = Instant::now();
-        placement.look(now);
+        placement.look(now, pacer.take_slept());
         if now < due {
             let waited = serving(&mut in_flight, async {
                 tokio::select! {
@@ -980,6 +985,9 @@ struct Pacer {
     /// for the same slot does not set it again.
     armed: Option<Instant>,
     ahead: Duration,
+    /// Whether it waited on a timer since [`Pacer::take_slept`] was last called: a thread that
+    /// sleeps is placed by the kernel as it wakes (see [`Placement`]).
+    slept: bool,
 }
 
 impl Pacer {
@@ -996,7 +1004,13 @@ impl Pacer {
             timer,
             armed: None,
             ahead,
+            slept: false,
         }
+    }
+
+    /// Whether it slept since the last call.
+    fn take_slept(&mut self) -> bool {
+        std::mem::take(&mut self.slept)
     }
 
     /// Returns at the slot `at` of a run that started at `start`.
@@ -1012,6 +1026,7 @@ impl Pacer {
             };
             match wait(now - base, at, self.ahead) {
                 Wait::Sleep(wake) => {
+                    self.slept = true;
                     let wake = base + wake;
                     let Some(fd) = &mut self.timer else {
                         tokio::time::sleep_until(wake.into()).await;

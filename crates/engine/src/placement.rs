@@ -4,35 +4,38 @@
 //! wake-up margin, so the thread spins from slot to slot. The kernel places a thread when it
 //! wakes, and one that never sleeps stays where it was spawned. When that core also holds the
 //! target (a server on the same machine, idle while the thread was spawned), the two share it
-//! once the load begins while another core idles: at 50,000 arrivals/s on two cores, the
-//! thread got half of its core for 50 to 110 ms and fell 30 to 110 ms behind, until the
-//! kernel's periodic balancing moved it.
+//! once the load begins while another core idles, until the kernel's periodic balancing moves
+//! the thread: 50 to 110 ms at 50,000 arrivals/s on two cores (bench/README.md, "Pacing").
 //!
-//! A sleep alone does not end it: while the thread sleeps it sends nothing, the server runs
-//! out of work, and the thread wakes on a core that is idle again, its own. So the thread
-//! leaves its core: it takes that core out of its own affinity and sleeps briefly, so that the
-//! kernel places it on waking (on an idle core, if one is left). It stays off the cores it
-//! left: otherwise the kernel pulls it back (while one of the kernel's own threads preempts
-//! it, the target's core, idle for want of requests, takes the waiting thread), and the two
-//! share again. Once every core it was given has been left, it starts over from them. A
-//! thread given only one core (pinned by the user) stays where it is.
+//! So the thread leaves its core ([`Placement::leave_core`]), and stays off the cores it left:
+//! otherwise the kernel pulls it back. While one of the kernel's own threads preempts it, the
+//! target's core, idle for want of requests, takes the waiting thread, and the two share again.
+//! Nor does it go back to one later: a core it left held something busy, the target most
+//! likely, so once one core it was given is left, it keeps to that one and stops looking (the
+//! kernel moves the other threads around it). A thread given no more cores than the run has
+//! engine threads (one pinned by the user, say) never moves: no core would be left idle for
+//! it to find.
 //!
 //! Whether the thread shares its core is read from the kernel's account of it
-//! (`/proc/thread-self/schedstat`: time spent runnable but waiting for a core, and how many
-//! times it was put on one), once per [`WINDOW`]. A window counts as shared when the thread
-//! waited more than a [`SHARED`] part of it and was put back on its core at least twice: one
-//! long preemption (the kernel's own threads take a core for 1 to 4 ms now and then) is one
-//! wait, and moving would not help there. A move takes [`STREAK`] shared windows in a row.
-//! Where every core is busy, a move finds no better core, and no run of [`SETTLED`] clean
-//! windows follows it; each such move doubles the streak the next needs, up to
-//! [`MAX_STREAK`].
+//! (`/proc/thread-self/schedstat`) at the first arrival at least a [`WINDOW`] after the last
+//! look. A window counts as shared when the thread:
+//!
+//! - waited for a core more than a [`SHARED`] part of it;
+//! - never slept in it (its pacer never waited on the timer): a thread that sleeps is placed
+//!   again by the kernel each time it wakes;
+//! - was put back on a core at least twice: one long preemption (the kernel's own threads take
+//!   a core for 1 to 4 ms now and then) is one wait, and moving would not help there.
+//!
+//! A move takes [`STREAK`] shared windows in a row. Where every core is busy, a move finds no
+//! better core, and no run of [`SETTLED`] clean windows follows it; each such move doubles the
+//! streak the next needs, up to [`MAX_STREAK`].
 
 use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
-/// How often the thread looks at its waiting time.
+/// The shortest span between two looks.
 const WINDOW: Duration = Duration::from_millis(2);
 /// The part of a window spent waiting for the core above which the window counts as shared.
 const SHARED: f64 = 0.2;
@@ -43,83 +46,92 @@ const STREAK: u32 = 2;
 const MAX_STREAK: u32 = 512;
 /// Clean windows in a row after which the last move counts as having found a better core.
 const SETTLED: u32 = 25;
-/// The sleep between leaving a core and being placed: any sleep is a wake-up, and the kernel's
-/// timer slack makes this one about 50 µs.
+/// The sleep between leaving a core and being placed; the kernel's timer slack makes it about
+/// 50 µs.
 const NAP: Duration = Duration::from_micros(1);
 
 /// One engine thread's look at its own waiting time. Made on the thread it watches.
 pub(crate) struct Placement {
-    /// This thread's `schedstat`; None where the kernel has none (the look is then skipped).
+    /// This thread's `schedstat`; None when the thread is not to move, or the kernel keeps no
+    /// account (the look is then skipped).
     stat: Option<File>,
     since: Instant,
     /// The account up to `since`.
     last: Account,
+    /// Whether the thread slept since `since`.
+    slept: bool,
     streak: u32,
     /// Clean windows in a row.
     clean: u32,
     /// The shared windows in a row the next move needs.
     need: u32,
-    /// The affinity the thread was given, read at its first move.
-    given: Option<CpuSet>,
-    /// The cores it left since it last started over.
+    /// The cores the thread was given.
+    given: CpuSet,
+    /// The cores it left.
     left: CpuSet,
     /// The moves made: (from, to) cores.
     moves: Vec<(usize, usize)>,
 }
 
 impl Placement {
-    /// Starts watching the calling thread.
-    pub(crate) fn new() -> Self {
-        let stat = File::open("/proc/thread-self/schedstat").ok();
+    /// Starts watching the calling thread, one of a run's `threads` engine threads.
+    pub(crate) fn new(threads: usize) -> Self {
+        let given = affinity().unwrap_or_default();
+        let stat = (given.count() as usize > threads)
+            .then(|| File::open("/proc/thread-self/schedstat").ok())
+            .flatten();
         let mut p = Placement {
             stat,
             since: Instant::now(),
             last: Account::default(),
+            slept: false,
             streak: 0,
             clean: 0,
             need: STREAK,
-            given: None,
+            given,
             left: CpuSet::new(),
             moves: Vec::new(),
         };
-        p.last = p.read().unwrap_or_default();
+        p.take_account();
         p
     }
 
-    /// Looks at the waiting time once a window has passed since the last look, and moves the
-    /// thread after a streak of shared windows. `now` is the caller's clock reading, so a look
-    /// between windows costs nothing.
-    pub(crate) fn look(&mut self, now: Instant) {
+    /// Looks at the account once a window has passed since the last look, and moves the thread
+    /// after a streak of shared windows. `now` is the caller's clock reading, so a look between
+    /// windows costs nothing; `slept` says whether the thread slept since the caller's last
+    /// look.
+    pub(crate) fn look(&mut self, now: Instant, slept: bool) {
+        self.slept |= slept;
         let span = now.saturating_duration_since(self.since);
         if span < WINDOW || self.stat.is_none() {
             return;
         }
-        let Some(now_account) = self.read() else {
-            self.stat = None;
+        let before = self.last;
+        self.take_account();
+        let Some(window) = self.stat.as_ref().map(|_| self.last.since(before)) else {
             return;
         };
-        let move_now = self.judge(span, now_account.since(self.last));
-        self.last = now_account;
         self.since = now;
-        if move_now {
+        let slept = std::mem::take(&mut self.slept);
+        if self.judge(span, window, slept) {
             if let Some(m) = self.leave_core() {
                 self.moves.push(m);
             }
             self.since = Instant::now();
-            self.last = self.read().unwrap_or(self.last);
+            self.take_account();
         }
     }
 
-    /// Whether a window of `span` with this account ends a streak long enough to move.
-    fn judge(&mut self, span: Duration, window: Account) -> bool {
-        let share = window.waited_ns as f64 / span.as_nanos().max(1) as f64;
-        let shared = share > SHARED && window.put_on >= 2;
+    /// Whether a window of `span` with this account, in which the thread slept or not, ends a
+    /// streak long enough to move.
+    fn judge(&mut self, span: Duration, window: Account, slept: bool) -> bool {
+        let shared = !slept && window.waited_ns as f64 > SHARED * span.as_nanos() as f64 && window.put_on >= 2;
         if shared {
             self.streak += 1;
             self.clean = 0;
         } else {
             self.streak = 0;
-            self.clean += 1;
+            self.clean = self.clean.saturating_add(1);
             if self.clean >= SETTLED {
                 self.need = STREAK;
             }
@@ -133,53 +145,57 @@ impl Placement {
     }
 
     /// Moves the thread off its core to one of those it was given and has not left, and
-    /// returns (from, to); None when it was given no other core.
+    /// returns (from, to); None when none is left to go to (the look then stops) or the
+    /// kernel refused.
     fn leave_core(&mut self) -> Option<(usize, usize)> {
         let from = sched_getcpu();
-        let given = match self.given {
-            Some(g) => g,
-            None => *self.given.insert(sched_getaffinity(None).ok()?),
-        };
-        if !given.is_set(from) || given.count() < 2 {
-            return None;
-        }
-        self.left.set(from);
-        let mut to = given;
+        let mut to = self.given;
+        to.unset(from);
         (0..CpuSet::MAX_CPU)
             .filter(|&c| self.left.is_set(c))
             .for_each(|c| to.unset(c));
-        if to.count() == 0 {
-            // Every core given has been left: start over, leaving only this one.
-            self.left = CpuSet::new();
-            self.left.set(from);
-            to = given;
-            to.unset(from);
+        if !self.given.is_set(from) || to.count() == 0 {
+            self.stat = None;
+            return None;
         }
+        self.left.set(from);
+        // The kernel moves the thread at once, to any of the cores allowed; a blocking sleep,
+        // on purpose, then has the kernel place it as it wakes, on one of them that is idle if
+        // there is one. The arrivals this holds up were late on a shared core anyway.
         sched_setaffinity(None, &to).ok()?;
-        // A blocking sleep on purpose: the kernel places a thread as it wakes, on an idle core
-        // of those allowed if there is one. The arrivals this holds up were late on a shared
-        // core.
         std::thread::sleep(NAP);
         Some((from, sched_getcpu()))
     }
 
-    /// The thread's account so far: `schedstat` holds its run time, its time spent runnable
-    /// but waiting (both in nanoseconds), and how many times it was put on a core.
-    fn read(&self) -> Option<Account> {
-        let mut buf = [0u8; 96];
-        let n = self.stat.as_ref()?.read_at(&mut buf, 0).ok()?;
-        let mut fields = std::str::from_utf8(&buf[..n]).ok()?.split_ascii_whitespace().skip(1);
-        Some(Account {
-            waited_ns: fields.next()?.parse().ok()?,
-            put_on: fields.next()?.parse().ok()?,
-        })
+    /// Reads the thread's account into `last`, or stops looking if it cannot be read.
+    fn take_account(&mut self) {
+        match self.stat.as_ref().and_then(read) {
+            Some(a) => self.last = a,
+            None => self.stat = None,
+        }
+    }
+}
+
+/// The calling thread's affinity, for [`restore`] in the threads it starts: a thread started
+/// by an engine thread after a move would otherwise keep to the engine thread's core.
+pub(crate) fn affinity() -> Option<CpuSet> {
+    sched_getaffinity(None).ok()
+}
+
+/// Gives the calling thread the affinity read by [`affinity`].
+pub(crate) fn restore(given: Option<CpuSet>) {
+    if let Some(set) = given {
+        // Failing leaves the thread on the cores it inherited, which only costs it speed.
+        let _ = sched_setaffinity(None, &set);
     }
 }
 
 /// What the kernel counted of a thread: since it began, or over a window.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Account {
+    /// Time runnable but waiting for a core.
     waited_ns: u64,
+    /// Times put on a core.
     put_on: u64,
 }
 
@@ -192,32 +208,69 @@ impl Account {
     }
 }
 
+/// The account in a thread's `schedstat`: run time and wait time in nanoseconds, then the
+/// times put on a core. The run time of a thread on a core is brought up to date only at the
+/// kernel's tick (4 ms here), too coarse for a window, so it is not read. Read at offset 0, so
+/// one open file serves every look.
+fn read(stat: &File) -> Option<Account> {
+    let mut buf = [0u8; 96];
+    let n = stat.read_at(&mut buf, 0).ok()?;
+    let mut fields = std::str::from_utf8(&buf[..n]).ok()?.split_ascii_whitespace().skip(1);
+    let mut next = || fields.next()?.parse().ok();
+    Some(Account {
+        waited_ns: next()?,
+        put_on: next()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn only(cores: &[usize]) -> CpuSet {
+        let mut set = CpuSet::new();
+        cores.iter().for_each(|&c| set.set(c));
+        set
+    }
+
+    /// The first two cores this test may use, if it may use two.
+    fn two_cores() -> Option<(usize, usize)> {
+        let allowed = affinity()?;
+        let mut cores = (0..CpuSet::MAX_CPU).filter(|&c| allowed.is_set(c));
+        Some((cores.next()?, cores.next()?))
+    }
+
     /// Judged on simulated windows: a streak of shared windows moves; one long preemption, a
-    /// streak broken by a clean window, or waiting too little does not; each move doubles the
-    /// next streak, until a run of clean windows shows the last move found a better core.
+    /// window the thread slept in, a streak broken by a clean window, or waiting too little
+    /// does not; each move doubles the next streak, until a run of clean windows shows the
+    /// last move found a better core.
     #[test]
     fn only_a_streak_of_shared_windows_moves() {
         let w = WINDOW;
-        let part = |d: u32| (WINDOW / d).as_nanos() as u64;
-        let acc = |waited_ns, put_on| Account { waited_ns, put_on };
-        let mut p = Placement::new();
-        let shared = |p: &mut Placement| p.judge(w, acc(part(2), 40));
+        let waited = |d: Duration, put_on| Account {
+            waited_ns: d.as_nanos() as u64,
+            put_on,
+        };
+        let mut p = Placement::new(0);
+        let shared = |p: &mut Placement| p.judge(w, waited(w / 2, 40), false);
+        let clean = |p: &mut Placement, n| (0..n).any(|_| p.judge(w, waited(Duration::ZERO, 1), false));
         // One preemption of 3.6 ms twice in a row, seen in windows that long: one wait each.
         let long = Duration::from_micros(3_700);
-        assert!(!p.judge(long, acc(3_600_000, 1)));
-        assert!(!p.judge(long, acc(3_600_000, 1)));
+        let preempted = waited(Duration::from_micros(3_600), 1);
+        assert!(!p.judge(long, preempted, false));
+        assert!(!p.judge(long, preempted, false));
+        // Waiting half of each window, but having slept in it: the kernel places a thread that
+        // sleeps each time it wakes.
+        assert!(!p.judge(w, waited(w / 2, 40), true));
+        assert!(!p.judge(w, waited(w / 2, 40), true));
         // Shared, then clean, then shared: no streak.
         assert!(!shared(&mut p));
         assert!(
-            !p.judge(w, acc(part(10), 40)),
+            !p.judge(w, waited(w / 10, 40), false),
             "a tenth of a window waiting is not shared"
         );
         assert!(!shared(&mut p));
-        assert!(!p.judge(w, acc(0, 0)));
+        assert!(!clean(&mut p, 1));
         // Two in a row move; the next move takes four, then eight.
         assert!(!shared(&mut p));
         assert!(shared(&mut p));
@@ -229,100 +282,105 @@ mod tests {
             while !shared(&mut p) {}
         }
         assert_eq!(p.need, MAX_STREAK);
-        // A run of clean windows after a move (it found a better core) makes the next quick
-        // again; one clean window short of it does not.
-        let clean = |p: &mut Placement, n| (0..n).any(|_| p.judge(w, acc(0, 0)));
+        // Clean windows on either side of a shared one do not add up to a settled move.
         assert!(!clean(&mut p, SETTLED - 1));
         assert!(!shared(&mut p));
-        assert!(!shared(&mut p), "the need was reset by too few clean windows");
+        assert!(!clean(&mut p, 1));
+        assert!(!shared(&mut p));
+        assert!(
+            !shared(&mut p),
+            "the need was reset by clean windows a shared one split"
+        );
+        // A run of them after a move makes the next quick again.
         assert!(!clean(&mut p, SETTLED));
         assert!(!shared(&mut p));
         assert!(shared(&mut p));
     }
 
-    /// A thread allowed two cores, but running on one where a busy server-like thread (pinned
-    /// there, waking every 50 µs) takes turns with it, reads the kernel's account of itself,
-    /// finds a streak of shared windows, and moves to the other core, which it then keeps to.
-    /// Leaving that one too, it starts over: back to the first. More load on the machine only
-    /// adds to its waiting. The kernel's own balancing may move it first, needing no move of
-    /// ours; that attempt is then made again.
+    /// Leaving is the kernel's to carry out, whatever else runs: a thread given two cores
+    /// leaves the one it is on for the other and keeps to it; with no core left to go to, it
+    /// stays and stops looking. A thread given no more cores than the run has threads does not
+    /// look at all.
     #[test]
-    fn a_thread_sharing_its_core_moves_off_it() {
-        let affinity = || {
-            let set = sched_getaffinity(None).unwrap();
-            (0..CpuSet::MAX_CPU)
-                .filter(|&c| set.is_set(c))
-                .map(Some)
-                .collect::<Vec<_>>()
-        };
-        let allowed = sched_getaffinity(None).unwrap();
-        let cores: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| allowed.is_set(c)).take(2).collect();
-        let [a, b] = cores[..] else {
-            // One core: nowhere to move, and the engine does not try.
+    fn a_thread_leaves_its_core_for_another_and_keeps_to_it() {
+        let Some((a, b)) = two_cores() else {
+            // One core: nowhere to move.
             return;
         };
-        let only = |cores: &[usize]| {
-            let mut set = CpuSet::new();
-            cores.iter().for_each(|&c| set.set(c));
-            set
-        };
-        for _attempt in 0..5 {
-            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let server = {
-                let (done, on_a) = (done.clone(), only(&[a]));
-                std::thread::spawn(move || {
-                    sched_setaffinity(None, &on_a).unwrap();
-                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                        let busy = Instant::now() + Duration::from_micros(100);
-                        while Instant::now() < busy {
-                            std::hint::spin_loop();
-                        }
-                        std::thread::sleep(Duration::from_micros(50));
-                    }
-                })
-            };
-            let (on_a, on_both) = (only(&[a]), only(&[a, b]));
-            let watched = std::thread::spawn(move || {
-                sched_setaffinity(None, &on_a).unwrap();
-                let mut p = Placement::new();
-                assert!(p.stat.is_some(), "no /proc/thread-self/schedstat");
-                // Allowed both once running on `a`: a running thread is not moved by a wider
-                // affinity, only by the kernel's balancing or by leaving.
-                sched_setaffinity(None, &on_both).unwrap();
-                let end = Instant::now() + Duration::from_secs(1);
-                let mut moved_by_kernel = false;
-                while Instant::now() < end && p.moves.is_empty() {
-                    if sched_getcpu() != a {
-                        moved_by_kernel = true;
-                        break;
-                    }
-                    p.look(Instant::now());
-                }
-                if moved_by_kernel || p.moves.is_empty() {
-                    return (p.moves, moved_by_kernel, Vec::new());
-                }
-                let kept_to = affinity();
-                let back = p.leave_core();
-                (p.moves, false, vec![kept_to, vec![back.map(|m| m.1)], affinity()])
-            });
-            let (moves, moved_by_kernel, after) = watched.join().unwrap();
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
-            server.join().unwrap();
-            if moved_by_kernel {
-                continue;
+        let after = std::thread::spawn(move || {
+            sched_setaffinity(None, &only(&[a, b])).unwrap();
+            let mut p = Placement::new(1);
+            assert!(
+                p.stat.is_some(),
+                "a thread given two cores for one thread does not look"
+            );
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let moved = p.leave_core();
+                let set = affinity().unwrap();
+                seen.push((
+                    moved,
+                    (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect::<Vec<_>>(),
+                ));
             }
-            assert_eq!(
-                moves,
-                [(a, b)],
-                "a thread sharing its core for a second did not leave it"
-            );
-            assert_eq!(
-                after,
-                [vec![Some(b)], vec![Some(a)], vec![Some(a)]],
-                "kept to the core it moved to, then started over"
-            );
-            return;
-        }
-        panic!("the kernel moved the thread first in every attempt");
+            assert!(p.stat.is_none(), "still looking with nowhere to go");
+            let alone = std::thread::spawn(move || {
+                sched_setaffinity(None, &only(&[a])).unwrap();
+                Placement::new(1).stat.is_none()
+            });
+            let two_threads = Placement::new(2).stat.is_none();
+            (seen, alone.join().unwrap(), two_threads)
+        })
+        .join()
+        .unwrap();
+        let (seen, alone, two_threads) = after;
+        let first = seen[0].0.map_or(a, |m| m.0);
+        let other = if first == a { b } else { a };
+        assert_eq!(
+            seen,
+            [(Some((first, other)), vec![other]), (None, vec![other])],
+            "left for the other core and kept to it, then stayed"
+        );
+        assert!(alone, "a thread given one core looks");
+        assert!(two_threads, "a thread of two given two cores looks");
+    }
+
+    /// The account read from the kernel: a thread spinning on one core with another spinning
+    /// thread (both pinned there) has waited and been put back on its core by the time 20 ms
+    /// of waiting could have passed, however busy the machine (more load only adds to it).
+    #[test]
+    fn a_thread_sharing_its_core_is_seen_waiting() {
+        let core = two_cores().map_or(0, |(a, _)| a);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let other = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                sched_setaffinity(None, &only(&[core])).unwrap();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let watched = std::thread::spawn(move || {
+            sched_setaffinity(None, &only(&[core])).unwrap();
+            let stat = File::open("/proc/thread-self/schedstat").expect("no schedstat");
+            let first = read(&stat).unwrap();
+            let mut last = first;
+            // Ended by what the kernel counted, not by a deadline: the other thread must run
+            // before this one is put back on the core twice.
+            while last.since(first).put_on < 2 {
+                std::hint::spin_loop();
+                last = read(&stat).unwrap();
+            }
+            last.since(first)
+        });
+        let result = watched.join();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        other.join().unwrap();
+        let window = result.unwrap();
+        assert!(
+            window.waited_ns > 0,
+            "put back on its core twice without waiting: {window:?}"
+        );
     }
 }
