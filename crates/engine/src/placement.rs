@@ -11,8 +11,9 @@
 //! otherwise the kernel pulls it back. While one of the kernel's own threads preempts it, the
 //! target's core, idle for want of requests, takes the waiting thread, and the two share again.
 //! Nor does it go back to one later: a core it left held something busy, the target most
-//! likely, so once one core it was given is left, it keeps to that one and stops looking (the
-//! kernel moves the other threads around it). A thread given no more cores than the run has
+//! likely. Once it has left every core it was given but the one it is on (on two cores, after
+//! one move), it stays there and stops looking, and the kernel moves the other threads around
+//! it. A thread given no more cores than the run has
 //! engine threads (one pinned by the user, say) never moves: no core would be left idle for
 //! it to find.
 //!
