@@ -5,7 +5,8 @@
 # cyclictest in the same minutes. Each run also prints its lag p99 after its first second
 # (lag99s, from the journal's per-second histograms: the first second holds the start, where
 # arrivals wait for connections to be opened) and the CPU time the kernel's DAMON threads
-# (kdamond, a virtual machine's memory reclaim) took meanwhile, which preempts whatever runs.
+# (kdamond, a virtual machine's memory reclaim) took meanwhile, which preempts whatever runs,
+# and how long crest's engine thread waited for a core while sending (the kernel's account).
 #
 # Usage: bench/pacing.sh [SECONDS] [RATE ...]   (default: 5 s at 1000 10000 50000 arrivals/s)
 # Environment:
@@ -150,6 +151,8 @@ def run(binary, mode, rate, secs):
             if after is None:
                 after = HdrHistogram(1, 3_600_000_000, 3)
             after.add(HdrHistogram.decode(e["send_lag"]))
+    # The engine thread's own wait for a core while sending (older builds do not write it).
+    waited = json.load(open(os.path.join(out, "results.json"))).get("client", {}).get("core_wait_s")
     # A run at 50,000/s writes megabytes; dozens of rounds filled a shared disk.
     shutil.rmtree(out, ignore_errors=True)
     os.remove(timing)
@@ -158,7 +161,7 @@ def run(binary, mode, rate, secs):
             "lag99": lag["p99"], "lag999": lag["p999"], "lagmax": lag["max"],
             "lag99s": after.get_value_at_percentile(99) / 1000 if after else float("nan"),
             "lat50": s["latency_ms"]["p50"], "svc50": svc.get("p50", float("nan")), "cpu": cpu,
-            "damon": damon}
+            "damon": damon, "wait": waited * 1e3 if waited is not None else float("nan")}
 
 
 # This script's own polling (above all pin_engine's) stays on nginx's core, off the one measured.
@@ -170,8 +173,8 @@ rounds = int(os.environ.get("ROUNDS", "1"))
 prefix = tempfile.mkdtemp(prefix="crest-bench-nginx-")
 nginx = start_nginx(prefix)
 print(f"load average at start: {os.getloadavg()[0]:.2f}; {secs} s per run; nginx (1 worker) on core"
-      f" {NGINX_CORE}; pinned: --threads 1, engine thread on core {GEN_CORE}; plain: as a user runs it; ms (lag99s: lag p99 after the first second; cpu: crest's CPU-s; damon: ms of the kernel's kdamond threads during the run)")
-cols = ["achieved", "dropped", "lag50", "lag99", "lag999", "lagmax", "lag99s", "lat50", "svc50", "cpu", "damon"]
+      f" {NGINX_CORE}; pinned: --threads 1, engine thread on core {GEN_CORE}; plain: as a user runs it; ms (lag99s: lag p99 after the first second; cpu: crest's CPU-s; damon: ms of the kernel's kdamond threads during the run; wait: ms crest's engine threads waited for a core while sending, as results.json's client.core_wait_s)")
+cols = ["achieved", "dropped", "lag50", "lag99", "lag999", "lagmax", "lag99s", "lat50", "svc50", "cpu", "damon", "wait"]
 head = f"{'round':>5} {'mode':>6} {'build':>6} {'rate/s':>7} " + " ".join(f"{c:>8}" for c in cols)
 print(head)
 rows, machine = [], []

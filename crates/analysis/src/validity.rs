@@ -53,6 +53,8 @@ pub enum ClientLimit {
         lag_p50_ms: f64,
         /// Median latency.
         latency_p50_ms: f64,
+        /// The engine threads' wait for a core meanwhile, where the kernel told it.
+        core_wait: Option<CoreWait>,
     },
     /// Open model: the send lag's tail shows crest fell behind its schedule.
     LateTail {
@@ -60,6 +62,8 @@ pub enum ClientLimit {
         lag_p99_ms: f64,
         /// Median latency.
         latency_p50_ms: f64,
+        /// The engine threads' wait for a core meanwhile, where the kernel told it.
+        core_wait: Option<CoreWait>,
     },
     /// Open model: arrivals not sent, at the cap on requests in flight or because crest was
     /// behind its schedule when the run's time ran out.
@@ -98,6 +102,27 @@ pub enum ClientLimit {
         /// Its limits.
         limits: Vec<ClientLimit>,
     },
+}
+
+/// Time the engine threads were ready to send but waited for a core that other work held: beside
+/// a late send, it says how much of the lateness the machine took (another process, the
+/// kernel's own threads) rather than crest's own work.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CoreWait {
+    /// The engine threads' waits, added up.
+    pub ms: f64,
+    /// Of the time they could have run: the run's length x the engine threads.
+    pub share: f64,
+}
+
+/// The engine threads' wait for a core, when the kernel told it and the run is long enough for
+/// a share of it to mean anything.
+fn core_wait(c: &ClientStats, active_s: f64) -> Option<CoreWait> {
+    let waited = c.core_wait_s?;
+    (active_s >= CPU_MIN_DURATION_S).then(|| CoreWait {
+        ms: waited * 1e3,
+        share: waited / (active_s * c.threads.max(1) as f64),
+    })
 }
 
 /// CPU used / (seconds x the engine threads that could run at once), with those threads; `None`
@@ -151,15 +176,18 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
     }
     if let Some(lag) = g.send_lag_ms {
         let median = latency_p50_ms;
+        let core_wait = g.client.and_then(|c| core_wait(c, g.active_s));
         if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median {
             out.push(ClientLimit::LateMedian {
                 lag_p50_ms: lag.p50,
                 latency_p50_ms: median,
+                core_wait,
             });
         } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median {
             out.push(ClientLimit::LateTail {
                 lag_p99_ms: lag.p99,
                 latency_p50_ms: median,
+                core_wait,
             });
         }
     }

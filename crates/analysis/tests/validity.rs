@@ -37,6 +37,7 @@ fn client(cpu_s: f64) -> ClientStats {
         cores: 2,
         threads: 1,
         peak_rss_bytes: 0,
+        core_wait_s: None,
     }
 }
 
@@ -51,8 +52,22 @@ fn a_send_lag_above_a_tenth_of_the_median_latency_is_flagged_with_its_figures() 
     let l = limits(&r);
     assert_eq!(l.len(), 1, "{l:?}");
     assert!(
-        matches!(l[0], ClientLimit::LateMedian { lag_p50_ms, latency_p50_ms }
+        matches!(l[0], ClientLimit::LateMedian { lag_p50_ms, latency_p50_ms, core_wait: None }
             if (lag_p50_ms - 2.0).abs() < 0.01 && (latency_p50_ms - 10.0).abs() < 0.1),
+        "{l:?}"
+    );
+    // Where the kernel told how long the engine waited for a core, the limit carries it, as a
+    // share of the time the engine threads could have run.
+    let active_s = r.active_s();
+    r.client = Some(ClientStats {
+        threads: 2,
+        core_wait_s: Some(0.5),
+        ..client(0.5)
+    });
+    let l = limits(&r);
+    assert!(
+        matches!(l[..], [ClientLimit::LateMedian { core_wait: Some(w), .. }]
+            if (w.ms - 500.0).abs() < 1e-9 && (w.share - 0.5 / (2.0 * active_s)).abs() < 1e-12),
         "{l:?}"
     );
 
@@ -198,7 +213,7 @@ fn a_worker_late_on_its_own_schedule_is_client_bound_and_so_is_the_run() {
     // The open model's CPU share (99%) is shown, not judged (the engine spins before each
     // arrival), as for a run: the lag alone makes it client-bound.
     assert!(
-        matches!(&w[1].limits[..], [ClientLimit::LateMedian { lag_p50_ms, latency_p50_ms }]
+        matches!(&w[1].limits[..], [ClientLimit::LateMedian { lag_p50_ms, latency_p50_ms, .. }]
             if (lag_p50_ms - 14.0).abs() < 0.02 && (latency_p50_ms - 10.0).abs() < 0.1),
         "{w:?}"
     );

@@ -446,6 +446,7 @@ impl Running {
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
                 threads: self.threads as u64,
                 peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
+                core_wait_s: report.core_wait.map(|d| d.as_secs_f64()),
             }),
             monitor,
             users: user_times(&plan.load, &report.user_times, report.users_cut_short),

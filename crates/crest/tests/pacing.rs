@@ -187,3 +187,68 @@ fn connections_opened_before_the_start_are_counted_once_by_the_requests_that_use
         assert_eq!(f(&s, &["connect_ms", "count"]) as u64, connections, "{s}");
     });
 }
+
+/// The first core this test may use, from the kernel's list of them (`0-1`, `2,5-7`).
+fn first_core() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    list.trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_send() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let server = Server::start(|_, _| Reply::ok()).await;
+        // crest and a process that never sleeps on one core: the engine thread, behind a rate
+        // beyond it, is always ready to run, and the kernel gives each about half the core.
+        let core = first_core();
+        let mut spinner = std::process::Command::new("taskset")
+            .args(["-c", &core, "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let url = server.url("/");
+        let on_core = core.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let mut cmd = std::process::Command::new("taskset");
+            cmd.args(["-c", &on_core, env!("CARGO_BIN_EXE_crest")]);
+            common::run_from(cmd, &url, &["--rate", "20000", "-d", "2s", "--threads", "1"])
+        })
+        .await
+        .unwrap();
+        spinner.kill().unwrap();
+        spinner.wait().unwrap();
+        let results = r.results();
+        let client = &results["client"];
+        let (waited, run_s) = (
+            client["core_wait_s"].as_f64().unwrap(),
+            results["duration_s"].as_f64().unwrap(),
+        );
+        // Half the core went to the spinner; a busier machine only adds to the wait.
+        eprintln!("waited {waited} s of a {run_s} s run");
+        assert!(
+            waited >= 0.2 * run_s && waited <= run_s * 1.1,
+            "waited {waited} s of a {run_s} s run: {client}"
+        );
+        let s = r.summary();
+        let reasons: Vec<&str> = s["client_bound"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x.as_str())
+            .collect();
+        assert!(
+            reasons
+                .iter()
+                .any(|x| x.contains("late") && x.contains("for a CPU core that other work held")),
+            "{reasons:?}"
+        );
+    });
+}

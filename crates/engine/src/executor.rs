@@ -122,6 +122,9 @@ pub struct EngineReport<S> {
     pub cause: StopCause,
     /// When the last thread finished, requests in flight included.
     pub finished: Instant,
+    /// Time the engine threads, together, were ready to run while sending but waited for a
+    /// core (the kernel's account, Linux); `None` where the kernel keeps none.
+    pub core_wait: Option<Duration>,
 }
 
 /// Runs `workload` with the given shape until `stop` says to stop, then drains. Blocks the
@@ -171,6 +174,7 @@ where
         users_cut_short: 0,
         cause: StopCause::Running,
         finished: start,
+        core_wait: Some(Duration::ZERO),
     };
     for h in handles {
         let t = h
@@ -184,6 +188,7 @@ where
         report.iterations += t.iterations;
         report.user_times.extend(t.user_times);
         report.users_cut_short += t.users_cut_short;
+        report.core_wait = report.core_wait.zip(t.core_wait).map(|(a, b)| a + b);
     }
     if let Some(c) = &shape.control {
         c.end();
@@ -204,6 +209,7 @@ struct ThreadReport<S> {
     iterations: u64,
     user_times: Vec<(Duration, Duration)>,
     users_cut_short: u64,
+    core_wait: Option<Duration>,
 }
 
 /// Counts iterations in flight on one thread and wakes the drain when none are left.
@@ -351,7 +357,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         user_times: RefCell::new(Vec::new()),
         users_cut_short: Cell::new(0),
     });
-    let (arrivals, dropped, behind, abandoned) = set.block_on(&rt, async {
+    let (arrivals, dropped, behind, abandoned, core_wait) = set.block_on(&rt, async {
         let ticker = {
             let local = Rc::clone(&local);
             let tick = shape.tick;
@@ -369,6 +375,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         };
         // Each thread is one lane of the whole run's, over every worker's threads.
         let (lane, lanes) = shape.shard.lane(k, threads);
+        let waited = crate::placement::core_wait();
         let (arrivals, dropped, behind) = match (&shape.model, schedule) {
             (LoadModel::Closed { users, iterations }, _) => {
                 closed(lane, lanes, users, *iterations, &local, &stop).await;
@@ -388,6 +395,9 @@ fn thread_main<W: Workload, S: Sink + 'static>(
             }
             (LoadModel::Open { .. }, None) => (0, 0, 0),
         };
+        let core_wait = waited
+            .zip(crate::placement::core_wait())
+            .map(|(before, after)| after.saturating_sub(before));
         drain(shape.grace, &local.tracker, &stop).await;
         ticker.abort();
         // Requests sent and never answered, not iterations still running: those may be in a
@@ -397,6 +407,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
             dropped,
             behind,
             unanswered.load(std::sync::atomic::Ordering::Relaxed),
+            core_wait,
         )
     });
     let iterations = local.tracker.started.get();
@@ -426,6 +437,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         iterations,
         user_times,
         users_cut_short,
+        core_wait,
     })
 }
 

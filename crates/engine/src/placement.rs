@@ -1,4 +1,5 @@
-//! Moves an open-model engine thread off a core it shares.
+//! Moves an open-model engine thread off a core it shares, and reads how long an engine thread
+//! waited for a core ([`core_wait`]).
 //!
 //! At a high rate the pacer never sleeps: the next slot is always closer than the timer's
 //! wake-up margin, so the thread spins from slot to slot. The kernel places a thread when it
@@ -187,6 +188,15 @@ pub(crate) fn restore(given: Option<CpuSet>) {
 }
 
 /// What the kernel counted of a thread: since it began, or over a window.
+/// How long the calling thread has been runnable but waiting for a core since it began, by the
+/// kernel's account; `None` where the kernel keeps none. Read at the start and the end of a
+/// run's sending, it tells time the machine gave to other work (another process, the kernel's
+/// own threads) from time the engine spent working, when arrivals left late.
+pub(crate) fn core_wait() -> Option<Duration> {
+    let stat = File::open("/proc/thread-self/schedstat").ok()?;
+    read(&stat).map(|a| Duration::from_nanos(a.waited_ns))
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Account {
     /// Time runnable but waiting for a core.

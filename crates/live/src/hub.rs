@@ -539,6 +539,8 @@ impl Hub {
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
                 threads: start.config.threads,
                 peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
+                // Read by each engine thread as its sending ends.
+                core_wait_s: None,
             }),
             monitor: None,
             users: None,

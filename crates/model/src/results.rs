@@ -541,6 +541,11 @@ pub struct ClientStats {
     pub threads: u64,
     /// Peak resident memory in bytes.
     pub peak_rss_bytes: u64,
+    /// Seconds the engine threads, together, were ready to run while sending but waited for a
+    /// CPU core that other work held (the kernel's account; Linux only). Arrivals due in that
+    /// time could not leave: it tells a machine that took crest's cores from crest's own work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_wait_s: Option<f64>,
 }
 
 /// The load model: `closed` (a fixed number of users, each sending after the last answer) or
@@ -1221,6 +1226,7 @@ pub fn concat(
             if k > 0 {
                 acc.cpu_s += c.cpu_s;
                 acc.peak_rss_bytes = acc.peak_rss_bytes.max(c.peak_rss_bytes);
+                acc.core_wait_s = acc.core_wait_s.zip(c.core_wait_s).map(|(a, b)| a + b);
             }
         }
         out.duration_s = offset + len;

@@ -456,6 +456,7 @@ pub fn worker_record(index: u32, requests: u64, lag_us: Option<u64>, cpu_s: f64)
             cores: 2,
             threads: 1,
             peak_rss_bytes: 64 << 20,
+            core_wait_s: None,
         }),
         lost: None,
     }

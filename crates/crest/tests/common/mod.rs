@@ -142,8 +142,13 @@ fn finish(out: Output, dir: tempfile::TempDir) -> Run {
 
 /// `crest run URL ARGS... --out TMP --summary-json -`, blocking.
 pub fn run(url: &str, args: &[&str]) -> Run {
+    run_from(crest(), url, args)
+}
+
+/// The same, with crest started by `cmd` (`taskset -c 0 crest`, say).
+pub fn run_from(mut cmd: Command, url: &str, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let out = crest()
+    let out = cmd
         .arg("run")
         .arg(url)
         .args(args)

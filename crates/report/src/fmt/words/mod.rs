@@ -14,7 +14,7 @@ use crest_analysis::recovery::Recovery;
 use crest_analysis::resources::Leak;
 use crest_analysis::stop::StopReason;
 use crest_analysis::thresholds::Measured;
-use crest_analysis::validity::ClientLimit;
+use crest_analysis::validity::{ClientLimit, CoreWait};
 use crest_analysis::workers::{WorkerFigures, WorkerVerdict};
 use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
@@ -62,6 +62,23 @@ mod tests {
         assert_eq!(compared_cell(&Compared::SeriesMean(fds, Unit::Count), 208.0), "208");
         let cpu = "process_cpu_percent".to_string();
         assert_eq!(compared_cell(&Compared::SeriesPeak(cpu, Unit::Percent), 99.84), "99.8%");
+    }
+
+    #[test]
+    fn a_late_send_says_how_long_the_engine_waited_for_a_core_when_the_kernel_told() {
+        let late = |core_wait| ClientLimit::LateTail {
+            lag_p99_ms: 14.7,
+            latency_p50_ms: 0.04,
+            core_wait,
+        };
+        assert_eq!(
+            client_limit(&late(None)),
+            "requests started late: the send lag's p99 was 14.7 ms (median latency 0.0 ms), so crest could not keep the schedule"
+        );
+        assert_eq!(
+            client_limit(&late(Some(CoreWait { ms: 61.5, share: 0.0123 }))),
+            "requests started late: the send lag's p99 was 14.7 ms (median latency 0.0 ms), so crest could not keep the schedule; meanwhile its engine thread(s) waited 61.5 ms for a CPU core that other work held (1.23% of the time they could run, by the kernel's account)"
+        );
     }
 
     #[test]

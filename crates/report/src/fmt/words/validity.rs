@@ -17,15 +17,19 @@ pub fn client_limit(l: &ClientLimit) -> String {
         ClientLimit::LateMedian {
             lag_p50_ms,
             latency_p50_ms,
+            core_wait,
         } => format!(
-            "crest sent requests late: the send lag's median was {lag_p50_ms:.3} ms, {:.0}% of the median latency ({latency_p50_ms:.3} ms), so crest's own delay is part of every latency",
-            lag_p50_ms / latency_p50_ms.max(f64::MIN_POSITIVE) * 100.0
+            "crest sent requests late: the send lag's median was {lag_p50_ms:.3} ms, {:.0}% of the median latency ({latency_p50_ms:.3} ms), so crest's own delay is part of every latency{}",
+            lag_p50_ms / latency_p50_ms.max(f64::MIN_POSITIVE) * 100.0,
+            waited(core_wait)
         ),
         ClientLimit::LateTail {
             lag_p99_ms,
             latency_p50_ms,
+            core_wait,
         } => format!(
-            "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule"
+            "requests started late: the send lag's p99 was {lag_p99_ms:.1} ms (median latency {latency_p50_ms:.1} ms), so crest could not keep the schedule{}",
+            waited(core_wait)
         ),
         ClientLimit::Dropped {
             dropped,
@@ -59,6 +63,19 @@ pub fn client_limit(l: &ClientLimit) -> String {
             count(*users, "user"),
             num(*throughput_rps)
         ),
+    }
+}
+
+/// The engine threads' wait for a core beside a late send, as a clause: what of the lateness
+/// the machine took, by the kernel's account.
+fn waited(w: &Option<CoreWait>) -> String {
+    match w {
+        Some(w) => format!(
+            "; meanwhile its engine thread(s) waited {} ms for a CPU core that other work held ({} of the time they could run, by the kernel's account)",
+            crate::fmt::ms(w.ms),
+            crate::fmt::pct(w.share)
+        ),
+        None => String::new(),
     }
 }
 
