@@ -260,7 +260,20 @@ impl Conn {
         }
         self.uses += 1;
         self.release();
+        self.drained();
         Ok(status)
+    }
+
+    /// Marks the socket as read to the end once a whole response is in, which it is: nothing
+    /// more comes before the next request, so the runtime's readiness flag left by the last
+    /// read is stale, and would cost the next response a read that finds nothing (one system
+    /// call per request). A close is kept: the runtime never clears it.
+    fn drained(&self) {
+        if let Stream::Plain(tcp) = &self.stream {
+            let _ = tcp.try_io(tokio::io::Interest::READABLE, || {
+                Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
+            });
+        }
     }
 
     /// Gives the read buffer back.
