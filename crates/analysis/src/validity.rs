@@ -104,9 +104,9 @@ pub enum ClientLimit {
     },
 }
 
-/// Time the engine threads were ready to send but waited for a core that other work held: beside
-/// a late send, it says how much of the lateness the machine took (another process, the
-/// kernel's own threads) rather than crest's own work.
+/// Time the engine threads were ready to send but waited for a core that other threads held
+/// (other processes', the kernel's, crest's own): beside a late send, it says how much of the
+/// lateness was time taken from the engine rather than time it spent working.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CoreWait {
     /// The engine threads' waits, added up.

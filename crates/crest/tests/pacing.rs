@@ -188,6 +188,16 @@ fn connections_opened_before_the_start_are_counted_once_by_the_requests_that_use
     });
 }
 
+/// A process that never sleeps, killed however the test ends.
+struct Spinner(std::process::Child);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The first core this test may use, from the kernel's list of them (`0-1`, `2,5-7`).
 fn first_core() -> String {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -210,10 +220,12 @@ fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_sen
         // crest and a process that never sleeps on one core: the engine thread, behind a rate
         // beyond it, is always ready to run, and the kernel gives each about half the core.
         let core = first_core();
-        let mut spinner = std::process::Command::new("taskset")
-            .args(["-c", &core, "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+        let _spinner = Spinner(
+            std::process::Command::new("taskset")
+                .args(["-c", &core, "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        );
         let url = server.url("/");
         let on_core = core.clone();
         let r = tokio::task::spawn_blocking(move || {
@@ -223,8 +235,6 @@ fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_sen
         })
         .await
         .unwrap();
-        spinner.kill().unwrap();
-        spinner.wait().unwrap();
         let results = r.results();
         let client = &results["client"];
         let (waited, run_s) = (
@@ -247,7 +257,7 @@ fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_sen
         assert!(
             reasons
                 .iter()
-                .any(|x| x.contains("late") && x.contains("for a CPU core that other work held")),
+                .any(|x| x.contains("late") && x.contains("for a CPU core that other threads held")),
             "{reasons:?}"
         );
     });

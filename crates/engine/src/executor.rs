@@ -123,7 +123,8 @@ pub struct EngineReport<S> {
     /// When the last thread finished, requests in flight included.
     pub finished: Instant,
     /// Time the engine threads, together, were ready to run while sending but waited for a
-    /// core (the kernel's account, Linux); `None` where the kernel keeps none.
+    /// core other threads held (the kernel's account, Linux); `None` where the kernel keeps
+    /// none.
     pub core_wait: Option<Duration>,
 }
 

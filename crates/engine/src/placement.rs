@@ -187,16 +187,20 @@ pub(crate) fn restore(given: Option<CpuSet>) {
     }
 }
 
-/// What the kernel counted of a thread: since it began, or over a window.
 /// How long the calling thread has been runnable but waiting for a core since it began, by the
 /// kernel's account; `None` where the kernel keeps none. Read at the start and the end of a
-/// run's sending, it tells time the machine gave to other work (another process, the kernel's
-/// own threads) from time the engine spent working, when arrivals left late.
+/// run's sending, it tells time other threads held the engine's core (other processes', the
+/// kernel's, crest's own) from time the engine spent working, when arrivals left late. A
+/// kernel that keeps no account writes zeros, and a thread that runs was put on a core at
+/// least once, so no count of that means no account, not a wait of nothing.
 pub(crate) fn core_wait() -> Option<Duration> {
     let stat = File::open("/proc/thread-self/schedstat").ok()?;
-    read(&stat).map(|a| Duration::from_nanos(a.waited_ns))
+    read(&stat)
+        .filter(|a| a.put_on > 0)
+        .map(|a| Duration::from_nanos(a.waited_ns))
 }
 
+/// What the kernel counted of a thread: since it began, or over a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Account {
     /// Time runnable but waiting for a core.

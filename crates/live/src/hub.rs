@@ -539,7 +539,8 @@ impl Hub {
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
                 threads: start.config.threads,
                 peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
-                // Read by each engine thread as its sending ends.
+                // Each engine thread reads its wait as its sending ends; a snapshot taken
+                // while they send has none yet.
                 core_wait_s: None,
             }),
             monitor: None,

@@ -542,8 +542,10 @@ pub struct ClientStats {
     /// Peak resident memory in bytes.
     pub peak_rss_bytes: u64,
     /// Seconds the engine threads, together, were ready to run while sending but waited for a
-    /// CPU core that other work held (the kernel's account; Linux only). Arrivals due in that
-    /// time could not leave: it tells a machine that took crest's cores from crest's own work.
+    /// CPU core that other threads held: other processes', the kernel's, or crest's own (its
+    /// journal, or more engine threads than cores). The kernel's account; Linux only. Arrivals
+    /// due in that time could not leave: it tells time taken from the engine from time the
+    /// engine spent on its own work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core_wait_s: Option<f64>,
 }

@@ -77,7 +77,7 @@ mod tests {
         );
         assert_eq!(
             client_limit(&late(Some(CoreWait { ms: 61.5, share: 0.0123 }))),
-            "requests started late: the send lag's p99 was 14.7 ms (median latency 0.0 ms), so crest could not keep the schedule; meanwhile its engine thread(s) waited 61.5 ms for a CPU core that other work held (1.23% of the time they could run, by the kernel's account)"
+            "requests started late: the send lag's p99 was 14.7 ms (median latency 0.0 ms), so crest could not keep the schedule; meanwhile its engine thread(s) waited 61.5 ms for a CPU core that other threads held (1.23% of the time they could run, by the kernel's account; other processes', the kernel's or crest's own)"
         );
     }
 

@@ -67,11 +67,11 @@ pub fn client_limit(l: &ClientLimit) -> String {
 }
 
 /// The engine threads' wait for a core beside a late send, as a clause: what of the lateness
-/// the machine took, by the kernel's account.
+/// was time taken from the engine, by the kernel's account.
 fn waited(w: &Option<CoreWait>) -> String {
     match w {
         Some(w) => format!(
-            "; meanwhile its engine thread(s) waited {} ms for a CPU core that other work held ({} of the time they could run, by the kernel's account)",
+            "; meanwhile its engine thread(s) waited {} ms for a CPU core that other threads held ({} of the time they could run, by the kernel's account; other processes', the kernel's or crest's own)",
             crate::fmt::ms(w.ms),
             crate::fmt::pct(w.share)
         ),
