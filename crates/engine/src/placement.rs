@@ -19,8 +19,8 @@
 //! it to find.
 //!
 //! Whether the thread shares its core is read from the kernel's account of it
-//! (`/proc/thread-self/schedstat`) at the first arrival at least a [`WINDOW`] after the last
-//! look. A window counts as shared when the thread:
+//! (`/proc/thread-self/schedstat`) at the first arrival at least a [`WINDOW`] (at first a
+//! [`FIRST_WINDOW`], below) after the last look. A window counts as shared when the thread:
 //!
 //! - waited for a core more than a [`SHARED`] part of it;
 //! - never slept in it (its pacer never waited on the timer): a thread that sleeps is placed
@@ -32,27 +32,28 @@
 //! better core, and no run of [`SETTLED`] clean windows follows it; each such move doubles the
 //! streak the next needs, up to [`MAX_STREAK`].
 //!
-//! One shared window is enough when the thread was put back on its core [`PING_PONG`] times or
-//! more in it: another thread was woken there again and again, which is what a target on the
-//! same core does as each request reaches it, and not what the kernel's own threads or a busy
-//! neighbour do (one long turn each). That is the sharing seen at a run's start: the thread
-//! readies its users before the start (opening their connections, which wakes the target each
-//! time), sleeps until the first arrival, and the kernel wakes it on the core it slept on, the
-//! target's as often as not. There it lost a third of its time to the target, and the run's
-//! first second a p99 of 1.6 ms, until it moved 4 ms in. So until the thread has spent one
-//! window sending without a sleep, windows are [`FIRST_WINDOW`] long.
+//! The first [`STREAK`] windows in which the thread sends without sleeping are
+//! [`FIRST_WINDOW`] long, and count as shared only if the thread was also put back on its core
+//! [`PING_PONG`] times or more in them. By its wait alone, a window that short cannot tell a
+//! shared core from one preemption; many short turns are another thread woken on the core
+//! again and again, which is what a target there does as each request reaches it. That is the
+//! sharing seen at a run's start: the thread readies its users before the start (opening their
+//! connections), sleeps until the first arrival, and the kernel wakes it on the core it slept
+//! on, the target's as often as not. There it ran about half the time, and the run's first
+//! second had a send lag p99.9 of 0.7 to 1.7 ms, until two 2 ms windows moved it, 4 ms in; two
+//! short ones move it about 1 ms in.
 
 use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
-/// The shortest span between two looks.
+/// The shortest span between two looks, once [`STREAK`] windows have passed in which the thread
+/// did not sleep.
 const WINDOW: Duration = Duration::from_millis(2);
-/// The shortest span between two looks until the thread has sent through a window without
-/// sleeping: its first at a high rate.
+/// The shortest span between two looks before then.
 const FIRST_WINDOW: Duration = Duration::from_micros(500);
-/// Times put back on the core in a shared window from which one such window moves the thread.
+/// Times put back on its core in a [`FIRST_WINDOW`] for it to count as shared.
 const PING_PONG: u64 = 10;
 /// The part of a window spent waiting for the core above which the window counts as shared.
 const SHARED: f64 = 0.2;
@@ -77,8 +78,8 @@ pub(crate) struct Placement {
     last: Account,
     /// Whether the thread slept since `since`.
     slept: bool,
-    /// Whether a window has passed without a sleep: windows are [`WINDOW`] long from then.
-    sending: bool,
+    /// Windows passed without a sleep, up to [`STREAK`]: windows are [`WINDOW`] long from then.
+    sent: u32,
     streak: u32,
     /// Clean windows in a row.
     clean: u32,
@@ -102,7 +103,7 @@ impl Placement {
             since: Instant::now(),
             last: Account::default(),
             slept: false,
-            sending: false,
+            sent: 0,
             streak: 0,
             clean: 0,
             need: STREAK,
@@ -114,14 +115,14 @@ impl Placement {
     }
 
     /// Looks at the account once a window has passed since the last look, and moves the thread
-    /// after a streak of shared windows. `now` is the caller's clock reading, so a look between
-    /// windows costs nothing; `slept` says whether the thread slept since the caller's last
-    /// look.
+    /// after a streak of shared windows (short ones while it has only begun sending). `now` is
+    /// the caller's clock reading, so a look between windows costs nothing; `slept` says
+    /// whether the thread slept since the caller's last look.
     pub(crate) fn look(&mut self, now: Instant, slept: bool) {
         self.slept |= slept;
         let span = now.saturating_duration_since(self.since);
-        let least = if self.sending { WINDOW } else { FIRST_WINDOW };
-        if span < least || self.stat.is_none() {
+        let short = self.sent < STREAK;
+        if span < (if short { FIRST_WINDOW } else { WINDOW }) || self.stat.is_none() {
             return;
         }
         let before = self.last;
@@ -131,8 +132,10 @@ impl Placement {
         };
         self.since = now;
         let slept = std::mem::take(&mut self.slept);
-        self.sending |= !slept;
-        if self.judge(span, window, slept) {
+        if !slept {
+            self.sent = (self.sent + 1).min(STREAK);
+        }
+        if self.judge(span, window, slept, short) {
             self.leave_core();
             self.since = Instant::now();
             self.take_account();
@@ -140,9 +143,11 @@ impl Placement {
     }
 
     /// Whether a window of `span` with this account, in which the thread slept or not, ends a
-    /// streak long enough to move.
-    fn judge(&mut self, span: Duration, window: Account, slept: bool) -> bool {
-        let shared = !slept && window.waited_ns as f64 > SHARED * span.as_nanos() as f64 && window.put_on >= 2;
+    /// streak long enough to move; a `short` one (a [`FIRST_WINDOW`]) counts only as a
+    /// ping-pong.
+    fn judge(&mut self, span: Duration, window: Account, slept: bool, short: bool) -> bool {
+        let turns = if short { PING_PONG } else { 2 };
+        let shared = !slept && window.waited_ns as f64 > SHARED * span.as_nanos() as f64 && window.put_on >= turns;
         if shared {
             self.streak += 1;
             self.clean = 0;
@@ -153,10 +158,7 @@ impl Placement {
                 self.need = STREAK;
             }
         }
-        // A ping-pong is no passing preemption; but where moves have found no better core, it
-        // waits for its streak like any other.
-        let ping_pong = shared && window.put_on >= PING_PONG && self.need == STREAK;
-        if self.streak < self.need && !ping_pong {
+        if self.streak < self.need {
             return false;
         }
         self.streak = 0;
@@ -283,8 +285,7 @@ mod tests {
     /// Judged on simulated windows: a streak of shared windows moves; one long preemption, a
     /// window the thread slept in, a streak broken by a clean window, or waiting too little
     /// does not; each move doubles the next streak, until a run of clean windows shows the
-    /// last move found a better core. A ping-pong moves at once, but only while no move has
-    /// found no better core.
+    /// last move found a better core.
     #[test]
     fn only_a_streak_of_shared_windows_moves() {
         let w = WINDOW;
@@ -293,31 +294,21 @@ mod tests {
             put_on,
         };
         let mut p = Placement::new(0);
-        let shared = |p: &mut Placement| p.judge(w, waited(w / 2, PING_PONG - 1), false);
-        let ping_pong = |p: &mut Placement| p.judge(w, waited(w / 2, PING_PONG), false);
-        // The target woken on the thread's core by each request: one window moves, not one
-        // slept in, not one waiting too little.
-        assert!(!p.judge(w, waited(w / 2, 40), true));
-        assert!(!p.judge(w, waited(w / 10, 40), false));
-        assert!(ping_pong(&mut p));
-        // That move found no better core: the next ping-pong waits for a streak of four.
-        assert!(!(0..3).any(|_| ping_pong(&mut p)));
-        assert!(ping_pong(&mut p));
-        let mut p = Placement::new(0);
-        let clean = |p: &mut Placement, n| (0..n).any(|_| p.judge(w, waited(Duration::ZERO, 1), false));
+        let shared = |p: &mut Placement| p.judge(w, waited(w / 2, 40), false, false);
+        let clean = |p: &mut Placement, n| (0..n).any(|_| p.judge(w, waited(Duration::ZERO, 1), false, false));
         // One preemption of 3.6 ms twice in a row, seen in windows that long: one wait each.
         let long = Duration::from_micros(3_700);
         let preempted = waited(Duration::from_micros(3_600), 1);
-        assert!(!p.judge(long, preempted, false));
-        assert!(!p.judge(long, preempted, false));
+        assert!(!p.judge(long, preempted, false, false));
+        assert!(!p.judge(long, preempted, false, false));
         // Waiting half of each window, but having slept in it: the kernel places a thread that
         // sleeps each time it wakes.
-        assert!(!p.judge(w, waited(w / 2, 40), true));
-        assert!(!p.judge(w, waited(w / 2, 40), true));
+        assert!(!p.judge(w, waited(w / 2, 40), true, false));
+        assert!(!p.judge(w, waited(w / 2, 40), true, false));
         // Shared, then clean, then shared: no streak.
         assert!(!shared(&mut p));
         assert!(
-            !p.judge(w, waited(w / 10, 40), false),
+            !p.judge(w, waited(w / 10, 40), false, false),
             "a tenth of a window waiting is not shared"
         );
         assert!(!shared(&mut p));
@@ -346,6 +337,52 @@ mod tests {
         assert!(!clean(&mut p, SETTLED));
         assert!(!shared(&mut p));
         assert!(shared(&mut p));
+    }
+
+    /// The first windows of sending are short and count as shared only as a ping-pong (many
+    /// turns on the core, as a target woken by each request gives): two such move; fewer turns,
+    /// however long the wait, or a window slept in, do not. After [`STREAK`] windows without a
+    /// sleep, windows are [`WINDOW`] long, judged as before.
+    #[test]
+    fn the_first_windows_of_sending_are_short_and_judged_as_a_ping_pong() {
+        let w = FIRST_WINDOW;
+        let waited = |put_on| Account {
+            waited_ns: (w / 2).as_nanos() as u64,
+            put_on,
+        };
+        let mut p = Placement::new(0);
+        assert!(!p.judge(w, waited(PING_PONG - 1), false, true));
+        assert!(!p.judge(w, waited(PING_PONG - 1), false, true));
+        assert!(!p.judge(w, waited(PING_PONG), true, true));
+        assert!(!p.judge(w, waited(PING_PONG), false, true));
+        assert!(p.judge(w, waited(PING_PONG), false, true));
+
+        // The window lengths, through `look` on a clock of the test's own: the account read is
+        // this thread's, a few microseconds of it, far from shared (a look that moved the thread
+        // would restart the window at the real time, which the checks below would catch).
+        std::thread::spawn(move || {
+            let mut p = Placement::new(0);
+            assert!(p.stat.is_some(), "this thread's account cannot be read");
+            let mut at = p.since;
+            let mut looked = |p: &mut Placement, after: Duration, slept: bool| {
+                p.look(at + after, slept);
+                let judged = p.since == at + after;
+                if judged {
+                    at += after;
+                }
+                judged
+            };
+            assert!(!looked(&mut p, w / 2, false), "judged before a first window had passed");
+            // The lead-in, slept through: judged, and still short windows after it.
+            assert!(looked(&mut p, Duration::from_millis(50), true));
+            assert!(looked(&mut p, w, false));
+            assert!(looked(&mut p, w, false));
+            assert_eq!(p.sent, STREAK);
+            assert!(!looked(&mut p, w, false), "a short window after two of sending");
+            assert!(looked(&mut p, WINDOW, false));
+        })
+        .join()
+        .unwrap();
     }
 
     /// Leaving is the kernel's to carry out, whatever else runs: a thread given two cores
