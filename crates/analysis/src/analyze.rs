@@ -61,9 +61,17 @@ impl Analysis {
 pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     let segments = segments(r)?;
     let iteration_segments = iteration_segments(r)?;
-    let unit = if !iteration_segments.is_empty() {
+    let transactions = r.part_of.iter().any(Option::is_some);
+    // A flow whose every iteration is one transaction (pgbench's script as a flow) counts its
+    // work in transactions, as pgbench does: the two are the same count, and the transaction is
+    // the word its users know.
+    let one_each = transactions && {
+        let ended: u64 = r.iterations.iter().map(|i| i.completed + i.failed).sum();
+        ended > 0 && ended == segments.iter().map(|s| s.requests).sum::<u64>()
+    };
+    let unit = if !iteration_segments.is_empty() && !one_each {
         WorkUnit::Iterations
-    } else if r.part_of.iter().any(Option::is_some) {
+    } else if transactions {
         WorkUnit::Transactions
     } else {
         WorkUnit::Requests
@@ -75,7 +83,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     };
     let capacity = capacity_in(unit, r, answers)?;
     let failures = failures(r)?;
-    let mut summary = summarize(r, &segments, &capacity)?;
+    let mut summary = summarize(r, &segments, answers, &capacity)?;
     summary.unit = unit;
     summary.iterations = iterations(r, summary.requests)?;
     for (g, s) in summary.segments.iter_mut().zip(&iteration_segments) {
@@ -91,7 +99,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     summary
         .client_bound
         .extend(crate::workers::client_bound(&summary.workers));
-    let mut findings = findings(&summary, &segments, &capacity, &failures);
+    let mut findings = findings(&summary, &segments, answers, &capacity, &failures);
     let each = requests_per_iteration(&segments, &iteration_segments);
     if let Some(w) = work_per_iteration(&segments, &iteration_segments, &each) {
         // Beside the optimum and the limit it explains, after any verdict on the run itself.
@@ -101,7 +109,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
             .unwrap_or(findings.len());
         findings.insert(at, Finding::WorkPerIteration(w));
     }
-    Ok(Analysis {
+    let a = Analysis {
         summary,
         unit,
         requests_per_iteration: each,
@@ -114,5 +122,20 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         findings,
         series,
         stats: stat_rows(r)?,
-    })
+    };
+    // Every analysis a debug build makes is checked, so every run the test suite drives is.
+    #[cfg(debug_assertions)]
+    {
+        let violations = crate::invariants::check(&a);
+        assert!(
+            violations.is_empty(),
+            "the analysis contradicts itself: {}",
+            violations
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(a)
 }

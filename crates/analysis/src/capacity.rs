@@ -6,7 +6,9 @@
 //! steps counts only when it exceeds the measurement's noise (see [`rose`]); docs/reports.md
 //! states both rules.
 
+pub use crate::figures::MIN_UNITS;
 use crate::figures::{Judged, SegmentAnalysis, StepLoad, WorkUnit};
+use crest_model::reason::Miss;
 use crest_model::results::Results;
 use crest_model::HistError;
 use serde::Serialize;
@@ -17,11 +19,11 @@ pub const BREAKING_ERROR_RATE: f64 = 0.01;
 const SATURATION_GROWTH: f64 = 0.05;
 /// Load must grow at least this much between segments to judge saturation.
 const LOAD_STEP: f64 = 0.1;
-/// Throughput falling below this share of the best so far breaks.
+/// Throughput falling below this share of the best so far, beyond the steps' noise, is
+/// saturation past the peak (retrograde scaling); without failures it is no breaking point.
 const FALL: f64 = 0.9;
-/// Fewest requests behind a load level's figures for it to be judged: with fewer, its p95 is its
-/// slowest request and one slow request moves its mean.
-pub const MIN_REQUESTS: u64 = 20;
+/// Throughput differences within this many combined standard errors of two steps are noise.
+const NOISE_THROUGHPUT: f64 = 2.0;
 /// Mean latency growing by less than this factor is not a finding ("latency grew"), whatever
 /// the noise.
 pub const LATENCY_GROWTH: f64 = 1.5;
@@ -45,9 +47,11 @@ pub struct CapacityPoint {
     pub load: StepLoad,
     /// Its load as a number (users or arrivals per second).
     pub load_value: f64,
-    /// Throughput there, req/s.
-    pub throughput_rps: f64,
-    /// p95 latency there, ms.
+    /// Successful units of work per second there.
+    pub per_s: f64,
+    /// The standard error of `per_s`, from the step's own data.
+    pub per_s_se: f64,
+    /// p95 latency of the successful units there, ms.
     pub p95_ms: f64,
     /// Error rate there.
     pub error_rate: f64,
@@ -99,9 +103,13 @@ pub enum Why {
         /// p95 here, ms.
         to_p95_ms: f64,
     },
-    /// Breaking: too many requests failed.
+    /// Breaking: too many units failed.
     Failed(Failed),
-    /// Breaking: throughput fell from the best so far.
+    /// Breaking: the step missed a capacity search's service level (latency, a rate not
+    /// kept) without failing.
+    MissedSlo(Miss),
+    /// Saturation past the peak: successful throughput fell from the best so far by more than
+    /// a tenth and beyond the steps' noise.
     ThroughputFell {
         /// Throughput here, req/s.
         rps: f64,
@@ -164,10 +172,10 @@ pub enum NoOptimal {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unjudged {
-    /// Too few requests behind its figures.
-    TooFew {
-        /// Requests behind its throughput and latency.
-        requests: u64,
+    /// Too few units of work behind its figures: too little data.
+    TooLittle {
+        /// Units behind its throughput and latency.
+        units: u64,
         /// The fewest judged.
         min: u64,
     },
@@ -216,9 +224,11 @@ pub struct Capacity {
     /// Where successful throughput divided by mean latency peaks (Kleinrock's power), among
     /// segments without failures beyond 1%.
     pub optimal: Option<CapacityPoint>,
-    /// The first segment where more load no longer brings more throughput, while latency rises.
+    /// The first segment from the optimum on where more load no longer brings more successful
+    /// throughput beyond noise while latency rises beyond noise, or where it fell.
     pub saturation: Option<CapacityPoint>,
-    /// The first segment with errors above 1% or throughput falling below 90% of the best.
+    /// The first segment with failures above 1%, or that missed a capacity search's service
+    /// level.
     pub breaking: Option<CapacityPoint>,
 }
 
@@ -228,8 +238,9 @@ fn point(s: &SegmentAnalysis, why: Why) -> CapacityPoint {
         unit: WorkUnit::Requests,
         load: s.load(),
         load_value: s.load_value(),
-        throughput_rps: s.throughput_rps,
-        p95_ms: s.latency_ms.p95,
+        per_s: s.success_rps,
+        per_s_se: s.success_rps_se,
+        p95_ms: s.success_latency_ms.p95,
         error_rate: s.error_rate,
         why,
     }
@@ -246,7 +257,7 @@ fn failed(s: &SegmentAnalysis) -> Failed {
 /// Finds the points over the judged steps ordered by load, their throughputs counted in
 /// `unit`; `segments` are every step of the run, in order.
 pub fn capacity_in(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
-    let mut c = capacity(r, segments)?;
+    let mut c = capacity(unit, r, segments)?;
     c.unit = unit;
     for p in [&mut c.optimal, &mut c.saturation, &mut c.breaking]
         .into_iter()
@@ -257,26 +268,22 @@ pub fn capacity_in(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) ->
     Ok(c)
 }
 
-/// Each step's [`StepNoise`], in order.
-pub fn step_noise(r: &Results, segments: &[SegmentAnalysis]) -> Result<Vec<StepNoise>, HistError> {
+/// Each step's [`StepNoise`], in order; `segments` are in the unit the latencies are read in.
+pub fn step_noise(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result<Vec<StepNoise>, HistError> {
+    let iterations = unit == WorkUnit::Iterations;
     let mut out = Vec::with_capacity(segments.len());
     for g in segments {
-        // A step the run's end cut short is labelled where the steps are computed, for every
-        // report to show.
+        // Whether a step is judged is decided where the steps are computed, for every report
+        // to show.
         let unjudged = match g.judged {
             Judged::CutShort { lasted_s, usual_s } => Some(Unjudged::CutShort {
                 duration_s: lasted_s,
                 before_s: usual_s,
             }),
-            // A sweep's point (no load level) ran its users' fixed iterations to the end: it is
-            // its whole population, not a sample of a steady state, and is judged on what it has.
-            _ if g.load_value() > 0.0 && g.steady_requests < MIN_REQUESTS => Some(Unjudged::TooFew {
-                requests: g.steady_requests,
-                min: MIN_REQUESTS,
-            }),
-            _ => None,
+            Judged::TooLittle { units, min } => Some(Unjudged::TooLittle { units, min }),
+            Judged::Yes | Judged::Empty => None,
         };
-        let (means, p95s) = interval_latencies(r, g)?;
+        let (means, p95s) = interval_latencies(r, g, iterations)?;
         out.push(StepNoise {
             unjudged,
             mean_se_ms: standard_error(&means),
@@ -286,16 +293,26 @@ pub fn step_noise(r: &Results, segments: &[SegmentAnalysis]) -> Result<Vec<StepN
     Ok(out)
 }
 
-/// Mean and p95 latency, ms, of each whole interval with requests in a step's steady state.
-fn interval_latencies(r: &Results, g: &SegmentAnalysis) -> Result<(Vec<f64>, Vec<f64>), HistError> {
+/// Mean and p95 latency (iteration time for iterations), ms, of each whole interval with units
+/// in a step's steady state.
+fn interval_latencies(r: &Results, g: &SegmentAnalysis, iterations: bool) -> Result<(Vec<f64>, Vec<f64>), HistError> {
     let eps = 1e-6;
     let (mut means, mut p95s) = (Vec::new(), Vec::new());
     for i in r
         .intervals
         .iter()
-        .filter(|i| i.requests > 0 && i.t_s + eps >= g.steady_start_s && i.t_s + r.interval_s <= g.steady_end_s + eps)
+        .filter(|i| i.t_s + eps >= g.steady_start_s && i.t_s + r.interval_s <= g.steady_end_s + eps)
     {
-        let h = i.latency.decode()?;
+        let h = if iterations {
+            match &i.iterations {
+                Some(it) => it.duration.decode()?,
+                None => continue,
+            }
+        } else if i.requests > 0 {
+            i.latency.decode()?
+        } else {
+            continue;
+        };
         if !h.is_empty() {
             means.push(crest_model::hist::us_to_ms(h.mean()));
             p95s.push(crest_model::hist::us_to_ms(h.value_at_quantile(0.95) as f64));
@@ -315,31 +332,47 @@ fn standard_error(v: &[f64]) -> Option<f64> {
     Some((var / n).sqrt())
 }
 
-/// Finds the points over the judged segments ordered by load.
-pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
-    let steps = step_noise(r, segments)?;
-    let judged =
-        |s: &SegmentAnalysis| s.judged == Judged::Yes && steps.get(s.index).is_some_and(|n| n.unjudged.is_none());
-    let mut loaded: Vec<&SegmentAnalysis> = segments
-        .iter()
-        .filter(|s| s.requests > 0 && s.load_value() > 0.0 && judged(s))
-        .collect();
-    loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
-    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
+/// Twice the combined standard error of two steps' successful throughputs: a difference
+/// smaller than this is within what the steps' own data can tell apart.
+fn noise(a: &SegmentAnalysis, b: &SegmentAnalysis) -> f64 {
+    NOISE_THROUGHPUT * (a.success_rps_se.powi(2) + b.success_rps_se.powi(2)).sqrt()
+}
+
+/// Finds the points over the judged segments ordered by load, in one pass that makes them
+/// agree: the breaking point first (failures, or a capacity search's service level missed:
+/// nothing else breaks a service), then the optimum below it, then saturation between the two.
+/// So by construction optimum <= saturation <= breaking point in load, and every throughput
+/// quoted is of successful units.
+fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, HistError> {
+    let steps = step_noise(unit, r, segments)?;
+    let judged = |s: &SegmentAnalysis| s.judged == Judged::Yes;
+    let loaded = levels(segments);
     // Failures are counted, not estimated: a step the run's end cut short still breaks by its
-    // failures when it has the requests to show them (a stop condition on the error rate fires
+    // failures when it has the units to show them (a stop condition on the error rate fires
     // in exactly that step).
     let mut countable: Vec<&SegmentAnalysis> = segments
         .iter()
         .filter(|s| {
-            s.load_value() > 0.0
-                && s.steady_requests >= MIN_REQUESTS
-                && (judged(s) || s.error_rate > BREAKING_ERROR_RATE)
+            s.load_value() > 0.0 && s.steady_requests >= MIN_UNITS && (judged(s) || s.error_rate > BREAKING_ERROR_RATE)
         })
         .collect();
     countable.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
-    countable.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
-    let breaking = breaking(&countable, judged);
+    countable.dedup_by(|a, b| a.load_value() == b.load_value() && a.success_rps <= b.success_rps);
+    let missed = |s: &SegmentAnalysis| {
+        r.find
+            .as_ref()
+            .and_then(|f| f.probes.get(s.index))
+            .filter(|p| !p.passed)
+            .and_then(|p| p.miss)
+    };
+    let breaking = countable.iter().find_map(|s| {
+        if s.error_rate > BREAKING_ERROR_RATE {
+            Some(point(s, Why::Failed(failed(s))))
+        } else {
+            missed(s).map(|m| point(s, Why::MissedSlo(m)))
+        }
+    });
+    let below_breaking = |s: &SegmentAnalysis| breaking.as_ref().is_none_or(|b| s.load_value() < b.load_value);
     if loaded.len() < 2 {
         return Ok(Capacity {
             levels: loaded.len(),
@@ -349,18 +382,19 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
         });
     }
     let power = |s: &SegmentAnalysis| {
-        if s.latency_ms.mean > 0.0 {
-            s.success_rps / s.latency_ms.mean
+        if s.success_latency_ms.mean > 0.0 {
+            s.success_rps / s.success_latency_ms.mean
         } else {
             0.0
         }
     };
     // The optimum is claimed only where a level ran beyond it and showed latency growing
-    // faster than throughput: at the highest level tried, the optimum may lie further on.
+    // faster than throughput, or failing: at the highest level tried, the optimum may lie
+    // further on.
     let best = loaded
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.error_rate <= BREAKING_ERROR_RATE)
+        .filter(|(_, s)| s.error_rate <= BREAKING_ERROR_RATE && below_breaking(s))
         .max_by(|(_, a), (_, b)| power(a).total_cmp(&power(b)));
     let mut no_optimal = None;
     let optimal = match best {
@@ -380,12 +414,11 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
                 no_optimal = Some(NoOptimal::BestAtHighest {
                     load: s.load(),
                     success_rps: s.success_rps,
-                    mean_ms: s.latency_ms.mean,
+                    mean_ms: s.success_latency_ms.mean,
                 });
                 None
             }
             Some(next) => {
-                // Beyond it, either the service failed, or latency grew faster than throughput.
                 let beyond = if next.error_rate > BREAKING_ERROR_RATE {
                     Beyond::Failed {
                         load: next.load(),
@@ -396,39 +429,72 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
                         load: next.load(),
                         throughput_change_pct: change(s.success_rps, next.success_rps),
                         success_rps: next.success_rps,
-                        latency_change_pct: change(s.latency_ms.mean, next.latency_ms.mean),
-                        mean_ms: next.latency_ms.mean,
+                        latency_change_pct: change(s.success_latency_ms.mean, next.success_latency_ms.mean),
+                        mean_ms: next.success_latency_ms.mean,
                     }
                 };
                 Some(point(
                     s,
                     Why::MostPower {
                         success_rps: s.success_rps,
-                        mean_ms: s.latency_ms.mean,
+                        mean_ms: s.success_latency_ms.mean,
                         beyond,
                     },
                 ))
             }
         },
     };
-    let noise = |s: &SegmentAnalysis| steps.get(s.index).cloned().unwrap_or_default();
+    // Saturation is looked for from the optimum on (more throughput per unit of latency below
+    // it says the service was not yet saturated there) and below the breaking point (which
+    // speaks for itself).
+    let from = optimal.as_ref().map_or(
+        match &no_optimal {
+            Some(NoOptimal::BestAtHighest { .. }) => f64::INFINITY,
+            _ => 0.0,
+        },
+        |o| o.load_value,
+    );
+    let span: Vec<&SegmentAnalysis> = loaded
+        .iter()
+        .copied()
+        .filter(|s| s.load_value() >= from && below_breaking(s))
+        .collect();
+    let latency_se = |s: &SegmentAnalysis| steps.get(s.index).and_then(|n| n.p95_se_ms);
     let mut saturation = None;
-    for w in loaded.windows(2) {
+    let mut top = span.first().copied();
+    for w in span.windows(2) {
         let (a, b) = (w[0], w[1]);
-        let load_growth = b.load_value() / a.load_value() - 1.0;
-        let tput_growth = if a.throughput_rps > 0.0 {
-            b.throughput_rps / a.throughput_rps - 1.0
-        } else {
-            0.0
+        let best = match top {
+            Some(t) if t.success_rps >= a.success_rps => t,
+            _ => a,
         };
+        top = Some(best);
+        // A fall beyond the steps' own noise is saturation past its peak, whatever latency did.
+        let fall = best.success_rps - b.success_rps;
+        if fall > (1.0 - FALL) * best.success_rps && fall > noise(best, b) {
+            saturation = Some(point(
+                b,
+                Why::ThroughputFell {
+                    rps: b.success_rps,
+                    best_rps: best.success_rps,
+                },
+            ));
+            break;
+        }
+        let load_growth = b.load_value() / a.load_value() - 1.0;
+        let gain = b.success_rps - a.success_rps;
+        let tput_growth = if a.success_rps > 0.0 { gain / a.success_rps } else { 0.0 };
+        // Throughput did not grow by more than the rule's share or the steps' noise, while
+        // latency rose beyond its own.
+        let flat = gain < (SATURATION_GROWTH * a.success_rps).max(noise(a, b));
         let p95_rose = rose(
-            a.latency_ms.p95,
-            b.latency_ms.p95,
+            a.success_latency_ms.p95,
+            b.success_latency_ms.p95,
             1.0,
-            noise(a).p95_se_ms,
-            noise(b).p95_se_ms,
+            latency_se(a),
+            latency_se(b),
         );
-        if load_growth >= LOAD_STEP && tput_growth < SATURATION_GROWTH && p95_rose {
+        if load_growth >= LOAD_STEP && flat && p95_rose {
             saturation = Some(point(
                 b,
                 Why::Saturates {
@@ -436,10 +502,10 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
                     from: a.load(),
                     to: b.load(),
                     throughput_growth: tput_growth,
-                    from_rps: a.throughput_rps,
-                    to_rps: b.throughput_rps,
-                    from_p95_ms: a.latency_ms.p95,
-                    to_p95_ms: b.latency_ms.p95,
+                    from_rps: a.success_rps,
+                    to_rps: b.success_rps,
+                    from_p95_ms: a.success_latency_ms.p95,
+                    to_p95_ms: b.success_latency_ms.p95,
                 },
             ));
             break;
@@ -456,31 +522,6 @@ pub fn capacity(r: &Results, segments: &[SegmentAnalysis]) -> Result<Capacity, H
     })
 }
 
-/// The first of `countable` (ordered by load) whose failures exceed [`BREAKING_ERROR_RATE`],
-/// or, among the judged, whose throughput fell below [`FALL`] of the best before it.
-fn breaking(countable: &[&SegmentAnalysis], judged: impl Fn(&SegmentAnalysis) -> bool) -> Option<CapacityPoint> {
-    let mut best = 0.0f64;
-    for s in countable {
-        if s.error_rate > BREAKING_ERROR_RATE {
-            return Some(point(s, Why::Failed(failed(s))));
-        }
-        if !judged(s) {
-            continue;
-        }
-        if best > 0.0 && s.throughput_rps < FALL * best {
-            return Some(point(
-                s,
-                Why::ThroughputFell {
-                    rps: s.throughput_rps,
-                    best_rps: best,
-                },
-            ));
-        }
-        best = best.max(s.throughput_rps);
-    }
-    None
-}
-
 /// The steps that are load levels and completed requests, by load, one per load.
 fn levels(segments: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
     let mut loaded: Vec<&SegmentAnalysis> = segments
@@ -488,22 +529,24 @@ fn levels(segments: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
         .filter(|s| s.requests > 0 && s.load_value() > 0.0 && s.judged == Judged::Yes)
         .collect();
     loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
-    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.throughput_rps <= b.throughput_rps);
+    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.success_rps <= b.success_rps);
     loaded
 }
 
 /// The highest load level, when successful throughput was still growing there: at least
-/// [`SATURATION_GROWTH`] above the level below it, for a load growth of at least [`LOAD_STEP`],
-/// without failing. The run then ended before its service saturated, whatever the power curve
+/// [`SATURATION_GROWTH`] above the level below it and beyond the two steps' noise, for a load
+/// growth of at least [`LOAD_STEP`], without failing. The run then ended before its service saturated, whatever the power curve
 /// says, so its optimum lies beyond the loads it tried.
 pub fn still_growing(segments: &[SegmentAnalysis]) -> Option<&SegmentAnalysis> {
     let loaded = levels(segments);
     let [.., below, top] = loaded.as_slice() else {
         return None;
     };
+    let gain = top.success_rps - below.success_rps;
     let grew = top.load_value() / below.load_value() - 1.0 >= LOAD_STEP
         && below.success_rps > 0.0
-        && top.success_rps / below.success_rps - 1.0 >= SATURATION_GROWTH;
+        && gain >= SATURATION_GROWTH * below.success_rps
+        && gain > noise(below, top);
     (grew && top.error_rate <= BREAKING_ERROR_RATE).then_some(*top)
 }
 

@@ -309,7 +309,7 @@ enum Optimum {
 /// throughput, and says "beyond" when the highest level was the best.
 fn optimum(a: &Analysis) -> Optimum {
     match (&a.capacity.optimal, &a.capacity.no_optimal) {
-        (Some(p), _) => Optimum::At(p.load_value, p.throughput_rps),
+        (Some(p), _) => Optimum::At(p.load_value, p.per_s),
         (None, Some(NoOptimal::BestAtHighest { load, .. })) => Optimum::Beyond(load.clone()),
         _ => Optimum::Unknown,
     }

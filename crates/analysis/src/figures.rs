@@ -82,6 +82,20 @@ impl Sizes {
 
 pub use crest_model::reason::WorkUnit;
 
+/// An interval's units of work that ended in it, of them the failures, and their times (all of
+/// them: an interval keeps no histogram of its successes alone).
+pub fn interval_units(
+    i: &crest_model::results::Interval,
+    unit: WorkUnit,
+) -> (u64, u64, Option<&crest_model::EncodedHistogram>) {
+    match unit {
+        WorkUnit::Requests | WorkUnit::Transactions => (i.requests, i.failures, Some(&i.latency)),
+        WorkUnit::Iterations => i.iterations.as_ref().map_or((0, 0, None), |it| {
+            (it.completed + it.failed, it.failed, Some(&it.duration))
+        }),
+    }
+}
+
 /// Whether a step's figures can be judged (compared with other steps, taken as an optimum or
 /// a limit), and why not.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -100,7 +114,19 @@ pub enum Judged {
     },
     /// No unit of work ended in it.
     Empty,
+    /// Too few units of work behind its figures: its p95 is its slowest few and one slow unit
+    /// moves its mean ("not judged: too little data").
+    TooLittle {
+        /// Units of work behind its throughput and latency.
+        units: u64,
+        /// The fewest judged.
+        min: u64,
+    },
 }
+
+/// Fewest units of work (requests, transactions, iterations) behind a load level's figures for
+/// it to be judged: with fewer, its p95 is its slowest unit and one slow unit moves its mean.
+pub const MIN_UNITS: u64 = 20;
 
 /// One segment's figures.
 #[derive(Clone, Debug, Serialize)]
@@ -143,10 +169,18 @@ pub struct SegmentAnalysis {
     /// Requests per second: the steady requests over the step's exact span from the end of its
     /// warm-up, so a step of any length is measured over its own time.
     pub throughput_rps: f64,
-    /// Successful requests per second, likewise.
+    /// Successful units per second, likewise: the step's throughput in every answer.
     pub success_rps: f64,
+    /// The standard error of `success_rps`, from the step's own data: the spread of its steady
+    /// seconds' successful rates, or, with fewer than three of them, the counting error.
+    /// Differences between steps smaller than twice their combined error are not judged.
+    pub success_rps_se: f64,
     /// Total time in ms of every request of the step, warm-up and failures included.
     pub latency_ms: Percentiles,
+    /// Total time in ms of the step's successful units only: what a user who was served
+    /// waited, which growth and capacity findings compare (an instant 503 is no faster
+    /// service; failures have their own rows).
+    pub success_latency_ms: Percentiles,
     /// Time to first byte in ms of every request of the step that received a byte.
     pub ttfb_ms: Percentiles,
     /// The whole step's figures, shown beside the steady state's when they differ.

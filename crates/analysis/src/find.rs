@@ -7,7 +7,7 @@
 //! one. Open model: the same over arrivals per second.
 
 use crate::capacity::Capacity;
-use crate::figures::SegmentAnalysis;
+use crate::figures::{SegmentAnalysis, WorkUnit};
 use serde::Serialize;
 
 /// Throughput must grow by this share when the level doubles, or it has stopped growing.
@@ -233,7 +233,14 @@ fn solve3(mut m: [[f64; 3]; 3], mut v: [f64; 3]) -> Option<[f64; 3]> {
 /// What `crest find` concluded, for the summary JSON and the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct CapacitySummary {
-    /// The most successful responses per second any probe sustained.
+    /// What the search's throughputs count: the run's unit of work (iterations of a
+    /// scenario's flows, transactions, requests). Probes, knee, plateau and limit are judged
+    /// in it.
+    pub unit: WorkUnit,
+    /// The most successful units of work per second any probe that met the service level
+    /// sustained.
+    pub max_per_s: f64,
+    /// The most successful requests per second any such probe sustained, whatever the unit.
     pub max_throughput_rps: f64,
     /// The optimal operating point.
     pub optimal: Option<OptimalPoint>,
@@ -254,9 +261,9 @@ pub struct CapacitySummary {
 pub enum Limit {
     /// The lowest level that failed the service level.
     Failed(Level),
-    /// Throughput stopped growing at this many successful req/s from this level on.
+    /// Throughput stopped growing at this many successful units per second from this level on.
     Plateau {
-        /// Successful req/s.
+        /// Successful units per second, in the search's unit.
         rps: f64,
         /// Where the plateau starts.
         from: Level,
@@ -282,16 +289,18 @@ pub struct OptimalPoint {
     /// Arrivals per second (open model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
-    /// Successful responses per second there.
-    pub throughput_rps: f64,
-    /// Mean latency there, ms.
+    /// Successful units of work per second there, in the search's unit.
+    pub per_s: f64,
+    /// Mean latency (iteration time) of the successful units there, ms.
     pub latency_ms: f64,
 }
 
-/// The capacity summary of a `crest find` run.
+/// The capacity summary of a `crest find` run: `steps` are the probes in the run's unit of
+/// work, `requests` the same probes in requests.
 pub fn capacity_summary(
     r: &crest_model::results::Results,
-    segments: &[SegmentAnalysis],
+    steps: &[SegmentAnalysis],
+    requests: &[SegmentAnalysis],
     capacity: &Capacity,
 ) -> Option<CapacitySummary> {
     let f = r.find.as_ref()?;
@@ -302,11 +311,18 @@ pub fn capacity_summary(
     let passed: Vec<(f64, &SegmentAnalysis)> = f
         .probes
         .iter()
-        .zip(segments)
+        .zip(steps)
         .filter(|(p, _)| p.passed)
         .map(|(p, s)| (p.level, s))
         .collect();
-    let max_throughput_rps = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
+    let max_per_s = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
+    let max_throughput_rps = f
+        .probes
+        .iter()
+        .zip(requests)
+        .filter(|(p, _)| p.passed)
+        .map(|(_, s)| s.success_rps)
+        .fold(0.0, f64::max);
     let optimal = capacity
         .optimal
         .as_ref()
@@ -314,8 +330,8 @@ pub fn capacity_summary(
         .map(|(level, s)| OptimalPoint {
             concurrency: (!open).then_some(*level),
             rate: open.then_some(*level),
-            throughput_rps: s.success_rps,
-            latency_ms: s.latency_ms.mean,
+            per_s: s.success_rps,
+            latency_ms: s.success_latency_ms.mean,
         });
     // Recommended: from the lowest passing level that already gives 80% of the maximum, up to
     // the optimal point: below it capacity is wasted, above it only latency grows.
@@ -324,7 +340,7 @@ pub fn capacity_summary(
     let recommended = knee.map(|k| {
         let lo = passing
             .iter()
-            .filter(|(l, x)| *l <= k && *x >= RECOMMENDED * max_throughput_rps)
+            .filter(|(l, x)| *l <= k && *x >= RECOMMENDED * max_per_s)
             .map(|(l, _)| *l)
             .fold(k, f64::min);
         if (lo - k).abs() < f64::EPSILON {
@@ -342,7 +358,7 @@ pub fn capacity_summary(
         .map(|l| Limit::Failed(level(l)))
         .or_else(|| {
             knee.map(|k| Limit::Plateau {
-                rps: max_throughput_rps,
+                rps: max_per_s,
                 from: level(k),
             })
         });
@@ -366,6 +382,8 @@ pub fn capacity_summary(
         })
     };
     Some(CapacitySummary {
+        unit: capacity.unit,
+        max_per_s,
         max_throughput_rps,
         optimal,
         limit,

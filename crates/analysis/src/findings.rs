@@ -2,9 +2,9 @@
 //! before the tables. Each finding carries the figures that back it; the report crate puts it
 //! in words, the same words in every format.
 
-use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH, MIN_REQUESTS};
+use crate::capacity::{rose, Capacity, CapacityPoint, NoOptimal, StepNoise, LATENCY_GROWTH, MIN_UNITS};
 use crate::failures::{Cluster, FailureAnalysis};
-use crate::figures::{SegmentAnalysis, StepLoad};
+use crate::figures::{SegmentAnalysis, StepLoad, WorkUnit};
 use crate::recovery::Recovery;
 use crate::resources::Leak;
 #[cfg(doc)]
@@ -45,8 +45,11 @@ pub enum Finding {
     /// Workers of a distributed run were lost while it went on: their load is missing from
     /// then on.
     WorkersLost(Vec<crate::summary::LostWorker>),
-    /// Mean latency grew across load levels, from the lowest to the highest.
+    /// Mean latency of successful units grew across load levels, from the lowest to the
+    /// highest.
     LatencyGrew {
+        /// What the latencies are of: successful units of this kind.
+        unit: WorkUnit,
         /// Highest level's mean over the lowest's.
         ratio: f64,
         /// The lowest level.
@@ -57,13 +60,15 @@ pub enum Finding {
         from_ms: f64,
         /// Mean latency at the highest, ms.
         to_ms: f64,
-        /// Requests behind the lowest level's figures.
+        /// Successful units behind the lowest level's figures.
         from_requests: u64,
-        /// Requests behind the highest level's figures.
+        /// Successful units behind the highest level's figures.
         to_requests: u64,
     },
     /// Mean latency grew across the points of a sweep, from the first to the slowest.
     PointsDiffer {
+        /// What the latencies are of: successful units of this kind.
+        unit: WorkUnit,
         /// Slowest point's mean over the first's.
         ratio: f64,
         /// The first point.
@@ -74,9 +79,9 @@ pub enum Finding {
         from_ms: f64,
         /// Mean latency at the slowest, ms.
         to_ms: f64,
-        /// Requests behind the first point's figures.
+        /// Successful units behind the first point's figures.
         from_requests: u64,
-        /// Requests behind the slowest point's figures.
+        /// Successful units behind the slowest point's figures.
         to_requests: u64,
     },
     /// The optimal operating point.
@@ -179,9 +184,12 @@ fn peaks(s: &Summary) -> Vec<Peak> {
 }
 
 /// The findings for a run, most important first.
+/// `segments` are the steps in requests (transactions), `steps` the same steps in the run's unit
+/// of work, which every answer is judged in.
 pub fn findings(
     s: &Summary,
     segments: &[SegmentAnalysis],
+    steps: &[SegmentAnalysis],
     capacity: &Capacity,
     failures: &[FailureAnalysis],
 ) -> Vec<Finding> {
@@ -214,7 +222,8 @@ pub fn findings(
     if let Some(st) = &s.stopped_by {
         out.push(Finding::Stopped(st.clone()));
     }
-    out.extend(latency_growth(&loaded, &capacity.steps));
+    let in_unit: Vec<_> = steps.iter().filter(|g| g.requests > 0).collect();
+    out.extend(latency_growth(&in_unit, &capacity.steps, capacity.unit));
     if let Some(o) = &capacity.optimal {
         out.push(Finding::Optimal(o.clone()));
     }
@@ -225,7 +234,7 @@ pub fn findings(
         out.push(Finding::Saturates(p.clone()));
     }
     if let Some(p) = &capacity.breaking {
-        let before = loaded
+        let before = in_unit
             .iter()
             .filter(|g| g.load_value() < p.load_value)
             .max_by(|x, y| x.load_value().total_cmp(&y.load_value()));
@@ -265,7 +274,7 @@ pub fn findings(
         .filter(|g| g.connect_ms.count > 0 && capacity.steps.get(g.index).is_some_and(|n| n.unjudged.is_none()))
         .collect();
     let connections: u64 = connecting.iter().map(|g| g.connect_ms.count).sum();
-    if connecting.len() >= 2 && connections >= MIN_REQUESTS {
+    if connecting.len() >= 2 && connections >= MIN_UNITS {
         let (min, max) = connecting
             .iter()
             .map(|g| g.connect_ms.p95)
@@ -295,17 +304,17 @@ pub fn findings(
 /// lowest load to the highest), or across the points of a sweep (from the first point), which are
 /// not load levels. Only judged steps count, and the growth must pass [`rose`] with a factor of
 /// [`LATENCY_GROWTH`]; `None` with fewer than two such levels or points.
-fn latency_growth(loaded: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<Finding> {
+fn latency_growth(loaded: &[&SegmentAnalysis], steps: &[StepNoise], unit: WorkUnit) -> Option<Finding> {
     let noise = |g: &SegmentAnalysis| steps.get(g.index).cloned().unwrap_or_default();
     let judged: Vec<&SegmentAnalysis> = loaded
         .iter()
         .copied()
-        .filter(|g| noise(g).unjudged.is_none() && g.latency_ms.mean > 0.0)
+        .filter(|g| noise(g).unjudged.is_none() && g.success_latency_ms.mean > 0.0)
         .collect();
     let grew = |a: &SegmentAnalysis, b: &SegmentAnalysis| {
         rose(
-            a.latency_ms.mean,
-            b.latency_ms.mean,
+            a.success_latency_ms.mean,
+            b.success_latency_ms.mean,
             LATENCY_GROWTH,
             noise(a).mean_se_ms,
             noise(b).mean_se_ms,
@@ -319,37 +328,39 @@ fn latency_growth(loaded: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<Fi
         let lo = levels.iter().min_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
         let hi = levels.iter().max_by(|x, y| x.load_value().total_cmp(&y.load_value()))?;
         return grew(lo, hi).then(|| Finding::LatencyGrew {
-            ratio: hi.latency_ms.mean / lo.latency_ms.mean,
+            unit,
+            ratio: hi.success_latency_ms.mean / lo.success_latency_ms.mean,
             from: lo.load(),
             to: hi.load(),
-            from_ms: lo.latency_ms.mean,
-            to_ms: hi.latency_ms.mean,
-            from_requests: lo.steady_requests,
-            to_requests: hi.steady_requests,
+            from_ms: lo.success_latency_ms.mean,
+            to_ms: hi.success_latency_ms.mean,
+            from_requests: lo.steady_requests - lo.steady_failures,
+            to_requests: hi.steady_requests - hi.steady_failures,
         });
     }
     if levels.is_empty() && judged.len() >= 2 {
         let first = judged[0];
         let slowest = judged[1..]
             .iter()
-            .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean))?;
+            .max_by(|a, b| a.success_latency_ms.mean.total_cmp(&b.success_latency_ms.mean))?;
         // A sweep's point is a whole run, its users' fixed iterations to the end: the spread of
         // its seconds is its queue, not noise to discount (study.md judges them the same way).
         let whole = rose(
-            first.latency_ms.mean,
-            slowest.latency_ms.mean,
+            first.success_latency_ms.mean,
+            slowest.success_latency_ms.mean,
             LATENCY_GROWTH,
             None,
             None,
         );
         return whole.then(|| Finding::PointsDiffer {
-            ratio: slowest.latency_ms.mean / first.latency_ms.mean,
+            unit,
+            ratio: slowest.success_latency_ms.mean / first.success_latency_ms.mean,
             from: first.name.clone(),
             to: slowest.name.clone(),
-            from_ms: first.latency_ms.mean,
-            to_ms: slowest.latency_ms.mean,
-            from_requests: first.steady_requests,
-            to_requests: slowest.steady_requests,
+            from_ms: first.success_latency_ms.mean,
+            to_ms: slowest.success_latency_ms.mean,
+            from_requests: first.steady_requests - first.steady_failures,
+            to_requests: slowest.steady_requests - slowest.steady_failures,
         });
     }
     None

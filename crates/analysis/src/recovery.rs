@@ -1,6 +1,9 @@
 //! How long a service took to recover from a spike: the time from the end of the spike until
-//! latency and errors are back near the baseline's.
+//! latency and errors are back near the baseline's, judged in the run's unit of work: a task
+//! whose polls answer fast while the task itself still takes longer than at baseline has not
+//! recovered.
 
+use crate::figures::{interval_units, WorkUnit};
 use crest_model::results::{Results, Segment};
 use crest_model::HistError;
 use hdrhistogram::Histogram;
@@ -16,6 +19,9 @@ const ERROR_MARGIN: f64 = 0.01;
 /// The recovery after a spike.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Recovery {
+    /// What the latencies and error rates are of: requests (transactions), or iterations of
+    /// the flows, whose latency is their time from start to end.
+    pub unit: WorkUnit,
     /// p95 latency of the baseline segment's second half, in ms.
     pub baseline_p95_ms: f64,
     /// Error rate of the baseline segment's second half.
@@ -48,13 +54,13 @@ fn spike_steps(segments: &[Segment]) -> Option<(&Segment, &Segment, &Segment)> {
 }
 
 /// The recovery, for runs whose steps end in a spike (see [`spike_steps`]).
-pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
+pub fn recovery(r: &Results, unit: WorkUnit) -> Result<Option<Recovery>, HistError> {
     let Some((baseline, _spike, after)) = spike_steps(&r.segments) else {
         return Ok(None);
     };
     let at = |t: f64| (t / r.interval_s).floor() as usize;
     let mid = (baseline.start_s + baseline.end_s) / 2.0;
-    let base = window(r, at(mid), at(baseline.end_s))?;
+    let base = window(r, unit, at(mid), at(baseline.end_s))?;
     let (Some(p95), Some(err)) = (base.p95(), base.error_rate()) else {
         return Ok(None);
     };
@@ -62,7 +68,7 @@ pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
     let mut seconds = None;
     let mut last = (None, None);
     for i in start..r.intervals.len().saturating_sub(WINDOW - 1) {
-        let w = window(r, i, i + WINDOW)?;
+        let w = window(r, unit, i, i + WINDOW)?;
         if let (Some(p), Some(e)) = (w.p95(), w.error_rate()) {
             last = (Some(p), Some(e));
             if p <= p95 * LATENCY_FACTOR && e <= err + ERROR_MARGIN {
@@ -72,6 +78,7 @@ pub fn recovery(r: &Results) -> Result<Option<Recovery>, HistError> {
         }
     }
     Ok(Some(Recovery {
+        unit,
         baseline_p95_ms: p95,
         baseline_error_rate: err,
         seconds,
@@ -95,16 +102,19 @@ impl Window {
     }
 }
 
-fn window(r: &Results, from: usize, to: usize) -> Result<Window, HistError> {
+fn window(r: &Results, unit: WorkUnit, from: usize, to: usize) -> Result<Window, HistError> {
     let mut w = Window {
         requests: 0,
         failures: 0,
         latency: crest_model::hist::new_histogram(),
     };
     for i in r.intervals.get(from..to.min(r.intervals.len())).unwrap_or(&[]) {
-        w.requests += i.requests;
-        w.failures += i.failures;
-        let _ = w.latency.add(&i.latency.decode()?);
+        let (n, f, h) = interval_units(i, unit);
+        w.requests += n;
+        w.failures += f;
+        if let Some(h) = h {
+            let _ = w.latency.add(&h.decode()?);
+        }
     }
     Ok(w)
 }

@@ -4,8 +4,10 @@
 //! series the charts draw. Every later stage reads these figures; none recomputes them.
 
 use crate::baseline::{ratios, Candidate};
-use crate::figures::{Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, StatRow, WholeStep};
-use crest_model::results::{EndReason, Interval, Results};
+use crate::figures::{
+    interval_units, Judged, LittlesLaw, Percentiles, Point, SegmentAnalysis, StatRow, WholeStep, WorkUnit, MIN_UNITS,
+};
+use crest_model::results::{EndReason, Results};
 use crest_model::{EncodedHistogram, HistError};
 use hdrhistogram::Histogram;
 
@@ -18,6 +20,8 @@ const LITTLE_GAP: f64 = 0.8;
 /// Whole steady intervals a step needs before iterations are rated by the intervals they
 /// ended in rather than by the step's own count.
 const MIN_RATE_INTERVALS: usize = 3;
+/// Fewest steady seconds whose spread gives a step's throughput its uncertainty.
+const MIN_SPREAD_INTERVALS: usize = 3;
 /// The step a run ended in is cut short when it lasted less than this share of the other
 /// steps' median length.
 const CUT_SHORT: f64 = 0.5;
@@ -26,7 +30,7 @@ const CUT_SHORT: f64 = 0.5;
 /// step's latency is also given as a ratio to a baseline: the lowest load level, or, for the
 /// points of a sweep (which are not load levels), the first point.
 pub fn segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError> {
-    steps(r, Unit::Requests)
+    steps(r, WorkUnit::Requests)
 }
 
 /// Every step's figures in iterations of the scenario's flows, all flows together; empty when
@@ -35,17 +39,10 @@ pub fn iteration_segments(r: &Results) -> Result<Vec<SegmentAnalysis>, HistError
     if r.iterations.is_empty() {
         return Ok(Vec::new());
     }
-    steps(r, Unit::Iterations)
+    steps(r, WorkUnit::Iterations)
 }
 
-/// Which counts a step's figures are computed from.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Unit {
-    Requests,
-    Iterations,
-}
-
-fn steps(r: &Results, unit: Unit) -> Result<Vec<SegmentAnalysis>, HistError> {
+fn steps(r: &Results, unit: WorkUnit) -> Result<Vec<SegmentAnalysis>, HistError> {
     let mut segments = (0..r.segments.len())
         .map(|i| segment(r, i, unit))
         .collect::<Result<Vec<_>, _>>()?;
@@ -55,7 +52,7 @@ fn steps(r: &Results, unit: Unit) -> Result<Vec<SegmentAnalysis>, HistError> {
         .iter()
         .map(|s| Candidate {
             load: s.load_value(),
-            mean_ms: (s.requests > 0 && s.judged == Judged::Yes).then_some(s.latency_ms.mean),
+            mean_ms: (s.requests > s.failures && s.judged == Judged::Yes).then_some(s.success_latency_ms.mean),
         })
         .collect();
     for (s, ratio) in segments.iter_mut().zip(ratios(&candidates)) {
@@ -76,12 +73,23 @@ fn judge(r: &Results, segments: &mut [SegmentAnalysis]) {
     for (i, s) in segments.iter_mut().enumerate() {
         if s.requests == 0 {
             s.judged = Judged::Empty;
-        } else if cut && i == last && i > 0 {
+            continue;
+        }
+        if cut && i == last && i > 0 {
             let usual_s = median(lengths[..i].to_vec());
             let lasted_s = lengths[i];
             if lasted_s < CUT_SHORT * usual_s {
                 s.judged = Judged::CutShort { lasted_s, usual_s };
+                continue;
             }
+        }
+        // A sweep's point (no load level) ran its users' fixed iterations to the end: it is its
+        // whole population, not a sample of a steady state, and is judged on what it has.
+        if s.load_value() > 0.0 && s.steady_requests < MIN_UNITS {
+            s.judged = Judged::TooLittle {
+                units: s.steady_requests,
+                min: MIN_UNITS,
+            };
         }
     }
 }
@@ -123,18 +131,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// An interval's units of work that ended in it, of them the failures, and their latencies.
-fn interval_units(i: &Interval, unit: Unit) -> (u64, u64, Option<&EncodedHistogram>) {
-    match unit {
-        Unit::Requests => (i.requests, i.failures, Some(&i.latency)),
-        Unit::Iterations => i.iterations.as_ref().map_or((0, 0, None), |it| {
-            (it.completed + it.failed, it.failed, Some(&it.duration))
-        }),
-    }
-}
-
 /// The first steady interval among `idx`, by [`warmup`].
-fn steady_from(r: &Results, idx: &[usize], unit: Unit) -> Result<usize, HistError> {
+fn steady_from(r: &Results, idx: &[usize], unit: WorkUnit) -> Result<usize, HistError> {
     if idx.len() < 3 {
         return Ok(0);
     }
@@ -189,6 +187,7 @@ struct Totals {
     failures: u64,
     bytes_received: u64,
     latency: Option<Histogram<u64>>,
+    success_latency: Option<Histogram<u64>>,
     ttfb: Option<Histogram<u64>>,
     connect: Option<Histogram<u64>>,
     errors: Vec<(String, u64)>,
@@ -198,14 +197,17 @@ fn add(into: &mut Option<Histogram<u64>>, h: &EncodedHistogram) -> Result<(), Hi
     decode(h, into.get_or_insert_with(crest_model::hist::new_histogram))
 }
 
-fn totals(r: &Results, index: usize, unit: Unit) -> Result<Totals, HistError> {
+fn totals(r: &Results, index: usize, unit: WorkUnit) -> Result<Totals, HistError> {
     let mut t = Totals::default();
     match unit {
-        Unit::Requests => {
+        WorkUnit::Requests | WorkUnit::Transactions => {
             for s in r.stats.iter().filter(|s| s.segment as usize == index && r.counts(s)) {
                 t.count += s.count;
                 t.bytes_received += s.bytes_received;
                 add(&mut t.latency, &s.latency)?;
+                if s.outcome.is_success() {
+                    add(&mut t.success_latency, &s.latency)?;
+                }
                 if let Some(h) = &s.ttfb {
                     add(&mut t.ttfb, h)?;
                 }
@@ -221,11 +223,12 @@ fn totals(r: &Results, index: usize, unit: Unit) -> Result<Totals, HistError> {
                 }
             }
         }
-        Unit::Iterations => {
+        WorkUnit::Iterations => {
             for s in r.iterations.iter().filter(|s| s.segment as usize == index) {
                 t.count += s.completed + s.failed;
                 t.failures += s.failed;
                 add(&mut t.latency, &s.duration)?;
+                add(&mut t.success_latency, &s.duration)?;
                 if let Some(h) = &s.failed_duration {
                     add(&mut t.latency, h)?;
                 }
@@ -242,10 +245,14 @@ fn totals(r: &Results, index: usize, unit: Unit) -> Result<Totals, HistError> {
 /// One step's figures: counts and percentiles over every unit of the step (from the per-step
 /// totals, so no request is lost to trimming or to a partial interval), throughput over its
 /// exact span less a warm-up judged on its intervals.
-fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, HistError> {
+fn segment(r: &Results, index: usize, unit: WorkUnit) -> Result<SegmentAnalysis, HistError> {
     let g = &r.segments[index];
     let idx = whole_intervals(r, g.start_s, g.end_s);
-    let first = steady_from(r, &idx, unit)?;
+    // A population (users that each run a fixed number of iterations, or a sweep's point, which
+    // is no load level) has no steady state to sample: its rate is all of its work over all of
+    // its time, so that its best step is never below the run's own average.
+    let population = r.users.is_some() || (g.users.is_none() && g.rate.is_none());
+    let first = if population { 0 } else { steady_from(r, &idx, unit)? };
     let warm = &idx[..first.min(idx.len())];
     let (mut warm_units, mut warm_failures) = (0u64, 0u64);
     for &k in warm {
@@ -265,7 +272,7 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
     let mut secs = (steady_end_s - steady_start_s).max(0.0);
     let (mut rate_units, mut rate_failures) = (steady_requests, steady_failures);
     let steady = &idx[warm.len()..];
-    if unit == Unit::Iterations && steady.len() >= MIN_RATE_INTERVALS {
+    if unit == WorkUnit::Iterations && steady.len() >= MIN_RATE_INTERVALS && !population {
         // An iteration lasts long against a step: those still running when sending stopped
         // end in the grace period or never, so a count of the step's own iterations over its
         // span reads low in the last step. Iterations ending per second in the step's steady
@@ -278,6 +285,13 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
     }
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let throughput_rps = per_s(rate_units);
+    let successes = rate_units - rate_failures.min(rate_units);
+    // A population is all there is, not a sample: its rate has no sampling error.
+    let success_rps_se = if population {
+        0.0
+    } else {
+        uncertainty(r, steady, unit, successes, secs)
+    };
     let empty = crest_model::hist::new_histogram();
     let latency_ms = Percentiles::from_micros(t.latency.as_ref().unwrap_or(&empty));
     let whole_secs = (g.end_s - g.start_s).max(0.0);
@@ -300,7 +314,7 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
             in_flight,
             users,
             busy_share,
-            flagged: unit == Unit::Requests && r.config.http.is_some() && busy_share < LITTLE_GAP,
+            flagged: unit == WorkUnit::Requests && r.config.http.is_some() && busy_share < LITTLE_GAP,
         }
     });
     Ok(SegmentAnalysis {
@@ -324,8 +338,10 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
         steady_requests,
         steady_failures,
         throughput_rps,
-        success_rps: per_s(rate_units - rate_failures.min(rate_units)),
+        success_rps: per_s(successes),
+        success_rps_se,
         latency_ms,
+        success_latency_ms: Percentiles::from_micros(t.success_latency.as_ref().unwrap_or(&empty)),
         ttfb_ms: Percentiles::from_micros(t.ttfb.as_ref().unwrap_or(&empty)),
         whole,
         connect_ms: Percentiles::from_micros(t.connect.as_ref().unwrap_or(&empty)),
@@ -334,6 +350,31 @@ fn segment(r: &Results, index: usize, unit: Unit) -> Result<SegmentAnalysis, His
         ratio_to_lowest: None,
         littles_law,
     })
+}
+
+/// The standard error of a step's successful throughput, from its own data: that of the mean
+/// of its steady seconds' successful rates, which carries how much the service's pace wandered
+/// from second to second; with fewer than [`MIN_SPREAD_INTERVALS`] such seconds there is no
+/// spread to read, and the counting error of `successes` over `secs` (Poisson, sqrt(n) / T)
+/// stands in. A step with no time has all of its figure as its uncertainty.
+fn uncertainty(r: &Results, steady: &[usize], unit: WorkUnit, successes: u64, secs: f64) -> f64 {
+    if secs <= 0.0 {
+        return successes as f64;
+    }
+    if steady.len() < MIN_SPREAD_INTERVALS {
+        return (successes as f64).sqrt() / secs;
+    }
+    let rates: Vec<f64> = steady
+        .iter()
+        .map(|&k| {
+            let (n, f, _) = interval_units(&r.intervals[k], unit);
+            n.saturating_sub(f) as f64 / r.interval_s
+        })
+        .collect();
+    let k = rates.len() as f64;
+    let mean = rates.iter().sum::<f64>() / k;
+    let var = rates.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
+    (var / k).sqrt()
 }
 
 /// One point per interval, for charts and the CSV.

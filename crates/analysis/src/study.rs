@@ -45,8 +45,9 @@ pub struct StudyPoint {
     pub success_rate: f64,
     /// Length of the point's run, s.
     pub duration_s: f64,
-    /// Requests per second over the point's run.
-    pub throughput_rps: f64,
+    /// Successful requests per second over the point's run: what the service did, not the
+    /// failures it answered.
+    pub success_rps: f64,
     /// Latency of every request, ms.
     pub latency_ms: Percentiles,
     /// Mean latency over the baseline point's (seed 000's "performance ratio"): the first point
@@ -91,7 +92,7 @@ pub enum StudyFinding {
         held_success: f64,
         /// See `held_success`.
         broke_success: f64,
-        /// Throughput at each, req/s.
+        /// Successful throughput at each, req/s.
         held_rps: f64,
         /// See `held_rps`.
         broke_rps: f64,
@@ -175,7 +176,7 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
                     1.0
                 },
                 duration_s: s.duration_s,
-                throughput_rps: s.throughput_rps,
+                success_rps: s.success_rps,
                 latency_ms: s.latency_ms,
                 ratio: ratios[i].filter(|_| Some(i) != base),
                 baseline: Some(i) == base,
@@ -222,8 +223,8 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
                     broke: p.label.clone(),
                     held_success: held.success_rate,
                     broke_success: p.success_rate,
-                    held_rps: held.throughput_rps,
-                    broke_rps: p.throughput_rps,
+                    held_rps: held.success_rps,
+                    broke_rps: p.success_rps,
                     top_failure,
                 }),
                 None => out.push(StudyFinding::BrokenFromStart {

@@ -170,7 +170,8 @@ pub struct Answers {
     /// The limit: the first step that broke (failures past 1%, throughput falling), or else
     /// the first where more load stopped adding throughput.
     pub limit: Option<Answer>,
-    /// Steps left out of the answers because they could not be judged (cut short, empty).
+    /// Steps left out of the answers because they could not be judged (cut short, empty, too
+    /// little data).
     pub unjudged: Vec<String>,
 }
 
@@ -187,11 +188,13 @@ pub struct Answer {
     pub rate: Option<f64>,
     /// Successful units of work per second there.
     pub per_s: f64,
-    /// Latency (or iteration time) there, ms.
+    /// The standard error of `per_s`, from the step's own data.
+    pub per_s_se: f64,
+    /// Latency (or iteration time) of the successful units there, ms.
     pub latency_ms: Percentiles,
     /// Failures / units there.
     pub error_rate: f64,
-    /// Why: `most_power`, `failed`, `throughput_fell`, `saturates`.
+    /// Why: `most_power`, `failed`, `missed_slo`, `throughput_fell`, `saturates`.
     pub why: &'static str,
 }
 
@@ -204,11 +207,13 @@ pub fn answers(unit: WorkUnit, steps: &[SegmentAnalysis], capacity: &Capacity) -
             users: s.users,
             rate: s.rate,
             per_s: s.success_rps,
-            latency_ms: s.latency_ms,
+            per_s_se: s.success_rps_se,
+            latency_ms: s.success_latency_ms,
             error_rate: s.error_rate,
             why: match p.why {
                 crate::capacity::Why::MostPower { .. } => "most_power",
                 crate::capacity::Why::Failed(_) => "failed",
+                crate::capacity::Why::MissedSlo(_) => "missed_slo",
                 crate::capacity::Why::ThroughputFell { .. } => "throughput_fell",
                 crate::capacity::Why::Saturates { .. } => "saturates",
             },
@@ -271,8 +276,15 @@ pub struct GroupSummary {
     pub requests: u64,
     /// Failures.
     pub failures: u64,
-    /// Requests per second (over the segment, or over the run for names).
+    /// Requests per second (over the segment, or over the run for names), failures included.
     pub throughput_rps: f64,
+    /// Successful requests (transactions) per second, likewise; a step's throughput in every
+    /// answer (segments only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_per_s: Option<f64>,
+    /// The standard error of `success_per_s`, from the step's own data (segments only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_per_s_se: Option<f64>,
     /// Latency in ms.
     pub latency_ms: Percentiles,
     /// Bytes received.
@@ -292,8 +304,14 @@ impl Summary {
     }
 }
 
-/// Summarises a results document, given its steps' figures and what they say about capacity.
-pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity) -> Result<Summary, HistError> {
+/// Summarises a results document, given its steps' figures in requests (`segments`) and in the
+/// run's unit of work (`steps`), and what they say about capacity.
+pub fn summarize(
+    r: &Results,
+    segments: &[SegmentAnalysis],
+    steps: &[SegmentAnalysis],
+    capacity: &Capacity,
+) -> Result<Summary, HistError> {
     let mut latency = crest_model::hist::new_histogram();
     let mut ttfb = crest_model::hist::new_histogram();
     let mut connect = crest_model::hist::new_histogram();
@@ -393,13 +411,15 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
                 requests: g.requests,
                 failures: g.failures,
                 throughput_rps: g.throughput_rps,
+                success_per_s: Some(g.success_rps),
+                success_per_s_se: Some(g.success_rps_se),
                 latency_ms: g.latency_ms,
                 bytes_received: g.bytes_received,
                 size_bytes: None,
                 iterations: None,
             })
             .collect(),
-        recovery: recovery(r)?,
+        recovery: recovery(r, capacity.unit)?,
         users: match &r.users {
             Some(u) => Some(UsersDone {
                 finished: u.finished,
@@ -409,7 +429,7 @@ pub fn summarize(r: &Results, segments: &[SegmentAnalysis], capacity: &Capacity)
             }),
             None => None,
         },
-        capacity: capacity_summary(r, segments, capacity),
+        capacity: capacity_summary(r, steps, segments, capacity),
         client_bound: client_limits(r, &latency_ms, send_lag_ms.as_ref(), segments, &capacity.steps),
         lost_workers: r
             .workers
@@ -475,6 +495,8 @@ fn groups(
             requests,
             failures,
             throughput_rps: if secs > 0.0 { requests as f64 / secs } else { 0.0 },
+            success_per_s: None,
+            success_per_s_se: None,
             latency_ms: Percentiles::from_micros(&h),
             bytes_received,
             size_bytes: crate::figures::Sizes::from_bytes(&size),

@@ -78,7 +78,7 @@ fn no_latency_growth_from_steps_of_too_few_requests() {
     let a = analyze(&r).unwrap();
     assert_eq!(
         a.capacity.steps[0].unjudged,
-        Some(Unjudged::TooFew { requests: 10, min: 20 })
+        Some(Unjudged::TooLittle { units: 10, min: 20 })
     );
 }
 

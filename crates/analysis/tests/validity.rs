@@ -109,13 +109,22 @@ fn a_busy_cpu_is_flagged_with_figures_that_do_not_round_to_zero() {
 #[test]
 fn no_cpu_share_from_a_run_too_short_or_too_idle_to_measure() {
     // Every connection refused: the run ended within milliseconds.
-    let mut r = run();
-    r.duration_s = 0.004;
+    let mut r = lasting(0.004);
     r.client = Some(client(0.0038));
     assert!(limits(&r).is_empty(), "{:?}", limits(&r));
-    r.duration_s = 0.05;
+    let mut r = lasting(0.05);
     r.client = Some(client(0.2));
     assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+}
+
+/// A run of one step of a few requests that lasted `secs`, its step and interval as long.
+fn lasting(secs: f64) -> Results {
+    let mut r = ResultsBuilder::new(Outcome::Status(500), true)
+        .segment(1, 1, |_| Second::ok(4, 1.0))
+        .build();
+    r.duration_s = secs;
+    r.segments[0].end_s = secs;
+    r
 }
 
 #[test]

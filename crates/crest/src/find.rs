@@ -11,7 +11,7 @@ use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::plan::{defaults, LoadModel, Plan, SegmentPlan, StopRule};
-use crest_model::reason::SearchEnd;
+use crest_model::reason::{SearchEnd, WorkUnit};
 use crest_model::results::{self, EndReason, FindRecord, LoadKind, ProbeRecord, Results, Segment, StopRecord};
 use crest_report::fmt::words;
 use std::sync::Arc;
@@ -152,6 +152,7 @@ pub fn search<W: Workload>(
     let started = Instant::now();
     let start_level = if open { 10.0 } else { 1.0 };
     let mut probes: Vec<Probe> = Vec::new();
+    let mut unit = WorkUnit::Requests;
     let mut records: Vec<ProbeRecord> = Vec::new();
     let mut parts: Vec<(Segment, Results)> = Vec::new();
     // False once a probe's journal or request log could not be written in full.
@@ -188,7 +189,11 @@ pub fn search<W: Workload>(
             Some((&journal, Some(label.clone()))),
         )?;
         let a = crest_analysis::analyze(&m.results).context("cannot analyse a probe")?;
-        let seg = &a.segments[0];
+        // A probe is judged in the run's unit of work: a flow's polls multiply its requests as
+        // the service's queue lengthens, so requests per second would keep growing past the
+        // point where tasks per second stopped.
+        unit = a.unit;
+        let seg = &a.unit_segments()[0];
         let achieved = a
             .summary
             .achieved_rps
@@ -213,7 +218,7 @@ pub fn search<W: Workload>(
                 "probe {} ({}): {}",
                 probes.len() + 1,
                 words::level(Level { value: level, open }),
-                words::probe_record(&record)
+                words::probe_record(&record, unit)
             );
         }
         records.push(record);
@@ -223,6 +228,7 @@ pub fn search<W: Workload>(
             model: LoadKind::of(open),
             slo: slo_list(slo_text),
             probes: records.clone(),
+            unit,
             ended: Some(SearchEnd::CutShort { probes: records.len() }),
             stopped_because: None,
         };
@@ -251,7 +257,7 @@ pub fn search<W: Workload>(
         }
     };
     if parts.is_empty() {
-        bail!("no probe ran: {}", words::search_end(&ended));
+        bail!("no probe ran: {}", words::search_end(&ended, unit));
     }
     let mut results = joined(parts, interrupted, open, cap, command_line)?;
     // The search says why it stopped; a stop condition was a probe's verdict, not the run's.
@@ -260,6 +266,7 @@ pub fn search<W: Workload>(
         model: results.config.model,
         slo: slo_list(slo_text),
         probes: records,
+        unit,
         ended: Some(ended),
         stopped_because: None,
     });

@@ -64,7 +64,7 @@ fn tpcb_transactions_run_and_leave_the_database_consistent() {
         r.stdout
     );
     let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
-    let line = md.lines().find(|l| l.starts_with("Requests: ")).unwrap();
+    let line = md.lines().find(|l| l.starts_with("Transactions: ")).unwrap();
     assert!(!line.contains("sent"), "{line}");
     rt().block_on(async {
         // Every transaction committed once: one history row each, and the balances moved by

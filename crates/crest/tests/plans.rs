@@ -303,7 +303,7 @@ fn two_pool_sizes_compare_with_the_service_memory_and_cpu() {
     }
     let mem = compared(&c, r#"process_resident_memory_bytes{process="crest"} (peak)"#);
     assert!(mem["values"][0].as_f64().unwrap() > 1.0, "MiB of a live process: {mem}");
-    let peak = compared(&c, "peak throughput (best step)");
+    let peak = compared(&c, "peak successful throughput (best step)");
     for (k, rate) in [rate_a, rate_b].into_iter().enumerate() {
         let shown = peak["values"][k].as_f64().unwrap();
         assert!(

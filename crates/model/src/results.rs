@@ -587,6 +587,10 @@ pub struct FindRecord {
     pub slo: Vec<String>,
     /// The probes, in the order they ran; probe `i` is segment `i`.
     pub probes: Vec<ProbeRecord>,
+    /// What the probes' throughputs (`success_rps`) count: the run's unit of work. Documents
+    /// written before the search judged in it counted requests.
+    #[serde(default)]
+    pub unit: crate::reason::WorkUnit,
     /// Why the search ended; absent in documents written before it was kept as figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<SearchEnd>,

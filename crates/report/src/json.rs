@@ -112,7 +112,7 @@ struct CapacityView<'a> {
     limit: Option<&'a Answer>,
     /// Why there is no limit, when there is none.
     limit_reason: Option<String>,
-    /// Steps shown but not judged (cut short, empty).
+    /// Steps shown but not judged (cut short, empty, too little data).
     unjudged: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     search: Option<SearchView<'a>>,
@@ -128,6 +128,9 @@ struct StopView<'a> {
 
 #[derive(Debug, Serialize)]
 struct SearchView<'a> {
+    /// Successful units of work per second, in the capacity's unit.
+    max_per_s: f64,
+    /// Successful requests per second, whatever the unit.
     max_throughput_rps: f64,
     optimal: Option<&'a OptimalPoint>,
     limit: Option<String>,
@@ -196,10 +199,11 @@ fn capacity<'a>(a: &'a Answers, search: Option<&'a CapacitySummary>) -> Capacity
 
 fn search_view(c: &CapacitySummary) -> SearchView<'_> {
     SearchView {
+        max_per_s: c.max_per_s,
         max_throughput_rps: c.max_throughput_rps,
         optimal: c.optimal.as_ref(),
-        limit: c.limit.as_ref().map(words::limit),
-        stopped_because: words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref)),
+        limit: c.limit.as_ref().map(|l| words::limit(l, c.unit)),
+        stopped_because: words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref), c.unit),
         recommended: c.recommended.as_ref().map(words::recommended),
         usl: c.usl.as_ref(),
     }

@@ -52,7 +52,7 @@ fn view(s: &Study) -> View {
             values: p.values.clone(),
             requests: fmt::int(p.requests),
             success: fmt::pct(p.success_rate),
-            rps: fmt::num(p.throughput_rps),
+            rps: fmt::num(p.success_rps),
             p50: fmt::ms(p.latency_ms.p50),
             p95: fmt::ms(p.latency_ms.p95),
             mean: fmt::ms(p.latency_ms.mean),

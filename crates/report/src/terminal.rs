@@ -2,7 +2,7 @@
 //! terminal, in the words [`crate::fmt`] gives every format.
 
 use crate::fmt::{bytes, int, ms, num, pct, words};
-use crest_analysis::figures::Percentiles;
+use crest_analysis::figures::{Percentiles, WorkUnit};
 use crest_analysis::summary::Summary;
 use crest_analysis::Analysis;
 use crest_model::reason::Kept;
@@ -43,10 +43,12 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     writeln!(out)?;
     writeln!(
         out,
-        "  Requests     {} in {:.2} s = {} req/s ({} ok, {} failed, {})",
+        "  {:<13}{} in {:.2} s = {} {} ({} ok, {} failed, {})",
+        capitalized(words::counted(s.unit)),
         int(s.requests),
         s.duration_s,
         num(s.throughput_rps),
+        words::counted_rate(s.unit),
         int(s.successes),
         int(s.failures),
         pct(s.error_rate)
@@ -160,10 +162,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out)?;
         writeln!(
             out,
-            "  By step                              requests     req/s    p50 ms    p95 ms    p99 ms   failed"
+            "  By step                              {:>8}  ok per s  all per s  p50 ms    p95 ms    p99 ms   failed",
+            words::counted(s.unit)
         )?;
         for g in &s.segments {
-            group_row(out, g)?;
+            step_row(out, g)?;
         }
         if s.segments.iter().any(|g| g.iterations.is_some()) {
             writeln!(out)?;
@@ -247,7 +250,17 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     }
     if let Some(c) = &s.capacity {
         writeln!(out)?;
-        writeln!(out, "  Capacity     max {} req/s successful", num(c.max_throughput_rps))?;
+        let rate = words::unit_rate(c.unit);
+        if c.unit == WorkUnit::Requests {
+            writeln!(out, "  Capacity     max {} req/s successful", num(c.max_throughput_rps))?;
+        } else {
+            writeln!(
+                out,
+                "  Capacity     max {} {rate} successful ({} req/s)",
+                num(c.max_per_s),
+                num(c.max_throughput_rps)
+            )?;
+        }
         if let Some(o) = &c.optimal {
             let at = match (o.concurrency, o.rate) {
                 (Some(n), _) => format!("{n:.0} users"),
@@ -256,8 +269,8 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             };
             writeln!(
                 out,
-                "  Optimal      {at}: {} req/s at a mean of {} ms",
-                num(o.throughput_rps),
+                "  Optimal      {at}: {} {rate} at a mean of {} ms",
+                num(o.per_s),
                 ms(o.latency_ms)
             )?;
         }
@@ -265,7 +278,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             writeln!(out, "  Recommended  {}", words::recommended(r))?;
         }
         if let Some(l) = &c.limit {
-            writeln!(out, "  Limit        {}", words::limit(l))?;
+            writeln!(out, "  Limit        {}", words::limit(l, c.unit))?;
         }
         if let Some(u) = &c.usl {
             let peak = u
@@ -283,7 +296,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(
             out,
             "  Stopped      {}",
-            words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref))
+            words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref), c.unit)
         )?;
     }
     if let Some(rec) = &s.recovery {
@@ -382,6 +395,40 @@ fn workers(out: &mut String, s: &Summary) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// A step's row: its successful throughput first, with its uncertainty, then all of it.
+fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
+    let failed = if g.requests > 0 {
+        g.failures as f64 / g.requests as f64
+    } else {
+        0.0
+    };
+    let ok = match (g.success_per_s, g.success_per_s_se) {
+        (Some(x), Some(se)) if se > 0.0 => format!("{} ± {}", num(x), num(2.0 * se)),
+        (Some(x), _) => num(x),
+        (None, _) => "-".into(),
+    };
+    writeln!(
+        out,
+        "    {:<34}{:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
+        column(g.name.clone()),
+        int(g.requests),
+        ok,
+        num(g.throughput_rps),
+        ms(g.latency_ms.p50),
+        ms(g.latency_ms.p95),
+        ms(g.latency_ms.p99),
+        pct(failed)
+    )
+}
+
+/// `requests` as a line's first word.
+fn capitalized(w: &str) -> String {
+    let mut c = w.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 /// A name cut to the tables' first column.

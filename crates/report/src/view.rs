@@ -7,7 +7,7 @@ use crate::fmt::{self, words};
 use crate::json::{summary, SummaryView};
 use crest_analysis::capacity::CapacityPoint;
 use crest_analysis::failures::EachRequest;
-use crest_analysis::figures::StepLoad;
+use crest_analysis::figures::{StepLoad, WorkUnit};
 use crest_analysis::Analysis;
 use crest_model::results::{Environment, Results, ScenarioConfig};
 use crest_model::Outcome;
@@ -67,6 +67,13 @@ pub(crate) struct RunView<'a> {
     findings: Vec<String>,
     /// Each step's load in words, in step order.
     step_loads: Vec<String>,
+    /// What the per-step table counts (`requests`, or `transactions` for SQL), and its rate.
+    counted: &'static str,
+    counted_rate: &'static str,
+    /// After each step's name, why it is not judged, when it is not (` (not judged: ...)`).
+    step_notes: Vec<String>,
+    /// The same for the steps in iterations.
+    iteration_step_notes: Vec<String>,
     capacity: CapacityView,
     failures: Vec<FailureView<'a>>,
     /// Each failed request, when there were few.
@@ -99,7 +106,9 @@ struct ProbeView {
 #[derive(Serialize)]
 struct PointView {
     load: String,
-    throughput_rps: f64,
+    /// Successful units per second, with its uncertainty in words.
+    per_s: f64,
+    per_s_shown: String,
     p95_ms: f64,
     why: String,
 }
@@ -130,7 +139,8 @@ struct FailureView<'a> {
 fn point(p: &CapacityPoint) -> PointView {
     PointView {
         load: words::step(&p.load),
-        throughput_rps: p.throughput_rps,
+        per_s: p.per_s,
+        per_s_shown: words::per_s_pm(p.per_s, p.per_s_se, p.unit),
         p95_ms: p.p95_ms,
         why: words::point_reason(&p.why, p.unit),
     }
@@ -158,7 +168,7 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
                 .iter()
                 .map(|p| ProbeView {
                     level: p.level,
-                    verdict: words::probe_record(p),
+                    verdict: words::probe_record(p, f.unit),
                 })
                 .collect(),
         }),
@@ -171,6 +181,18 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         summary: summary(&a.summary),
         findings: a.findings.iter().map(words::finding).collect(),
         unit_rate: words::unit_rate(a.unit),
+        counted: words::counted(a.unit),
+        counted_rate: words::counted_rate(a.unit),
+        step_notes: a
+            .segments
+            .iter()
+            .map(|s| words::unjudged_note(&s.judged, a.unit))
+            .collect(),
+        iteration_step_notes: a
+            .iteration_segments
+            .iter()
+            .map(|s| words::unjudged_note(&s.judged, WorkUnit::Iterations))
+            .collect(),
         step_loads: a
             .segments
             .iter()

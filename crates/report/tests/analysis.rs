@@ -374,6 +374,7 @@ fn find_figures_come_only_from_probes_that_met_the_service_level() {
                 verdict: None,
             })
             .collect(),
+        unit: Default::default(),
         ended: None,
         stopped_because: Some("test".into()),
     });
@@ -383,7 +384,10 @@ fn find_figures_come_only_from_probes_that_met_the_service_level() {
         c.max_throughput_rps, 350.0,
         "the failing probe's 400 req/s does not count"
     );
-    assert_eq!(c.limit.as_ref().map(words::limit).as_deref(), Some("8 users"));
+    assert_eq!(
+        c.limit.as_ref().map(|l| words::limit(l, c.unit)).as_deref(),
+        Some("8 users")
+    );
     if let Some(u) = &c.usl {
         assert!(u.peak_users.is_none_or(|p| p <= 4.0), "{u:?}");
     }
@@ -773,6 +777,7 @@ fn reasons_are_figures_and_old_sentences_still_read() {
                 verdict: None,
             })
             .collect(),
+        unit: Default::default(),
         ended: Some(SearchEnd::Budget { budget_s: 60.0 }),
         stopped_because: None,
     });

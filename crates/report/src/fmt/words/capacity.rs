@@ -58,9 +58,10 @@ pub fn point_reason(w: &Why, unit: WorkUnit) -> String {
             to_rps_ = num(*to_rps)
         ),
         Why::Failed(f) => failed(f),
+        Why::MissedSlo(m) => format!("missed the service level: {}", slo_miss(m)),
         Why::ThroughputFell { rps, best_rps } => {
             format!(
-                "throughput fell to {} {rate} from a best of {} {rate}",
+                "successful throughput fell to {} {rate} from a best of {} {rate}, beyond both steps' noise",
                 num(*rps),
                 num(*best_rps)
             )
@@ -100,5 +101,15 @@ pub fn no_answer(a: &crest_analysis::summary::Answers) -> String {
     match a.optimal {
         None => format!("fewer than two load levels with {unit} to compare"),
         Some(_) => format!("no level failed, and {unit} per second grew at every level tried"),
+    }
+}
+
+/// A step's successful throughput with its uncertainty: `766.8 ± 12.1 req/s`, the ± being twice
+/// the standard error (the margin a difference between steps must exceed to be judged).
+pub fn per_s_pm(per_s: f64, se: f64, unit: WorkUnit) -> String {
+    if se > 0.0 {
+        format!("{} ± {} {}", num(per_s), num(2.0 * se), unit_rate(unit))
+    } else {
+        format!("{} {}", num(per_s), unit_rate(unit))
     }
 }

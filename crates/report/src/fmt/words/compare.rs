@@ -5,8 +5,8 @@ use super::*;
 /// What a comparison row compares.
 pub fn compared(m: &Compared) -> String {
     match m {
-        Compared::Throughput => "throughput".into(),
-        Compared::PeakThroughput => "peak throughput (best step)".into(),
+        Compared::Throughput => "throughput, failures included".into(),
+        Compared::PeakThroughput => "peak successful throughput (best step)".into(),
         Compared::SuccessfulThroughput => "successful throughput".into(),
         Compared::Latency(s) => {
             let name = match s {

@@ -84,7 +84,7 @@ pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
                 .map(|t| format!(", most failures {t}"))
                 .unwrap_or_default();
             format!(
-                "The service breaks between {held} and {broke}: success fell from {} to {} and throughput went from {} to {} req/s{why}.",
+                "The service breaks between {held} and {broke}: success fell from {} to {} and successful throughput went from {} to {} req/s{why}.",
                 crate::fmt::pct(*held_success),
                 crate::fmt::pct(*broke_success),
                 num(*held_rps),
@@ -183,6 +183,7 @@ pub fn finding(f: &Finding) -> String {
             st.at_s, st.condition, stop_held(st)
         ),
         Finding::LatencyGrew {
+            unit,
             ratio,
             from,
             to,
@@ -191,13 +192,15 @@ pub fn finding(f: &Finding) -> String {
             from_requests,
             to_requests,
         } => format!(
-            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms over {} to {to_ms:.1} ms over {}): response time does not scale with load.",
+            "Latency grew {ratio:.1}x from {} to {} (mean {from_ms:.1} ms over {} to {to_ms:.1} ms over {}, successful {} only): response time does not scale with load.",
             step(from),
             step(to),
-            count(*from_requests, "request"),
-            crate::fmt::int(*to_requests)
+            crate::fmt::int(*from_requests),
+            crate::fmt::int(*to_requests),
+            unit_plural(*unit)
         ),
         Finding::PointsDiffer {
+            unit,
             ratio,
             from,
             to,
@@ -206,9 +209,10 @@ pub fn finding(f: &Finding) -> String {
             from_requests,
             to_requests,
         } => format!(
-            "Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}).",
-            count(*from_requests, "request"),
-            crate::fmt::int(*to_requests)
+            "Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}, successful {} only).",
+            crate::fmt::int(*from_requests),
+            crate::fmt::int(*to_requests),
+            unit_plural(*unit)
         ),
         Finding::Optimal(o) => format!(
             "The optimal operating point is {} (p95 {:.1} ms): {}.",

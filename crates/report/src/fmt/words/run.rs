@@ -165,6 +165,42 @@ pub fn unit_rate(u: WorkUnit) -> &'static str {
     }
 }
 
+/// What a run's per-step figures count: its transactions for SQL, else its requests (a flow's
+/// iterations have tables of their own).
+pub fn counted(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Transactions => "transactions",
+        WorkUnit::Requests | WorkUnit::Iterations => "requests",
+    }
+}
+
+/// The rate of what [`counted`] counts.
+pub fn counted_rate(u: WorkUnit) -> &'static str {
+    match u {
+        WorkUnit::Transactions => "transactions/s",
+        WorkUnit::Requests | WorkUnit::Iterations => "req/s",
+    }
+}
+
+/// Why a step is shown but not judged, to follow its name: ` (not judged: too little data, 12
+/// requests of the 20 needed)`; empty when it is judged. `unit` is what the step counts.
+pub fn unjudged_note(j: &Judged, unit: WorkUnit) -> String {
+    match j {
+        Judged::Yes => String::new(),
+        Judged::Empty => " (not judged: empty)".into(),
+        Judged::CutShort { lasted_s, .. } => format!(" (not judged: cut short after {} s)", num(*lasted_s)),
+        Judged::TooLittle { units, min } => format!(
+            " (not judged: too little data, {} {} of the {min} needed)",
+            crate::fmt::int(*units),
+            if unit == WorkUnit::Iterations {
+                "iterations"
+            } else {
+                counted(unit)
+            }
+        ),
+    }
+}
+
 /// The plural noun of a unit of work.
 pub fn unit_plural(u: WorkUnit) -> &'static str {
     match u {

@@ -22,12 +22,13 @@ pub fn slo_miss(m: &Miss) -> String {
     }
 }
 
-/// What a probe measured and how it fared against the service level:
+/// What a probe measured, in the search's unit, and how it fared against the service level:
 /// `812.4 req/s ok, p99 3.2 ms, 0.00% errors: meets the service level`.
-pub fn probe(p: &Probe, miss: Option<&Miss>) -> String {
+pub fn probe(p: &Probe, miss: Option<&Miss>, unit: WorkUnit) -> String {
     format!(
-        "{:.1} req/s ok, p99 {:.1} ms, {} errors: {}",
+        "{:.1} {} ok, p99 {:.1} ms, {} errors: {}",
         p.success_rps,
+        unit_rate(unit),
         p.p99_ms,
         crate::fmt::pct(p.error_rate),
         miss.map_or_else(|| "meets the service level".into(), slo_miss)
@@ -35,16 +36,16 @@ pub fn probe(p: &Probe, miss: Option<&Miss>) -> String {
 }
 
 /// A probe as results.json keeps it, in words.
-pub fn probe_record(r: &ProbeRecord) -> String {
+pub fn probe_record(r: &ProbeRecord, unit: WorkUnit) -> String {
     match r.how_it_fared() {
-        Some(Kept::Figures((p, miss))) => probe(p, miss),
+        Some(Kept::Figures((p, miss))) => probe(p, miss, unit),
         Some(Kept::Words(w)) => w,
         None => String::new(),
     }
 }
 
 /// Why the search's own decisions ended it.
-pub fn search_done(d: &Done) -> String {
+pub fn search_done(d: &Done, unit: WorkUnit) -> String {
     match d {
         Done::FirstFailed(l, m) => format!("the first probe already failed at {}: {}", level(*l), slo_miss(m)),
         Done::HighestAllowed(l) => format!("reached the highest level allowed ({})", level(*l)),
@@ -58,7 +59,8 @@ pub fn search_done(d: &Done) -> String {
         }
         Done::Failed(l, m) => format!("{} failed: {}", level(*l), slo_miss(m)),
         Done::Plateau { rps, from } => format!(
-            "throughput stopped growing: {rps_} req/s from {} on; more load only adds latency",
+            "throughput stopped growing: {rps_} {} from {} on; more load only adds latency",
+            unit_rate(unit),
             level(*from),
             rps_ = num(*rps)
         ),
@@ -66,9 +68,9 @@ pub fn search_done(d: &Done) -> String {
 }
 
 /// Why a capacity search ended.
-pub fn search_end(e: &SearchEnd) -> String {
+pub fn search_end(e: &SearchEnd, unit: WorkUnit) -> String {
     match e {
-        SearchEnd::Done(d) => search_done(d),
+        SearchEnd::Done(d) => search_done(d, unit),
         SearchEnd::Budget { budget_s } => format!(
             "the search budget of {} was used",
             humantime::format_duration(std::time::Duration::from_secs_f64(budget_s.max(0.0)))
@@ -86,9 +88,9 @@ pub fn search_end(e: &SearchEnd) -> String {
 }
 
 /// Why a capacity search ended, as a document keeps it.
-pub fn search_ended(e: Option<Kept<&SearchEnd>>) -> String {
+pub fn search_ended(e: Option<Kept<&SearchEnd>>, unit: WorkUnit) -> String {
     match e {
-        Some(Kept::Figures(e)) => search_end(e),
+        Some(Kept::Figures(e)) => search_end(e, unit),
         Some(Kept::Words(w)) => w,
         None => String::new(),
     }
@@ -100,10 +102,15 @@ pub fn cut_short(probes: usize) -> String {
 }
 
 /// Where a capacity search found the limit.
-pub fn limit(l: &Limit) -> String {
+pub fn limit(l: &Limit, unit: WorkUnit) -> String {
     match l {
         Limit::Failed(l) => level(*l),
-        Limit::Plateau { rps, from } => format!("a throughput plateau of {} req/s from {}", num(*rps), level(*from)),
+        Limit::Plateau { rps, from } => format!(
+            "a throughput plateau of {} {} from {}",
+            num(*rps),
+            unit_rate(unit),
+            level(*from)
+        ),
     }
 }
 

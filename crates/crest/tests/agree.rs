@@ -1,0 +1,199 @@
+//! Answers that agree with each other and with the server's own counters, past the limit: every
+//! throughput an answer quotes is of successful work in the run's unit, at most what the server
+//! could serve, and the optimum, saturation and breaking point come in that order. (Every
+//! analysis these runs make is also checked by `crest_analysis::invariants` inside the debug
+//! binary, which panics on a contradiction.)
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{crest, edit, example, pg_url, run_scenario, scenario_file, target_metric, target_process, target_value};
+use serde_json::Value;
+
+/// What the target's workers could serve per second, from its own clock: `workers` over the
+/// time each job really held a worker (a sleep overruns its service time on a busy machine).
+fn served_capacity(url: &str, workers: f64) -> f64 {
+    let held =
+        target_value(url, "crest_target_worker_busy_seconds_total") / target_value(url, "crest_target_completed_total");
+    workers / held
+}
+
+/// Every throughput quoted as an answer: the capacity answers' and each step's successful rate.
+fn quoted(s: &Value) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for k in ["optimal", "limit"] {
+        if let Some(x) = s["capacity"][k]["per_s"].as_f64() {
+            out.push((format!("capacity.{k}"), x));
+        }
+    }
+    for g in s["segments"].as_array().unwrap() {
+        out.push((format!("step {}", g["name"]), g["success_per_s"].as_f64().unwrap()));
+    }
+    out
+}
+
+/// A service of 4 workers of 20 ms with room for 4 waiting requests, stepped from 2 to 64 users:
+/// past 8 users most requests are instant 503s. crest's counts are the server's, no answer
+/// quotes more than the 200/s the workers can do, and the limit is where the 503s began.
+#[test]
+fn a_503_storm_quotes_only_what_the_server_served() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "20ms", "--queue", "4"]);
+    let run = common::run(&t.url, &["-c", "2,4,8,32,64", "-d", "2s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(
+        s["requests"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_requests_total")
+    );
+    assert_eq!(
+        s["successes"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_served_total")
+    );
+    let rejected = target_metric(&t.url, "crest_target_rejected_total");
+    assert!(rejected > 1000, "the storm: {rejected} rejected");
+    assert_eq!(s["failures"].as_u64().unwrap(), rejected, "{}", s["errors"]);
+
+    let cap = served_capacity(&t.url, 4.0);
+    for (what, x) in quoted(&s) {
+        assert!(
+            x <= 1.1 * cap,
+            "{what} quotes {x}/s, past the {cap:.1}/s the workers could serve"
+        );
+    }
+    // The all-requests rate of the storm is far past it: it is shown beside, never as an answer.
+    let storm = s["segments"][4]["throughput_rps"].as_f64().unwrap();
+    assert!(storm > 2.0 * cap, "64 users' rate, 503s included: {storm}");
+    let c = &s["capacity"];
+    assert_eq!(c["limit"]["why"], "failed", "{c}");
+    let limit = c["limit"]["users"].as_u64().unwrap();
+    assert!(limit == 32 || limit == 8, "the 503s begin past 8 held: {c}");
+    if let Some(o) = c["optimal"]["users"].as_u64() {
+        assert!(o < limit, "optimum {o} at or past the limit {limit}: {c}");
+    }
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    assert!(md.contains("| ok req/s | all req/s |"), "{md}");
+}
+
+/// Seed 003's task flow, scaled down (polls every 100 ms, no think time) against 2 workers whose
+/// tasks hold one 50 ms (factorial) or 150 ms (fetch): about 15 tasks a second. Polls multiply
+/// the requests as the queue lengthens, so a search in requests never found the plateau; in
+/// tasks it finds it within 10% of what the server completed.
+fn task_flow(target: &str) -> String {
+    let mut s = example("task-queue.yaml");
+    s = edit(
+        &s,
+        "${env:CREST_TARGET:-http://127.0.0.1:8080}",
+        target.trim_end_matches('/'),
+    );
+    s = s.replace("every: 1s", "every: 100ms");
+    s = s.replace("      - think: 5s\n", "");
+    let cut = s.find("load:").unwrap();
+    s.truncate(cut);
+    s
+}
+
+#[test]
+fn find_on_a_flow_searches_in_tasks_and_finds_the_servers_rate() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "2", "--service-time", "50ms", "--queue", "1000"]);
+    // The search sets the load; a scenario names one all the same.
+    let (dir, file) = scenario_file(&(task_flow(&t.url) + "load:\n  users: 1\n  duration: 5s\n"));
+    let out_dir = dir.path().join("out");
+    let out = crest()
+        .arg("find")
+        .arg(&file)
+        .args([
+            "--probe",
+            "6s",
+            "--budget",
+            "150s",
+            "--max",
+            "64",
+            "--quiet",
+            "--summary-json",
+            "-",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&stdout).unwrap();
+    let c = &s["capacity"];
+    assert_eq!(c["unit"], "iterations", "{c}");
+    let search = &c["search"];
+    let max = search["max_per_s"].as_f64().unwrap();
+    // Tasks a second at full use of the two workers, as the server's own clock measured them.
+    let tasks = served_capacity(&t.url, 2.0);
+    assert!(
+        (max - tasks).abs() <= 0.1 * tasks,
+        "max {max} tasks/s against the server's {tasks:.2}: {search}"
+    );
+    // Requests per second are beside it, and larger (a task is a submit, its polls and a fetch).
+    assert!(search["max_throughput_rps"].as_f64().unwrap() > 2.0 * max, "{search}");
+    // Every completed iteration was a result the server handed out.
+    assert_eq!(
+        s["iterations"]["completed"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_task_results_total")
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("iterations/s successful"), "{md}");
+    assert!(!md.contains("plateau of") || md.contains("iterations/s from"), "{md}");
+}
+
+/// A spike on the task flow, judged in tasks: the baseline's p95 is a task's time (a submit, its
+/// polls of 100 ms and a fetch), not a poll's millisecond, and recovery is back to it.
+#[test]
+fn spike_recovery_is_judged_on_the_tasks_time() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "2", "--service-time", "20ms", "--queue", "1000"]);
+    let text = task_flow(&t.url) + "load:\n  spike: {users: 2, to: 16, after: 4s, for: 3s, then: 8s}\n";
+    let (_dir, file) = scenario_file(&text);
+    let run = common::run_scenario(&file, &[], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    let r = &s["recovery"];
+    assert_eq!(r["unit"], "iterations", "{r}");
+    let base = r["baseline_p95_ms"].as_f64().unwrap();
+    assert!(
+        base >= 100.0,
+        "a task polls every 100 ms at least once: p95 {base} ms: {r}"
+    );
+    let request_p95 = s["latency_ms"]["p95"].as_f64().unwrap();
+    assert!(
+        base > 3.0 * request_p95,
+        "task p95 {base} ms against requests' {request_p95} ms"
+    );
+}
+
+/// A SQL run counts transactions (each once; its statements are sub-measures): its report says
+/// transactions wherever it counts the run's work, never requests.
+#[test]
+fn a_sql_stepping_run_is_reported_in_transactions() {
+    let _serial = common::serial();
+    let Some(url) = pg_url() else { return };
+    let out = crest().args(["pg", "init", "--scale", "1", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = edit(
+        &example("tpcb.yaml"),
+        "load:\n  rate: 2500\n  duration: 1m\n  max_in_flight: 10",
+        "load:\n  stepping: {start: 1, step: 2, every: 2s, max: 5}",
+    );
+    let text = edit(&text, "  - p99 < 50ms\n", "");
+    let (_d, file) = scenario_file(&text);
+    let run = run_scenario(&file, &[("CREST_PG_URL", &url)], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let s = run.summary();
+    assert_eq!(s["unit"], "transactions");
+    assert_eq!(s["capacity"]["unit"], "transactions");
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("| step | load | transactions | failed | ok transactions/s | all transactions/s |"),
+        "{md}"
+    );
+    assert!(md.contains("\nTransactions: "), "{md}");
+    assert!(!md.contains("req/s"), "{md}");
+    assert!(run.stdout.contains("Transactions "), "{}", run.stdout);
+}
