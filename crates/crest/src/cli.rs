@@ -51,7 +51,7 @@ pub enum Command {
     /// Find the maximum sustainable throughput and the optimal operating point.
     Find(Box<FindArgs>),
     /// Run a scenario once per value of a parameter, with a setup command before each.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Start the built-in demo target, find its capacity, and write the report.
     Demo(DemoArgs),
     /// PostgreSQL helpers.
@@ -518,6 +518,10 @@ pub struct SweepArgs {
     /// which is also in the environment as NAME (load data, restart the database).
     #[arg(long, value_name = "COMMAND")]
     pub setup: Option<String>,
+
+    /// What to watch at every point, added to the scenario's `monitor:` as `crest run` adds it.
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,

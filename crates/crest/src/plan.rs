@@ -159,10 +159,7 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     draft.collected = flags.collected;
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
-    if let Some(i) = flags.monitor.interval {
-        draft.monitor_interval = Some(given("--monitor-interval")(i));
-    }
-    add_monitors(flags.monitor, &mut draft.monitor)?;
+    add_monitor_flags(draft, flags.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
             value: Threshold::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?,
@@ -176,6 +173,15 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Adds what the --monitor-* flags ask to `draft` (a scenario's `monitor:`, or quick mode's):
+/// more to watch, and the interval and `--no-monitor-host` over the file's.
+pub fn add_monitor_flags(draft: &mut Draft, monitor: &MonitorArgs) -> Result<()> {
+    if let Some(i) = monitor.interval {
+        draft.monitor_interval = Some(given("--monitor-interval")(i));
+    }
+    add_monitors(monitor, &mut draft.monitor)
 }
 
 /// The plan of a draft, through the one resolver.
