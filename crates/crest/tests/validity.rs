@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::run;
+use common::{first_core, run, run_from, Spinner};
 use std::time::Duration;
 
 fn target() -> std::net::SocketAddr {
@@ -64,4 +64,46 @@ fn a_comfortable_run_is_valid() {
         "{}",
         r.summary()["client_bound"]
     );
+    // The wait for a core was measured, and judged: users asleep on a 50 ms target are seldom
+    // ready to run, so even a busy machine makes them wait little of the run.
+    let client = &r.results()["client"];
+    assert!(client["core_wait_s"].as_f64().is_some(), "{client}");
+}
+
+/// Issue 33: a closed-model run whose engine waited most of its time for a core was called
+/// valid. Here crest shares one core with two processes that never sleep, and its engine
+/// thread, with 50 users on a fast target, always has answers to read: it runs about a third
+/// of the time and waits the rest (a busier machine only adds to the wait).
+#[test]
+fn a_closed_run_whose_engine_waited_for_a_core_is_client_bound_with_the_wait_measured() {
+    let _serial = common::serial();
+    let core = first_core();
+    let _spinners = [Spinner::on(&core), Spinner::on(&core)];
+    let mut cmd = std::process::Command::new("taskset");
+    cmd.args(["-c", &core, env!("CARGO_BIN_EXE_crest")]);
+    let r = run_from(
+        cmd,
+        &format!("http://{}/", target()),
+        &["-c", "50", "--threads", "1", "-d", "2s", "--strict"],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let results = r.results();
+    let waited = results["client"]["core_wait_s"].as_f64().unwrap();
+    let run_s = results["duration_s"].as_f64().unwrap();
+    assert!(
+        waited >= 0.25 * run_s,
+        "waited {waited} s of {run_s} s: {}",
+        results["client"]
+    );
+    let reasons: Vec<String> = r.summary()["client_bound"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    // The sentence carries the wait results.json holds.
+    let said = format!("engine thread(s) waited {waited:.2} s for a CPU core");
+    assert!(reasons.iter().any(|x| x.contains(&said)), "{said:?} in {reasons:?}");
+    let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
+    assert!(md.contains(&said), "{md}");
 }
