@@ -182,7 +182,35 @@ pub struct Drops {
     pub behind: u64,
     /// Arrivals due.
     pub arrivals: u64,
+    /// With `on_cap: queue`, arrivals that waited for a place at the cap; `None` when arrivals
+    /// at the cap were dropped.
+    pub queued: Option<u64>,
 }
+
+impl Drops {
+    /// The drops that limit the run: with a queue at the cap, arrivals still waiting when the
+    /// run's time ran out are the queue's, not crest's (a thread waiting for a place reaches no
+    /// later arrival), once any arrival has waited there.
+    fn limiting(&self) -> u64 {
+        match self.queued {
+            Some(q) if q > 0 => self.dropped.saturating_sub(self.behind),
+            _ => self.dropped,
+        }
+    }
+
+    /// Whether a send-lag percentile at `quantile` may be the queue's wait rather than
+    /// crest's: when at least the share of arrivals above it waited at the cap.
+    fn queued_past(&self, quantile: f64) -> bool {
+        self.queued
+            .is_some_and(|q| q as f64 >= (1.0 - quantile) * self.arrivals.max(1) as f64)
+    }
+}
+
+/// A queue at the cap makes the median send lag the queue's once half the arrivals waited in
+/// it, and the p99 once one in a hundred did; the rules on the send lag then judge the target's
+/// queue, not crest, and are not applied (its wait for a core still is).
+const MEDIAN: f64 = 0.5;
+const P99: f64 = 0.99;
 
 /// The limits one generator shows by its own figures, judged the same way for a run and for
 /// each worker of a distributed run, against the run's median latency.
@@ -212,13 +240,14 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
     }
     if let Some(lag) = g.send_lag_ms {
         let median = latency_p50_ms;
-        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median {
+        let queued_past = |q| g.drops.is_some_and(|d| d.queued_past(q));
+        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median && !queued_past(MEDIAN) {
             out.push(ClientLimit::LateMedian {
                 lag_p50_ms: lag.p50,
                 latency_p50_ms: median,
                 core_wait,
             });
-        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median {
+        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median && !queued_past(P99) {
             out.push(ClientLimit::LateTail {
                 lag_p99_ms: lag.p99,
                 latency_p50_ms: median,
@@ -228,7 +257,7 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
     }
     if let Some(d) = g
         .drops
-        .filter(|d| d.dropped > 0 && d.dropped as f64 >= DROP_SHARE * d.arrivals as f64)
+        .filter(|d| d.limiting() > 0 && d.limiting() as f64 >= DROP_SHARE * d.arrivals as f64)
     {
         out.push(ClientLimit::Dropped {
             dropped: d.dropped,
@@ -237,6 +266,12 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
         });
     }
     out
+}
+
+/// Whether the run's arrivals at the cap on requests in flight waited for a place
+/// (`on_cap: queue`) rather than being dropped.
+pub fn queueing(r: &Results) -> bool {
+    r.config.on_cap == Some(crest_model::plan::OnCap::Queue)
 }
 
 /// The ways crest limited this run; empty when the result is valid. `latency_ms` and
@@ -265,6 +300,7 @@ pub fn client_limits(
                 dropped: o.dropped,
                 behind: o.behind,
                 arrivals: o.arrivals,
+                queued: queueing(r).then_some(o.queued),
             }),
         },
         latency_ms.p50,

@@ -240,6 +240,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
+    /// With --rate: an arrival that finds -c requests in flight is dropped and counted (drop),
+    /// or waits for one to end and is timed from its slot, as pgbench -R does (queue)
+    /// [default: drop]
+    #[arg(long, value_name = "queue|drop", value_parser = parse_on_cap)]
+    pub on_cap: Option<crest_model::plan::OnCap>,
+
     #[command(flatten)]
     pub request: RequestArgs,
 
@@ -649,6 +655,11 @@ pub fn parse_count(s: &str) -> Result<Count, String> {
     } else {
         Count::Requests(n)
     })
+}
+
+/// Parses `queue` or `drop`.
+pub fn parse_on_cap(s: &str) -> Result<crest_model::plan::OnCap, String> {
+    crest_model::plan::OnCap::parse(s).ok_or_else(|| "write queue or drop".to_string())
 }
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.

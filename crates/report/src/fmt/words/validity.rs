@@ -110,6 +110,35 @@ pub fn drop_causes(dropped: u64, behind: u64) -> String {
     }
 }
 
+/// What the open model did with arrivals at its cap on requests in flight, with the counts:
+/// how many were not sent and why, or that they were queued as pgbench -R queues them. `None`
+/// in the closed model.
+pub fn at_cap(s: &crest_analysis::Summary) -> Option<String> {
+    let dropped = s.dropped?;
+    Some(match &s.queued {
+        None => format!(
+            "{} arrivals {}",
+            crate::fmt::int(dropped),
+            drop_causes(dropped, s.dropped_behind.unwrap_or(0))
+        ),
+        Some(q) => {
+            let left = match q.left {
+                0 => String::new(),
+                n => format!(
+                    "; {} still waiting when the run's time ran out were not sent",
+                    crate::fmt::int(n)
+                ),
+            };
+            format!(
+                "arrivals at the cap of {} in flight were queued (pgbench -R), none dropped: {} of {} waited for a place, their wait counted in their latency and send lag{left}",
+                crate::fmt::int(q.cap),
+                crate::fmt::int(q.waited),
+                crate::fmt::int(q.arrivals)
+            )
+        }
+    })
+}
+
 /// The answer to "is the result valid?" in a sentence or two, with crest's own limits named.
 pub fn validity(s: &crest_analysis::Summary) -> String {
     if !s.client_bound.is_empty() {
