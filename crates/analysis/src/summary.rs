@@ -39,6 +39,20 @@ pub struct LostWorker {
     pub lost: crest_model::merge::Lost,
 }
 
+/// Open-model arrivals queued at the cap on requests in flight (`on_cap: queue`), as pgbench -R
+/// queues its transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Queued {
+    /// The cap on requests in flight.
+    pub cap: u64,
+    /// Arrivals that waited for a place, then were sent.
+    pub waited: u64,
+    /// Arrivals due.
+    pub arrivals: u64,
+    /// Arrivals still waiting (or not yet reached) when the run's time ran out: not sent.
+    pub left: u64,
+}
+
 /// The end-of-run summary; `--summary-json` writes it with its text beside each figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -92,6 +106,10 @@ pub struct Summary {
     /// schedule, never reached; absent when none were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped_behind: Option<u64>,
+    /// Open model with `on_cap: queue`: the cap and how many arrivals waited at it; absent
+    /// when arrivals at the cap were dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued: Option<Queued>,
     /// Open model: how late requests started compared with the schedule, in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<Percentiles>,
@@ -394,6 +412,16 @@ pub fn summarize(
         achieved_rps,
         dropped,
         dropped_behind: r.open.as_ref().map(|o| o.behind).filter(|n| *n > 0),
+        queued: r
+            .open
+            .as_ref()
+            .filter(|_| crate::validity::queueing(r))
+            .map(|o| Queued {
+                cap: r.config.concurrency,
+                waited: o.queued,
+                arrivals: o.arrivals,
+                left: o.behind,
+            }),
         send_lag_ms,
         service_ms,
         stopped_by: r.stopped_by.clone(),

@@ -31,6 +31,13 @@ const LAG_P50_FLOOR_MS: f64 = 0.01;
 /// and beyond. Fewer drops are reported (the summary's `dropped`) but do not void the figures
 /// (issue 20: 3 drops of 15,000 arrivals were called a limit).
 pub const DROP_SHARE: f64 = 0.001;
+/// The engine threads' wait for a core, as a share of the core-time they could have had
+/// ([`CoreWait::share`]), from which crest itself limited the run, in either model: from a
+/// quarter on, one moment in four that the engine was ready to send or read it was held off its
+/// core, so its throughput and latencies include crest's wait, not only the target's. The
+/// kernel's own threads and a busy machine's other work take a few percent; a thread sharing its
+/// core evenly with one busy process waits about half the time.
+const CORE_STARVED: f64 = 0.25;
 
 /// One way crest itself limited a run, with the figures that show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -64,6 +71,21 @@ pub enum ClientLimit {
         latency_p50_ms: f64,
         /// The engine threads' wait for a core meanwhile, where the kernel told it.
         core_wait: Option<CoreWait>,
+    },
+    /// The engine threads waited for a CPU core that other threads held for `share` of the
+    /// core-time they could have had (see [`CoreWait::share`]): the machine, not the target,
+    /// set the pace.
+    CoreStarved {
+        /// Seconds the engine threads, together, waited.
+        waited_s: f64,
+        /// Of the core-time they could have had, past their wait for one another.
+        share: f64,
+        /// Engine threads.
+        threads: u64,
+        /// Cores crest could use.
+        cores: u64,
+        /// Length of the run.
+        duration_s: f64,
     },
     /// Open model: arrivals not sent, at the cap on requests in flight or because crest was
     /// behind its schedule when the run's time ran out.
@@ -111,7 +133,9 @@ pub enum ClientLimit {
 pub struct CoreWait {
     /// The engine threads' waits, added up.
     pub ms: f64,
-    /// Of the time they could have run: the run's length x the engine threads.
+    /// Of the core-time they could have had: the run's length x the engine threads, as many as
+    /// there are cores. More threads than cores wait for one another, by the user's choice
+    /// (`--threads`): at most the extra threads' whole time, which is taken off the wait first.
     pub share: f64,
 }
 
@@ -119,9 +143,11 @@ pub struct CoreWait {
 /// a share of it to mean anything.
 fn core_wait(c: &ClientStats, active_s: f64) -> Option<CoreWait> {
     let waited = c.core_wait_s?;
+    let (threads, cores) = (c.threads.max(1), c.cores.max(1));
+    let own = threads.saturating_sub(cores) as f64 * active_s;
     (active_s >= CPU_MIN_DURATION_S).then(|| CoreWait {
         ms: waited * 1e3,
-        share: waited / (active_s * c.threads.max(1) as f64),
+        share: (waited - own).max(0.0) / (active_s * threads.min(cores) as f64),
     })
 }
 
@@ -156,7 +182,35 @@ pub struct Drops {
     pub behind: u64,
     /// Arrivals due.
     pub arrivals: u64,
+    /// With `on_cap: queue`, arrivals that waited for a place at the cap; `None` when arrivals
+    /// at the cap were dropped.
+    pub queued: Option<u64>,
 }
+
+impl Drops {
+    /// The drops that limit the run: with a queue at the cap, arrivals still waiting when the
+    /// run's time ran out are the queue's, not crest's (a thread waiting for a place reaches no
+    /// later arrival), once any arrival has waited there.
+    fn limiting(&self) -> u64 {
+        match self.queued {
+            Some(q) if q > 0 => self.dropped.saturating_sub(self.behind),
+            _ => self.dropped,
+        }
+    }
+
+    /// Whether a send-lag percentile at `quantile` may be the queue's wait rather than
+    /// crest's: when at least the share of arrivals above it waited at the cap.
+    fn queued_past(&self, quantile: f64) -> bool {
+        self.queued
+            .is_some_and(|q| q as f64 >= (1.0 - quantile) * self.arrivals.max(1) as f64)
+    }
+}
+
+/// A queue at the cap makes the median send lag the queue's once half the arrivals waited in
+/// it, and the p99 once one in a hundred did; the rules on the send lag then judge the target's
+/// queue, not crest, and are not applied (its wait for a core still is).
+const MEDIAN: f64 = 0.5;
+const P99: f64 = 0.99;
 
 /// The limits one generator shows by its own figures, judged the same way for a run and for
 /// each worker of a distributed run, against the run's median latency.
@@ -174,16 +228,26 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
             });
         }
     }
+    let core_wait = g.client.and_then(|c| core_wait(c, g.active_s));
+    if let (Some(c), Some(w)) = (g.client, core_wait.filter(|w| w.share >= CORE_STARVED)) {
+        out.push(ClientLimit::CoreStarved {
+            waited_s: c.core_wait_s.unwrap_or_default(),
+            share: w.share,
+            threads: c.threads,
+            cores: c.cores,
+            duration_s: g.active_s,
+        });
+    }
     if let Some(lag) = g.send_lag_ms {
         let median = latency_p50_ms;
-        let core_wait = g.client.and_then(|c| core_wait(c, g.active_s));
-        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median {
+        let queued_past = |q| g.drops.is_some_and(|d| d.queued_past(q));
+        if lag.p50 > LAG_P50_FLOOR_MS && lag.p50 > LAG_SHARE * median && !queued_past(MEDIAN) {
             out.push(ClientLimit::LateMedian {
                 lag_p50_ms: lag.p50,
                 latency_p50_ms: median,
                 core_wait,
             });
-        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median {
+        } else if lag.p99 > LAG_P99_MS && lag.p99 > LAG_SHARE * median && !queued_past(P99) {
             out.push(ClientLimit::LateTail {
                 lag_p99_ms: lag.p99,
                 latency_p50_ms: median,
@@ -193,7 +257,7 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
     }
     if let Some(d) = g
         .drops
-        .filter(|d| d.dropped > 0 && d.dropped as f64 >= DROP_SHARE * d.arrivals as f64)
+        .filter(|d| d.limiting() > 0 && d.limiting() as f64 >= DROP_SHARE * d.arrivals as f64)
     {
         out.push(ClientLimit::Dropped {
             dropped: d.dropped,
@@ -202,6 +266,12 @@ pub fn generator_limits(g: Generator<'_>, latency_p50_ms: f64) -> Vec<ClientLimi
         });
     }
     out
+}
+
+/// Whether the run's arrivals at the cap on requests in flight waited for a place
+/// (`on_cap: queue`) rather than being dropped.
+pub fn queueing(r: &Results) -> bool {
+    r.config.on_cap == Some(crest_model::plan::OnCap::Queue)
 }
 
 /// The ways crest limited this run; empty when the result is valid. `latency_ms` and
@@ -230,6 +300,7 @@ pub fn client_limits(
                 dropped: o.dropped,
                 behind: o.behind,
                 arrivals: o.arrivals,
+                queued: queueing(r).then_some(o.queued),
             }),
         },
         latency_ms.p50,

@@ -90,6 +90,7 @@ fn worker(r: &Results, w: &WorkerRecord, unit: WorkUnit, latency_p50_ms: f64) ->
         dropped: w.dropped,
         behind: w.behind,
         arrivals: w.arrivals.unwrap_or(w.requests.saturating_add(w.dropped)),
+        queued: crate::validity::queueing(r).then_some(w.queued),
     });
     // As for a run: with nothing succeeded its figures describe failures, not its generator.
     let limits = if w.requests > w.failures {

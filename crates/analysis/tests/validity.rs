@@ -4,6 +4,7 @@
 use crest_analysis::analyze;
 use crest_analysis::validity::ClientLimit;
 use crest_model::hist::{new_histogram, record};
+use crest_model::plan::OnCap;
 use crest_model::results::{ClientStats, OpenStats, Results};
 use crest_model::{EncodedHistogram, Outcome};
 use crest_testkit::results::{merged_fixture, worker_record, ResultsBuilder, Second};
@@ -26,6 +27,7 @@ fn open(arrivals: u64, dropped: u64, lag_us: u64) -> OpenStats {
         arrivals,
         dropped,
         behind: 0,
+        queued: 0,
         send_lag: EncodedHistogram::encode(&h),
         service: None,
     }
@@ -90,6 +92,99 @@ fn drops_from_a_tenth_of_a_percent_of_arrivals_are_flagged_and_fewer_are_not() {
             behind: 0,
             arrivals: 10_000
         }]
+    );
+}
+
+/// Issue 33: a closed-model run whose engine threads waited 6.2 s of 7.4 s for a core was called
+/// valid. The wait is judged in either model, as a share of the core-time the threads could have
+/// had, less what more threads than cores wait for one another.
+#[test]
+fn an_engine_that_waited_a_quarter_of_its_time_for_a_core_is_flagged_in_the_closed_model() {
+    let mut r = run();
+    let active_s = r.active_s();
+    let waiting = |threads, cores, waited_s| ClientStats {
+        threads,
+        cores,
+        core_wait_s: Some(waited_s),
+        ..client(0.5)
+    };
+    r.client = Some(waiting(2, 2, 0.3 * 2.0 * active_s));
+    let l = limits(&r);
+    assert!(
+        matches!(l[..], [ClientLimit::CoreStarved { waited_s, share, threads: 2, cores: 2, duration_s }]
+            if waited_s == 0.6 * active_s && (share - 0.3).abs() < 1e-9 && duration_s == active_s),
+        "{l:?}"
+    );
+    r.client = Some(waiting(2, 2, 0.2 * 2.0 * active_s));
+    assert!(limits(&r).is_empty(), "a fifth of the time: {:?}", limits(&r));
+    // Six threads on two cores wait for one another up to four threads' whole time: only the
+    // wait beyond it counts, against the two cores' time.
+    r.client = Some(waiting(6, 2, (4.0 + 0.2 * 2.0) * active_s));
+    assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+    r.client = Some(waiting(6, 2, (4.0 + 0.3 * 2.0) * active_s));
+    let l = limits(&r);
+    assert!(
+        matches!(l[..], [ClientLimit::CoreStarved { share, threads: 6, .. }] if (share - 0.3).abs() < 1e-9),
+        "{l:?}"
+    );
+    // In the open model too, beside the late send it explains.
+    r.client = Some(waiting(1, 2, 0.5 * active_s));
+    r.open = Some(open(1000, 0, 2000));
+    let l = limits(&r);
+    assert!(
+        matches!(l[..], [ClientLimit::CoreStarved { threads: 1, .. }, ClientLimit::LateMedian { core_wait: Some(w), .. }]
+            if (w.share - 0.5).abs() < 1e-9),
+        "{l:?}"
+    );
+}
+
+/// Issue 33: with `on_cap: queue` the wait at the cap is the target's queue, in the latency and
+/// the send lag, and the arrivals still waiting at the end are its too: neither is crest's limit
+/// once enough arrivals waited that the percentile judged can be theirs.
+#[test]
+fn a_queue_at_the_cap_is_not_called_a_client_limit_but_a_late_crest_still_is() {
+    let mut r = run();
+    r.config.on_cap = Some(OnCap::Queue);
+    // Every arrival waited, 2 ms on a median of 10 ms, and 40 were still waiting at the end.
+    r.open = Some(OpenStats {
+        queued: 960,
+        behind: 40,
+        ..open(1000, 40, 2000)
+    });
+    assert!(limits(&r).is_empty(), "{:?}", limits(&r));
+    let q = analyze(&r).unwrap().summary.queued.unwrap();
+    assert_eq!(
+        (q.cap, q.waited, q.arrivals, q.left),
+        (r.config.concurrency, 960, 1000, 40)
+    );
+    // The same figures had the arrivals been dropped at the cap: crest's limits.
+    r.config.on_cap = Some(OnCap::Drop);
+    let l = limits(&r);
+    assert!(
+        matches!(
+            l[..],
+            [
+                ClientLimit::LateMedian { .. },
+                ClientLimit::Dropped {
+                    dropped: 40,
+                    behind: 40,
+                    ..
+                }
+            ]
+        ),
+        "{l:?}"
+    );
+    assert!(analyze(&r).unwrap().summary.queued.is_none());
+    // Five of a thousand queued cannot make the median: a late median is crest's.
+    r.config.on_cap = Some(OnCap::Queue);
+    r.open = Some(OpenStats {
+        queued: 5,
+        ..open(1000, 0, 2000)
+    });
+    assert!(
+        matches!(limits(&r)[..], [ClientLimit::LateMedian { .. }]),
+        "{:?}",
+        limits(&r)
     );
 }
 

@@ -51,7 +51,7 @@ pub enum Command {
     /// Find the maximum sustainable throughput and the optimal operating point.
     Find(Box<FindArgs>),
     /// Run a scenario once per value of a parameter, with a setup command before each.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Start the built-in demo target, find its capacity, and write the report.
     Demo(DemoArgs),
     /// PostgreSQL helpers.
@@ -239,6 +239,12 @@ pub struct RunArgs {
     /// Open model: send R requests per second on a fixed schedule, whatever the latency.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
+
+    /// With --rate: an arrival that finds -c requests in flight is dropped and counted (drop),
+    /// or waits for one to end and is timed from its slot, as pgbench -R does (queue)
+    /// [default: drop]
+    #[arg(long, value_name = "queue|drop", value_parser = parse_on_cap)]
+    pub on_cap: Option<crest_model::plan::OnCap>,
 
     #[command(flatten)]
     pub request: RequestArgs,
@@ -519,6 +525,10 @@ pub struct SweepArgs {
     #[arg(long, value_name = "COMMAND")]
     pub setup: Option<String>,
 
+    /// What to watch at every point, added to the scenario's `monitor:` as `crest run` adds it.
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -645,6 +655,11 @@ pub fn parse_count(s: &str) -> Result<Count, String> {
     } else {
         Count::Requests(n)
     })
+}
+
+/// Parses `queue` or `drop`.
+pub fn parse_on_cap(s: &str) -> Result<crest_model::plan::OnCap, String> {
+    crest_model::plan::OnCap::parse(s).ok_or_else(|| "write queue or drop".to_string())
 }
 
 /// Parses `30s`, `5m`, `250ms`, `1h30m`.

@@ -441,6 +441,7 @@ impl Running {
             abandoned: report.abandoned,
             arrivals: self.opening.target_rps.map(|_| report.arrivals),
             behind: self.opening.target_rps.map(|_| report.behind),
+            queued: self.opening.target_rps.map(|_| report.queued),
             client: Some(ClientStats {
                 cpu_s: (crest_monitor::own::cpu_s() - self.cpu_at_start).max(0.0),
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
@@ -560,15 +561,16 @@ fn user_times(
 
 /// The configuration as stored: every secret redacted.
 fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
-    let (model, rate, iterations) = match &plan.load {
-        LoadModel::Closed { iterations, .. } => (LoadKind::Closed, None, *iterations),
-        LoadModel::Open { rate, .. } => (LoadKind::Open, Some(rate.max()), None),
+    let (model, rate, on_cap, iterations) = match &plan.load {
+        LoadModel::Closed { iterations, .. } => (LoadKind::Closed, None, None, *iterations),
+        LoadModel::Open { rate, on_cap, .. } => (LoadKind::Open, Some(rate.max()), Some(*on_cap), None),
     };
     RunConfig {
         command_line: redact::command_line(command_line),
         model,
         concurrency: plan.load.max_concurrency(),
         rate,
+        on_cap,
         requests: plan.stop.requests,
         iterations,
         duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),

@@ -45,6 +45,7 @@ pub fn draft(args: &RunArgs) -> Result<Draft> {
     let mut draft = url_draft(&args.url, &args.request)?;
     draft.stop = stop_at(args)?;
     draft.load = load;
+    draft.on_cap = args.on_cap.map(given("--on-cap"));
     Ok(draft)
 }
 
@@ -159,10 +160,7 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     draft.collected = flags.collected;
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
-    if let Some(i) = flags.monitor.interval {
-        draft.monitor_interval = Some(given("--monitor-interval")(i));
-    }
-    add_monitors(flags.monitor, &mut draft.monitor)?;
+    add_monitor_flags(draft, flags.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
             value: Threshold::parse(t).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?,
@@ -176,6 +174,15 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Adds what the --monitor-* flags ask to `draft` (a scenario's `monitor:`, or quick mode's):
+/// more to watch, and the interval and `--no-monitor-host` over the file's.
+pub fn add_monitor_flags(draft: &mut Draft, monitor: &MonitorArgs) -> Result<()> {
+    if let Some(i) = monitor.interval {
+        draft.monitor_interval = Some(given("--monitor-interval")(i));
+    }
+    add_monitors(monitor, &mut draft.monitor)
 }
 
 /// The plan of a draft, through the one resolver.
@@ -343,16 +350,18 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         monitor: MonitorPlan::default(),
         monitor_interval: None,
         log_requests: false,
+        on_cap: None,
     })
 }
 
 /// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 21] = [
+    let checks: [(&'static str, bool); 22] = [
         ("-c", a.concurrency.is_some()),
         ("-n", a.requests.is_some()),
         ("-d", a.duration.is_some()),
         ("--rate", a.rate.is_some()),
+        ("--on-cap", a.on_cap.is_some()),
         ("-m", a.request.method.is_some()),
         ("-H", !a.request.headers.is_empty()),
         ("--body", a.request.body.is_some()),
@@ -511,6 +520,11 @@ mod tests {
             (vec!["http://h/", "-n", "10x", "--rate", "10"], "-n"),
             (vec!["http://h/", "-n", "0x"], "-n 0"),
             (vec!["http://h/", "-n", "ten"], "--requests"),
+            (
+                vec!["http://h/", "--on-cap", "queue"],
+                "--on-cap applies to the open model only",
+            ),
+            (vec!["http://h/", "--rate", "10", "--on-cap", "wait"], "--on-cap"),
         ] {
             let err = format!("{:#}", args(&flags).unwrap_err());
             assert!(err.contains(needle), "{flags:?}: {err}");

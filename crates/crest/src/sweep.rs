@@ -9,7 +9,7 @@
 
 use crate::cli::SweepArgs;
 use crate::measure::{measure, Interrupt};
-use crate::{output, rundir};
+use crate::{output, plan, rundir};
 use anyhow::{bail, Context, Result};
 use crest_model::results::{self, EndReason, Results, RunConfig, Segment};
 use serde::{Deserialize, Serialize};
@@ -125,10 +125,12 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             Some(i) => Some(values[i].clone()),
             None => std::env::var(n).ok(),
         };
-        let mut s = crest_scenario::load_str(&file, &text, dir_of, &env)
-            .with_context(|| format!("at the point {}", p.label(k)))?;
-        s.plan.log_requests |= a.output.log_requests;
-        scenarios.push(s);
+        let at = || format!("at the point {}", p.label(k));
+        let mut drafted = crest_scenario::draft_str(&file, &text, dir_of, &env).with_context(at)?;
+        // The flags add to each point's plan as to `crest run`'s, before the one resolver.
+        drafted.draft.log_requests |= a.output.log_requests;
+        plan::add_monitor_flags(&mut drafted.draft, &a.monitor).with_context(at)?;
+        scenarios.push(drafted.resolve(&file).with_context(at)?);
     }
     let dir = rundir::prepare_dir(a.output.out.as_deref(), a.output.force)?;
     rundir::write_atomic(&dir.join(rundir::SWEEP), &serde_json::to_vec_pretty(&p)?)?;

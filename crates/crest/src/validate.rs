@@ -34,9 +34,14 @@ pub fn validate(file: &std::path::Path) -> Result<u8> {
             users: users.max(),
             iterations: *iterations,
         },
-        crest_model::plan::LoadModel::Open { rate, max_in_flight } => crest_report::fmt::words::Load::Open {
+        crest_model::plan::LoadModel::Open {
+            rate,
+            max_in_flight,
+            on_cap,
+        } => crest_report::fmt::words::Load::Open {
             rate: rate.max(),
             max_in_flight: *max_in_flight,
+            on_cap: *on_cap,
         },
     };
     let load = crest_report::fmt::words::load(load);

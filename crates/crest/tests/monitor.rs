@@ -101,6 +101,48 @@ fn a_process_that_leaks_file_descriptors_is_found_to_leak() {
     assert!(r.stdout.contains("Leak") || r.stderr.contains("Leak"), "{}", r.stderr);
 }
 
+/// Issue 33: `crest sweep` takes the --monitor-* flags as `crest run` does, adding to the
+/// scenario's `monitor:` (the interval given overrides the file's): each point's results carry
+/// the watched process's series, sampled as often as the flag asks.
+#[test]
+fn a_sweep_watches_the_process_the_flags_name_at_every_point() {
+    let _serial = common::serial();
+    let h = helper(&[]);
+    let pid = h.child.id().to_string();
+    let (dir, file) = scenario_file(&format!(
+        "target: {}\nsteps: [{{request: {{path: /}}}}]\nload: {{users: \"${{env:users}}\", duration: 2s}}\nmonitor: {{interval: 2s}}\n",
+        h.url.trim_end_matches('/')
+    ));
+    let out = dir.path().join("sweep");
+    let r = crest()
+        .arg("sweep")
+        .arg(&file)
+        .args([
+            "--param",
+            "users=1,2",
+            "--monitor-pid",
+            &pid,
+            "--monitor-interval",
+            "250ms",
+        ])
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    for point in ["point-001", "point-002"] {
+        let results: Value =
+            serde_json::from_slice(&std::fs::read(out.join(point).join("results.json")).unwrap()).unwrap();
+        let fds = series(&results, "process_open_fds");
+        assert_eq!(fds.len(), 1, "{point}: {}", results["monitor"]);
+        assert_eq!(fds[0]["key"]["labels"]["process"], pid.as_str(), "{point}");
+        // Every 250 ms for 2 s, not every 2 s as the file says.
+        let n = values(fds[0]).len();
+        assert!(n >= 4, "{point}: {n} samples");
+        assert!(!series(&results, "process_cpu_percent").is_empty(), "{point}");
+    }
+}
+
 #[test]
 fn a_process_that_does_not_leak_is_not_reported() {
     let _serial = common::serial();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{f, read_log, rt, run_async};
+use common::{f, first_core, read_log, rt, run_async, Spinner};
 use crest_testkit::{Reply, Server};
 use std::time::Duration;
 
@@ -188,30 +188,6 @@ fn connections_opened_before_the_start_are_counted_once_by_the_requests_that_use
     });
 }
 
-/// A process that never sleeps, killed however the test ends.
-struct Spinner(std::process::Child);
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The first core this test may use, from the kernel's list of them (`0-1`, `2,5-7`).
-fn first_core() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap();
-    list.trim()
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 #[test]
 fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_send() {
     let _serial = common::serial();
@@ -220,12 +196,7 @@ fn the_time_the_engine_waited_for_a_core_is_measured_and_named_beside_a_late_sen
         // crest and a process that never sleeps on one core: the engine thread, behind a rate
         // beyond it, is always ready to run, and the kernel gives each about half the core.
         let core = first_core();
-        let _spinner = Spinner(
-            std::process::Command::new("taskset")
-                .args(["-c", &core, "sh", "-c", "while :; do :; done"])
-                .spawn()
-                .unwrap(),
-        );
+        let _spinner = Spinner::on(&core);
         let url = server.url("/");
         let on_core = core.clone();
         let (r, wall_s) = tokio::task::spawn_blocking(move || {

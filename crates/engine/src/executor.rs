@@ -2,7 +2,7 @@
 
 use crate::placement::Placement;
 use crate::{Control, Ctx, Stop, StopCause};
-use crest_model::plan::{share, LoadModel, Shard, UsersProfile};
+use crest_model::plan::{share, LoadModel, OnCap, Shard, UsersProfile};
 use crest_model::Sink;
 use crest_schedule::{interleaved, segment_at, users_at, wait, Schedule, Wait};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -104,8 +104,11 @@ pub struct EngineReport<S> {
     /// Open model: arrivals not sent, at the cap on iterations in flight or [`Self::behind`].
     pub dropped: u64,
     /// Open model: of the dropped, arrivals due before the deadline that a thread behind its
-    /// schedule never reached.
+    /// schedule never reached; with [`OnCap::Queue`], those still waiting at the cap too.
     pub behind: u64,
+    /// Open model with [`OnCap::Queue`]: arrivals that found the cap reached and waited for a
+    /// place, then were sent.
+    pub queued: u64,
     /// Requests sent and not answered when the grace period ran out ([`crate::Unanswered`]);
     /// they were cut off.
     pub abandoned: u64,
@@ -169,6 +172,7 @@ where
         arrivals: 0,
         dropped: 0,
         behind: 0,
+        queued: 0,
         abandoned: 0,
         iterations: 0,
         user_times: Vec::new(),
@@ -182,9 +186,10 @@ where
             .join()
             .map_err(|_| std::io::Error::other("an engine thread panicked"))??;
         report.sinks.push(t.sink);
-        report.arrivals += t.arrivals;
-        report.dropped += t.dropped;
-        report.behind += t.behind;
+        report.arrivals += t.open.arrivals;
+        report.dropped += t.open.dropped;
+        report.behind += t.open.behind;
+        report.queued += t.open.queued;
         report.abandoned += t.abandoned;
         report.iterations += t.iterations;
         report.user_times.extend(t.user_times);
@@ -203,9 +208,7 @@ where
 
 struct ThreadReport<S> {
     sink: S,
-    arrivals: u64,
-    dropped: u64,
-    behind: u64,
+    open: Arrivals,
     abandoned: u64,
     iterations: u64,
     user_times: Vec<(Duration, Duration)>,
@@ -358,7 +361,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         user_times: RefCell::new(Vec::new()),
         users_cut_short: Cell::new(0),
     });
-    let (arrivals, dropped, behind, abandoned, core_wait) = set.block_on(&rt, async {
+    let (open_counts, abandoned, core_wait) = set.block_on(&rt, async {
         let ticker = {
             let local = Rc::clone(&local);
             let tick = shape.tick;
@@ -377,16 +380,21 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         // Each thread is one lane of the whole run's, over every worker's threads.
         let (lane, lanes) = shape.shard.lane(k, threads);
         let waited = crate::placement::core_wait();
-        let (arrivals, dropped, behind) = match (&shape.model, schedule) {
+        let open_counts = match (&shape.model, schedule) {
             (LoadModel::Closed { users, iterations }, _) => {
                 closed(lane, lanes, users, *iterations, &local, &stop).await;
-                (0, 0, 0)
+                Arrivals::default()
             }
-            (LoadModel::Open { max_in_flight, .. }, Some(schedule)) => {
+            (
+                LoadModel::Open {
+                    max_in_flight, on_cap, ..
+                },
+                Some(schedule),
+            ) => {
                 open(
                     lane,
                     lanes,
-                    share(*max_in_flight, lane, lanes),
+                    (share(*max_in_flight, lane, lanes), *on_cap),
                     &schedule,
                     &local,
                     &stop,
@@ -394,7 +402,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
                 )
                 .await
             }
-            (LoadModel::Open { .. }, None) => (0, 0, 0),
+            (LoadModel::Open { .. }, None) => Arrivals::default(),
         };
         let core_wait = waited
             .zip(crate::placement::core_wait())
@@ -404,9 +412,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         // Requests sent and never answered, not iterations still running: those may be in a
         // think time or a poll's wait, with nothing of theirs at the server.
         (
-            arrivals,
-            dropped,
-            behind,
+            open_counts,
             unanswered.load(std::sync::atomic::Ordering::Relaxed),
             core_wait,
         )
@@ -431,9 +437,7 @@ fn thread_main<W: Workload, S: Sink + 'static>(
         .into_inner();
     Ok(ThreadReport {
         sink,
-        arrivals,
-        dropped,
-        behind,
+        open: open_counts,
         abandoned,
         iterations,
         user_times,
@@ -598,7 +602,17 @@ type InFlight = FuturesUnordered<Deferring<Pin<Box<dyn Future<Output = ()>>>>>;
 /// stopped.
 type NextSlot = Rc<Cell<Option<Instant>>>;
 
-/// Open model: start iterations on this lane's share of the schedule (see [`Shard`]).
+/// What one thread of the open model did with its arrivals (see [`EngineReport`]).
+#[derive(Debug, Default)]
+struct Arrivals {
+    arrivals: u64,
+    dropped: u64,
+    behind: u64,
+    queued: u64,
+}
+
+/// Open model: start iterations on this lane's share of the schedule (see [`Shard`]), at most
+/// `cap.0` at once; an arrival that finds them all taken does as `cap.1` says.
 ///
 /// Sending never waits behind receiving. The iterations in flight are not tasks of their own:
 /// they are polled by this one task, which sends every arrival that is due before it polls
@@ -606,20 +620,28 @@ type NextSlot = Rc<Cell<Option<Instant>>>;
 /// and makes the others stand aside as soon as the next slot has come, so an arrival waits
 /// behind at most one response being read, never behind a batch of ready tasks or a turn of
 /// the runtime. Measured against spawning a task per arrival in bench/README.md ("Pacing").
+///
+/// Queued at the cap ([`OnCap::Queue`]), an arrival holds the thread's sending until a place
+/// frees; the arrivals due meanwhile wait behind it in order, each sent as its own place frees
+/// and timed from its slot. The queue is the schedule itself, which says each waiting arrival's
+/// slot again when its turn comes: it takes no memory however long it grows, and the run's end
+/// bounds it (those still waiting then are not sent, and count as [`EngineReport::behind`]).
 async fn open<W: Workload>(
     lane: usize,
     lanes: usize,
-    cap: u64,
+    (cap, on_cap): (u64, OnCap),
     schedule: &Schedule,
     local: &Rc<Local<W>>,
     stop: &Stop,
     mut placement: Placement,
-) -> (u64, u64, u64) {
+) -> Arrivals {
     let pool: IdleUsers<W::User> = Rc::new(RefCell::new(Vec::new()));
     let next: NextSlot = Rc::new(Cell::new(None));
     let mut in_flight = InFlight::new();
     let mut next_id = lane as u64;
-    let (mut arrivals, mut dropped) = (0u64, 0u64);
+    let (mut arrivals, mut dropped, mut queued) = (0u64, 0u64, 0u64);
+    // An arrival that was waiting at the cap when sending stopped.
+    let mut stranded = 0u64;
     let mut j = 0u64;
     let mut pacer = Pacer::new();
     // A rate set by hand: from when, which of this thread's arrivals is the first slot of its
@@ -736,9 +758,21 @@ async fn open<W: Workload>(
             read_answers_in(&mut in_flight, &next, full).await;
         }
         if local.tracker.active.get() >= cap {
-            dropped += 1;
-            local.sink.borrow_mut().dropped(at);
-            continue;
+            let sent = match on_cap {
+                OnCap::Drop => false,
+                OnCap::Queue => place_freed(&mut in_flight, &next, &local.tracker.active, cap, stop).await,
+            };
+            if !sent {
+                dropped += 1;
+                local.sink.borrow_mut().dropped(at);
+                if on_cap == OnCap::Drop {
+                    continue;
+                }
+                // Sending stopped while it waited at the cap: due, and never sent.
+                stranded = 1;
+                break;
+            }
+            queued += 1;
         }
         let no_idle_user = || ready.borrow().is_empty() && pool.borrow().is_empty();
         if no_idle_user() && !in_flight.is_empty() {
@@ -791,13 +825,54 @@ async fn open<W: Workload>(
             dropped += behind;
             local.sink.borrow_mut().dropped_many(at, behind);
         }
+        // Already counted as due and dropped.
+        behind += stranded;
     }
     // Iterations still in flight finish on their own task, so the drain waits for them as it
     // waits for the closed model's users; dropping the thread's task set cuts them off.
     if !in_flight.is_empty() {
         tokio::task::spawn_local(async move { while in_flight.next().await.is_some() {} });
     }
-    (arrivals, dropped, behind)
+    Arrivals {
+        arrivals,
+        dropped,
+        behind,
+        queued,
+    }
+}
+
+/// Serves the iterations in flight until one of them ends and frees a place under `cap`
+/// (`active` counts them); false when sending stops first, by a signal or at the deadline.
+async fn place_freed(in_flight: &mut InFlight, next: &NextSlot, active: &Cell<u64>, cap: u64, stop: &Stop) -> bool {
+    // The iterations read must not stand aside for the arrival that is waiting on them.
+    next.set(None);
+    // Only an iteration in flight frees a place, and `serving` looks again after polling them,
+    // so this needs no waker of its own.
+    let freed = std::future::poll_fn(|_| {
+        if active.get() < cap {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    });
+    let deadline = async {
+        match stop.deadline() {
+            Some(d) => {
+                tokio::time::sleep_until(d.into()).await;
+                stop.is_stopped(d);
+            }
+            None => std::future::pending().await,
+        }
+    };
+    serving(in_flight, async {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => false,
+            _ = deadline => false,
+            _ = freed => true,
+        }
+    })
+    .await
 }
 
 /// How far into the run the open model readies users for: enough for the arrivals due

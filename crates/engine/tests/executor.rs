@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_engine::{run, Ctx, Shape, Stop, StopCause, Workload};
-use crest_model::plan::{LoadModel, Shard, UsersProfile, UsersStage};
+use crest_model::plan::{LoadModel, OnCap, RateProfile, Shard, UsersProfile, UsersStage};
 use crest_model::{Outcome, Sample, Sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -670,4 +670,43 @@ fn the_shards_of_a_closed_run_split_its_users_and_keep_their_ids_apart() {
     assert_eq!(per_worker, [9, 9, 6, 6]);
     users.sort();
     assert_eq!(users, (0..10).collect::<Vec<u64>>());
+}
+
+/// Issue 33: with `OnCap::Queue` an arrival at the cap waits for a place instead of being
+/// dropped: every arrival of a count-limited run is sent, in the order of their slots, each
+/// timed from its slot, so the wait grows as the queue does.
+#[test]
+fn open_model_queues_arrivals_at_the_cap_in_order_when_asked() {
+    let start = Instant::now();
+    let stop = Stop::new(None, Some(20));
+    let model = LoadModel::Open {
+        rate: RateProfile::constant(100.0),
+        max_in_flight: 2,
+        on_cap: OnCap::Queue,
+    };
+    let r = run(
+        &shape(model, 1),
+        start,
+        &stop,
+        Arc::new(Sleepy(Duration::from_millis(100))),
+        |_| Collect::default(),
+    )
+    .unwrap();
+    assert_eq!((r.arrivals, r.dropped, r.iterations), (20, 0, 20));
+    // Two places free every 100 ms while ten arrive: all but the first two waited.
+    assert_eq!(r.queued, 18);
+    let mut sent: Vec<(Duration, Duration)> = r.sinks[0]
+        .samples
+        .iter()
+        .map(|s| (s.intended + s.send_lag, s.intended))
+        .collect();
+    sent.sort_unstable();
+    assert!(
+        sent.windows(2).all(|w| w[0].1 < w[1].1),
+        "sent out of the order of their slots: {sent:?}"
+    );
+    let lag = |k: usize| sent[k].0 - sent[k].1;
+    // The 20th is due at 200 ms and sent once 18 have taken 100 ms two at a time: 700 ms late
+    // at least, however fast the machine.
+    assert!(lag(19) >= Duration::from_millis(650) && lag(19) > lag(2), "{sent:?}");
 }

@@ -534,6 +534,7 @@ impl Hub {
             abandoned: 0,
             arrivals: None,
             behind: None,
+            queued: None,
             client: Some(ClientStats {
                 cpu_s: (crest_monitor::own::cpu_s() - cpu_at_start).max(0.0),
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),

@@ -169,6 +169,7 @@ mod tests {
                 model: crest_model::results::LoadKind::Closed,
                 concurrency: 2,
                 rate: None,
+                on_cap: None,
                 requests: None,
                 iterations: None,
                 duration_s: None,

@@ -177,6 +177,10 @@ pub struct End {
     /// its schedule, never reached. Absent in journals written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behind: Option<u64>,
+    /// Open model with `on_cap: queue`: arrivals that waited for a place at the cap, then were
+    /// sent (as [`crate::results::OpenStats::queued`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<u64>,
     /// What crest itself used.
     pub client: Option<ClientStats>,
     /// What the monitor sampled.
@@ -465,6 +469,7 @@ impl Fold {
                 arrivals: end.and_then(|e| e.arrivals).unwrap_or(sent + self.dropped),
                 dropped: self.dropped,
                 behind: end.and_then(|e| e.behind).unwrap_or(0),
+                queued: end.and_then(|e| e.queued).unwrap_or(0),
                 send_lag: EncodedHistogram::encode(self.send_lag.as_ref().unwrap_or(&new_histogram())),
                 service: self.service.as_ref().map(EncodedHistogram::encode),
             }

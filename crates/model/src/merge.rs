@@ -41,6 +41,10 @@ pub struct WorkerRecord {
     /// schedule, never reached (as [`crate::results::OpenStats::behind`]).
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub behind: u64,
+    /// Open model with `on_cap: queue`: arrivals that waited for a place at its cap, then were
+    /// sent (as [`crate::results::OpenStats::queued`]).
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub queued: u64,
     /// Runs with flows: iterations of them it completed (passed), the run's unit of work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u64>,
@@ -287,6 +291,7 @@ fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeEr
         abandoned: ends.iter().map(|e| e.abandoned).fold(0, u64::saturating_add),
         arrivals,
         behind: ends.iter().filter_map(|e| e.behind).reduce(u64::saturating_add),
+        queued: ends.iter().filter_map(|e| e.queued).reduce(u64::saturating_add),
         // The generators' own use is each worker's (see `Results::workers`).
         client: None,
         monitor: first.monitor.clone(),
@@ -353,6 +358,7 @@ fn worker(j: &Journal, run_s: Option<f64>) -> Result<WorkerRecord, HistError> {
         arrivals: end.and_then(|e| e.arrivals),
         dropped,
         behind: end.and_then(|e| e.behind).unwrap_or(0),
+        queued: end.and_then(|e| e.queued).unwrap_or(0),
         iterations,
         send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
         client: end.and_then(|e| e.client.clone()),

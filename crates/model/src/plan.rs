@@ -181,6 +181,9 @@ pub struct Draft {
     pub monitor_interval: Option<Given<Duration>>,
     /// See [`Plan::log_requests`].
     pub log_requests: bool,
+    /// Open model: what an arrival that finds the cap reached does; [`OnCap::Drop`] when not
+    /// given, and only with the open model.
+    pub on_cap: Option<Given<OnCap>>,
 }
 
 /// The load as given: the shape checked by its front end, the defaults not yet filled.
@@ -228,7 +231,7 @@ impl LoadDraft {
     }
 
     /// The load model, with the defaults filled in.
-    fn resolve(self) -> LoadModel {
+    fn resolve(self, on_cap: OnCap) -> LoadModel {
         match self {
             LoadDraft::Closed { users, iterations } => LoadModel::Closed {
                 users: users.unwrap_or_else(|| UsersProfile::constant(defaults::USERS)),
@@ -237,6 +240,7 @@ impl LoadDraft {
             LoadDraft::Open { rate, max_in_flight } => LoadModel::Open {
                 rate,
                 max_in_flight: max_in_flight.unwrap_or(defaults::MAX_IN_FLIGHT),
+                on_cap,
             },
         }
     }
@@ -330,6 +334,9 @@ pub enum DraftProblem {
     /// Stop conditions or thresholds on one worker's part of a run.
     #[error("judges the whole run, and one worker sees only its part: leave it out of a worker's plan")]
     WholeRunOnly,
+    /// `on_cap` with the closed model, whose users each wait for their own answer.
+    #[error("applies to the open model only (a rate of arrivals), whose arrivals can find the cap on requests in flight reached")]
+    OnCapClosed,
     /// Monitor samples closer together than [`defaults::MIN_MONITOR_INTERVAL`].
     #[error(
         "{}: sample at most every {}",
@@ -444,12 +451,23 @@ impl Draft {
             Some(given) => given.value,
             None => defaults::MONITOR_INTERVAL,
         };
+        let on_cap = match self.on_cap {
+            Some(Given { origin, .. }) if matches!(self.load, LoadDraft::Closed { .. }) => {
+                problems.push(PlanProblem {
+                    origin,
+                    problem: DraftProblem::OnCapClosed,
+                });
+                OnCap::Drop
+            }
+            Some(given) => given.value,
+            None => OnCap::Drop,
+        };
         let flows = matches!(self.target, Target::Scenario(_));
         let connection = self.connection.resolve(flows, &mut problems);
         if !problems.is_empty() {
             return Err(PlanError(problems));
         }
-        let load = self.load.resolve();
+        let load = self.load.resolve(on_cap);
         let threads = threads.unwrap_or_else(|| match &load {
             LoadModel::Open { rate, .. } => defaults::open_threads(rate.max()),
             LoadModel::Closed { .. } => defaults::threads(),
@@ -686,9 +704,35 @@ pub enum LoadModel {
     Open {
         /// Arrivals per second over time.
         rate: RateProfile,
-        /// The most iterations in flight at once; arrivals beyond it are dropped and counted.
+        /// The most iterations in flight at once; an arrival beyond it does as `on_cap` says.
         max_in_flight: u64,
+        /// What an arrival that finds `max_in_flight` reached does.
+        on_cap: OnCap,
     },
+}
+
+/// What an open-model arrival that finds the cap on iterations in flight reached does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCap {
+    /// It is not sent, and is counted as dropped.
+    #[default]
+    Drop,
+    /// It waits, after those that came before it, until an iteration in flight ends, and is
+    /// then sent; its latency still counts from its slot on the schedule, so the wait shows in
+    /// the latency and the send lag (as pgbench -R queues its transactions).
+    Queue,
+}
+
+impl OnCap {
+    /// As a flag or a scenario writes it.
+    pub fn parse(s: &str) -> Option<OnCap> {
+        match s {
+            "drop" => Some(OnCap::Drop),
+            "queue" => Some(OnCap::Queue),
+            _ => None,
+        }
+    }
 }
 
 impl LoadModel {
@@ -700,11 +744,12 @@ impl LoadModel {
         }
     }
 
-    /// A constant arrival rate.
+    /// A constant arrival rate; arrivals at the cap are dropped.
     pub fn rate(rate: f64, max_in_flight: u64) -> Self {
         LoadModel::Open {
             rate: RateProfile::constant(rate),
             max_in_flight,
+            on_cap: OnCap::Drop,
         }
     }
 
@@ -902,6 +947,7 @@ mod tests {
             monitor: MonitorPlan::default(),
             monitor_interval: None,
             log_requests: false,
+            on_cap: None,
         }
     }
 
@@ -935,6 +981,44 @@ mod tests {
             duration: None,
         };
         assert_eq!(draft(LoadDraft::users(2), n).resolve().unwrap().stop, n);
+    }
+
+    /// Queueing at the cap is asked of the open model alone, and resolved into its load.
+    #[test]
+    fn on_cap_is_the_open_models_and_drops_unless_asked_to_queue() {
+        let queue = |origin| {
+            Some(Given {
+                value: OnCap::Queue,
+                origin,
+            })
+        };
+        let mut d = draft(LoadDraft::rate(5.0, Some(2)), StopRule::default());
+        assert!(matches!(
+            d.clone().resolve().unwrap().load,
+            LoadModel::Open {
+                on_cap: OnCap::Drop,
+                ..
+            }
+        ));
+        d.on_cap = queue(Origin::Flag("--on-cap"));
+        assert!(matches!(
+            d.resolve().unwrap().load,
+            LoadModel::Open {
+                on_cap: OnCap::Queue,
+                max_in_flight: 2,
+                ..
+            }
+        ));
+        let mut d = draft(LoadDraft::users(2), StopRule::default());
+        d.on_cap = queue(Origin::File {
+            file: "s.yaml".into(),
+            key: "load: on_cap",
+            at: Some((4, 12)),
+        });
+        assert_eq!(
+            d.resolve().unwrap_err().to_string(),
+            "s.yaml:4:12: load: on_cap: applies to the open model only (a rate of arrivals), whose arrivals can find the cap on requests in flight reached"
+        );
     }
 
     #[test]

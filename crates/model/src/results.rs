@@ -507,6 +507,11 @@ pub struct RunConfig {
     pub concurrency: u64,
     /// Arrivals per second asked for (open model).
     pub rate: Option<f64>,
+    /// Open model: what an arrival that found the cap on requests in flight reached did.
+    /// Absent in the closed model and in documents written before it was recorded (which
+    /// dropped them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cap: Option<crate::plan::OnCap>,
     /// Requests to send, when limited by count.
     pub requests: Option<u64>,
     /// Iterations each user runs, when limited (threads x loops).
@@ -1008,6 +1013,11 @@ pub struct OpenStats {
     /// schedule when the run's time ran out, never reached.
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub behind: u64,
+    /// With `on_cap: queue`: arrivals that found the cap reached and waited for a place, then
+    /// were sent. Their wait is part of their send lag and latency. Those still waiting when
+    /// the run's time ran out were not sent: they are among [`Self::behind`].
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub queued: u64,
     /// How late requests started compared with the schedule, in µs.
     pub send_lag: EncodedHistogram,
     /// Service time in µs: each request's total time less its send lag, i.e. from the moment
@@ -1153,7 +1163,7 @@ pub fn concat(
     let mut points_whole = true;
     let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
     let mut service: Option<hdrhistogram::Histogram<u64>> = None;
-    let (mut arrivals, mut dropped, mut behind, mut target) = (0u64, 0u64, 0u64, 0.0f64);
+    let (mut arrivals, mut dropped, mut behind, mut queued, mut target) = (0u64, 0u64, 0u64, 0u64, 0.0f64);
     for (k, (label, part)) in std::iter::once((first_seg, first)).chain(it).enumerate() {
         // Parts start on whole intervals, so intervals never overlap.
         let offset = out.duration_s;
@@ -1199,6 +1209,7 @@ pub fn concat(
             arrivals = arrivals.saturating_add(o.arrivals);
             dropped = dropped.saturating_add(o.dropped);
             behind = behind.saturating_add(o.behind);
+            queued = queued.saturating_add(o.queued);
             target = target.max(o.target_rps);
             for (acc, h) in [(&mut send_lag, Some(&o.send_lag)), (&mut service, o.service.as_ref())] {
                 if let Some(h) = h {
@@ -1246,6 +1257,7 @@ pub fn concat(
         arrivals,
         dropped,
         behind,
+        queued,
         send_lag: EncodedHistogram::encode(&h),
         service: service.as_ref().map(EncodedHistogram::encode),
     });

@@ -50,6 +50,11 @@ pub struct SummaryView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dropped_behind: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    queued: Option<&'a crest_analysis::summary::Queued>,
+    /// What the open model did with arrivals at its cap, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_cap: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     send_lag_ms: Option<&'a Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     service_ms: Option<&'a Percentiles>,
@@ -270,6 +275,8 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         achieved_rps: s.achieved_rps,
         dropped: s.dropped,
         dropped_behind: s.dropped_behind,
+        queued: s.queued.as_ref(),
+        at_cap: words::at_cap(s),
         send_lag_ms: s.send_lag_ms.as_ref(),
         service_ms: s.service_ms.as_ref(),
         stopped_by: s.stopped_by.as_ref().map(|st| StopView {

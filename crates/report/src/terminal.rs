@@ -99,15 +99,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         row(out, "dns", dns)?;
     }
     writeln!(out, "  ({} connections opened)", int(s.connections))?;
-    if let (Some(target), Some(achieved), Some(dropped)) = (s.target_rps, s.achieved_rps, s.dropped) {
+    if let (Some(target), Some(achieved), Some(at_cap)) = (s.target_rps, s.achieved_rps, crate::fmt::words::at_cap(s)) {
         writeln!(out)?;
         writeln!(
             out,
-            "  Open model   target {} req/s, achieved {} req/s, {} arrivals {}",
+            "  Open model   target {} req/s, achieved {} req/s, {at_cap}",
             num(target),
             num(achieved),
-            int(dropped),
-            crate::fmt::words::drop_causes(dropped, s.dropped_behind.unwrap_or(0))
         )?;
         if let Some(lag) = &s.send_lag_ms {
             writeln!(

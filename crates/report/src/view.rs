@@ -29,10 +29,6 @@ pub(crate) fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_filter("int", |v: f64| fmt::int(v.max(0.0) as u64));
     env.add_filter("bytes", |v: f64| fmt::bytes(v.max(0.0) as u64));
     env.add_filter("md", |v: String| fmt::md_text(&v));
-    // Why open-model arrivals went unsent, from the one place that says it.
-    env.add_function("drop_causes", |dropped: f64, behind: f64| {
-        fmt::words::drop_causes(dropped.max(0.0) as u64, behind.max(0.0) as u64)
-    });
     env.add_template("report.md.j2", include_str!("../templates/report.md.j2"))?;
     env.add_template("report.html.j2", include_str!("../templates/report.html.j2"))?;
     env.add_template("chart.svg.j2", include_str!("../templates/chart.svg.j2"))?;

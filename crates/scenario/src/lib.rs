@@ -233,6 +233,7 @@ pub fn draft_str(
                 monitor: c.monitor,
                 monitor_interval: c.monitor_interval,
                 log_requests: c.log_requests,
+                on_cap: c.on_cap,
             };
             Ok(Drafted {
                 draft,

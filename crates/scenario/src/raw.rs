@@ -549,9 +549,13 @@ pub struct Load {
     pub rate_stages: Option<Vec<Sp<Stage>>>,
     /// Arrivals per second at the start of `rate_stages`.
     pub start_rate: Option<Sp<f64>>,
-    /// Open model: the most iterations in flight; arrivals beyond it are dropped and counted
-    /// (default 1000).
+    /// Open model: the most iterations in flight (default 1000); an arrival beyond it does as
+    /// `on_cap` says.
     pub max_in_flight: Option<Sp<u64>>,
+    /// Open model: an arrival that finds `max_in_flight` reached is dropped and counted
+    /// (`drop`, the default), or waits for a place, after those before it, and is timed from
+    /// its slot (`queue`, as pgbench -R does).
+    pub on_cap: Option<Sp<String>>,
     /// A spike: `{users: 80, to: 200, after: 2m, for: 1m, then: 5m}` (or `rate:` instead of
     /// `users:` for the open model).
     pub spike: Option<Sp<Spike>>,

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_flow::plan::{Body, JsonTemplate, Step};
-use crest_model::plan::LoadModel;
+use crest_model::plan::{LoadModel, OnCap};
 use crest_scenario::{load_str, Scenario, ScenarioError};
 use std::path::Path;
 use std::time::Duration;
@@ -178,6 +178,47 @@ fn profiles_become_segments() {
         "{base}  rate_stages:\n    - {{ramp_to: 50, over: 10s}}\n  start_rate: 10\n"
     ));
     assert!(matches!(s.plan.load, LoadModel::Open { .. }));
+}
+
+/// `on_cap` queues or drops an open model's arrivals at its cap; given to the closed model, or
+/// as anything else, it is refused where it stands.
+#[test]
+fn on_cap_is_read_for_the_open_model_and_refused_elsewhere_where_it_stands() {
+    let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
+    let s = ok(&format!(
+        "{base}  {{rate: 200, duration: 1s, max_in_flight: 2, on_cap: queue}}\n"
+    ));
+    assert!(matches!(
+        s.plan.load,
+        LoadModel::Open {
+            max_in_flight: 2,
+            on_cap: OnCap::Queue,
+            ..
+        }
+    ));
+    let s = ok(&format!("{base}  {{rate: 200, duration: 1s}}\n"));
+    assert!(matches!(
+        s.plan.load,
+        LoadModel::Open {
+            on_cap: OnCap::Drop,
+            ..
+        }
+    ));
+    let e = err(&format!("{base}  {{users: 2, duration: 1s, on_cap: queue}}\n"));
+    assert_eq!(
+        first(&e).1,
+        "load: on_cap: applies to the open model only (a rate of arrivals), whose arrivals can find the cap on requests in flight reached"
+    );
+    assert_eq!(first(&e).0, Some((4, 36)), "{e}");
+    let e = err(&format!("{base}  {{rate: 200, duration: 1s, on_cap: wait}}\n"));
+    assert_eq!(
+        (first(&e).0, first(&e).1),
+        (
+            Some((4, 37)),
+            "load: on_cap: \"wait\" is neither queue nor drop".to_string()
+        ),
+        "{e}"
+    );
 }
 
 fn first(e: &ScenarioError) -> (Option<(usize, usize)>, String, Option<String>) {

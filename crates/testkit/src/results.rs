@@ -213,6 +213,7 @@ impl ResultsBuilder {
                 model: crest_model::results::LoadKind::Closed,
                 concurrency: max_users,
                 rate: None,
+                on_cap: None,
                 requests: None,
                 iterations: None,
                 duration_s: Some(self.t as f64),
@@ -449,6 +450,7 @@ pub fn worker_record(index: u32, requests: u64, lag_us: Option<u64>, cpu_s: f64)
         arrivals: lag_us.map(|_| requests),
         dropped: 0,
         behind: 0,
+        queued: 0,
         iterations: None,
         send_lag,
         client: Some(crest_model::results::ClientStats {

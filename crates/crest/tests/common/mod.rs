@@ -584,3 +584,39 @@ pub fn step_names(results: &Value) -> Vec<String> {
         .map(|s| s["name"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// A process that never sleeps, on one core, killed however the test ends.
+pub struct Spinner(std::process::Child);
+
+impl Spinner {
+    /// Spins on `core` (as `taskset -c` names it).
+    pub fn on(core: &str) -> Spinner {
+        Spinner(
+            Command::new("taskset")
+                .args(["-c", core, "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The first core this test may use, from the kernel's list of them (`0-1`, `2,5-7`).
+pub fn first_core() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    list.trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .to_string()
+}

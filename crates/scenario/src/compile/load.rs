@@ -2,7 +2,9 @@
 
 use super::{parse_duration_str, Cx};
 use crate::raw::{self, Sp};
-use crest_model::plan::{LoadDraft, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage};
+use crest_model::plan::{
+    Given, LoadDraft, OnCap, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage,
+};
 use std::time::Duration;
 
 /// The load shapes a file may give, each with what it is given.
@@ -180,6 +182,22 @@ impl Cx<'_> {
                 ))
             }
             Shape::Spike(s) => self.spike(s, stop, cap),
+        }
+    }
+
+    /// `load: on_cap`, with where it stands for the resolver, which allows it with a rate only.
+    pub(super) fn on_cap(&mut self, l: &raw::Load) -> Option<Given<OnCap>> {
+        let c = l.on_cap.as_ref()?;
+        match OnCap::parse(c.trim()) {
+            Some(v) => Some(self.given(v, "load: on_cap", c.at())),
+            None => {
+                self.err(
+                    c.at(),
+                    format!("load: on_cap: {:?} is neither queue nor drop", c.as_str()),
+                    Some("on_cap: queue (wait for a place, as pgbench -R) or drop (the default)".into()),
+                );
+                None
+            }
         }
     }
 

@@ -51,6 +51,8 @@ pub(crate) struct Compiled {
     pub monitor_interval: Option<Given<Duration>>,
     /// `output: log_requests: true`.
     pub log_requests: bool,
+    /// `load: on_cap`.
+    pub on_cap: Option<Given<plan::OnCap>>,
 }
 
 /// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
@@ -336,6 +338,7 @@ impl<'a> Cx<'a> {
         }
         let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
         let load = self.load(&s.load);
+        let on_cap = self.on_cap(&s.load);
         let (monitor, monitor_interval) = self.monitor(s.monitor.as_ref());
         let stop_when = self.stop_when(s.stop_when.as_deref());
         let thresholds = self.thresholds(s.thresholds.as_deref());
@@ -391,6 +394,7 @@ impl<'a> Cx<'a> {
             connection: std::mem::take(&mut self.connection),
             monitor,
             monitor_interval,
+            on_cap,
             log_requests: s
                 .output
                 .as_ref()

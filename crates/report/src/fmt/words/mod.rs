@@ -161,9 +161,18 @@ mod tests {
         assert_eq!(
             load(Load::Open {
                 rate: 1500.0,
-                max_in_flight: 1000
+                max_in_flight: 1000,
+                on_cap: crest_model::plan::OnCap::Drop,
             }),
             "open model, up to 1,500.0 req/s, at most 1000 in flight"
+        );
+        assert_eq!(
+            load(Load::Open {
+                rate: 200.0,
+                max_in_flight: 2,
+                on_cap: crest_model::plan::OnCap::Queue,
+            }),
+            "open model, up to 200.0 req/s, at most 2 in flight, arrivals past it queued (pgbench -R)"
         );
         assert_eq!(
             load(Load::Closed {

@@ -1,6 +1,7 @@
 //! How a run was loaded, what its steps were and how it ended.
 
 use super::*;
+use crest_model::plan::OnCap;
 
 /// How a run loads its target, as configured.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -11,6 +12,8 @@ pub enum Load {
         rate: f64,
         /// The cap.
         max_in_flight: u64,
+        /// What arrivals at the cap do.
+        on_cap: OnCap,
     },
     /// Closed model: users.
     Closed {
@@ -28,6 +31,7 @@ impl Load {
             Some(rate) => Load::Open {
                 rate,
                 max_in_flight: c.concurrency,
+                on_cap: c.on_cap.unwrap_or_default(),
             },
             None => Load::Closed {
                 users: c.concurrency,
@@ -40,10 +44,18 @@ impl Load {
 /// The load in words: `closed model, up to 40 users`.
 pub fn load(l: Load) -> String {
     match l {
-        Load::Open { rate, max_in_flight } => {
+        Load::Open {
+            rate,
+            max_in_flight,
+            on_cap,
+        } => {
             format!(
-                "open model, up to {} req/s, at most {max_in_flight} in flight",
-                num(rate)
+                "open model, up to {} req/s, at most {max_in_flight} in flight{}",
+                num(rate),
+                match on_cap {
+                    OnCap::Drop => "",
+                    OnCap::Queue => ", arrivals past it queued (pgbench -R)",
+                }
             )
         }
         Load::Closed {

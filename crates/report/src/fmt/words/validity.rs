@@ -14,6 +14,21 @@ pub fn client_limit(l: &ClientLimit) -> String {
             "crest used {:.0}% of the CPU its {threads} engine thread(s) could use ({cpu_s:.2} CPU-seconds in {duration_s:.2} s): the load generator, not the target, may have set the pace",
             share * 100.0
         ),
+        ClientLimit::CoreStarved {
+            waited_s,
+            share,
+            threads,
+            cores,
+            duration_s,
+        } => format!(
+            "crest's {threads} engine thread(s) waited {waited_s:.2} s for a CPU core that other threads held in {duration_s:.2} s of sending, {} of the time they could run{} (by the kernel's account): the machine held crest back, so the load generator, not the target, may have set the pace",
+            crate::fmt::pct(*share),
+            if threads > cores {
+                format!(" beyond what {threads} threads on {cores} core(s) wait for one another")
+            } else {
+                String::new()
+            }
+        ),
         ClientLimit::LateMedian {
             lag_p50_ms,
             latency_p50_ms,
@@ -95,6 +110,35 @@ pub fn drop_causes(dropped: u64, behind: u64) -> String {
     }
 }
 
+/// What the open model did with arrivals at its cap on requests in flight, with the counts:
+/// how many were not sent and why, or that they were queued as pgbench -R queues them. `None`
+/// in the closed model.
+pub fn at_cap(s: &crest_analysis::Summary) -> Option<String> {
+    let dropped = s.dropped?;
+    Some(match &s.queued {
+        None => format!(
+            "{} arrivals {}",
+            crate::fmt::int(dropped),
+            drop_causes(dropped, s.dropped_behind.unwrap_or(0))
+        ),
+        Some(q) => {
+            let left = match q.left {
+                0 => String::new(),
+                n => format!(
+                    "; {} still waiting when the run's time ran out were not sent",
+                    crate::fmt::int(n)
+                ),
+            };
+            format!(
+                "arrivals at the cap of {} in flight were queued (pgbench -R), none dropped: {} of {} waited for a place, their wait counted in their latency and send lag{left}",
+                crate::fmt::int(q.cap),
+                crate::fmt::int(q.waited),
+                crate::fmt::int(q.arrivals)
+            )
+        }
+    })
+}
+
 /// The answer to "is the result valid?" in a sentence or two, with crest's own limits named.
 pub fn validity(s: &crest_analysis::Summary) -> String {
     if !s.client_bound.is_empty() {
@@ -106,7 +150,7 @@ pub fn validity(s: &crest_analysis::Summary) -> String {
         "Not judged: no request succeeded, so every figure describes failures, not a load crest could have limited."
             .into()
     } else {
-        "Nothing shows that crest limited the run: its CPU, the schedule (open model), its file descriptors and ports, and the users' time in flight were all within bounds.".into()
+        "Nothing shows that crest limited the run: its CPU, its wait for a CPU core, the schedule (open model), its file descriptors and ports, and the users' time in flight were all within bounds.".into()
     }
 }
 
@@ -136,6 +180,7 @@ pub fn worker_verdict(w: &WorkerFigures) -> String {
 fn limit_figure(l: &ClientLimit) -> String {
     match l {
         ClientLimit::BusyCpu { share, .. } => format!("CPU {:.0}%", share * 100.0),
+        ClientLimit::CoreStarved { share, .. } => format!("waited for a core {}", crate::fmt::pct(*share)),
         ClientLimit::LateMedian { lag_p50_ms, .. } => format!("send lag p50 {} ms", crate::fmt::ms(*lag_p50_ms)),
         ClientLimit::LateTail { lag_p99_ms, .. } => format!("send lag p99 {} ms", crate::fmt::ms(*lag_p99_ms)),
         ClientLimit::Dropped { dropped, arrivals, .. } => format!(
