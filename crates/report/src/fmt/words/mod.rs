@@ -171,7 +171,7 @@ mod tests {
         };
         assert_eq!(
             leak(&private),
-            "Private memory of crest target (pid 4242) grows by about 60.0 MiB a minute under steady load (from 20.0 MiB to 90.0 MiB over 70 s; resident memory, which counts shared pages too, by about 61.0 MiB a minute)."
+            "Private memory of crest target (pid 4242) grows by about 60.1 MiB a minute under steady load (from 20.0 MiB to 90.0 MiB over 70 s; resident memory, which counts shared pages too, by about 61.0 MiB a minute)."
         );
         assert_eq!(round2(41.7), 42.0);
         assert_eq!(round2(0.1234), 0.12);

@@ -33,7 +33,7 @@ fn capitalise(s: &str) -> String {
 }
 
 /// Growth of `per_minute`: fast growth of a count reads better per second, the rest per minute.
-fn rate(unit: Unit, per_minute: f64) -> String {
+fn growth(unit: Unit, per_minute: f64) -> String {
     if per_minute >= 600.0 && unit == Unit::Count {
         format!("{} a second", value(unit, round2(per_minute / 60.0)))
     } else {
@@ -45,7 +45,7 @@ fn rate(unit: Unit, per_minute: f64) -> String {
 pub fn leak(l: &Leak) -> String {
     // Counts are whole; the trend line's ends need not be.
     let level = |v: f64| if l.unit == Unit::Count { v.round() } else { v };
-    let rate = rate(l.unit, l.per_minute);
+    let rate = growth(l.unit, l.per_minute);
     let at = l
         .step_load
         .as_ref()
@@ -57,7 +57,7 @@ pub fn leak(l: &Leak) -> String {
         .map(|r| {
             format!(
                 "; resident memory, which counts shared pages too, by about {}",
-                rate(Unit::Bytes, r.per_minute)
+                growth(Unit::Bytes, r.per_minute)
             )
         })
         .unwrap_or_default();
