@@ -159,15 +159,23 @@ impl Watched {
         }
         let grouped = matches!(self.spec.select, ProcessSelect::Name(_) | ProcessSelect::Pattern(_));
         let key = |m: &str| SeriesKey::new(m).with("process", &self.spec.label);
+        // A name as its own label would read as one program: `crest` as the load generator,
+        // which is never among the processes it sums.
+        let by_name = matches!(&self.spec.select, ProcessSelect::Name(n) if *n == self.spec.label);
         let label = &match (&self.spec.select, &self.name) {
             (ProcessSelect::Pid(p), Some(name)) if self.spec.label == p.to_string() => format!("{name} (pid {p})"),
             (ProcessSelect::Pid(p), None) if self.spec.label == p.to_string() => format!("pid {p}"),
+            _ if by_name => format!("processes named {}", self.spec.label),
             _ => self.spec.label.clone(),
         };
         if grouped {
             out.readings.push(Reading {
                 key: key("process_count"),
-                title: format!("processes of {label}"),
+                title: if by_name {
+                    label.clone()
+                } else {
+                    format!("processes of {label}")
+                },
                 unit: Unit::Count,
                 limit: None,
                 value: pids.len() as f64,
@@ -475,6 +483,40 @@ mod tests {
                 "{memory:?}: private memory grew {private}"
             );
         }
+    }
+
+    fn title(s: &ProcessSample, metric: &str) -> String {
+        s.readings
+            .iter()
+            .find(|r| r.key.metric == metric)
+            .unwrap()
+            .title
+            .clone()
+    }
+
+    /// Issue 33: `--monitor-process crest` titled the target's series "resident memory of
+    /// crest", as if they were the load generator's. A name is titled as the processes it sums.
+    #[test]
+    fn issue_33_processes_watched_by_name_are_titled_as_processes_of_that_name() {
+        let _child = Kill(Command::new("sleep").arg("4243.5").spawn().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let s = Watched::new(spec("sleep", ProcessSelect::Name("sleep".into())))
+            .unwrap()
+            .sample(0.0);
+        assert_eq!(
+            title(&s, "process_resident_memory_bytes"),
+            "resident memory of processes named sleep"
+        );
+        assert_eq!(title(&s, "process_count"), "processes named sleep");
+        let s = Watched::new(spec("api", ProcessSelect::Name("sleep".into())))
+            .unwrap()
+            .sample(0.0);
+        assert_eq!(
+            title(&s, "process_resident_memory_bytes"),
+            "resident memory of api",
+            "a label given is kept"
+        );
+        assert_eq!(title(&s, "process_count"), "processes of api");
     }
 
     /// Issue 33: a `crest target` watched by pid was labelled "crest", its comm, which reads as
