@@ -129,10 +129,10 @@ fn a_process_that_does_not_leak_is_not_reported() {
 }
 
 /// The first and last value of the series of `metric` for the process watched by `pid`.
-fn grown(results: &Value, metric: &str, pid: u32) -> f64 {
+fn grown(results: &Value, metric: &str, pid: &str) -> f64 {
     let s = series(results, metric)
         .into_iter()
-        .find(|s| s["key"]["labels"]["process"] == pid.to_string())
+        .find(|s| s["key"]["labels"]["process"] == pid)
         .unwrap_or_else(|| panic!("no {metric} for pid {pid}"));
     let v = values(s);
     v[v.len() - 1] - v[0]
@@ -169,8 +169,8 @@ fn issue_33_memory_leaks_are_judged_on_private_memory_not_shared_pages() {
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let results = r.results();
-    let rss = grown(&results, "process_resident_memory_bytes", shared.pid());
-    let own = grown(&results, "process_private_memory_bytes", shared.pid());
+    let rss = grown(&results, "process_resident_memory_bytes", &shared_pid);
+    let own = grown(&results, "process_private_memory_bytes", &shared_pid);
     eprintln!(
         "shared toucher: resident memory grew {:.1} MiB, private {:.1} MiB",
         rss / MIB,
@@ -181,8 +181,8 @@ fn issue_33_memory_leaks_are_judged_on_private_memory_not_shared_pages() {
     let leaks = r.summary()["leaks"].as_array().unwrap().clone();
     assert_eq!(leaks.len(), 1, "only the private grower: {leaks:?}");
     let l = &leaks[0];
-    let own = grown(&results, "process_private_memory_bytes", private.pid());
-    let rss = grown(&results, "process_resident_memory_bytes", private.pid());
+    let own = grown(&results, "process_private_memory_bytes", &private_pid);
+    let rss = grown(&results, "process_resident_memory_bytes", &private_pid);
     let per_minute = l["per_minute"].as_f64().unwrap();
     eprintln!(
         "private grower: private memory grew {:.1} MiB, resident {:.1} MiB; leak {:.1} MiB a minute, resident {:.1} MiB a minute",
