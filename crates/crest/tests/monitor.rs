@@ -229,6 +229,34 @@ fn issue_33_a_crest_target_watched_by_pid_is_named_by_its_command_line() {
     let md = std::fs::read_to_string(r.dir.path().join("report.md")).unwrap();
     assert!(md.contains(r#"process_open_fds{process="crest target"}"#), "{md}");
     assert!(!md.contains(r#"{process="crest"}"#), "{md}");
+
+    // Its private memory is there to stop on and to hold to, as the other process metrics are.
+    let r = run(
+        &h.url,
+        &[
+            "-c",
+            "1",
+            "-d",
+            "30s",
+            "--monitor-pid",
+            &pid,
+            "--stop-when",
+            "process_private_memory_bytes > 1KiB",
+            "--threshold",
+            "max(process_private_memory_bytes) < 1KiB",
+        ],
+    );
+    assert_eq!(r.code, 1, "the threshold cannot hold: {}", r.stderr);
+    let results = r.results();
+    assert_eq!(results["ended_by"], "condition");
+    assert!(results["duration_s"].as_f64().unwrap() < 20.0);
+    let t = &r.summary()["thresholds"][0];
+    assert_eq!(t["pass"], false, "{t}");
+    let private = values(series(&results, "process_private_memory_bytes")[0]);
+    assert!(
+        private.iter().all(|b| *b > 1e6),
+        "a running crest target holds MiBs: {private:?}"
+    );
 }
 
 #[test]
