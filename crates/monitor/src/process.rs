@@ -302,30 +302,34 @@ fn private_memory(p: &Process) -> Private {
 
 /// A process's name for its series, from its command line as `ps` shows it: the program's file
 /// name, and the first argument when it is a word (a subcommand or a script: `crest target`,
-/// `python3 app.py`), or the first two words of a title the process wrote over its arguments
-/// (`postgres: checkpointer`). The comm of `ps -o comm` would name a `crest target` "crest",
+/// `python3 app.py`), or the words of a title the process wrote over its arguments, up to
+/// three and up to the first that is not a word (`postgres: checkpointer`, not a backend's
+/// address and state). The comm of `ps -o comm` would name a `crest target` "crest",
 /// which reads as the load generator. Nothing else of the command line is kept, so flags and
 /// their values (`--web-token X`, `password=...`) are never shown, and the name stays the same
 /// from run to run (ports and paths left out). `None` for a process with no command line (a
 /// kernel thread, a zombie).
 fn command_label(argv: &[String]) -> Option<String> {
-    let words: Vec<String> = match argv {
-        [title] if title.contains(char::is_whitespace) => title.split_whitespace().map(String::from).collect(),
-        _ => argv.to_vec(),
+    // A title written over the arguments may leave the old ones' ends after it. Its words are
+    // the title's own (`postgres: background writer`); an argument after the first is most
+    // often a flag's value.
+    let (words, most): (Vec<String>, usize) = match argv.first() {
+        Some(title) if title.contains(char::is_whitespace) => (title.split_whitespace().map(String::from).collect(), 3),
+        _ => (argv.to_vec(), 1),
     };
-    let shown = crest_model::redact::command_line(&words[..words.len().min(2)]);
+    let shown = crest_model::redact::command_line(&words[..words.len().min(most + 1)]);
     let program = Path::new(shown.first()?).file_name()?.to_str()?.to_string();
-    let word = shown.get(1).filter(|w| {
+    let is_word = |w: &&String| {
         w.len() <= 32
             && w.starts_with(|c: char| c.is_ascii_alphabetic())
             && w.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'))
             && !crest_model::redact::is_secret_name(w)
-    });
-    Some(match word {
-        Some(w) => format!("{program} {w}"),
-        None => program,
-    })
+    };
+    let name: Vec<&str> = std::iter::once(program.as_str())
+        .chain(shown.iter().skip(1).take_while(is_word).map(String::as_str))
+        .collect();
+    Some(name.join(" "))
 }
 
 fn join(pids: &BTreeSet<i32>) -> String {
@@ -531,6 +535,15 @@ mod tests {
         assert_eq!(
             label(&["postgres: checkpointer "]).as_deref(),
             Some("postgres: checkpointer")
+        );
+        assert_eq!(
+            label(&["nginx: worker process", "-g", "daemon off;"]).as_deref(),
+            Some("nginx: worker process")
+        );
+        // A backend's address and state change from one connection to the next.
+        assert_eq!(
+            label(&["postgres: app orders 127.0.0.1(41234) idle"]).as_deref(),
+            Some("postgres: app orders")
         );
         assert_eq!(
             label(&[
