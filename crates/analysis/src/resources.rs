@@ -7,14 +7,27 @@
 //! matter (at least 5% of the starting level and a minimum amount), and it does not level off
 //! (the second half still grows at a third of the first half's rate or more; caches and pools
 //! that fill up and stop do not count).
+//!
+//! Memory is judged on a process's private memory, never its resident memory, which also counts
+//! shared pages the moment the process first touches them (issue 33: PostgreSQL touching its
+//! shared buffers for 28 s read as a leak of 248 MiB a minute). And memory is judged only on a
+//! long enough watch ([`MIN_MEMORY_SPAN_S`]), as private memory warms up too.
 
 use crate::figures::{SegmentAnalysis, StepLoad};
-use crest_model::monitor::{MonitorSeries, SeriesKey, SourceRecord, Unit};
+use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
 use crest_model::results::Results;
 use serde::Serialize;
 
 /// Fewest samples in a steady state before a trend is judged.
 const MIN_POINTS: usize = 8;
+/// Shortest steady state, in seconds, in which memory is judged. Memory warms up: caches fill,
+/// an allocator takes its arenas, a database touches its buffers, steadily for tens of seconds
+/// (24 to 28 s in issue 33), and then stops. The test that growth does not level off compares
+/// the window's halves, so it sees a warm-up end only when it ends in the first half: in 60 s,
+/// any warm-up of 30 s or less.
+pub const MIN_MEMORY_SPAN_S: f64 = 60.0;
+/// Fewest samples in that span: a trend on a handful of slow samples is not clear however long.
+pub const MIN_MEMORY_POINTS: usize = 20;
 /// Fewest samples behind a peak or mean before a finding names it; fewer are shown in the
 /// resources table only. A process's CPU share is a difference between two readings, so one
 /// or two samples of a short run read 0% (issue 20: a postgres peak of 0.0% from one sample of
@@ -160,46 +173,88 @@ pub struct Leak {
     pub limit: Option<f64>,
     /// Minutes until the limit is reached at this rate, when a limit is known.
     pub minutes_to_limit: Option<f64>,
+    /// For a leak of a process's private memory: its resident memory over the same window,
+    /// which counts the shared pages it touched too, so that both are read side by side.
+    pub resident: Option<Growth>,
 }
 
-/// Series whose growth is a leak: memory, open files, database connections.
-fn leak_candidate(s: &MonitorSeries) -> bool {
-    matches!(
-        s.key.metric.as_str(),
-        "process_open_fds" | "process_resident_memory_bytes" | "process_virtual_memory_bytes"
-    ) || (s.key.metric == "pg_connections" && s.key.labels.get("state").map(String::as_str) == Some("all"))
+/// How a series moved over a window: the Theil-Sen line through its median point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Growth {
+    /// Growth per minute, in the series' unit.
+    pub per_minute: f64,
+    /// The line's value at the start of the window.
+    pub from: f64,
+    /// Its value at the end.
+    pub to: f64,
+}
+
+/// Series whose growth is a leak: memory, open files, database connections. A process the
+/// monitor watches is judged on its private memory; its resident memory is not judged, as it
+/// grows when the process first touches shared pages.
+fn leak_candidate(s: &MonitorSeries, source: Option<&SourceRecord>) -> bool {
+    match s.key.metric.as_str() {
+        "process_open_fds" | "process_private_memory_bytes" | "process_virtual_memory_bytes" => true,
+        // From a Prometheus endpoint, the only memory figure there is.
+        "process_resident_memory_bytes" => source.is_none_or(|src| src.kind != "process"),
+        "pg_connections" => s.key.labels.get("state").map(String::as_str) == Some("all"),
+        _ => false,
+    }
 }
 
 /// Leaks seen in any step's steady state; per series, the step with the fastest growth.
 pub fn leaks(r: &Results, segments: &[SegmentAnalysis]) -> Vec<Leak> {
     let Some(m) = &r.monitor else { return Vec::new() };
     let mut out = Vec::new();
-    for s in m.series.iter().filter(|s| leak_candidate(s)) {
+    for s in m
+        .series
+        .iter()
+        .filter(|s| leak_candidate(s, m.sources.get(s.source as usize)))
+    {
         let best = segments
             .iter()
             .filter_map(|g| {
-                let points: Vec<(f64, f64)> = s
-                    .points
-                    .iter()
-                    .copied()
-                    .filter(|(t, _)| {
-                        let (from, to) = steady_window(g, segments);
-                        *t >= from && *t <= to
-                    })
-                    .collect();
+                let (from, to) = steady_window(g, segments);
+                let points: Vec<(f64, f64)> = s.points_between(from, to).collect();
                 trend(&points, s.unit).map(|t| (g, t))
             })
             .max_by(|a, b| a.1.slope.total_cmp(&b.1.slope));
         if let Some((g, t)) = best {
             let key = shown_key(&s.key, m.sources.get(s.source as usize));
-            out.push(leak(s, key, g, &t, segments.len() > 1));
+            let resident = resident_beside(m, s, t.window);
+            out.push(leak(s, key, g, &t, segments.len() > 1, resident));
         }
     }
     out
 }
 
-fn leak(s: &MonitorSeries, key: String, g: &SegmentAnalysis, t: &Trend, several_steps: bool) -> Leak {
+/// The resident memory of the process whose private memory is `s`, over `window`.
+fn resident_beside(m: &MonitorRecord, s: &MonitorSeries, window: (f64, f64)) -> Option<Growth> {
+    if s.key.metric != "process_private_memory_bytes" {
+        return None;
+    }
+    let rss = m.series.iter().find(|r| {
+        r.source == s.source && r.key.metric == "process_resident_memory_bytes" && r.key.labels == s.key.labels
+    })?;
+    let points: Vec<(f64, f64)> = rss.points_between(window.0, window.1).collect();
+    let l = line(&points)?;
+    Some(Growth {
+        per_minute: l.slope * 60.0,
+        from: l.from,
+        to: l.to,
+    })
+}
+
+fn leak(
+    s: &MonitorSeries,
+    key: String,
+    g: &SegmentAnalysis,
+    t: &Trend,
+    several_steps: bool,
+    resident: Option<Growth>,
+) -> Leak {
     Leak {
+        resident,
         key,
         metric: s.key.metric.clone(),
         title: s.title.clone(),
@@ -231,22 +286,22 @@ fn trend(points: &[(f64, f64)], unit: Unit) -> Option<Trend> {
     if points.len() < MIN_POINTS {
         return None;
     }
+    if unit == Unit::Bytes {
+        let span = points[points.len() - 1].0 - points[0].0;
+        if span < MIN_MEMORY_SPAN_S || points.len() < MIN_MEMORY_POINTS {
+            return None;
+        }
+    }
     let step = points.len().div_ceil(MAX_POINTS);
     let p: Vec<(f64, f64)> = points.iter().step_by(step).copied().collect();
     if mann_kendall_z(&p) < Z_CRITICAL {
         return None;
     }
-    let slope = theil_sen(&p)?;
+    let Line { slope, from, to } = line(&p)?;
     if slope <= 0.0 {
         return None;
     }
     let (t0, t1) = (p[0].0, p[p.len() - 1].0);
-    let mut ys: Vec<f64> = p.iter().map(|x| x.1).collect();
-    ys.sort_by(f64::total_cmp);
-    // The line through the median point, so one odd sample cannot move the ends.
-    let (tm, ym) = (p.iter().map(|x| x.0).sum::<f64>() / p.len() as f64, ys[ys.len() / 2]);
-    let from = ym + slope * (t0 - tm);
-    let to = ym + slope * (t1 - tm);
     let growth = to - from;
     let minimum = match unit {
         Unit::Bytes => 4.0 * 1024.0 * 1024.0,
@@ -265,6 +320,28 @@ fn trend(points: &[(f64, f64)], unit: Unit) -> Option<Trend> {
         from,
         to,
         window: (t0, t1),
+    })
+}
+
+/// A straight line over some points, by its ends.
+struct Line {
+    /// Per second.
+    slope: f64,
+    from: f64,
+    to: f64,
+}
+
+/// The Theil-Sen line of `p` through its median point, so one odd sample cannot move the ends.
+fn line(p: &[(f64, f64)]) -> Option<Line> {
+    let slope = theil_sen(p)?;
+    let (t0, t1) = (p.first()?.0, p.last()?.0);
+    let mut ys: Vec<f64> = p.iter().map(|x| x.1).collect();
+    ys.sort_by(f64::total_cmp);
+    let (tm, ym) = (p.iter().map(|x| x.0).sum::<f64>() / p.len() as f64, ys[ys.len() / 2]);
+    Some(Line {
+        slope,
+        from: ym + slope * (t0 - tm),
+        to: ym + slope * (t1 - tm),
     })
 }
 
@@ -341,6 +418,7 @@ mod tests {
             source: 0,
             title: match metric {
                 "process_open_fds" => "open files of api".into(),
+                "process_private_memory_bytes" => "private memory of api".into(),
                 _ => "resident memory of api".into(),
             },
             unit,
@@ -349,16 +427,32 @@ mod tests {
         }
     }
 
+    /// A run of 600 s, with series from a Prometheus endpoint (no source is a process).
     fn run_with(s: Vec<MonitorSeries>) -> Results {
+        watched(600, "prometheus", s)
+    }
+
+    /// A run of `secs` seconds whose series come from one source of this kind.
+    fn watched(secs: usize, kind: &str, mut s: Vec<MonitorSeries>) -> Results {
+        for x in &mut s {
+            x.points.truncate(secs);
+        }
         ResultsBuilder::new(Outcome::Status(500), true)
-            .segment(40, 600, |_| Second::ok(100, 20.0))
+            .segment(40, secs as u64, |_| Second::ok(100, 20.0))
             .monitor(MonitorRecord {
                 interval_s: 1.0,
-                sources: vec![],
+                sources: vec![SourceRecord {
+                    kind: kind.into(),
+                    label: "api".into(),
+                    name: None,
+                    notes: Vec::new(),
+                }],
                 series: s,
             })
             .build()
     }
+
+    const MIB: f64 = 1048576.0;
 
     /// Deterministic noise in [-1, 1].
     fn noise(t: f64) -> f64 {
@@ -412,5 +506,66 @@ mod tests {
         // 50 kB a second: 3 MB (2.9 MiB) a minute.
         assert!((leaks[0].per_minute - 3e6).abs() < 1e5, "{}", leaks[0].per_minute);
         assert_eq!(leaks[0].minutes_to_limit, None);
+        assert_eq!(
+            leaks[0].resident, None,
+            "a Prometheus figure has no private memory beside it"
+        );
+    }
+
+    /// Issue 33: PostgreSQL touched its shared buffers for the first time for 28 s of a run, and
+    /// its resident memory was said to grow by 248 MiB a minute.
+    #[test]
+    fn issue_33_a_process_touching_shared_memory_for_the_first_time_does_not_leak() {
+        // 8 MiB a second of shared pages for 24 s, its private memory flat.
+        let first_touch = |t: f64| 40.0 * MIB + 8.0 * MIB * t.min(24.0) + 0.1 * MIB * noise(t);
+        let flat = |t: f64| 20.0 * MIB + 0.1 * MIB * noise(t);
+        let rss = series("process_resident_memory_bytes", Unit::Bytes, None, first_touch);
+        let private = series("process_private_memory_bytes", Unit::Bytes, None, flat);
+        let r = watched(28, "process", vec![rss.clone(), private.clone()]);
+        assert_eq!(leaks(&r, &segments(&r).unwrap()), vec![]);
+        // Nor would its resident memory be a leak from an endpoint: 28 s is too short a watch
+        // for memory...
+        let r = watched(28, "prometheus", vec![rss]);
+        assert_eq!(leaks(&r, &segments(&r).unwrap()), vec![]);
+        // ...and so is it for private memory that grows as long.
+        let r = watched(
+            28,
+            "process",
+            vec![series("process_private_memory_bytes", Unit::Bytes, None, first_touch)],
+        );
+        assert_eq!(leaks(&r, &segments(&r).unwrap()), vec![]);
+        // Shared memory touched all along, watched for 10 minutes, is no leak of the process's
+        // either.
+        let touching = series("process_resident_memory_bytes", Unit::Bytes, None, |t| {
+            40.0 * MIB + MIB * t
+        });
+        let r = watched(600, "process", vec![touching, private]);
+        assert_eq!(leaks(&r, &segments(&r).unwrap()), vec![]);
+    }
+
+    #[test]
+    fn private_memory_that_keeps_growing_is_a_leak_with_resident_memory_beside_it() {
+        let rss = series("process_resident_memory_bytes", Unit::Bytes, None, |t| {
+            150.0 * MIB + 2.0 * MIB * t.min(30.0) + 10.0 * MIB * t / 60.0 + 0.2 * MIB * noise(t)
+        });
+        let private = series("process_private_memory_bytes", Unit::Bytes, None, |t| {
+            100.0 * MIB + 10.0 * MIB * t / 60.0 + 0.2 * MIB * noise(t)
+        });
+        // Watched long enough: at least a minute and 20 samples of steady state.
+        let r = watched(90, "process", vec![rss.clone(), private.clone()]);
+        let found = leaks(&r, &segments(&r).unwrap());
+        assert_eq!(found.len(), 1, "{found:?}");
+        let l = &found[0];
+        assert_eq!(l.metric, "process_private_memory_bytes");
+        assert!((l.per_minute / MIB - 10.0).abs() < 1.0, "{}", l.per_minute / MIB);
+        let resident = l.resident.as_ref().unwrap();
+        // Its shared pages count there: higher, and growing faster while they were touched.
+        assert!(
+            resident.to > l.to + 40.0 * MIB && resident.per_minute > l.per_minute,
+            "{resident:?}"
+        );
+        // Not long enough: 50 s of the same growth is not judged.
+        let r = watched(50, "process", vec![rss, private]);
+        assert_eq!(leaks(&r, &segments(&r).unwrap()), vec![]);
     }
 }

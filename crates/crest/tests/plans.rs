@@ -291,17 +291,17 @@ fn two_pool_sizes_compare_with_the_service_memory_and_cpu() {
     let (b, rate_b, waits_b) = pool_run("30", 60);
     let c = compare_runs(&[&a, &b]);
     for metric in [
-        r#"process_resident_memory_bytes{process="crest"} (mean)"#,
-        r#"process_resident_memory_bytes{process="crest"} (peak)"#,
-        r#"process_cpu_percent{process="crest"} (mean)"#,
-        r#"process_cpu_percent{process="crest"} (peak)"#,
+        r#"process_resident_memory_bytes{process="crest target"} (mean)"#,
+        r#"process_resident_memory_bytes{process="crest target"} (peak)"#,
+        r#"process_cpu_percent{process="crest target"} (mean)"#,
+        r#"process_cpu_percent{process="crest target"} (peak)"#,
     ] {
         let row = compared(&c, metric);
         let v = row["values"].as_array().unwrap();
         assert!(v.iter().all(|x| x.as_f64().is_some()), "{row}");
         assert!(row["change_pct"][1].as_f64().is_some(), "{row}");
     }
-    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest"} (peak)"#);
+    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest target"} (peak)"#);
     assert!(mem["values"][0].as_f64().unwrap() > 1.0, "MiB of a live process: {mem}");
     let peak = compared(&c, "peak successful throughput (best step)");
     for (k, rate) in [rate_a, rate_b].into_iter().enumerate() {
@@ -333,7 +333,7 @@ fn three_runs_compare_against_the_first() {
     let req = compared(&c, "requests");
     assert_eq!(req["values"], serde_json::json!([180.0, 180.0, 360.0]));
     assert_eq!(req["change_pct"], serde_json::json!([null, 0.0, 100.0]));
-    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest"} (mean)"#);
+    let mem = compared(&c, r#"process_resident_memory_bytes{process="crest target"} (mean)"#);
     assert!(mem["values"].as_array().unwrap().iter().all(Value::is_f64), "{mem}");
     let notes = c["notes"].as_array().unwrap();
     assert!(

@@ -84,9 +84,10 @@ pub struct PostgresSpec {
 /// Metrics read from /proc for the machine.
 pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
 /// Metrics read from /proc for each watched process.
-pub const PROCESS_METRICS: [&str; 5] = [
+pub const PROCESS_METRICS: [&str; 6] = [
     "process_cpu_percent",
     "process_resident_memory_bytes",
+    "process_private_memory_bytes",
     "process_open_fds",
     "process_threads",
     "process_count",
@@ -312,12 +313,17 @@ impl MonitorRecord {
 }
 
 impl MonitorSeries {
-    /// The values of the points between `from_s` and `to_s` (both included).
-    pub fn values_between(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = f64> + '_ {
+    /// The points between `from_s` and `to_s` (both included), as (seconds, value).
+    pub fn points_between(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.points
             .iter()
+            .copied()
             .filter(move |(t, _)| *t >= from_s && *t <= to_s)
-            .map(|(_, v)| *v)
+    }
+
+    /// The values of the points between `from_s` and `to_s` (both included).
+    pub fn values_between(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = f64> + '_ {
+        self.points_between(from_s, to_s).map(|(_, v)| v)
     }
 }
 
@@ -536,6 +542,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--monitor-pid"));
+        assert_eq!(
+            plan.records("process_private_memory_bytes"),
+            Err(MetricError::NoProcess("process_private_memory_bytes".into()))
+        );
         assert!(plan
             .records("pg_tps")
             .unwrap_err()
@@ -551,6 +561,7 @@ mod tests {
             select: ProcessSelect::Pid(1),
         });
         assert!(plan.records("process_open_fds").is_ok());
+        assert!(plan.records("process_private_memory_bytes").is_ok());
         plan.prometheus.push(PrometheusSpec {
             url: "http://127.0.0.1:1/metrics".into(),
             metrics: vec!["stream_.*".into()],

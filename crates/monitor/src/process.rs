@@ -1,4 +1,5 @@
-//! Processes of the system under test, from /proc: CPU, resident memory, open files, threads.
+//! Processes of the system under test, from /proc: CPU, resident and private memory, open
+//! files, threads.
 //!
 //! A spec is resolved to process ids again at every sample, so a restarted service or a new
 //! worker (a PostgreSQL backend, a forked server) is followed rather than lost. A spec that
@@ -25,6 +26,10 @@ pub(crate) struct Watched {
     /// The processes matched at the last sample; `None` before the first.
     pids: Option<BTreeSet<i32>>,
     ticks_per_s: f64,
+    /// For a process watched by its id, its [`command_label`] when watching began.
+    name: Option<String>,
+    /// Whether the note that the kernel gives no private memory has been written.
+    said_no_private: bool,
 }
 
 /// One sample of a spec.
@@ -45,23 +50,35 @@ impl Watched {
             })?),
             _ => None,
         };
-        Ok(Watched {
+        let mut w = Watched {
             spec,
             pattern,
             last: HashMap::new(),
             pids: None,
             ticks_per_s: procfs::ticks_per_second().max(1) as f64,
-        })
+            name: None,
+            said_no_private: false,
+        };
+        w.name = w.named();
+        Ok(w)
     }
 
-    /// The name of a process watched by its id, as `ps -o comm` shows it; `None` for the
-    /// other selections, whose label already names what is watched, or when it is not running.
+    /// The name of a process watched by its id, by its command line (see [`command_label`]);
+    /// `None` for the other selections, whose label already names what is watched, or when it
+    /// is not running.
     pub(crate) fn name(&self) -> Option<String> {
-        if !matches!(self.spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_)) {
+        self.name.clone()
+    }
+
+    fn named(&self) -> Option<String> {
+        if !self.single() {
             return None;
         }
-        let pid = *self.resolve().ok()?.first()?;
-        Process::new(pid).ok()?.stat().ok().map(|s| s.comm)
+        let p = Process::new(*self.resolve().ok()?.first()?).ok()?;
+        p.cmdline()
+            .ok()
+            .and_then(|argv| command_label(&argv))
+            .or_else(|| p.stat().ok().map(|s| s.comm))
     }
 
     fn describe(&self) -> String {
@@ -142,14 +159,23 @@ impl Watched {
         }
         let grouped = matches!(self.spec.select, ProcessSelect::Name(_) | ProcessSelect::Pattern(_));
         let key = |m: &str| SeriesKey::new(m).with("process", &self.spec.label);
-        let label = &match &self.spec.select {
-            ProcessSelect::Pid(p) if self.spec.label == p.to_string() => format!("pid {p}"),
+        // A name as its own label would read as one program: `crest` as the load generator,
+        // which is never among the processes it sums.
+        let by_name = matches!(&self.spec.select, ProcessSelect::Name(n) if *n == self.spec.label);
+        let label = &match (&self.spec.select, &self.name) {
+            (ProcessSelect::Pid(p), Some(name)) if self.spec.label == p.to_string() => format!("{name} (pid {p})"),
+            (ProcessSelect::Pid(p), None) if self.spec.label == p.to_string() => format!("pid {p}"),
+            _ if by_name => format!("processes named {}", self.spec.label),
             _ => self.spec.label.clone(),
         };
         if grouped {
             out.readings.push(Reading {
                 key: key("process_count"),
-                title: format!("processes of {label}"),
+                title: if by_name {
+                    label.clone()
+                } else {
+                    format!("processes of {label}")
+                },
                 unit: Unit::Count,
                 limit: None,
                 value: pids.len() as f64,
@@ -157,6 +183,7 @@ impl Watched {
         }
         let now = Instant::now();
         let (mut rss, mut fds, mut threads) = (0u64, 0u64, 0u64);
+        let mut private = Private::Bytes(0);
         let (mut cpu_ticks, mut cpu_secs, mut timed) = (0u64, 0.0f64, false);
         let mut read_any = false;
         let mut last = HashMap::new();
@@ -172,6 +199,7 @@ impl Watched {
             }
             last.insert(pid, (ticks, now));
             rss += stat.rss_bytes().get();
+            private = private.add(private_memory(&p));
             threads += stat.num_threads.max(0) as u64;
             fds += p.fd_count().unwrap_or(0) as u64;
         }
@@ -200,6 +228,22 @@ impl Watched {
             limit: mem_limit,
             value: rss as f64,
         });
+        match private {
+            Private::Bytes(bytes) => out.readings.push(Reading {
+                key: key("process_private_memory_bytes"),
+                title: format!("private memory of {label}"),
+                unit: Unit::Bytes,
+                limit: mem_limit,
+                value: bytes as f64,
+            }),
+            Private::NotGiven if !self.said_no_private => {
+                self.said_no_private = true;
+                out.notes.push(format!(
+                    "{what}: the kernel gives no RssAnon in /proc/PID/status (Linux 4.5 or later does), so private memory is not recorded and leaks of memory are not judged"
+                ));
+            }
+            Private::NotGiven | Private::Unread => {}
+        }
         out.readings.push(Reading {
             key: key("process_open_fds"),
             title: format!("open files of {label}"),
@@ -220,6 +264,72 @@ impl Watched {
     fn single(&self) -> bool {
         matches!(self.spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_))
     }
+}
+
+/// Memory only this process uses, summed over the processes of a spec: what a leak grows.
+/// Resident memory also counts shared pages (a database's shared buffers, a mapped file) the
+/// moment a process first touches them, which is not growth of its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Private {
+    Bytes(u64),
+    /// A process's status could not be read (it exited between two reads): no sum this time.
+    Unread,
+    /// The kernel does not count anonymous memory apart (before Linux 4.5).
+    NotGiven,
+}
+
+impl Private {
+    fn add(self, other: Private) -> Private {
+        match (self, other) {
+            (Private::NotGiven, _) | (_, Private::NotGiven) => Private::NotGiven,
+            (Private::Unread, _) | (_, Private::Unread) => Private::Unread,
+            (Private::Bytes(a), Private::Bytes(b)) => Private::Bytes(a + b),
+        }
+    }
+}
+
+/// RssAnon + VmSwap of /proc/PID/status: private pages resident or swapped out. Shared anonymous
+/// mappings and tmpfs pages are RssShmem, file pages RssFile, so neither is counted.
+fn private_memory(p: &Process) -> Private {
+    match p.status() {
+        Ok(s) => match s.rssanon {
+            Some(anon) => Private::Bytes((anon + s.vmswap.unwrap_or(0)) * 1024),
+            None => Private::NotGiven,
+        },
+        Err(_) => Private::Unread,
+    }
+}
+
+/// A process's name for its series, from its command line as `ps` shows it: the program's file
+/// name, and the first argument when it is a word (a subcommand or a script: `crest target`,
+/// `python3 app.py`), or the words of a title the process wrote over its arguments, up to
+/// three and up to the first that is not a word (`postgres: checkpointer`, not a backend's
+/// address and state). The comm of `ps -o comm` would name a `crest target` "crest",
+/// which reads as the load generator. Nothing else of the command line is kept, so flags and
+/// their values (`--web-token X`, `password=...`) are never shown, and the name stays the same
+/// from run to run (ports and paths left out). `None` for a process with no command line (a
+/// kernel thread, a zombie).
+fn command_label(argv: &[String]) -> Option<String> {
+    // A title written over the arguments may leave the old ones' ends after it. Its words are
+    // the title's own (`postgres: background writer`); an argument after the first is most
+    // often a flag's value.
+    let (words, most): (Vec<String>, usize) = match argv.first() {
+        Some(title) if title.contains(char::is_whitespace) => (title.split_whitespace().map(String::from).collect(), 3),
+        _ => (argv.to_vec(), 1),
+    };
+    let shown = crest_model::redact::command_line(&words[..words.len().min(most + 1)]);
+    let program = Path::new(shown.first()?).file_name()?.to_str()?.to_string();
+    let is_word = |w: &&String| {
+        w.len() <= 32
+            && w.starts_with(|c: char| c.is_ascii_alphabetic())
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'))
+            && !crest_model::redact::is_secret_name(w)
+    };
+    let name: Vec<&str> = std::iter::once(program.as_str())
+        .chain(shown.iter().skip(1).take_while(is_word).map(String::as_str))
+        .collect();
+    Some(name.join(" "))
 }
 
 fn join(pids: &BTreeSet<i32>) -> String {
@@ -278,6 +388,7 @@ fn cgroup_memory_limit(pid: i32) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crest_testkit::toucher::{Memory, Toucher};
     use std::process::{Child, Command};
 
     struct Kill(Child);
@@ -353,6 +464,116 @@ mod tests {
             s.notes,
             vec![format!("pid {own} is crest itself, which is never watched (at 0.0 s)")]
         );
+    }
+
+    /// Issue 33: resident memory counts the shared pages a process merely touches (PostgreSQL's
+    /// shared buffers on first use, read as a leak); private memory counts only its own.
+    #[test]
+    fn issue_33_private_memory_counts_only_what_the_process_alone_holds() {
+        const MIB: f64 = 1048576.0;
+        for (memory, private_growth) in [(Memory::Shared, 0.0), (Memory::Private, 48.0 * MIB)] {
+            let mut t = Toucher::spawn(memory, 64 << 20);
+            let mut w = Watched::new(spec("t", ProcessSelect::Pid(t.pid()))).unwrap();
+            let before = w.sample(0.0);
+            t.touch(48 << 20);
+            let after = w.sample(1.0);
+            let grew = |m: &str| value(&after, m).unwrap() - value(&before, m).unwrap();
+            let rss = grew("process_resident_memory_bytes");
+            assert!(rss >= 47.0 * MIB, "{memory:?}: resident memory grew {rss}");
+            // The interpreter allocates a little as it runs: a few MiB either way.
+            let private = grew("process_private_memory_bytes");
+            assert!(
+                (private - private_growth).abs() < 3.0 * MIB,
+                "{memory:?}: private memory grew {private}"
+            );
+        }
+    }
+
+    fn title(s: &ProcessSample, metric: &str) -> String {
+        s.readings
+            .iter()
+            .find(|r| r.key.metric == metric)
+            .unwrap()
+            .title
+            .clone()
+    }
+
+    /// Issue 33: `--monitor-process crest` titled the target's series "resident memory of
+    /// crest", as if they were the load generator's. A name is titled as the processes it sums.
+    #[test]
+    fn issue_33_processes_watched_by_name_are_titled_as_processes_of_that_name() {
+        let _child = Kill(Command::new("sleep").arg("4243.5").spawn().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let s = Watched::new(spec("sleep", ProcessSelect::Name("sleep".into())))
+            .unwrap()
+            .sample(0.0);
+        assert_eq!(
+            title(&s, "process_resident_memory_bytes"),
+            "resident memory of processes named sleep"
+        );
+        assert_eq!(title(&s, "process_count"), "processes named sleep");
+        let s = Watched::new(spec("api", ProcessSelect::Name("sleep".into())))
+            .unwrap()
+            .sample(0.0);
+        assert_eq!(
+            title(&s, "process_resident_memory_bytes"),
+            "resident memory of api",
+            "a label given is kept"
+        );
+        assert_eq!(title(&s, "process_count"), "processes of api");
+    }
+
+    /// Issue 33: a `crest target` watched by pid was labelled "crest", its comm, which reads as
+    /// the load generator's own series.
+    #[test]
+    fn issue_33_a_process_is_named_by_its_command_line_without_secrets() {
+        let label = |args: &[&str]| command_label(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            label(&["/usr/local/bin/crest", "target", "--listen", "127.0.0.1:8080"]).as_deref(),
+            Some("crest target")
+        );
+        assert_eq!(
+            label(&["postgres: checkpointer "]).as_deref(),
+            Some("postgres: checkpointer")
+        );
+        assert_eq!(
+            label(&["nginx: worker process", "-g", "daemon off;"]).as_deref(),
+            Some("nginx: worker process")
+        );
+        // A backend's address and state change from one connection to the next.
+        assert_eq!(
+            label(&["postgres: app orders 127.0.0.1(41234) idle"]).as_deref(),
+            Some("postgres: app orders")
+        );
+        assert_eq!(
+            label(&[
+                "/usr/lib/postgresql/16/bin/postgres",
+                "-D",
+                "/var/lib/postgresql/16/main"
+            ])
+            .as_deref(),
+            Some("postgres")
+        );
+        assert_eq!(
+            label(&["python3", "app.py", "--port", "8000"]).as_deref(),
+            Some("python3 app.py")
+        );
+        for secret in [
+            &["crest", "--web-token", "s3cret", "target"][..],
+            &["api", "password=s3cret"],
+            &["api", "postgres://u:s3cret@db/app"],
+            &["api", "--token=s3cret"],
+            &["api", "s3cret-key"],
+        ] {
+            let l = label(secret).unwrap();
+            assert!(l == "crest" || l == "api", "{l}");
+        }
+        assert_eq!(
+            label(&["sleep", "4242.5"]).as_deref(),
+            Some("sleep"),
+            "numbers change from run to run"
+        );
+        assert_eq!(label(&[]), None);
     }
 
     #[test]

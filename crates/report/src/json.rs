@@ -9,7 +9,7 @@ use crest_analysis::figures::WorkUnit;
 use crest_analysis::find::{CapacitySummary, OptimalPoint, Usl};
 use crest_analysis::iterations::Iterations;
 use crest_analysis::recovery::Recovery;
-use crest_analysis::resources::{Leak, ResourceRow, Stats};
+use crest_analysis::resources::{Growth, Leak, ResourceRow, Stats};
 use crest_analysis::summary::{Answer, Answers, ErrorSummary, GroupSummary, Summary};
 use crest_analysis::thresholds::ThresholdResult;
 use crest_analysis::workers::WorkerFigures;
@@ -174,6 +174,9 @@ struct LeakView<'a> {
     window_s: (f64, f64),
     limit: Option<f64>,
     minutes_to_limit: Option<f64>,
+    /// For private memory: the process's resident memory over the same window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resident: Option<&'a Growth>,
     sentence: String,
 }
 
@@ -246,6 +249,7 @@ fn leak(l: &Leak) -> LeakView<'_> {
         window_s: l.window_s,
         limit: l.limit,
         minutes_to_limit: l.minutes_to_limit,
+        resident: l.resident.as_ref(),
         sentence: words::leak(l),
     }
 }

@@ -9,6 +9,7 @@ pub mod faulty;
 pub mod h2;
 pub mod proxy;
 pub mod results;
+pub mod toucher;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -44,6 +44,7 @@ pub use validity::*;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crest_analysis::resources::Growth;
     use crest_analysis::units::Quantity;
     use crest_model::monitor::SeriesKey;
 
@@ -129,6 +130,7 @@ mod tests {
             window_s: (0.0, 600.0),
             limit: Some(1024.0),
             minutes_to_limit: Some(14.2),
+            resident: None,
         };
         assert_eq!(
             leak(&l),
@@ -151,6 +153,25 @@ mod tests {
             ),
             "{}",
             leak(&memory)
+        );
+        let private = Leak {
+            metric: "process_private_memory_bytes".into(),
+            title: "private memory of crest target (pid 4242)".into(),
+            from: 20.0 * 1048576.0,
+            to: 90.0 * 1048576.0,
+            window_s: (1.0, 71.0),
+            per_minute: 60.0 * 1048576.0,
+            step_load: None,
+            resident: Some(Growth {
+                per_minute: 61.2 * 1048576.0,
+                from: 30.0 * 1048576.0,
+                to: 101.0 * 1048576.0,
+            }),
+            ..memory
+        };
+        assert_eq!(
+            leak(&private),
+            "Private memory of crest target (pid 4242) grows by about 60.1 MiB a minute under steady load (from 20.0 MiB to 90.0 MiB over 70 s; resident memory, which counts shared pages too, by about 61.0 MiB a minute)."
         );
         assert_eq!(round2(41.7), 42.0);
         assert_eq!(round2(0.1234), 0.12);

@@ -32,23 +32,37 @@ fn capitalise(s: &str) -> String {
     }
 }
 
+/// Growth of `per_minute`: fast growth of a count reads better per second, the rest per minute.
+fn growth(unit: Unit, per_minute: f64) -> String {
+    if per_minute >= 600.0 && unit == Unit::Count {
+        format!("{} a second", value(unit, round2(per_minute / 60.0)))
+    } else {
+        format!("{} a minute", value(unit, round2(per_minute)))
+    }
+}
+
 /// A leak, with how fast it grows and when it reaches its limit.
 pub fn leak(l: &Leak) -> String {
     // Counts are whole; the trend line's ends need not be.
     let level = |v: f64| if l.unit == Unit::Count { v.round() } else { v };
-    // Fast growth reads better per second, slow growth per minute.
-    let rate = if l.per_minute >= 600.0 && l.unit == Unit::Count {
-        format!("{} a second", value(l.unit, round2(l.per_second)))
-    } else {
-        format!("{} a minute", value(l.unit, round2(l.per_minute)))
-    };
+    let rate = growth(l.unit, l.per_minute);
     let at = l
         .step_load
         .as_ref()
         .map(|s| format!("{}: ", step(s)))
         .unwrap_or_default();
+    let beside = l
+        .resident
+        .as_ref()
+        .map(|r| {
+            format!(
+                "; resident memory, which counts shared pages too, by about {}",
+                growth(Unit::Bytes, r.per_minute)
+            )
+        })
+        .unwrap_or_default();
     let mut sentence = format!(
-        "{} {} by about {rate} under steady load ({at}from {} to {} over {})",
+        "{} {} by about {rate} under steady load ({at}from {} to {} over {}{beside})",
         capitalise(&l.title),
         if l.metric.contains("memory") { "grows" } else { "grow" },
         value(l.unit, level(l.from)),
