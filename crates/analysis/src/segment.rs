@@ -141,7 +141,9 @@ fn steady_from(r: &Results, idx: &[usize], unit: WorkUnit) -> Result<usize, Hist
     let mut failed = Vec::with_capacity(idx.len());
     for &k in idx {
         let (n, f, latency) = interval_units(&r.intervals[k], unit);
-        rps.push(n as f64 / r.interval_s);
+        // Warm-up is judged on successful work, as the step's throughput is: an interval of
+        // failures answered fast is no steadier service.
+        rps.push(n.saturating_sub(f) as f64 / r.interval_s);
         failed.push(f > 0);
         let h = match latency {
             Some(h) => h.decode()?,
@@ -277,11 +279,18 @@ fn segment(r: &Results, index: usize, unit: WorkUnit) -> Result<SegmentAnalysis,
         // end in the grace period or never, so a count of the step's own iterations over its
         // span reads low in the last step. Iterations ending per second in the step's steady
         // seconds is the rate the service completed them at, whatever step they started in.
-        (rate_units, rate_failures) = steady.iter().fold((0, 0), |(n, f), &k| {
+        let ended = steady.iter().fold((0, 0), |(n, f), &k| {
             let (a, b, _) = interval_units(&r.intervals[k], unit);
             (n + a, f + b)
         });
-        secs = steady.len() as f64 * r.interval_s;
+        let ended_secs = steady.len() as f64 * r.interval_s;
+        // Each count misses some of the step's work (its own iterations still running at its
+        // end; those that ended after it, in the grace period): the larger is the nearer.
+        let own = (rate_units - rate_failures.min(rate_units)) as f64 / secs.max(1e-9);
+        if (ended.0 - ended.1.min(ended.0)) as f64 / ended_secs >= own {
+            (rate_units, rate_failures) = ended;
+            secs = ended_secs;
+        }
     }
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let throughput_rps = per_s(rate_units);

@@ -45,9 +45,10 @@ pub struct IntervalFigures<'a> {
     pub failures: u64,
     /// Their latencies in µs, if any.
     pub latency: Option<&'a Histogram<u64>>,
-    /// Iterations of the scenario's flows that ended in it; `None` without flows. When given,
-    /// the throughput rules (`throughput_stalls`, `throughput_falls`) judge iterations per
-    /// second: a task polled more often adds requests, not work done.
+    /// Iterations of the scenario's flows that completed in it; `None` without flows. When
+    /// given, the throughput rules (`throughput_stalls`, `throughput_falls`) judge completed
+    /// iterations per second: a task polled more often adds requests, not work done, and a
+    /// failed one adds none.
     pub iterations: Option<u64>,
 }
 
@@ -299,7 +300,13 @@ impl StopWatch {
         let rps: Vec<f64> = self
             .step
             .iter()
-            .map(|i| if i.secs > 0.0 { i.requests as f64 / i.secs } else { 0.0 })
+            .map(|i| {
+                if i.secs > 0.0 {
+                    i.requests.saturating_sub(i.failures) as f64 / i.secs
+                } else {
+                    0.0
+                }
+            })
             .collect();
         let p50: Vec<f64> = self.step.iter().map(|i| i.p50_us).collect();
         let failed: Vec<bool> = self.step.iter().map(|i| i.failures > 0).collect();
@@ -324,7 +331,12 @@ impl StopWatch {
         let (steady, iterations) = self.steady_step();
         let (tput, unit) = match iterations {
             Some(n) if steady.secs > 0.0 => (Some(n as f64 / steady.secs), crate::figures::WorkUnit::Iterations),
-            _ => (steady.value(&Metric::Throughput), crate::figures::WorkUnit::Requests),
+            // Successful work only: a service answering instant 503s past its limit is not
+            // growing.
+            _ => (
+                (steady.secs > 0.0).then(|| steady.requests.saturating_sub(steady.failures) as f64 / steady.secs),
+                crate::figures::WorkUnit::Requests,
+            ),
         };
         let Some(first) = &self.first else {
             self.previous_tput = tput;

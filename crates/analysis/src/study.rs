@@ -50,6 +50,8 @@ pub struct StudyPoint {
     pub success_rps: f64,
     /// Latency of every request, ms.
     pub latency_ms: Percentiles,
+    /// Latency of the successful requests, ms: the growth finding and the ratio compare it.
+    pub success_latency_ms: Percentiles,
     /// Mean latency over the baseline point's (seed 000's "performance ratio"): the first point
     /// with a request, by [`crate::baseline`], as in the joined run's report; none for the
     /// baseline itself and for a point without a request.
@@ -155,7 +157,7 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
         .iter()
         .map(|(_, _, a)| Candidate {
             load: 0.0,
-            mean_ms: (a.summary.requests > 0).then_some(a.summary.latency_ms.mean),
+            mean_ms: (a.summary.successes > 0).then_some(a.summary.success_latency_ms.mean),
         })
         .collect();
     let base = baseline(&candidates);
@@ -178,6 +180,7 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
                 duration_s: s.duration_s,
                 success_rps: s.success_rps,
                 latency_ms: s.latency_ms,
+                success_latency_ms: s.success_latency_ms,
                 ratio: ratios[i].filter(|_| Some(i) != base),
                 baseline: Some(i) == base,
                 per_name: names
@@ -239,25 +242,19 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
         rows.iter().find(|p| p.baseline),
         rows.iter()
             .filter(|p| !p.baseline && p.ratio.is_some())
-            .max_by(|a, b| a.latency_ms.mean.total_cmp(&b.latency_ms.mean)),
+            .max_by(|a, b| a.success_latency_ms.mean.total_cmp(&b.success_latency_ms.mean)),
     ) {
         // The points are whole runs; their growth passes the one noise rule (no per-second
-        // spread: a point of a sweep may last less than a second).
-        if first.latency_ms.mean > 0.0
-            && rose(
-                first.latency_ms.mean,
-                slowest.latency_ms.mean,
-                LATENCY_GROWTH,
-                None,
-                None,
-            )
-        {
+        // spread: a point of a sweep may last less than a second). Successful requests only:
+        // a point's fast failures do not make it look quicker, nor its timeouts slower.
+        let (from, to) = (first.success_latency_ms.mean, slowest.success_latency_ms.mean);
+        if from > 0.0 && rose(from, to, LATENCY_GROWTH, None, None) {
             out.push(StudyFinding::Slower {
                 first: first.label.clone(),
                 slowest: slowest.label.clone(),
-                first_ms: first.latency_ms.mean,
-                slowest_ms: slowest.latency_ms.mean,
-                ratio: slowest.latency_ms.mean / first.latency_ms.mean,
+                first_ms: from,
+                slowest_ms: to,
+                ratio: to / from,
             });
         }
     }

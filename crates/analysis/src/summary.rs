@@ -72,6 +72,9 @@ pub struct Summary {
     pub success_rps: f64,
     /// Total time of every request, in ms (from the intended start in the open model).
     pub latency_ms: Percentiles,
+    /// Total time of the successful requests only, in ms: what a served user waited, which
+    /// growth findings across runs compare (failures have their own rows).
+    pub success_latency_ms: Percentiles,
     /// Time to first byte, in ms, of requests that received any.
     pub ttfb_ms: Percentiles,
     /// Connect time (TCP and TLS), in ms, of requests that opened a connection.
@@ -331,18 +334,21 @@ pub fn summarize(
     capacity: &Capacity,
 ) -> Result<Summary, HistError> {
     let mut latency = crest_model::hist::new_histogram();
+    let mut success_latency = crest_model::hist::new_histogram();
     let mut ttfb = crest_model::hist::new_histogram();
     let mut connect = crest_model::hist::new_histogram();
     let mut dns = crest_model::hist::new_histogram();
     let (mut requests, mut successes, mut bytes_sent, mut bytes_received) = (0, 0, 0, 0);
     for s in r.stats.iter().filter(|s| r.counts(s)) {
         requests += s.count;
+        let h = s.latency.decode()?;
         if s.outcome.is_success() {
             successes += s.count;
+            add(&mut success_latency, &h);
         }
         bytes_sent += s.bytes_sent;
         bytes_received += s.bytes_received;
-        add(&mut latency, &s.latency.decode()?);
+        add(&mut latency, &h);
         if let Some(h) = &s.ttfb {
             add(&mut ttfb, &h.decode()?);
         }
@@ -389,6 +395,7 @@ pub fn summarize(
         throughput_rps: per_s(requests),
         success_rps: per_s(successes),
         latency_ms,
+        success_latency_ms: Percentiles::from_micros(&success_latency),
         ttfb_ms: Percentiles::from_micros(&ttfb),
         connect_ms: Percentiles::from_micros(&connect),
         connections: connect.len(),

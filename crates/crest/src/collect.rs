@@ -609,9 +609,7 @@ impl Collecting {
             requests: i.requests,
             failures: i.failures,
             latency: latency.as_ref(),
-            iterations: self
-                .has_flows
-                .then(|| r.iterations.iter().map(|s| s.completed + s.failed).sum()),
+            iterations: self.has_flows.then(|| r.iterations.iter().map(|s| s.completed).sum()),
         };
         if let Some(s) = self.watch.interval(&figures) {
             self.stop(s);

@@ -268,7 +268,7 @@ impl Running {
             for mut done in self.series.add(acc) {
                 self.closed(&mut done);
                 let t = done.index as f64 * INTERVAL.as_secs_f64();
-                let iterations = self.has_flows.then(|| done.iterations_ended());
+                let iterations = self.has_flows.then(|| done.iterations_completed());
                 let figures = IntervalFigures {
                     t_s: t,
                     len_s: INTERVAL.as_secs_f64(),

@@ -202,9 +202,9 @@ impl IntervalAcc {
         self.latency = None;
     }
 
-    /// Iterations of the scenario's flows that ended in the interval, passed or failed.
-    pub fn iterations_ended(&self) -> u64 {
-        self.iterations.iter().map(|s| s.completed + s.failed).sum()
+    /// Iterations that completed (passed) in the interval.
+    pub fn iterations_completed(&self) -> u64 {
+        self.iterations.iter().map(|s| s.completed).sum()
     }
 
     /// The latencies of the units of work that ended in the interval, in µs.

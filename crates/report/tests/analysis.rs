@@ -164,7 +164,7 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
         .build();
     let (a, same, slower) = (analyze(&a).unwrap(), analyze(&same).unwrap(), analyze(&slower).unwrap());
     let c = compare(&a, "a", &slower, "b");
-    let tput = row(&c, "throughput");
+    let tput = row(&c, "throughput, failures included");
     assert!((tput["change_pct"][1].as_f64().unwrap() - 40.0).abs() < 0.5, "{tput}");
     let p50 = row(&c, "p50 latency");
     assert!(p50["verdict"][1].as_str().unwrap().starts_with("beyond noise"), "{p50}");
@@ -428,7 +428,10 @@ fn a_comparison_says_when_runs_do_not_compare() {
             .any(|n| n.as_str().unwrap().contains("empty completed no request")),
         "{notes:?}"
     );
-    assert_eq!(row(&c, "throughput")["change_pct"], serde_json::json!([null, null]));
+    assert_eq!(
+        row(&c, "throughput, failures included")["change_pct"],
+        serde_json::json!([null, null])
+    );
     assert!(c["rows"]
         .as_array()
         .unwrap()
@@ -532,8 +535,8 @@ fn runs_watched_by_pid_compare_by_process_name_in_any_number() {
             .any(|r| r["metric"].as_str().unwrap().contains("4101")),
         "no row is keyed by a pid"
     );
-    let peak = row(&cmp, "peak throughput (best step)");
-    let tput = row(&cmp, "throughput");
+    let peak = row(&cmp, "peak successful throughput (best step)");
+    let tput = row(&cmp, "throughput, failures included");
     assert_eq!(peak["values"], tput["values"], "one step: its throughput is the run's");
     let v: Vec<f64> = peak["values"]
         .as_array()
@@ -588,7 +591,7 @@ fn the_peak_throughput_row_counts_only_steady_successes() {
         .build();
     let a = analyze(&r).unwrap();
     let cmp = compare(&a, "a", &a, "b");
-    let peak = row(&cmp, "peak throughput (best step)");
+    let peak = row(&cmp, "peak successful throughput (best step)");
     assert_eq!(peak["values"], serde_json::json!([400.0, 400.0]), "{peak}");
     assert_eq!(peak["cells"][0], "400.0 req/s");
 }

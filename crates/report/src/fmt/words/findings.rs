@@ -3,9 +3,16 @@
 use super::*;
 
 fn recovery(rec: &Recovery) -> String {
+    // Said of what was judged: a flow's iterations (their time from start to end), else the
+    // run's requests or transactions.
+    let of = match rec.unit {
+        WorkUnit::Iterations => "iterations' ",
+        WorkUnit::Transactions => "transactions' ",
+        WorkUnit::Requests => "",
+    };
     let figures = match (rec.p95_ms, rec.error_rate) {
         (Some(p), Some(e)) => format!(
-            "p95 {p:.1} ms and {:.2}% errors over 3 s, against the baseline's {:.1} ms and {:.2}%",
+            "{of}p95 {p:.1} ms and {:.2}% errors over 3 s, against the baseline's {:.1} ms and {:.2}%",
             e * 100.0,
             rec.baseline_p95_ms,
             rec.baseline_error_rate * 100.0
@@ -102,7 +109,7 @@ pub fn study_finding(f: &crest_analysis::study::StudyFinding) -> String {
             slowest_ms,
             ratio,
         } => format!(
-            "Mean latency grew {ratio:.1}x from {first} ({} ms) to {slowest} ({} ms).",
+            "Mean latency of successful requests grew {ratio:.1}x from {first} ({} ms) to {slowest} ({} ms).",
             crate::fmt::ms(*first_ms),
             crate::fmt::ms(*slowest_ms)
         ),
