@@ -91,7 +91,7 @@ fn throughputs_within_their_noise_are_not_told_apart() {
     // Seconds alternating 60 and 140 successes: 100/s with a wide spread, then 112/s with the
     // same. The 12% difference is within twice their combined error: the second level did not
     // grow, so with latency rising it saturates; it would not if the two were exact.
-    let wander = |base: u64| move |k: u64| Second::ok(if k % 2 == 0 { base - 40 } else { base + 40 }, 10.0);
+    let wander = |base: u64| move |k: u64| Second::ok(if k.is_multiple_of(2) { base - 40 } else { base + 40 }, 10.0);
     let r = ResultsBuilder::new(Outcome::Status(503), true)
         .segment(10, 10, wander(100))
         .segment(20, 10, move |k| Second {
