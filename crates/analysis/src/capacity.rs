@@ -111,9 +111,9 @@ pub enum Why {
     /// Saturation past the peak: successful throughput fell from the best so far by more than
     /// a tenth and beyond the steps' noise.
     ThroughputFell {
-        /// Throughput here, req/s.
+        /// Successful units per second here.
         rps: f64,
-        /// The best before, req/s.
+        /// The best before, likewise.
         best_rps: f64,
     },
 }
@@ -128,6 +128,13 @@ pub enum Beyond {
         load: StepLoad,
         /// Its failures.
         failed: Failed,
+    },
+    /// It missed a capacity search's service level (its p99, or a rate not kept).
+    MissedSlo {
+        /// The level.
+        load: StepLoad,
+        /// How.
+        miss: Miss,
     },
     /// Latency grew faster than throughput.
     LatencyOutgrew {
@@ -156,6 +163,12 @@ pub enum NoOptimal {
         least: StepLoad,
         /// Its failures.
         failed: Failed,
+    },
+    /// The lowest level judged was already the breaking point, and every level with few enough
+    /// failures lay above it (a cold start that failed, then levels that did not).
+    BrokeFirst {
+        /// The breaking point.
+        load: StepLoad,
     },
     /// The highest level tried was still the best: the optimum may lie beyond it.
     BestAtHighest {
@@ -356,8 +369,7 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
             s.load_value() > 0.0 && s.steady_requests >= MIN_UNITS && (judged(s) || s.error_rate > BREAKING_ERROR_RATE)
         })
         .collect();
-    countable.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
-    countable.dedup_by(|a, b| a.load_value() == b.load_value() && a.success_rps <= b.success_rps);
+    one_per_load(&mut countable);
     let missed = |s: &SegmentAnalysis| {
         r.find
             .as_ref()
@@ -399,14 +411,20 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
     let mut no_optimal = None;
     let optimal = match best {
         None => {
-            no_optimal = loaded
-                .iter()
-                .min_by(|a, b| a.error_rate.total_cmp(&b.error_rate))
-                .map(|least| NoOptimal::EveryLevelFailed {
-                    max_error_rate: BREAKING_ERROR_RATE,
-                    least: least.load(),
-                    failed: failed(least),
-                });
+            no_optimal = match &breaking {
+                // The lowest level judged already broke: nothing below it to be the optimum.
+                Some(b) if loaded.iter().any(|s| s.error_rate <= BREAKING_ERROR_RATE) => {
+                    Some(NoOptimal::BrokeFirst { load: b.load.clone() })
+                }
+                _ => loaded
+                    .iter()
+                    .min_by(|a, b| a.error_rate.total_cmp(&b.error_rate))
+                    .map(|least| NoOptimal::EveryLevelFailed {
+                        max_error_rate: BREAKING_ERROR_RATE,
+                        least: least.load(),
+                        failed: failed(least),
+                    }),
+            };
             None
         }
         Some((i, s)) => match loaded.get(i + 1) {
@@ -423,6 +441,11 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
                     Beyond::Failed {
                         load: next.load(),
                         failed: failed(next),
+                    }
+                } else if let Some(m) = missed(next) {
+                    Beyond::MissedSlo {
+                        load: next.load(),
+                        miss: m,
                     }
                 } else {
                     Beyond::LatencyOutgrew {
@@ -484,9 +507,8 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
         let load_growth = b.load_value() / a.load_value() - 1.0;
         let gain = b.success_rps - a.success_rps;
         let tput_growth = if a.success_rps > 0.0 { gain / a.success_rps } else { 0.0 };
-        // Throughput did not grow by more than the rule's share or the steps' noise, while
-        // latency rose beyond its own.
-        let flat = gain < (SATURATION_GROWTH * a.success_rps).max(noise(a, b));
+        // Throughput grew by less than the rule's share, while latency rose beyond its noise.
+        let flat = gain < SATURATION_GROWTH * a.success_rps;
         let p95_rose = rose(
             a.success_latency_ms.p95,
             b.success_latency_ms.p95,
@@ -528,20 +550,38 @@ fn levels(segments: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
         .iter()
         .filter(|s| s.requests > 0 && s.load_value() > 0.0 && s.judged == Judged::Yes)
         .collect();
-    loaded.sort_by(|a, b| a.load_value().total_cmp(&b.load_value()));
-    loaded.dedup_by(|a, b| a.load_value() == b.load_value() && a.success_rps <= b.success_rps);
+    one_per_load(&mut loaded);
     loaded
+}
+
+/// Orders steps by load and keeps, of several at one load (a spike's baseline before and
+/// after), the one that served most.
+fn one_per_load(steps: &mut Vec<&SegmentAnalysis>) {
+    steps.sort_by(|a, b| {
+        a.load_value()
+            .total_cmp(&b.load_value())
+            .then(b.success_rps.total_cmp(&a.success_rps))
+    });
+    steps.dedup_by(|a, b| a.load_value() == b.load_value());
 }
 
 /// The highest load level, when successful throughput was still growing there: at least
 /// [`SATURATION_GROWTH`] above the level below it and beyond the two steps' noise, for a load
 /// growth of at least [`LOAD_STEP`], without failing. The run then ended before its service saturated, whatever the power curve
 /// says, so its optimum lies beyond the loads it tried.
-pub fn still_growing(segments: &[SegmentAnalysis]) -> Option<&SegmentAnalysis> {
+pub fn still_growing<'a>(segments: &'a [SegmentAnalysis], capacity: &Capacity) -> Option<&'a SegmentAnalysis> {
     let loaded = levels(segments);
     let [.., below, top] = loaded.as_slice() else {
         return None;
     };
+    // A run that broke at or below its highest level did not end still growing.
+    if capacity
+        .breaking
+        .as_ref()
+        .is_some_and(|b| b.load_value <= top.load_value())
+    {
+        return None;
+    }
     let gain = top.success_rps - below.success_rps;
     let grew = top.load_value() / below.load_value() - 1.0 >= LOAD_STEP
         && below.success_rps > 0.0

@@ -389,7 +389,7 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
     // broke within its range: both lie beyond it, which its cells say rather than a blank.
     let growing: Vec<Option<StepLoad>> = runs
         .iter()
-        .map(|(a, _)| still_growing(a.unit_segments()).map(|s| s.load()))
+        .map(|(a, _)| still_growing(a.unit_segments(), &a.capacity).map(|s| s.load()))
         .collect();
     for (metric, point) in [
         (

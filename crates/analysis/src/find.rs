@@ -7,7 +7,7 @@
 //! one. Open model: the same over arrivals per second.
 
 use crate::capacity::Capacity;
-use crate::figures::{SegmentAnalysis, WorkUnit};
+use crate::figures::{Judged, SegmentAnalysis, WorkUnit};
 use serde::Serialize;
 
 /// Throughput must grow by this share when the level doubles, or it has stopped growing.
@@ -307,12 +307,13 @@ pub fn capacity_summary(
     let open = f.model.is_open();
     let level = |value: f64| Level { value, open };
     // Only probes that met the service level speak for the service's capacity: a probe that
-    // failed it (errors, latency, a rate not kept) shows what the service cannot do.
+    // failed it (errors, latency, a rate not kept) shows what the service cannot do; and only
+    // probes with the data to be judged (see `Judged`).
     let passed: Vec<(f64, &SegmentAnalysis)> = f
         .probes
         .iter()
         .zip(steps)
-        .filter(|(p, _)| p.passed)
+        .filter(|(p, s)| p.passed && s.judged == Judged::Yes)
         .map(|(p, s)| (p.level, s))
         .collect();
     let max_per_s = passed.iter().map(|(_, s)| s.success_rps).fold(0.0, f64::max);
@@ -320,7 +321,7 @@ pub fn capacity_summary(
         .probes
         .iter()
         .zip(requests)
-        .filter(|(p, _)| p.passed)
+        .filter(|(p, s)| p.passed && s.judged == Judged::Yes)
         .map(|(_, s)| s.success_rps)
         .fold(0.0, f64::max);
     let optimal = capacity

@@ -85,6 +85,8 @@ impl fmt::Display for Violation {
 
 /// Relative slack for figures that are the same number reached by two paths.
 const SAME: f64 = 1e-9;
+/// Standard errors of a step's throughput within which it is not told apart from another.
+const NOISE: f64 = 2.0;
 
 /// Every way `a` contradicts itself; empty when its answers agree.
 pub fn check(a: &Analysis) -> Vec<Violation> {
@@ -162,11 +164,13 @@ pub fn check(a: &Analysis) -> Vec<Violation> {
         }
     }
     // The best step (what a comparison calls the peak) against the whole run's rate.
+    // Judged steps only, each with its own noise: a best step within its uncertainty of the
+    // average does not contradict it.
     let peak = |steps: &[crate::figures::SegmentAnalysis]| {
         steps
             .iter()
-            .filter(|s| s.steady_requests > 0)
-            .map(|s| s.success_rps)
+            .filter(|s| s.judged == crate::figures::Judged::Yes && s.steady_requests > 0)
+            .map(|s| s.success_rps + NOISE * s.success_rps_se)
             .reduce(f64::max)
     };
     let averages = [

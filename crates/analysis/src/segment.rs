@@ -171,6 +171,11 @@ pub(crate) fn warmup(rps: &[f64], p50: &[f64], failed: &[bool]) -> usize {
     let half = rps.len() / 2;
     let ref_rps = median(rps[half..].to_vec());
     let ref_p50 = median(p50[half..].to_vec());
+    // A step whose later seconds are mostly empty (a slow open-model rate, a sparse flow) has
+    // no steady level to warm up to: nothing is trimmed.
+    if ref_rps <= 0.0 || ref_p50 <= 0.0 {
+        return 0;
+    }
     let mut first = 0;
     while first < half
         && !failed.get(first).copied().unwrap_or(false)

@@ -188,8 +188,8 @@ pub struct Answers {
     pub optimal: Option<Answer>,
     /// Why there is no optimal point.
     pub no_optimal: Option<NoOptimal>,
-    /// The limit: the first step that broke (failures past 1%, throughput falling), or else
-    /// the first where more load stopped adding throughput.
+    /// The limit: the first step that broke (failures past 1%, or a capacity search's service
+    /// level missed), or else saturation.
     pub limit: Option<Answer>,
     /// Steps left out of the answers because they could not be judged (cut short, empty, too
     /// little data).

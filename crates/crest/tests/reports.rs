@@ -55,7 +55,7 @@ fn reports_are_written_re_rendered_and_compared() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["metric"] == "throughput")
+            .find(|r| r["metric"] == "throughput, failures included")
             .unwrap();
         // Twice the users against a 5 ms server: about twice the throughput.
         assert!(tput["change_pct"][1].as_f64().unwrap() > 50.0, "{tput}");

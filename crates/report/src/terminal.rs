@@ -284,7 +284,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 .map_or_else(|| "no peak".to_string(), |p| format!("peak at {p:.0} users"));
             writeln!(
                 out,
-                "  USL fit      lambda {} req/s, sigma {:.4}, kappa {:.6}, {peak} (R² {:.3})",
+                "  USL fit      lambda {} {rate}, sigma {:.4}, kappa {:.6}, {peak} (R² {:.3})",
                 num(u.lambda),
                 u.sigma,
                 u.kappa,

@@ -142,6 +142,14 @@ fn point(p: &CapacityPoint) -> PointView {
     }
 }
 
+/// What the per-step tables of requests count in a run of `unit`.
+fn counted_unit(unit: WorkUnit) -> WorkUnit {
+    match unit {
+        WorkUnit::Iterations => WorkUnit::Requests,
+        u => u,
+    }
+}
+
 pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
     let c = &r.config;
     let title = match (&c.http, &c.scenario) {
@@ -182,7 +190,8 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         step_notes: a
             .segments
             .iter()
-            .map(|s| words::unjudged_note(&s.judged, a.unit))
+            // These steps count requests (transactions for SQL), whatever the run's unit.
+            .map(|s| words::unjudged_note(&s.judged, counted_unit(a.unit)))
             .collect(),
         iteration_step_notes: a
             .iteration_segments

@@ -2,11 +2,12 @@
 
 use super::*;
 
-fn failed(f: &Failed) -> String {
+fn failed(f: &Failed, unit: WorkUnit) -> String {
     format!(
-        "{} of {} requests failed ({:.1}%)",
+        "{} of {} {} failed ({:.1}%)",
         crate::fmt::int(f.failures),
         crate::fmt::int(f.requests),
+        unit_plural(unit),
         f.error_rate * 100.0
     )
 }
@@ -21,7 +22,10 @@ pub fn point_reason(w: &Why, unit: WorkUnit) -> String {
             beyond,
         } => {
             let beyond = match beyond {
-                Beyond::Failed { load, failed: f } => format!("at {} {}", step(load), failed(f)),
+                Beyond::Failed { load, failed: f } => format!("at {} {}", step(load), failed(f, unit)),
+                Beyond::MissedSlo { load, miss } => {
+                    format!("at {} the service level was missed: {}", step(load), slo_miss(miss))
+                }
                 Beyond::LatencyOutgrew {
                     load,
                     throughput_change_pct,
@@ -57,7 +61,7 @@ pub fn point_reason(w: &Why, unit: WorkUnit) -> String {
             from_rps_ = num(*from_rps),
             to_rps_ = num(*to_rps)
         ),
-        Why::Failed(f) => failed(f),
+        Why::Failed(f) => failed(f, unit),
         Why::MissedSlo(m) => format!("missed the service level: {}", slo_miss(m)),
         Why::ThroughputFell { rps, best_rps } => {
             format!(
@@ -78,10 +82,16 @@ pub fn no_optimal(n: &NoOptimal, unit: WorkUnit) -> String {
             least,
             failed: f,
         } => format!(
-            "every level failed more than {:.0}% of its requests; the fewest, at {}, {}",
+            "every level failed more than {:.0}% of its {}; the fewest, at {}, {}",
             max_error_rate * 100.0,
+            unit_plural(unit),
             step(least),
-            failed(f)
+            failed(f, unit)
+        ),
+        NoOptimal::BrokeFirst { load } => format!(
+            "the service already broke at {}, below every level that failed less than {:.0}%",
+            step(load),
+            crest_analysis::capacity::BREAKING_ERROR_RATE * 100.0
         ),
         NoOptimal::BestAtHighest {
             load,
