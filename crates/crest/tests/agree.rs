@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{crest, edit, example, pg_url, run_scenario, scenario_file, target_metric, target_process, target_value};
+use common::{
+    crest, edit, example, pg_url, run_scenario, scenario_file, target_metric, target_process, target_value, task_flow,
+};
 use serde_json::Value;
 
 /// What the target's workers could serve per second, from its own clock: `workers` over the
@@ -75,24 +77,10 @@ fn a_503_storm_quotes_only_what_the_server_served() {
     assert!(md.contains("| ok req/s | all req/s |"), "{md}");
 }
 
-/// Seed 003's task flow, scaled down (polls every 100 ms, no think time) against 2 workers whose
-/// tasks hold one 50 ms (factorial) or 150 ms (fetch): about 15 tasks a second. Polls multiply
-/// the requests as the queue lengthens, so a search in requests never found the plateau; in
-/// tasks it finds it within 10% of what the server completed.
-fn task_flow(target: &str) -> String {
-    let mut s = example("task-queue.yaml");
-    s = edit(
-        &s,
-        "${env:CREST_TARGET:-http://127.0.0.1:8080}",
-        target.trim_end_matches('/'),
-    );
-    s = s.replace("every: 1s", "every: 100ms");
-    s = s.replace("      - think: 5s\n", "");
-    let cut = s.find("load:").unwrap();
-    s.truncate(cut);
-    s
-}
-
+/// Seed 003's task flow against 2 workers whose tasks hold one 50 ms (factorial) or 150 ms
+/// (fetch): about 15 tasks a second. Polls multiply the requests as the queue lengthens, so a
+/// search in requests never found the plateau; in tasks it finds it within 10% of what the
+/// server completed.
 #[test]
 fn find_on_a_flow_searches_in_tasks_and_finds_the_servers_rate() {
     let _serial = common::serial();

@@ -13,23 +13,7 @@ use serde_json::Value;
 /// steps of 4 s, against 2 workers whose tasks take 50 ms (factorial) or 150 ms (fetch): about
 /// 15 tasks a second at most, reached from about 4 users on.
 fn task_queue(target: &str) -> String {
-    let mut s = example("task-queue.yaml");
-    s = edit(
-        &s,
-        "${env:CREST_TARGET:-http://127.0.0.1:8080}",
-        target.trim_end_matches('/'),
-    );
-    s = s.replace("every: 1s", "every: 100ms");
-    s = s.replace("      - think: 5s\n", "");
-    s = edit(
-        &s,
-        "stepping: {start: 40, step: 40, every: 10m, max: 400}",
-        "stepping: {start: 2, step: 2, every: 4s, max: 12}",
-    );
-    // The answers are checked here, not the example's rules and service levels.
-    let cut = s.find("stop_when:").unwrap();
-    s.truncate(cut);
-    s
+    common::task_flow(target) + "load:\n  stepping: {start: 2, step: 2, every: 4s, max: 12}\n"
 }
 
 fn steps(summary: &Value) -> Vec<(u64, f64, f64)> {

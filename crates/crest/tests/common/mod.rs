@@ -620,3 +620,20 @@ pub fn first_core() -> String {
         .unwrap()
         .to_string()
 }
+
+/// Seed 003's task flow scaled down, pointed at `target`: polls every 100 ms, no think time,
+/// and nothing after its flows (the caller adds a `load:`); the answers are checked by the
+/// tests, not the example's rules and service levels.
+pub fn task_flow(target: &str) -> String {
+    let mut s = example("task-queue.yaml");
+    s = edit(
+        &s,
+        "${env:CREST_TARGET:-http://127.0.0.1:8080}",
+        target.trim_end_matches('/'),
+    );
+    s = s.replace("every: 1s", "every: 100ms");
+    s = s.replace("      - think: 5s\n", "");
+    let cut = s.find("load:").unwrap();
+    s.truncate(cut);
+    s
+}
