@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{edit, example, scenario_file, target_metric, target_process};
+use common::{scenario_file, target_metric, target_process};
 use serde_json::Value;
 
 /// The task-queue example scaled down: polls every 100 ms, no think time, 2 to 12 users in
