@@ -1,6 +1,8 @@
-//! What any analysis must satisfy for its answers to agree with each other: checked on every
-//! analysis a debug build makes (so on every run the test suite drives), not only on
-//! hand-picked cases. A violation is a bug in the analysis, never in the run.
+//! What any analysis of a measured run must satisfy for its answers to agree with each other:
+//! a debug build of crest checks every run it measures (so every run the test suite drives),
+//! not only hand-picked cases. A violation there is a bug in the analysis, never in the run. A
+//! document edited by hand (or by a fuzzer) can hold figures no run makes; it is analysed and
+//! reported all the same, never checked.
 
 use crate::analyze::Analysis;
 use crate::capacity::{CapacityPoint, Why, BREAKING_ERROR_RATE};

@@ -39,6 +39,22 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
         .and_then(|json| rundir::write_atomic(&path, &json));
 
     let analysis = crest_analysis::analyze(results).context("cannot analyse the results")?;
+    // Every run a debug build measures (so every run the test suite drives) must give answers
+    // that agree; a document read back from disk may have been edited into nonsense, and is
+    // only reported.
+    #[cfg(debug_assertions)]
+    {
+        let violations = crest_analysis::invariants::check(&analysis);
+        assert!(
+            violations.is_empty(),
+            "the analysis contradicts itself: {}",
+            violations
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     // The reports come second: if one fails, results.json is already safe and `crest report`
     // can try again.
     let mut reports_written = true;
