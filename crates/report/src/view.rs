@@ -285,16 +285,21 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
             &[],
         ),
     ];
-    let steps: Vec<_> = a.segments.iter().filter(|s| s.requests > 0).collect();
-    let curve: Vec<(f64, f64)> = steps.iter().map(|s| (s.throughput_rps, s.latency_ms.p95)).collect();
+    // Successful work only, as every answer: a step answering instant 503s would otherwise sit
+    // far right and low, as if the service had done more, faster.
+    let steps: Vec<_> = a.segments.iter().filter(|s| s.requests > s.failures).collect();
+    let curve: Vec<(f64, f64)> = steps
+        .iter()
+        .map(|s| (s.success_rps, s.success_latency_ms.p95))
+        .collect();
     let dots: Vec<(f64, f64, String)> = steps
         .iter()
-        .map(|s| (s.throughput_rps, s.latency_ms.p95, s.name.clone()))
+        .map(|s| (s.success_rps, s.success_latency_ms.p95, s.name.clone()))
         .collect();
     out.push(chart(
         "latency-throughput",
-        "Latency against throughput, per step (steady state)",
-        "requests/s",
+        "Latency against throughput, per step (steady state, successful requests)",
+        "successful requests/s",
         "p95 ms",
         &[("p95", curve)],
         &dots,
