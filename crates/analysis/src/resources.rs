@@ -440,8 +440,10 @@ mod tests {
         ResultsBuilder::new(Outcome::Status(500), true)
             .segment(40, secs as u64, |_| Second::ok(100, 20.0))
             .monitor(MonitorRecord {
+                events: Vec::new(),
                 interval_s: 1.0,
                 sources: vec![SourceRecord {
+                    limits: None,
                     kind: kind.into(),
                     label: "api".into(),
                     name: None,

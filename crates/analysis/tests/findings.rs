@@ -151,6 +151,7 @@ fn users_done_with_cpu(at: &[f64]) -> Results {
     let mut r = ResultsBuilder::new(Outcome::Status(500), true)
         .segment(4, 5, |_| Second::ok(40, 10.0))
         .monitor(MonitorRecord {
+            events: Vec::new(),
             interval_s: 1.0,
             sources: vec![],
             series: vec![MonitorSeries {

@@ -170,6 +170,7 @@ pub fn search<W: Workload>(
         }
         let plan = probe_plan(&subject.base, level, open, cap, probe_len);
         let label = Segment {
+            setup: None,
             name: format!(
                 "probe {}: {}",
                 probes.len() + 1,

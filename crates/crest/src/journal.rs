@@ -175,6 +175,7 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
     }
     let mut it = parts.into_iter().map(|(label, r)| {
         let label = label.unwrap_or_else(|| crest_model::results::Segment {
+            setup: None,
             name: "run".into(),
             start_s: 0.0,
             end_s: 0.0,

@@ -35,6 +35,7 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
             *iterations = crate::plan::per_user(args);
         }
         let label = Segment {
+            setup: None,
             name: words::level(level),
             start_s: 0.0,
             end_s: 0.0,

@@ -615,6 +615,7 @@ fn planned_segments(plan: &Plan) -> Vec<results::Segment> {
         .iter()
         .enumerate()
         .map(|(i, s)| results::Segment {
+            setup: None,
             name: s.name.clone(),
             start_s: starts[i],
             end_s: starts.get(i + 1).copied().unwrap_or(end),

@@ -163,6 +163,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         }
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
         let segment = Segment {
+            setup: None,
             name: label.clone(),
             start_s: 0.0,
             end_s: 0.0,

@@ -86,6 +86,7 @@ pub fn steered(planned: &[Segment], steps: &[Step]) -> Vec<Segment> {
     let mut out: Vec<Segment> = planned.iter().take(first.index as usize).cloned().collect();
     let end = planned.last().map_or(0.0, |s| s.end_s);
     out.extend(steps.iter().map(|s| Segment {
+        setup: None,
         name: s.name.clone(),
         start_s: s.start_s,
         end_s: end.max(s.start_s),
@@ -551,6 +552,7 @@ mod tests {
 
     fn seg(name: &str, start_s: f64, end_s: f64, users: u64) -> Segment {
         Segment {
+            setup: None,
             name: name.into(),
             start_s,
             end_s,

@@ -84,8 +84,9 @@ pub struct PostgresSpec {
 /// Metrics read from /proc for the machine.
 pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
 /// Metrics read from /proc for each watched process.
-pub const PROCESS_METRICS: [&str; 6] = [
+pub const PROCESS_METRICS: [&str; 7] = [
     "process_cpu_percent",
+    "process_cpu_throttled_percent",
     "process_resident_memory_bytes",
     "process_private_memory_bytes",
     "process_open_fds",
@@ -233,6 +234,74 @@ pub struct MonitorRecord {
     pub sources: Vec<SourceRecord>,
     /// The time series.
     pub series: Vec<MonitorSeries>,
+    /// Watched processes that exited, were killed for memory, or came back with a new pid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<ProcessEvent>,
+}
+
+/// What the kernel bounds a watched process by, read when it was watched: the ceilings its
+/// series are judged against when crest names a bottleneck. Each is `None` when there is no
+/// such bound (no quota, no cgroup limit, an unlimited rlimit) or it could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessLimits {
+    /// CPUs the process may run on (its affinity mask), in cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<f64>,
+    /// The CPU quota of its cgroup, in cores: `cpu.cfs_quota_us / cpu.cfs_period_us` (v1) or
+    /// `cpu.max` (v2), the tightest of the cgroup and its parents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_cores: Option<f64>,
+    /// The memory limit of its cgroup, bytes: `memory.limit_in_bytes` (v1) or `memory.max`
+    /// (v2), the tightest of the cgroup and its parents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<f64>,
+    /// Its soft `RLIMIT_AS`, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_space_bytes: Option<f64>,
+    /// Its soft `RLIMIT_NOFILE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<f64>,
+    /// The cgroup version these were read from, 1 or 2; `None` outside any controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_version: Option<u8>,
+}
+
+/// Something that happened to a watched process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// Index into [`MonitorRecord::sources`].
+    pub source: u32,
+    /// Seconds from the start of the run of the sample that saw it (it happened since the
+    /// sample before).
+    pub at_s: f64,
+    /// The process that ended, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The process that took its place, for a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_pid: Option<u32>,
+    /// For an OOM kill: the kills its cgroup counted since the sample before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    /// The memory limit it was killed at, bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<f64>,
+}
+
+/// The kinds of [`ProcessEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// It ended, and nothing says the kernel killed it for memory.
+    Exited,
+    /// Its cgroup's OOM killer killed it (the cgroup's kill count rose as it ended).
+    OomKilled,
+    /// It came back: the same spec names a new pid after the old one ended.
+    Restarted,
 }
 
 /// One watched source.
@@ -250,6 +319,9 @@ pub struct SourceRecord {
     /// Events seen while watching: a process that exited or could not be found, a scrape that
     /// failed. Each says when.
     pub notes: Vec<String>,
+    /// For a process: what the kernel bounds it by, as last read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ProcessLimits>,
 }
 
 /// One time series.
@@ -294,7 +366,15 @@ impl MonitorRecord {
                     n
                 }
             }));
+            if s.limits.is_some() {
+                self.sources[i].limits = s.limits;
+            }
             source_map.push(i as u32);
+        }
+        for mut e in part.events {
+            e.at_s += offset_s;
+            e.source = source_map.get(e.source as usize).copied().unwrap_or(e.source);
+            self.events.push(e);
         }
         for mut s in part.series {
             for p in &mut s.points {
@@ -410,6 +490,12 @@ pub struct MonitorSample {
     /// Notes on sources made in this round, by source index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<(u32, String)>,
+    /// Limits read in this round that differ from those known, by source index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<(u32, ProcessLimits)>,
+    /// Events seen in this round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<ProcessEvent>,
 }
 
 /// The record's head, before any sample.
@@ -456,6 +542,7 @@ impl MonitorBuilder {
                 interval_s: opening.interval_s,
                 sources: opening.sources,
                 series: Vec::new(),
+                events: Vec::new(),
             },
             index: std::collections::HashMap::new(),
         }
@@ -481,6 +568,18 @@ impl MonitorBuilder {
         if let Some(s) = self.record.sources.get_mut(source as usize) {
             s.notes.push(note.to_string());
         }
+    }
+
+    /// Sets what bounds a source's process.
+    pub fn set_limits(&mut self, source: u32, limits: ProcessLimits) {
+        if let Some(s) = self.record.sources.get_mut(source as usize) {
+            s.limits = Some(limits);
+        }
+    }
+
+    /// Adds an event.
+    pub fn event(&mut self, e: ProcessEvent) {
+        self.record.events.push(e);
     }
 
     /// Adds a point at `t_s`; a value that is not a number is left out.
@@ -518,6 +617,10 @@ impl MonitorBuilder {
         for (source, note) in &s.notes {
             self.note(*source, note);
         }
+        for (source, limits) in &s.limits {
+            self.set_limits(*source, limits.clone());
+        }
+        self.record.events.extend(s.events.iter().cloned());
         for p in &s.points {
             self.push(s.t_s, p);
         }
@@ -611,6 +714,7 @@ mod tests {
                 label: "db".into(),
                 name: None,
                 notes: Vec::new(),
+                limits: None,
             }],
         };
         let samples = [
@@ -618,13 +722,14 @@ mod tests {
                 t_s: 0.0,
                 opening: Some(opening.clone()),
                 points: vec![point("fds", None, 10.0)],
-                notes: Vec::new(),
+                ..Default::default()
             },
             MonitorSample {
                 t_s: 1.0,
                 opening: None,
                 points: vec![point("fds", Some(1024.0), 12.0), point("threads", None, 4.0)],
                 notes: vec![(0, "now pid 7 at 1.0 s".into())],
+                ..Default::default()
             },
         ];
         let mut b = MonitorBuilder::default();

@@ -676,6 +676,20 @@ pub struct Segment {
     pub users: Option<u64>,
     /// Arrivals per second at the segment's level (open model).
     pub rate: Option<f64>,
+    /// The setup command a sweep ran before this point, and how it went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupRecord>,
+}
+
+/// A sweep's setup command for one point (loading data, restarting a service): its time is
+/// part of what the point costs, as a "refresh job" column in a hand-written study.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetupRecord {
+    /// Wall time from start to exit, seconds.
+    pub duration_s: f64,
+    /// Its exit code; `None` when a signal ended it.
+    pub exit_code: Option<i32>,
 }
 
 /// A stop condition that ended the run.

@@ -47,6 +47,7 @@ impl Store {
     /// Registers a source that has a name apart from its label (a process watched by pid).
     pub(crate) fn named_source(&mut self, kind: &str, label: &str, name: Option<String>) -> u32 {
         self.sources.push(SourceRecord {
+            limits: None,
             kind: kind.into(),
             label: label.into(),
             name,

@@ -189,6 +189,7 @@ fn comparison_shows_what_the_server_used_in_each_run() {
         let r = ResultsBuilder::new(Outcome::Reset, true)
             .segment(10, 20, |_| Second::ok(100, 100.0))
             .monitor(MonitorRecord {
+                events: Vec::new(),
                 interval_s: 1.0,
                 sources: vec![],
                 series: vec![
@@ -448,6 +449,7 @@ fn a_steps_load_and_a_durations_unit_read_the_same_in_every_format() {
     let mut r = ResultsBuilder::new(Outcome::Status(500), true)
         .segment(1, 5, |_| Second::ok(250, 10.0))
         .monitor(MonitorRecord {
+            events: Vec::new(),
             interval_s: 1.0,
             sources: vec![],
             series: vec![MonitorSeries {
@@ -488,8 +490,10 @@ fn watched_by_pid_results(pid: u32, rps: u64, mib: f64, cpu: f64) -> Results {
     ResultsBuilder::new(Outcome::Reset, true)
         .segment(10, 20, |_| Second::ok(rps, 100.0))
         .monitor(MonitorRecord {
+            events: Vec::new(),
             interval_s: 1.0,
             sources: vec![SourceRecord {
+                limits: None,
                 kind: "process".into(),
                 label: pid.to_string(),
                 name: Some("crest".into()),

@@ -92,6 +92,7 @@ impl ResultsBuilder {
     pub fn segment(mut self, users: u64, secs: u64, f: impl Fn(u64) -> Second) -> Self {
         let seg = self.segments.len() as u32;
         self.segments.push(Segment {
+            setup: None,
             name: format!("{users} users"),
             start_s: self.t as f64,
             end_s: (self.t + secs) as f64,
