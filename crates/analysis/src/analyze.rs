@@ -99,6 +99,14 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
     summary
         .client_bound
         .extend(crate::workers::client_bound(&summary.workers));
+    summary.bottleneck = crate::bottleneck::bottleneck(&crate::bottleneck::Inputs {
+        results: r,
+        requests: &segments,
+        steps: answers,
+        capacity: &capacity,
+        client_bound: &summary.client_bound,
+    });
+    (summary.sizing, summary.no_sizing) = crate::sizing::sizing(r, answers, &capacity, &summary.leaks);
     let mut findings = findings(&summary, &segments, answers, &capacity, &failures);
     let each = requests_per_iteration(&segments, &iteration_segments);
     if let Some(w) = work_per_iteration(&segments, &iteration_segments, &each) {

@@ -19,6 +19,11 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finding {
+    /// What limits the service, when it is a resource or a limit of the service's own (crest's
+    /// own limits are [`Finding::ClientBound`]).
+    Bottleneck(crate::bottleneck::Bottleneck),
+    /// A watched process exited, was OOM-killed or restarted.
+    ProcessEvent(crate::events::ProcessEvent),
     /// No request succeeded; the most frequent failure, when any request completed.
     NothingSucceeded {
         /// Requests completed.
@@ -201,6 +206,16 @@ pub fn findings(
             requests: s.requests,
             top: s.errors.first().cloned(),
         });
+    }
+    // A process that died changes what every later figure describes.
+    out.extend(s.events.iter().cloned().map(Finding::ProcessEvent));
+    if let Some(b) = s.bottleneck.as_ref().filter(|b| {
+        !matches!(
+            b.kind,
+            crate::bottleneck::Kind::LoadGenerator | crate::bottleneck::Kind::None
+        )
+    }) {
+        out.push(Finding::Bottleneck(b.clone()));
     }
     // A run that asks how long a population of users takes leads with the answer.
     if let Some(u) = s.users.as_ref().filter(|u| u.finished > 0) {

@@ -14,8 +14,10 @@
 
 pub mod analyze;
 pub mod baseline;
+pub mod bottleneck;
 pub mod capacity;
 pub mod compare;
+pub mod events;
 pub mod failures;
 pub mod figures;
 pub mod find;
@@ -25,6 +27,7 @@ pub mod iterations;
 pub mod recovery;
 pub mod resources;
 pub mod segment;
+pub mod sizing;
 pub mod stop;
 pub mod study;
 pub mod summary;

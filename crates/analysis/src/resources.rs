@@ -120,7 +120,7 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
 
 /// See [`ResourceRow::key`]. A label the user gave (or a process name, a pattern) is kept:
 /// only a label that is the pid itself gives way to the name.
-fn shown_key(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
+pub(crate) fn shown_key(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
     let by_pid = |s: &&SourceRecord| !s.label.is_empty() && s.label.bytes().all(|b| b.is_ascii_digit());
     match source
         .filter(by_pid)
@@ -136,7 +136,7 @@ fn shown_key(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
 /// The span of a step's monitor samples that describe its steady state: never past the step's
 /// end nor into the next step, so that a sweep's setup between points (a restart, a reload) is
 /// never read as growth within a point.
-fn steady_window(g: &SegmentAnalysis, segments: &[SegmentAnalysis]) -> (f64, f64) {
+pub(crate) fn steady_window(g: &SegmentAnalysis, segments: &[SegmentAnalysis]) -> (f64, f64) {
     let next = segments.get(g.index + 1).map_or(f64::INFINITY, |n| n.start_s - 1e-6);
     (
         g.steady_start_s,

@@ -163,6 +163,16 @@ pub struct Summary {
     /// The optimal operating point and the limit, in `unit`, each with the figures it rests
     /// on or the reason there is none.
     pub answers: Answers,
+    /// What limits the service, with its figures; `None` when the run cannot tell. Filled by
+    /// [`crate::analyze()`].
+    pub bottleneck: Option<crate::bottleneck::Bottleneck>,
+    /// Watched processes that exited, were OOM-killed or restarted.
+    pub events: Vec<crate::events::ProcessEvent>,
+    /// A `resources:` block for each watched process. Filled by [`crate::analyze()`].
+    pub sizing: Vec<crate::sizing::Sizing>,
+    /// Watched processes the data cannot size, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub no_sizing: Vec<crate::sizing::NoSizing>,
 }
 
 /// A step's iterations, beside its requests.
@@ -474,6 +484,10 @@ pub fn summarize(
         workers: Vec::new(),
         resources: resources(r, segments),
         leaks: leaks(r, segments),
+        bottleneck: None,
+        events: crate::events::events(r),
+        sizing: Vec::new(),
+        no_sizing: Vec::new(),
         names: groups(
             r,
             |s| s.name as usize,

@@ -77,6 +77,33 @@ pub struct SummaryView<'a> {
     /// A distributed run's workers, each with its figures and verdict in words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     workers: Vec<WorkerView<'a>>,
+    /// What limits the service, with its figures and the sentence that says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bottleneck: Option<Said<'a, crest_analysis::bottleneck::Bottleneck>>,
+    /// Watched processes that exited, were OOM-killed or restarted.
+    pub(crate) events: Vec<Said<'a, crest_analysis::events::ProcessEvent>>,
+    /// A `resources:` block for each watched process.
+    pub(crate) sizing: Vec<SizingView<'a>>,
+    /// Watched processes not sized, each with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) no_sizing: Vec<Said<'a, crest_analysis::sizing::NoSizing>>,
+}
+
+/// Typed figures with the sentence that says them.
+#[derive(Debug, Serialize)]
+pub(crate) struct Said<'a, T> {
+    #[serde(flatten)]
+    pub(crate) figures: &'a T,
+    pub(crate) sentence: String,
+}
+
+/// A sizing with its basis in words and its `resources:` block as YAML.
+#[derive(Debug, Serialize)]
+pub(crate) struct SizingView<'a> {
+    #[serde(flatten)]
+    pub(crate) figures: &'a crest_analysis::sizing::Sizing,
+    pub(crate) sentence: String,
+    pub(crate) yaml: String,
 }
 
 /// One worker of a distributed run, as the per-worker table shows it.
@@ -298,6 +325,35 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         client_bound: s.client_bound.iter().map(words::client_limit).collect(),
         resources: s.resources.iter().map(resource).collect(),
         leaks: s.leaks.iter().map(leak).collect(),
+        bottleneck: s.bottleneck.as_ref().map(|b| Said {
+            figures: b,
+            sentence: words::bottleneck(b),
+        }),
+        events: s
+            .events
+            .iter()
+            .map(|e| Said {
+                figures: e,
+                sentence: words::process_event(e),
+            })
+            .collect(),
+        sizing: s
+            .sizing
+            .iter()
+            .map(|z| SizingView {
+                figures: z,
+                sentence: words::sizing_basis(z),
+                yaml: words::resources_yaml(z),
+            })
+            .collect(),
+        no_sizing: s
+            .no_sizing
+            .iter()
+            .map(|n| Said {
+                figures: n,
+                sentence: words::no_sizing(n),
+            })
+            .collect(),
         users: s.users.as_ref(),
         workers: s.workers.iter().map(worker).collect(),
     }

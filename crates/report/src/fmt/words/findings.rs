@@ -155,6 +155,8 @@ pub fn finding(f: &Finding) -> String {
             _ => "No request completed.".to_string(),
         },
         Finding::UsersDone { users, peaks } => users_finding(users, peaks),
+        Finding::Bottleneck(b) => bottleneck(b),
+        Finding::ProcessEvent(e) => process_event(e),
         Finding::ClientBound(limits) => format!(
             "The result may describe crest rather than the target: {}.",
             limits.iter().map(client_limit).collect::<Vec<_>>().join("; ")

@@ -21,6 +21,7 @@ use crest_model::monitor::Unit;
 use crest_model::reason::{Kept, SearchEnd};
 use crest_model::results::{EndReason, ProbeRecord, Results, RunConfig, StopRecord};
 
+mod bottleneck;
 mod capacity;
 mod compare;
 mod conditions;
@@ -31,6 +32,7 @@ mod run;
 mod search;
 mod validity;
 
+pub use bottleneck::*;
 pub use capacity::*;
 pub use compare::*;
 pub use conditions::*;

@@ -1,0 +1,281 @@
+//! Why the service saturates, what happened to its processes, and what to give them, as
+//! sentences and as a Kubernetes `resources:` block.
+
+use super::*;
+use crest_analysis::bottleneck::{Below, Bottleneck, Figures, Resource, Usage, AT_CEILING};
+use crest_analysis::events::ProcessEvent;
+use crest_analysis::sizing::{NoSizing, NoSizingWhy, Sizing};
+use crest_model::monitor::EventKind;
+
+/// A resource's use in its unit: CPU in percent of one core, memory in bytes, the rest counted.
+fn used(r: Resource, v: f64) -> String {
+    match r {
+        Resource::Cpu | Resource::CpuQuota => format!("{v:.1}% of a core"),
+        Resource::HostCpu => format!("{v:.1}% of all its cores"),
+        Resource::Memory => value(Unit::Bytes, v),
+        Resource::OpenFiles | Resource::Threads | Resource::DbConnections | Resource::DbPool => value(Unit::Count, v),
+    }
+}
+
+/// The ceiling a resource was judged against.
+fn ceiling(r: Resource, c: f64) -> String {
+    match r {
+        Resource::Cpu => format!("the {} it may run on", cores(c / 100.0)),
+        Resource::CpuQuota => format!("its CPU quota of {}", cores(c / 100.0)),
+        Resource::HostCpu => "all of them".into(),
+        Resource::Memory => format!("its limit of {}", value(Unit::Bytes, c)),
+        Resource::OpenFiles => format!("its limit of {} open files", value(Unit::Count, c)),
+        Resource::Threads => format!("its limit of {} threads", value(Unit::Count, c)),
+        Resource::DbConnections => format!("max_connections {}", value(Unit::Count, c)),
+        Resource::DbPool => format!("{} open", value(Unit::Count, c)),
+    }
+}
+
+fn cores(c: f64) -> String {
+    if (c - c.round()).abs() < 1e-9 {
+        count(c.round() as u64, "core")
+    } else {
+        format!("{} cores", value(Unit::Number, c))
+    }
+}
+
+/// What a resource is called in a sentence about it.
+fn resource_of(r: Resource, subject: &str) -> String {
+    match r {
+        Resource::Cpu | Resource::CpuQuota => format!("the CPU of {subject}"),
+        Resource::HostCpu => "the host's CPU".into(),
+        Resource::Memory => format!("the memory of {subject}"),
+        Resource::OpenFiles => format!("the open files of {subject}"),
+        Resource::Threads => format!("the threads of {subject}"),
+        Resource::DbConnections => "PostgreSQL's connections".into(),
+        Resource::DbPool => "the application's pool of PostgreSQL connections".into(),
+    }
+}
+
+/// `97.5% of a core against the 1 core it may run on (98% of it)`.
+fn against(u: &Usage) -> String {
+    let verb = match u.resource {
+        Resource::DbPool => "busy of",
+        Resource::Memory | Resource::OpenFiles | Resource::Threads | Resource::DbConnections => "at peak, against",
+        _ => "against",
+    };
+    match (u.ceiling, u.share) {
+        _ if u.resource == Resource::HostCpu => used(u.resource, u.used),
+        (Some(c), Some(s)) => format!(
+            "{} {verb} {} ({:.0}% of it)",
+            used(u.resource, u.used),
+            ceiling(u.resource, c),
+            s * 100.0
+        ),
+        _ => used(u.resource, u.used),
+    }
+}
+
+fn below(u: &Usage, b: &Below) -> String {
+    let share = b.share.map(|s| format!(" ({:.0}%)", s * 100.0)).unwrap_or_default();
+    format!("{}{share} at {}", used(u.resource, b.used), step(&b.load))
+}
+
+/// What the other processes used beside the bottleneck: `target used 4.1% of a core, crest 12.0%`.
+fn others(o: &[Usage]) -> String {
+    if o.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = o
+        .iter()
+        .map(|u| {
+            let over = if u.subject == "crest" { " over the run" } else { "" };
+            format!("{} {}{over}", u.subject, used(u.resource, u.used))
+        })
+        .collect();
+    format!(" Beside it: {}.", each.join(", "))
+}
+
+/// The bottleneck as one to three sentences, with the figures it rests on.
+pub fn bottleneck(b: &Bottleneck) -> String {
+    let at = b.at.as_ref().map(|l| format!(" at {}", step(l))).unwrap_or_default();
+    let main = match &b.figures {
+        Figures::Resource(u) => {
+            let mut s = format!(
+                "{} is the bottleneck: {at_}it used {}, past the {:.0}% that marks a ceiling",
+                capitalise(&resource_of(u.resource, &b.subject)),
+                against(u),
+                AT_CEILING * 100.0,
+                at_ = b.at.as_ref().map(|l| format!("at {} ", step(l))).unwrap_or_default(),
+            );
+            if let Some(t) = u.throttled_percent {
+                s.push_str(&format!(", and was throttled in {t:.1}% of its CPU periods"));
+            }
+            match &u.below {
+                Some(x) => s.push_str(&format!("; it used {} below that.", below(u, x))),
+                None => s.push('.'),
+            }
+            s
+        }
+        Figures::LoadGenerator { client } => format!(
+            "crest itself limited the run{at}, not the service: {}.",
+            client.iter().map(client_limit).collect::<Vec<_>>().join("; ")
+        ),
+        Figures::Connections {
+            refused,
+            requests,
+            clean_at,
+            in_hand,
+        } => {
+            let clean = clean_at
+                .as_ref()
+                .map(|l| format!(", none at {}", step(l)))
+                .unwrap_or_default();
+            format!(
+                "The service refuses connections past a number of them: {at_}{} of {} were refused or reset before an answer ({}){clean}. It served {} requests at once there (successful requests per second x their mean time), about the number of connections it accepts.",
+                crate::fmt::int(*refused),
+                count(*requests, "request"),
+                crate::fmt::pct(*refused as f64 / (*requests).max(1) as f64),
+                num(*in_hand),
+                at_ = b.at.as_ref().map(|l| format!("at {}, ", step(l))).unwrap_or_default(),
+            )
+        }
+        Figures::Concurrency {
+            concurrency,
+            exact,
+            best_rps,
+            service_ms,
+            lightest,
+            watched,
+        } => {
+            let figures = format!(
+                "behaves like {} of {} ms (its best {} req/s x {} ms a request at {} = {} requests at once)",
+                count(*concurrency, "worker"),
+                crate::fmt::ms(*service_ms),
+                num(*best_rps),
+                crate::fmt::ms(*service_ms),
+                step(lightest),
+                num(*exact),
+            );
+            if *watched {
+                format!("The service stops scaling{at} with no watched resource at its ceiling: it {figures}, a worker, pool or connection limit of its own.")
+            } else {
+                format!("The service stops scaling{at} and {figures}: a worker, pool or connection limit of its own, or its CPU. No process of the service was watched, and a CPU-bound service reads the same (one core serves like one worker); watch it (--monitor-pid, --monitor-process) to tell them apart.")
+            }
+        }
+        Figures::StillGrowing { highest, per_s, unit } => format!(
+            "Nothing limited the service up to {}: its {} still grew there ({} {}).",
+            step(highest),
+            unit_rate(*unit),
+            num(*per_s),
+            unit_rate(*unit)
+        ),
+    };
+    main + &others(&b.others)
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// A process that exited, was OOM-killed or restarted, as a sentence.
+pub fn process_event(e: &ProcessEvent) -> String {
+    let pid = e.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+    match e.kind {
+        EventKind::Exited => format!(
+            "{}{pid} exited at {:.1} s: the figures after that are of a service without it.",
+            e.subject, e.at_s
+        ),
+        EventKind::OomKilled => {
+            let limit = e
+                .memory_limit_bytes
+                .map(|l| format!(" at its cgroup's memory limit of {}", value(Unit::Bytes, l)))
+                .unwrap_or_default();
+            let kills = e
+                .oom_kills
+                .map(|k| format!(" ({} counted)", count(k, "OOM kill")))
+                .unwrap_or_default();
+            format!(
+                "{}{pid} was killed for memory by the kernel's OOM killer at {:.1} s{limit}{kills}.",
+                e.subject, e.at_s
+            )
+        }
+        EventKind::Restarted => {
+            let new = e.new_pid.map(|p| format!(" as pid {p}")).unwrap_or_default();
+            format!(
+                "{} came back at {:.1} s{new}{pid_was}.",
+                e.subject,
+                e.at_s,
+                pid_was = e.pid.map(|p| format!(", after pid {p}")).unwrap_or_default()
+            )
+        }
+    }
+}
+
+/// What a sizing rests on, as a sentence.
+pub fn sizing_basis(s: &Sizing) -> String {
+    let b = &s.basis;
+    let at = if b.optimum {
+        format!("the optimum, {}", step(&b.request_at))
+    } else {
+        step(&b.request_at)
+    };
+    let private = b
+        .private_peak_bytes
+        .map(|p| format!(" (private {})", value(Unit::Bytes, p)))
+        .unwrap_or_default();
+    let leak = if b.leaking {
+        " Its memory grew under steady load: any limit will be reached in time."
+    } else {
+        ""
+    };
+    format!(
+        "{}: requests from {at} ({:.1}% of a core, resident memory up to {}, of {}); limits from {} ({:.1}% of a core, resident peak {}{private}) with {:.0}% headroom on CPU and {:.0}% on memory.{leak}",
+        s.subject,
+        b.cpu_at_request_percent,
+        value(Unit::Bytes, b.resident_at_request_bytes),
+        count(b.samples as u64, "sample"),
+        step(&b.limit_at),
+        b.cpu_at_limit_percent,
+        value(Unit::Bytes, b.resident_peak_bytes),
+        b.cpu_headroom * 100.0,
+        b.memory_headroom * 100.0
+    )
+}
+
+/// Why a process is not sized, as a sentence.
+pub fn no_sizing(n: &NoSizing) -> String {
+    match &n.why {
+        NoSizingWhy::TooFewSamples { samples, needed } => format!(
+            "{} is not sized: {} at the load its requests would come from, of the {needed} needed.",
+            n.subject,
+            count(*samples as u64, "sample")
+        ),
+        NoSizingWhy::NotRead => format!("{} is not sized: its CPU and memory were never read.", n.subject),
+        NoSizingWhy::NoLoad => format!("{} is not sized: no step carried load.", n.subject),
+    }
+}
+
+/// The `resources:` block of a sizing, as YAML to paste into a container's spec, written from
+/// the Kubernetes object itself so that it is one `kubectl` reads.
+pub fn resources_yaml(s: &Sizing) -> String {
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let pair = |cpu: u64, mib: u64| {
+        [
+            ("cpu".to_string(), Quantity(format!("{cpu}m"))),
+            ("memory".to_string(), Quantity(format!("{mib}Mi"))),
+        ]
+        .into_iter()
+        .collect()
+    };
+    let block = std::collections::BTreeMap::from([(
+        "resources",
+        ResourceRequirements {
+            requests: Some(pair(s.cpu_request_millicores, s.memory_request_mib)),
+            limits: Some(pair(s.cpu_limit_millicores, s.memory_limit_mib)),
+            ..Default::default()
+        },
+    )]);
+    let yaml = serde_saphyr::to_string(&block).unwrap_or_default();
+    format!("# {}\n{yaml}", s.subject)
+}
