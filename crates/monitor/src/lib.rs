@@ -8,8 +8,11 @@
 //! sample and hands back the whole [`MonitorRecord`] for `results.json`.
 #![warn(missing_docs)]
 
+mod cgroup;
 mod error;
+mod events;
 mod host;
+mod limits;
 pub mod own;
 mod postgres;
 mod process;
@@ -187,6 +190,12 @@ impl Sampler {
             let s = w.sample(t_s);
             for n in s.notes {
                 self.store.note(*i, n);
+            }
+            if let Some(limits) = s.limits {
+                self.store.limits(*i, limits);
+            }
+            for e in s.events {
+                self.store.event(*i, e);
             }
             got.push((*i, Ok(s.readings)));
         }
