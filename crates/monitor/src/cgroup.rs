@@ -125,10 +125,7 @@ impl Cgroups {
             for name in [hierarchy.as_str(), controller] {
                 let base = self.root.join(name);
                 if base.is_dir() {
-                    return Some(Group {
-                        dir: under(&base, path),
-                        version: 1,
-                    });
+                    return under(&base, path).map(|dir| Group { dir, version: 1 });
                 }
             }
         }
@@ -136,10 +133,8 @@ impl Cgroups {
         [self.root.clone(), self.root.join("unified")]
             .into_iter()
             .find(|base| base.join("cgroup.controllers").is_file())
-            .map(|base| Group {
-                dir: under(&base, path),
-                version: 2,
-            })
+            .and_then(|base| under(&base, path))
+            .map(|dir| Group { dir, version: 2 })
     }
 
     /// The tightest CPU quota, in cores, of the process's cgroup and its parents.
@@ -227,9 +222,12 @@ impl Cgroups {
     }
 }
 
-/// The directory of `path` (as `/proc/PID/cgroup` writes it) under a hierarchy's mount point.
-fn under(base: &Path, path: &str) -> PathBuf {
-    base.join(path.trim_start_matches('/'))
+/// The directory of `path` (as `/proc/PID/cgroup` writes it) under a hierarchy's mount point;
+/// `None` for a path outside the cgroup namespace crest sees (`/../..`), which it cannot read.
+fn under(base: &Path, path: &str) -> Option<PathBuf> {
+    let path = Path::new(path.trim_start_matches('/'));
+    let inside = path.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    inside.then(|| base.join(path))
 }
 
 fn read(file: &Path) -> Option<String> {
@@ -372,6 +370,8 @@ mod tests {
         // The root's "unlimited" is no limit.
         let top = Membership::parse("4:memory:/\n0::/\n");
         assert_eq!(c.memory_limit(&top), None);
+        // A cgroup outside crest's cgroup namespace cannot be read.
+        assert_eq!(c.group(&Membership::parse("4:memory:/../../other\n"), "memory"), None);
         // A process in no v1 memory hierarchy falls back to the unified one.
         assert_eq!(c.group(&Membership::parse("0::/x\n"), "memory").unwrap().version, 2);
     }

@@ -58,11 +58,6 @@ pub(crate) struct ProcessSample {
 impl Watched {
     /// Checks the spec (a pattern must compile).
     pub(crate) fn new(spec: ProcessSpec) -> Result<Self, MonitorError> {
-        Self::with_cgroups(spec, Cgroups::default())
-    }
-
-    /// As [`Watched::new`], reading cgroups under another root (a test's fixture).
-    pub(crate) fn with_cgroups(spec: ProcessSpec, cgroups: Cgroups) -> Result<Self, MonitorError> {
         let pattern = match &spec.select {
             ProcessSelect::Pattern(p) => Some(Regex::new(p).map_err(|e| MonitorError::Pattern {
                 what: "process pattern",
@@ -80,7 +75,7 @@ impl Watched {
             said_no_private: false,
             fates: Fates::new(matches!(spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_))),
             spec,
-            cgroups,
+            cgroups: Cgroups::default(),
             throttled: None,
         };
         w.name = w.named();
@@ -174,7 +169,9 @@ impl Watched {
             .map(|(p, m)| (*p, m.as_ref().and_then(|m| self.cgroups.memory_group(m))))
             .collect();
         out.events = self.fates.update(memory_groups, &self.cgroups, t_s, alive);
-        let bounds = crate::limits::read(&members, &self.cgroups).unwrap_or_default();
+        // None when every member ended between two reads: the limits last sent stand.
+        let read = crate::limits::read(&members, &self.cgroups);
+        let bounds = read.clone().unwrap_or_default();
         let throttled = self.throttling(&bounds);
         match (&self.pids, pids.is_empty()) {
             (None, true) => out.notes.push(format!("no process found for {what} at {t_s:.1} s")),
@@ -301,7 +298,7 @@ impl Watched {
             limit: None,
             value: threads as f64,
         });
-        out.limits = Some(bounds.limits);
+        out.limits = read.map(|b| b.limits);
         out
     }
 
@@ -648,6 +645,9 @@ mod tests {
         }
         let group = crest_testkit::cgroup::CpuCgroup::new(0.25).unwrap();
         let child = Kill(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
+        // The most CPU weight a group can have: however busy the machine, the loop gets its
+        // quarter core in every period and is throttled in each, which is what is asserted.
+        group.group().set("cpu.shares", "262144").unwrap();
         group.add(child.0.id()).unwrap();
         let mut w = Watched::new(spec("busy", ProcessSelect::Pid(child.0.id()))).unwrap();
         let first = w.sample(0.0);

@@ -24,7 +24,7 @@ pub fn available(controller: &str) -> bool {
     if !base.join("cgroup.procs").is_file() {
         return false;
     }
-    let probe = base.join(format!("{PREFIX}probe-{}", unique()));
+    let probe = base.join(format!("{PREFIX}{}-probe-{}", std::process::id(), unique()));
     let made = std::fs::create_dir(&probe).is_ok();
     if made {
         let _ = std::fs::remove_dir(&probe);
@@ -182,15 +182,21 @@ fn empty(dir: &Path) {
     }
 }
 
-/// Removes the groups earlier test runs left with no process in them. One still holding
-/// processes belongs to a test running now, or to one whose processes outlived it; either way
-/// it is not this run's to kill.
+/// Removes the groups that test runs no longer running left with no process in them (each
+/// group's name holds the pid of the run that made it). A group of a run still going may be
+/// empty only for the moment before its process is added, and is left alone; one still holding
+/// processes is not this run's to kill.
 fn sweep(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for e in entries.flatten() {
-        let own = format!("{PREFIX}{}-", std::process::id());
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with(PREFIX) && !name.starts_with(&own) && pids(&e.path()).is_empty() {
+        let Some(owner) = name.strip_prefix(PREFIX).and_then(|n| n.split('-').next()) else {
+            continue;
+        };
+        let running = owner
+            .parse::<u32>()
+            .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !running && pids(&e.path()).is_empty() {
             let _ = std::fs::remove_dir(e.path());
         }
     }
