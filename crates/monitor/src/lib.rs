@@ -8,8 +8,11 @@
 //! sample and hands back the whole [`MonitorRecord`] for `results.json`.
 #![warn(missing_docs)]
 
+mod cgroup;
 mod error;
+mod events;
 mod host;
+mod limits;
 pub mod own;
 mod postgres;
 mod process;
@@ -188,6 +191,12 @@ impl Sampler {
             for n in s.notes {
                 self.store.note(*i, n);
             }
+            if let Some(limits) = s.limits {
+                self.store.limits(*i, limits);
+            }
+            for e in s.events {
+                self.store.event(*i, e);
+            }
             got.push((*i, Ok(s.readings)));
         }
         for (i, s) in &mut self.scrapers {
@@ -354,6 +363,41 @@ mod tests {
         assert!(record.series.iter().any(|s| s.source == 0));
         assert_eq!(record.sources[1].notes.len(), 1, "{:?}", record.sources[1].notes);
         assert!(record.sources[1].notes[0].contains("more than 200 series"));
+    }
+
+    /// Issue 34: limits and events travel in the samples the run journals (limits only when
+    /// they change), so a record rebuilt from the journal holds them as the monitor did.
+    #[test]
+    fn issue_34_limits_and_events_travel_in_the_samples() {
+        let mut child = std::process::Command::new("sleep").arg("4248.5").spawn().unwrap();
+        let plan = MonitorPlan {
+            interval: Duration::from_millis(100),
+            host: false,
+            processes: vec![ProcessSpec {
+                label: "sleeper".into(),
+                select: ProcessSelect::Pid(child.id()),
+            }],
+            ..MonitorPlan::default()
+        };
+        let m = Sampler::new(&plan).unwrap().spawn(Instant::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(350));
+        let _ = child.kill();
+        let _ = child.wait();
+        std::thread::sleep(Duration::from_millis(250));
+        let samples: Vec<MonitorSample> = m.snapshots().map(|s| s.sample).collect();
+        let record = m.finish();
+        assert_eq!(samples.iter().filter(|s| !s.limits.is_empty()).count(), 1, "sent once");
+        assert!(record.sources[0].limits.as_ref().unwrap().cores.is_some());
+        assert_eq!(record.events.len(), 1, "{:?}", record.events);
+        assert_eq!(record.events[0].kind, crest_model::monitor::EventKind::Exited);
+        assert_eq!(record.events[0].pid, Some(child.id()));
+        let mut rebuilt = crest_model::monitor::MonitorBuilder::default();
+        for s in &samples {
+            rebuilt.apply(s);
+        }
+        let rebuilt = rebuilt.finish();
+        assert_eq!(rebuilt.events, record.events);
+        assert_eq!(rebuilt.sources, record.sources);
     }
 
     #[test]

@@ -5,14 +5,20 @@
 //! worker (a PostgreSQL backend, a forked server) is followed rather than lost. A spec that
 //! matches several processes is recorded as their sum, the way `ps` users add up a server's
 //! workers; crest's own process is never counted.
+//!
+//! Each sample also reads what bounds the processes ([`crate::limits`]), the share of CPU
+//! periods their cgroup's quota throttled, and what happened to them ([`crate::events`]).
 
+use crate::cgroup::{Cgroups, Group, Membership, Throttling};
 use crate::error::{MonitorError, SampleError};
+use crate::events::Fates;
+use crate::limits::Bounds;
 use crate::store::Reading;
-use crest_model::monitor::{ProcessSelect, ProcessSpec, SeriesKey, Unit};
-use procfs::process::{LimitValue, Process};
+use crest_model::monitor::{ProcessEvent, ProcessLimits, ProcessSelect, ProcessSpec, SeriesKey, Unit};
+use procfs::process::Process;
 use procfs::WithCurrentSystemInfo;
 use regex::Regex;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
@@ -30,6 +36,12 @@ pub(crate) struct Watched {
     name: Option<String>,
     /// Whether the note that the kernel gives no private memory has been written.
     said_no_private: bool,
+    /// The cgroup filesystem.
+    cgroups: Cgroups,
+    /// The throttling counters of the cgroup holding the quota, at the last sample.
+    throttled: Option<(Group, Throttling)>,
+    /// What happened to the processes, from sample to sample.
+    fates: Fates,
 }
 
 /// One sample of a spec.
@@ -37,6 +49,10 @@ pub(crate) struct Watched {
 pub(crate) struct ProcessSample {
     pub(crate) readings: Vec<Reading>,
     pub(crate) notes: Vec<String>,
+    /// What bounds the processes, when any could be read.
+    pub(crate) limits: Option<ProcessLimits>,
+    /// What happened to them since the last sample; their `source` is left for the caller.
+    pub(crate) events: Vec<ProcessEvent>,
 }
 
 impl Watched {
@@ -51,13 +67,16 @@ impl Watched {
             _ => None,
         };
         let mut w = Watched {
-            spec,
             pattern,
             last: HashMap::new(),
             pids: None,
             ticks_per_s: procfs::ticks_per_second().max(1) as f64,
             name: None,
             said_no_private: false,
+            fates: Fates::new(matches!(spec.select, ProcessSelect::Pid(_) | ProcessSelect::PidFile(_))),
+            spec,
+            cgroups: Cgroups::default(),
+            throttled: None,
         };
         w.name = w.named();
         Ok(w)
@@ -96,7 +115,6 @@ impl Watched {
     /// excluding its pid excludes them all.
     fn resolve(&self) -> Result<BTreeSet<i32>, SampleError> {
         let own = std::process::id() as i32;
-        let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
         let one = |pid: i32| {
             if pid == own {
                 return Err(SampleError::Itself(pid));
@@ -141,9 +159,20 @@ impl Watched {
                     out.notes.push(format!("{e} (at {t_s:.1} s)"));
                 }
                 self.pids = Some(BTreeSet::new());
+                out.events = self.fates.update(BTreeMap::new(), &self.cgroups, t_s, alive);
                 return out;
             }
         };
+        let members: BTreeMap<i32, Option<Membership>> = pids.iter().map(|&p| (p, Membership::of(p))).collect();
+        let memory_groups = members
+            .iter()
+            .map(|(p, m)| (*p, m.as_ref().and_then(|m| self.cgroups.memory_group(m))))
+            .collect();
+        out.events = self.fates.update(memory_groups, &self.cgroups, t_s, alive);
+        // None when every member ended between two reads: the limits last sent stand.
+        let read = crate::limits::read(&members, &self.cgroups);
+        let bounds = read.clone().unwrap_or_default();
+        let throttled = self.throttling(&bounds);
         match (&self.pids, pids.is_empty()) {
             (None, true) => out.notes.push(format!("no process found for {what} at {t_s:.1} s")),
             (Some(before), true) if !before.is_empty() => {
@@ -208,24 +237,35 @@ impl Watched {
         if !read_any {
             return out;
         }
-        // Limits are per process, so they only bound a series that is one process.
-        let one = (pids.len() == 1).then(|| pids.first().copied()).flatten();
-        let fd_limit = one.and_then(open_files_limit);
-        let mem_limit = one.and_then(cgroup_memory_limit);
+        // rlimits are per process, so they only bound a series that is one process; a cgroup's
+        // memory limit bounds what its processes hold together, which resident memory summed
+        // over processes overstates (each counts the shared pages it touched).
+        let one = pids.len() == 1;
+        let fd_limit = bounds.limits.open_files;
+        let mem_limit = bounds.limits.memory_limit_bytes;
         if timed && cpu_secs > 0.0 {
             out.readings.push(Reading {
                 key: key("process_cpu_percent"),
                 title: format!("CPU of {label} (100% = one core)"),
                 unit: Unit::Percent,
-                limit: None,
+                limit: bounds.cpu_percent(),
                 value: cpu_ticks as f64 / self.ticks_per_s / cpu_secs * 100.0,
+            });
+        }
+        if let Some(share) = throttled {
+            out.readings.push(Reading {
+                key: key("process_cpu_throttled_percent"),
+                title: format!("CPU periods of {label} throttled by its cgroup's quota"),
+                unit: Unit::Percent,
+                limit: None,
+                value: share,
             });
         }
         out.readings.push(Reading {
             key: key("process_resident_memory_bytes"),
             title: format!("resident memory of {label}"),
             unit: Unit::Bytes,
-            limit: mem_limit,
+            limit: mem_limit.filter(|_| one),
             value: rss as f64,
         });
         match private {
@@ -258,7 +298,26 @@ impl Watched {
             limit: None,
             value: threads as f64,
         });
+        out.limits = read.map(|b| b.limits);
         out
+    }
+
+    /// The share of CFS periods, in percent, in which the cgroup holding the processes' CPU
+    /// quota was throttled since the last sample; `None` with no quota, or on the first sample
+    /// under it. The counters are the cgroup's: other processes in it are held back with these.
+    fn throttling(&mut self, bounds: &Bounds) -> Option<f64> {
+        let Some(quota) = &bounds.quota else {
+            self.throttled = None;
+            return None;
+        };
+        let Some(now) = Cgroups::throttling(&quota.at) else {
+            self.throttled = None;
+            return None;
+        };
+        let before = self.throttled.replace((quota.at.clone(), now));
+        before
+            .filter(|(g, _)| *g == quota.at)
+            .and_then(|(_, t)| now.percent_since(t))
     }
 
     fn single(&self) -> bool {
@@ -346,8 +405,10 @@ fn all() -> Result<impl Iterator<Item = Process>, SampleError> {
 /// file name, or the file name of its first argument (scripts run by an interpreter).
 fn name_matches(p: &Process, name: &str) -> bool {
     let short = &name.as_bytes()[..name.len().min(15)];
-    if p.stat().is_ok_and(|s| s.comm.as_bytes() == short) {
-        return true;
+    match p.stat() {
+        Ok(s) if s.state == 'Z' => return false,
+        Ok(s) if s.comm.as_bytes() == short => return true,
+        _ => {}
     }
     if p.exe().is_ok_and(|e| e.file_name().is_some_and(|f| f == name)) {
         return true;
@@ -358,37 +419,18 @@ fn name_matches(p: &Process, name: &str) -> bool {
     })
 }
 
-/// The soft limit on open files of a process, as in /proc/PID/limits.
-pub(crate) fn open_files_limit(pid: i32) -> Option<f64> {
-    match Process::new(pid).ok()?.limits().ok()?.max_open_files.soft_limit {
-        LimitValue::Value(v) => Some(v as f64),
-        LimitValue::Unlimited => None,
-    }
-}
-
-/// The tightest `memory.max` of the process's cgroup (v2) and its parents, when one is set.
-fn cgroup_memory_limit(pid: i32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let mut dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    let mut limit: Option<u64> = None;
-    loop {
-        if let Ok(v) = std::fs::read_to_string(dir.join("memory.max")) {
-            if let Ok(n) = v.trim().parse::<u64>() {
-                limit = Some(limit.map_or(n, |l| l.min(n)));
-            }
-        }
-        if dir == Path::new("/sys/fs/cgroup") || !dir.pop() {
-            break;
-        }
-    }
-    limit.map(|l| l as f64)
+/// Whether a process runs: it exists and is not a zombie (a killed child its parent has not yet
+/// reaped is gone for every purpose of a monitor).
+fn alive(pid: i32) -> bool {
+    Process::new(pid).is_ok_and(|p| p.stat().is_ok_and(|s| s.state != 'Z'))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crest_model::monitor::EventKind;
     use crest_testkit::toucher::{Memory, Toucher};
+    use procfs::process::LimitValue;
     use std::process::{Child, Command};
 
     struct Kill(Child);
@@ -396,6 +438,14 @@ mod tests {
         fn drop(&mut self) {
             let _ = self.0.kill();
             let _ = self.0.wait();
+        }
+    }
+
+    /// The soft limit on open files of a process, as in /proc/PID/limits.
+    fn open_files_limit(pid: i32) -> Option<f64> {
+        match Process::new(pid).ok()?.limits().ok()?.max_open_files.soft_limit {
+            LimitValue::Value(v) => Some(v as f64),
+            LimitValue::Unlimited => None,
         }
     }
 
@@ -584,5 +634,199 @@ mod tests {
         assert!(w.sample(1.0).notes.is_empty(), "the same problem is noted once");
         let e = Watched::new(spec("x", ProcessSelect::Pattern("(".into()))).unwrap_err();
         assert!(e.to_string().contains("not a valid regular expression"), "{e}");
+    }
+
+    /// Issue 34: a busy loop in a cgroup held to a quarter core is bounded at 25% of a core,
+    /// and every period it runs in ends throttled, however busy the machine is.
+    #[test]
+    fn issue_34_a_cpu_quota_bounds_the_cpu_series_and_its_throttling_is_recorded() {
+        if !crest_testkit::cgroup::require("cpu") {
+            return;
+        }
+        let group = crest_testkit::cgroup::CpuCgroup::new(0.25).unwrap();
+        let child = Kill(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
+        // The most CPU weight a group can have: however busy the machine, the loop gets its
+        // quarter core in every period and is throttled in each, which is what is asserted.
+        group.group().set("cpu.shares", "262144").unwrap();
+        group.add(child.0.id()).unwrap();
+        let mut w = Watched::new(spec("busy", ProcessSelect::Pid(child.0.id()))).unwrap();
+        let first = w.sample(0.0);
+        let limits = first.limits.clone().unwrap();
+        assert_eq!(limits.cpu_quota_cores, Some(0.25));
+        assert_eq!(limits.cgroup_version, Some(1));
+        assert!(limits.open_files.is_some() && limits.cores.is_some(), "{limits:?}");
+        assert!(
+            value(&first, "process_cpu_throttled_percent").is_none(),
+            "it needs two readings"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let second = w.sample(1.5);
+        let cpu = second
+            .readings
+            .iter()
+            .find(|r| r.key.metric == "process_cpu_percent")
+            .unwrap();
+        assert_eq!(cpu.limit, Some(25.0));
+        assert!(cpu.value <= 30.0, "a quarter core's quota let it use {}%", cpu.value);
+        let throttled = value(&second, "process_cpu_throttled_percent").unwrap();
+        assert!(throttled > 50.0, "a busy loop under a quota is throttled: {throttled}%");
+        assert!(second.events.is_empty(), "{:?}", second.events);
+    }
+
+    /// Issue 34: a process pinned to one core may use one core, whatever the host has.
+    #[test]
+    fn issue_34_a_process_pinned_to_one_core_is_bounded_at_one_core() {
+        let child = Kill(
+            Command::new("taskset")
+                .args(["-c", "0", "sleep", "4244.5"])
+                .spawn()
+                .unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut w = Watched::new(spec("pinned", ProcessSelect::Pid(child.0.id()))).unwrap();
+        w.sample(0.0);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let s = w.sample(0.2);
+        let limits = s.limits.clone().unwrap();
+        assert_eq!(limits.cores, Some(1.0));
+        let quota = limits.cpu_quota_cores.unwrap_or(1.0).min(1.0);
+        let cpu = s
+            .readings
+            .iter()
+            .find(|r| r.key.metric == "process_cpu_percent")
+            .unwrap();
+        assert_eq!(cpu.limit, Some(quota * 100.0));
+        assert_eq!(limits.address_space_bytes, address_space_limit(child.0.id() as i32));
+    }
+
+    fn address_space_limit(pid: i32) -> Option<f64> {
+        match Process::new(pid).ok()?.limits().ok()?.max_address_space.soft_limit {
+            LimitValue::Value(v) => Some(v as f64),
+            LimitValue::Unlimited => None,
+        }
+    }
+
+    /// Issue 34: a process that outgrows its memory cgroup is killed by the kernel; the
+    /// cgroup's count of OOM kills says so after the process has gone.
+    #[test]
+    fn issue_34_a_process_killed_by_its_memory_cgroup_is_an_oom_kill_at_its_limit() {
+        if !crest_testkit::cgroup::require("memory") {
+            return;
+        }
+        const LIMIT: u64 = 64 << 20;
+        let group = crest_testkit::cgroup::MemoryCgroup::new(LIMIT).unwrap();
+        // It waits for a line before growing, so it grows inside the group.
+        let grow = "import sys\nsys.stdin.readline()\nheld = []\nwhile True:\n    held.append(b'x' * (1 << 20))\n";
+        let mut child = Kill(
+            Command::new("python3")
+                .args(["-c", grow])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let pid = child.0.id();
+        group.add(pid).unwrap();
+        let mut w = Watched::new(spec("hog", ProcessSelect::Pid(pid))).unwrap();
+        let first = w.sample(0.0);
+        assert_eq!(first.limits.unwrap().memory_limit_bytes, Some(LIMIT as f64));
+        let resident = first
+            .readings
+            .iter()
+            .find(|r| r.key.metric == "process_resident_memory_bytes")
+            .unwrap();
+        assert_eq!(
+            resident.limit,
+            Some(LIMIT as f64),
+            "v1 memory.limit_in_bytes bounds the series"
+        );
+        use std::io::Write;
+        child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let until = Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < until, "the OOM killer never acted");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(!status.success());
+        let after = w.sample(1.0);
+        assert_eq!(after.events.len(), 1, "{:?}", after.events);
+        let e = &after.events[0];
+        assert_eq!(e.kind, EventKind::OomKilled);
+        assert_eq!(e.pid, Some(pid));
+        assert!(e.oom_kills.unwrap() >= 1);
+        assert_eq!(e.memory_limit_bytes, Some(LIMIT as f64));
+        assert_eq!(after.notes, vec![format!("pid {pid}: no longer running at 1.0 s")]);
+        assert!(w.sample(2.0).events.is_empty(), "said once");
+    }
+
+    /// Issue 34: a process stopped with SIGTERM exited; nothing killed it for memory.
+    #[test]
+    fn issue_34_a_process_ended_by_sigterm_exited() {
+        let mut child = Kill(Command::new("sleep").arg("4245.5").spawn().unwrap());
+        let pid = child.0.id();
+        let mut w = Watched::new(spec("s", ProcessSelect::Pid(pid))).unwrap();
+        assert!(w.sample(0.0).events.is_empty());
+        Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+        child.0.wait().unwrap();
+        let e = w.sample(1.0).events;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!((e[0].kind, e[0].pid, e[0].at_s), (EventKind::Exited, Some(pid), 1.0));
+    }
+
+    /// Issue 34: a service restarted writes its new pid in its pid file: it exited, then came
+    /// back.
+    #[test]
+    fn issue_34_a_pid_file_naming_a_new_process_is_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("app.pid");
+        let mut old = Kill(Command::new("sleep").arg("4246.5").spawn().unwrap());
+        std::fs::write(&file, format!("{}\n", old.0.id())).unwrap();
+        let mut w = Watched::new(spec("app", ProcessSelect::PidFile(file.clone()))).unwrap();
+        assert!(w.sample(0.0).events.is_empty());
+        old.0.kill().unwrap();
+        old.0.wait().unwrap();
+        let e = w.sample(1.0).events;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!((e[0].kind, e[0].pid), (EventKind::Exited, Some(old.0.id())));
+        let new = Kill(Command::new("sleep").arg("4246.5").spawn().unwrap());
+        std::fs::write(&file, format!("{}\n", new.0.id())).unwrap();
+        let e = w.sample(2.0).events;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            (e[0].kind, e[0].pid, e[0].new_pid, e[0].at_s),
+            (EventKind::Restarted, Some(old.0.id()), Some(new.0.id()), 2.0)
+        );
+        assert!(w.sample(3.0).events.is_empty());
+    }
+
+    /// Issue 34: members of a group come and go (PostgreSQL's backends); only the whole group
+    /// going and coming back are events.
+    #[test]
+    fn issue_34_a_group_exits_only_when_all_of_it_has_gone() {
+        let sleeper = || Kill(Command::new("sleep").arg("4247.5").spawn().unwrap());
+        let (mut a, mut b) = (sleeper(), sleeper());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut w = Watched::new(spec("g", ProcessSelect::Pattern("^sleep 4247\\.5$".into()))).unwrap();
+        let first = w.sample(0.0);
+        assert!(first.events.is_empty());
+        let limits = first.limits.unwrap();
+        assert!(limits.cores.is_some());
+        assert_eq!(limits.open_files, None, "an rlimit bounds one process, not a group");
+        a.0.kill().unwrap();
+        a.0.wait().unwrap();
+        assert!(w.sample(1.0).events.is_empty(), "one member of two ended");
+        b.0.kill().unwrap();
+        b.0.wait().unwrap();
+        let e = w.sample(2.0).events;
+        assert_eq!((e.len(), e[0].kind, e[0].pid), (1, EventKind::Exited, Some(b.0.id())));
+        let c = sleeper();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let e = w.sample(3.0).events;
+        assert_eq!(
+            (e.len(), e[0].kind, e[0].new_pid),
+            (1, EventKind::Restarted, Some(c.0.id()))
+        );
     }
 }

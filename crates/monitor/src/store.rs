@@ -1,7 +1,8 @@
 //! The series being recorded, and what each round of sampling added to them.
 
 use crest_model::monitor::{
-    MonitorBuilder, MonitorOpening, MonitorPoint, MonitorRecord, MonitorSample, SeriesKey, SourceRecord, Unit,
+    MonitorBuilder, MonitorOpening, MonitorPoint, MonitorRecord, MonitorSample, ProcessEvent, ProcessLimits, SeriesKey,
+    SourceRecord, Unit,
 };
 
 /// A reading of one series at one time.
@@ -67,6 +68,29 @@ impl Store {
             pending.opening = Some(opening.clone());
             MonitorBuilder::new(opening)
         })
+    }
+
+    /// Records what bounds a source's processes, when it differs from what was last recorded:
+    /// limits change rarely (a restart under new ones), and the journal carries each change once.
+    pub(crate) fn limits(&mut self, source: u32, limits: ProcessLimits) {
+        let known = self
+            .builder()
+            .record()
+            .sources
+            .get(source as usize)
+            .and_then(|s| s.limits.as_ref());
+        if known == Some(&limits) {
+            return;
+        }
+        self.builder().set_limits(source, limits.clone());
+        self.pending.limits.push((source, limits));
+    }
+
+    /// Records something that happened to a source's processes.
+    pub(crate) fn event(&mut self, source: u32, mut event: ProcessEvent) {
+        event.source = source;
+        self.builder().event(event.clone());
+        self.pending.events.push(event);
     }
 
     pub(crate) fn note(&mut self, source: u32, note: String) {

@@ -5,6 +5,7 @@
 //! Every server records what it received so tests can check both sides of the wire.
 #![allow(missing_docs)]
 
+pub mod cgroup;
 pub mod faulty;
 pub mod h2;
 pub mod proxy;
