@@ -155,7 +155,11 @@ fn core_wait(c: &ClientStats, active_s: f64) -> Option<CoreWait> {
 /// when the run or its CPU is too short for the share to mean anything.
 pub fn cpu_share(c: &ClientStats, active_s: f64) -> Option<(f64, u64)> {
     let threads = c.threads.min(c.cores);
-    let usable = threads.max(1) as f64;
+    // A quota holds the threads to part of the cores they could run on.
+    let usable = c
+        .cpu_quota_cores
+        .filter(|q| *q > 0.0)
+        .map_or(threads.max(1) as f64, |q| q.min(threads.max(1) as f64));
     (active_s >= CPU_MIN_DURATION_S && c.cpu_s >= CPU_MIN_S).then(|| (c.cpu_s / active_s / usable, threads))
 }
 

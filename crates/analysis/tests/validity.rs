@@ -35,6 +35,7 @@ fn open(arrivals: u64, dropped: u64, lag_us: u64) -> OpenStats {
 
 fn client(cpu_s: f64) -> ClientStats {
     ClientStats {
+        cpu_quota_cores: None,
         cpu_s,
         cores: 2,
         threads: 1,

@@ -448,6 +448,7 @@ impl Running {
                 threads: self.threads as u64,
                 peak_rss_bytes: crest_monitor::own::peak_rss_bytes(),
                 core_wait_s: report.core_wait.map(|d| d.as_secs_f64()),
+                cpu_quota_cores: crest_monitor::own::cpu_quota_cores(),
             }),
             monitor,
             users: user_times(&plan.load, &report.user_times, report.users_cut_short),

@@ -553,6 +553,9 @@ pub struct ClientStats {
     /// engine spent on its own work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core_wait_s: Option<f64>,
+    /// The CPU quota of crest's cgroup, in cores, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_cores: Option<f64>,
 }
 
 /// The load model: `closed` (a fixed number of users, each sending after the last answer) or

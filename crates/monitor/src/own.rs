@@ -29,3 +29,10 @@ fn status_kb(field: &str) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
+
+/// The CPU quota of crest's own cgroup, in cores, when it has one: a generator held to part
+/// of a core is busy at that part, which its core count (rounded up to whole cores) hides.
+pub fn cpu_quota_cores() -> Option<f64> {
+    let m = crate::cgroup::Membership::of(std::process::id() as i32)?;
+    crate::cgroup::Cgroups::default().cpu_quota(&m).map(|b| b.value)
+}

@@ -455,6 +455,7 @@ pub fn worker_record(index: u32, requests: u64, lag_us: Option<u64>, cpu_s: f64)
         iterations: None,
         send_lag,
         client: Some(crest_model::results::ClientStats {
+            cpu_quota_cores: None,
             cpu_s,
             cores: 2,
             threads: 1,
