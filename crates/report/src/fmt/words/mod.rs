@@ -29,6 +29,7 @@ mod findings;
 mod resources;
 mod run;
 mod search;
+mod study;
 mod validity;
 
 pub use capacity::*;
@@ -39,6 +40,7 @@ pub use findings::*;
 pub use resources::*;
 pub use run::*;
 pub use search::*;
+pub use study::*;
 pub use validity::*;
 
 #[cfg(test)]
