@@ -445,6 +445,26 @@ mod tests {
     use crest_model::Outcome;
     use crest_testkit::results::{ResultsBuilder, Second};
 
+    /// A sweep point of several steps is read over all their steady states: the mean weighted
+    /// by samples, the highest peak; one step's figures stay its own.
+    #[test]
+    fn steps_joined_weigh_their_means_by_samples() {
+        let a = Stats {
+            mean: 10.0,
+            peak: 30.0,
+            samples: 3,
+        };
+        let b = Stats {
+            mean: 20.0,
+            peak: 25.0,
+            samples: 1,
+        };
+        let both = Stats::joined([&a, &b]).unwrap();
+        assert_eq!((both.mean, both.peak, both.samples), (12.5, 30.0, 4));
+        assert_eq!(Stats::joined([&b]), Some(b.clone()));
+        assert_eq!(Stats::joined([]), None);
+    }
+
     fn series(metric: &str, unit: Unit, limit: Option<f64>, f: impl Fn(f64) -> f64) -> MonitorSeries {
         MonitorSeries {
             key: SeriesKey::new(metric).with("process", "api"),

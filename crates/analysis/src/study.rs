@@ -13,7 +13,7 @@ use crate::baseline::{baseline, ratios, Candidate};
 use crate::capacity::{rose, LATENCY_GROWTH};
 use crate::failures::Cluster;
 use crate::figures::Percentiles;
-use crate::resources::{ResourceRow, Stats, MIN_SAMPLES};
+use crate::resources::{ResourceRow, Stats};
 use crate::summary::UsersDone;
 use crest_model::results::SetupRecord;
 use serde::Serialize;
@@ -87,8 +87,9 @@ pub struct StudyPoint {
 }
 
 /// What one watched process used at one point, over the point's steady state (each step's, when
-/// the point had several). A figure is none when fewer than [`MIN_SAMPLES`] samples are behind
-/// it: a short point's one or two CPU samples read 0%. The sample counts say why.
+/// the point had several). A figure is none when fewer than
+/// [`crate::resources::MIN_SAMPLES`] samples are behind it: a short point's one or two CPU
+/// samples read 0%. The sample counts say why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProcessFigures {
     /// Mean CPU, percent of one core.
@@ -110,25 +111,26 @@ pub struct ProcessFigures {
 impl ProcessFigures {
     /// The figures of `process` among a point's resources; none when it has no series there.
     fn of(process: &str, rows: &[ResourceRow]) -> Option<Self> {
-        let stats = |metric: &str| {
+        let series = |metric: &str| {
             rows.iter()
                 .find(|r| r.metric == metric && r.process.as_deref() == Some(process))
-                .map(|r| Stats::joined(r.steps.iter().flatten()))
         };
-        let (cpu, resident, private) = (stats(CPU), stats(RESIDENT), stats(PRIVATE));
-        if cpu.is_none() && resident.is_none() && private.is_none() {
+        if [CPU, RESIDENT, PRIVATE].iter().all(|m| series(m).is_none()) {
             return None;
         }
-        let enough = |s: &Option<Option<Stats>>| s.clone().flatten().filter(|s| s.samples >= MIN_SAMPLES);
-        let samples = |s: &Option<Option<Stats>>| s.clone().flatten().map_or(0, |s| s.samples);
-        let cpu_percent = enough(&cpu).map(|s| s.mean);
+        // Over each step's steady state; a figure of too few samples is none.
+        let stats = |metric: &str| series(metric).and_then(|r| Stats::joined(r.steps.iter().flatten()));
+        let samples = |s: &Option<Stats>| s.as_ref().map_or(0, |s| s.samples);
+        let enough = |s: &Option<Stats>, f: fn(&Stats) -> f64| s.as_ref().filter(|s| s.enough()).map(f);
+        let (cpu, resident, private) = (stats(CPU), stats(RESIDENT), stats(PRIVATE));
+        let cpu_percent = enough(&cpu, |s| s.mean);
         Some(ProcessFigures {
             cpu_percent,
             cpu_millicores: cpu_percent.map(|p| p * 10.0),
             cpu_samples: samples(&cpu),
-            resident_peak_bytes: enough(&resident).map(|s| s.peak),
+            resident_peak_bytes: enough(&resident, |s| s.peak),
             resident_samples: samples(&resident),
-            private_peak_bytes: enough(&private).map(|s| s.peak),
+            private_peak_bytes: enough(&private, |s| s.peak),
             private_samples: samples(&private),
         })
     }
@@ -226,14 +228,9 @@ pub enum StudyFinding {
 /// Builds the study from each point's label, parameter values, analysis and setup, in the
 /// order run.
 pub fn study(params: &[String], runs: &[PointRun]) -> Study {
-    let points: Vec<(String, Vec<String>, &Analysis)> = runs
-        .iter()
-        .map(|p| (p.label.clone(), p.values.clone(), p.analysis))
-        .collect();
-    let points = &points[..];
     let mut names: Vec<String> = Vec::new();
     let mut processes: Vec<String> = Vec::new();
-    for (_, _, a) in points {
+    for a in runs.iter().map(|p| p.analysis) {
         for g in &a.summary.names {
             if !names.contains(&g.name) {
                 names.push(g.name.clone());
@@ -253,23 +250,23 @@ pub fn study(params: &[String], runs: &[PointRun]) -> Study {
     }
     // The same baseline as the joined run's report: points are no load levels, so the first
     // point measured.
-    let candidates: Vec<Candidate> = points
+    let candidates: Vec<Candidate> = runs
         .iter()
-        .map(|(_, _, a)| Candidate {
+        .map(|PointRun { analysis: a, .. }| Candidate {
             load: 0.0,
             mean_ms: (a.summary.successes > 0).then_some(a.summary.success_latency_ms.mean),
         })
         .collect();
     let base = baseline(&candidates);
     let ratios = ratios(&candidates);
-    let rows: Vec<StudyPoint> = points
+    let rows: Vec<StudyPoint> = runs
         .iter()
         .enumerate()
-        .map(|(i, (label, values, a))| {
-            let s = &a.summary;
+        .map(|(i, run)| {
+            let s = &run.analysis.summary;
             StudyPoint {
-                label: label.clone(),
-                values: values.clone(),
+                label: run.label.clone(),
+                values: run.values.clone(),
                 requests: s.requests,
                 failures: s.failures,
                 success_rate: if s.requests > 0 {
@@ -299,12 +296,12 @@ pub fn study(params: &[String], runs: &[PointRun]) -> Study {
                     })
                     .collect(),
                 users: s.users.clone(),
-                setup: runs[i].setup.clone(),
+                setup: run.setup.clone(),
                 processes: processes.iter().map(|p| ProcessFigures::of(p, &s.resources)).collect(),
             }
         })
         .collect();
-    let findings = findings(&rows, points);
+    let findings = findings(&rows, runs);
     Study {
         params: params.to_vec(),
         names,
@@ -318,11 +315,11 @@ fn broken(p: &StudyPoint) -> bool {
     p.requests > 0 && 1.0 - p.success_rate > BROKEN_ERROR_RATE
 }
 
-fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) -> Vec<StudyFinding> {
+fn findings(rows: &[StudyPoint], runs: &[PointRun]) -> Vec<StudyFinding> {
     let mut out = Vec::new();
     for (i, p) in rows.iter().enumerate() {
         if broken(p) {
-            let top_failure = points[i].2.summary.errors.first().map(|e| e.description.clone());
+            let top_failure = runs[i].analysis.summary.errors.first().map(|e| e.description.clone());
             match i.checked_sub(1).map(|k| &rows[k]) {
                 Some(held) => out.push(StudyFinding::Breaks {
                     held: held.label.clone(),
@@ -361,7 +358,7 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
             });
         }
     }
-    for (label, _, a) in points {
+    for PointRun { label, analysis: a, .. } in runs {
         for f in &a.failures {
             if let Some(c) = &f.cluster {
                 out.push(StudyFinding::TimeoutCluster {

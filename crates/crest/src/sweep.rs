@@ -1,7 +1,8 @@
 //! `crest sweep`: one run of a scenario per point, each point setting one or more parameters
 //! (`--param threads=1,5,25`, or `--points 'threads=5,loops=5' 'threads=5,loops=10'`) that the
 //! scenario reads as `${env:NAME}`, anywhere including `load:`, with a setup command before
-//! each point (load 11k, 22k, 60k ... entities and restart the database, say).
+//! each point (load 11k, 22k, 60k ... entities and restart the database, say), timed: its
+//! duration and exit code are the point's cost, kept on the point's segment.
 //!
 //! Each point is a whole run with its own directory (`point-001/`, ...); the sweep's directory
 //! holds the study across them (`study.md`, `.html`, `.json`) and, for the reports that read
