@@ -49,6 +49,11 @@ pub struct ResourceRow {
     /// process's name in place of a pid, which differs from run to run, so that runs match by
     /// it (a label the user gave is kept as given).
     pub key: String,
+    /// Its metric, e.g. `process_cpu_percent`.
+    pub metric: String,
+    /// For a process's series, its `process` label as [`ResourceRow::key`] shows it (the name
+    /// in place of a pid): what tells watched processes apart.
+    pub process: Option<String>,
     /// A human title.
     pub title: String,
     /// Its unit.
@@ -80,6 +85,26 @@ impl Stats {
 }
 
 impl Stats {
+    /// Several spans' statistics as one: the mean weighted by their samples, the largest peak.
+    /// One span's are its own, to the last digit.
+    pub fn joined<'a>(parts: impl IntoIterator<Item = &'a Stats>) -> Option<Stats> {
+        let parts: Vec<&Stats> = parts.into_iter().collect();
+        if let [one] = parts[..] {
+            return Some(one.clone());
+        }
+        let (mut n, mut sum, mut peak) = (0usize, 0.0, f64::MIN);
+        for s in parts {
+            n += s.samples;
+            sum += s.mean * s.samples as f64;
+            peak = peak.max(s.peak);
+        }
+        (n > 0).then(|| Stats {
+            mean: sum / n as f64,
+            peak,
+            samples: n,
+        })
+    }
+
     fn of(values: impl Iterator<Item = f64>) -> Option<Self> {
         let (mut n, mut sum, mut peak) = (0usize, 0.0, f64::MIN);
         for v in values {
@@ -100,20 +125,25 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
     let Some(m) = &r.monitor else { return Vec::new() };
     m.series
         .iter()
-        .map(|s| ResourceRow {
-            key: shown_key(&s.key, m.sources.get(s.source as usize)),
-            title: s.title.clone(),
-            unit: s.unit,
-            limit: s.limit,
-            all: Stats::of(s.points.iter().map(|p| p.1)),
-            steps: segments
-                .iter()
-                .map(|g| {
-                    let (from, to) = steady_window(g, segments);
-                    Stats::of(s.values_between(from, to))
-                        .or_else(|| Stats::of(s.values_between(g.start_s, to.max(g.start_s))))
-                })
-                .collect(),
+        .map(|s| {
+            let shown = shown_series(&s.key, m.sources.get(s.source as usize));
+            ResourceRow {
+                key: shown.to_string(),
+                metric: shown.metric.clone(),
+                process: shown.labels.get("process").cloned(),
+                title: s.title.clone(),
+                unit: s.unit,
+                limit: s.limit,
+                all: Stats::of(s.points.iter().map(|p| p.1)),
+                steps: segments
+                    .iter()
+                    .map(|g| {
+                        let (from, to) = steady_window(g, segments);
+                        Stats::of(s.values_between(from, to))
+                            .or_else(|| Stats::of(s.values_between(g.start_s, to.max(g.start_s))))
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }
@@ -121,15 +151,18 @@ pub fn resources(r: &Results, segments: &[SegmentAnalysis]) -> Vec<ResourceRow> 
 /// See [`ResourceRow::key`]. A label the user gave (or a process name, a pattern) is kept:
 /// only a label that is the pid itself gives way to the name.
 pub(crate) fn shown_key(key: &SeriesKey, source: Option<&SourceRecord>) -> String {
+    shown_series(key, source).to_string()
+}
+
+/// See [`shown_key`]: the key itself.
+fn shown_series(key: &SeriesKey, source: Option<&SourceRecord>) -> SeriesKey {
     let by_pid = |s: &&SourceRecord| !s.label.is_empty() && s.label.bytes().all(|b| b.is_ascii_digit());
     match source
         .filter(by_pid)
         .and_then(|s| s.name.as_ref().map(|n| (&s.label, n)))
     {
-        Some((pid, name)) if key.labels.get("process") == Some(pid) => {
-            key.clone().with("process", name.as_str()).to_string()
-        }
-        _ => key.to_string(),
+        Some((pid, name)) if key.labels.get("process") == Some(pid) => key.clone().with("process", name.as_str()),
+        _ => key.clone(),
     }
 }
 
@@ -411,6 +444,26 @@ mod tests {
     use crest_model::monitor::{MonitorRecord, SeriesKey};
     use crest_model::Outcome;
     use crest_testkit::results::{ResultsBuilder, Second};
+
+    /// A sweep point of several steps is read over all their steady states: the mean weighted
+    /// by samples, the highest peak; one step's figures stay its own.
+    #[test]
+    fn steps_joined_weigh_their_means_by_samples() {
+        let a = Stats {
+            mean: 10.0,
+            peak: 30.0,
+            samples: 3,
+        };
+        let b = Stats {
+            mean: 20.0,
+            peak: 25.0,
+            samples: 1,
+        };
+        let both = Stats::joined([&a, &b]).unwrap();
+        assert_eq!((both.mean, both.peak, both.samples), (12.5, 30.0, 4));
+        assert_eq!(Stats::joined([&b]), Some(b.clone()));
+        assert_eq!(Stats::joined([]), None);
+    }
 
     fn series(metric: &str, unit: Unit, limit: Option<f64>, f: impl Fn(f64) -> f64) -> MonitorSeries {
         MonitorSeries {

@@ -4,15 +4,26 @@
 //! with findings drawn across the points rather than within one.
 //!
 //! It sits on top of [`crate::analyze`]: each point is analysed on its own first, so a point's
-//! figures in the study are exactly those of its own report.
+//! figures in the study are exactly those of its own report. Beside them, what a point cost
+//! (seed 000's "refresh job" column: the sweep's setup command before it) and what each watched
+//! process used during it (CPU and peak memory over the point's steady state).
 
 use crate::analyze::Analysis;
 use crate::baseline::{baseline, ratios, Candidate};
 use crate::capacity::{rose, LATENCY_GROWTH};
 use crate::failures::Cluster;
 use crate::figures::Percentiles;
+use crate::resources::{ResourceRow, Stats};
 use crate::summary::UsersDone;
+use crest_model::results::SetupRecord;
 use serde::Serialize;
+
+/// The series a watched process's figures are read from.
+const CPU: &str = "process_cpu_percent";
+/// See [`CPU`].
+const RESIDENT: &str = "process_resident_memory_bytes";
+/// See [`CPU`].
+const PRIVATE: &str = "process_private_memory_bytes";
 
 /// Above this share of failed requests a point is broken, as for a step of one run.
 const BROKEN_ERROR_RATE: f64 = 0.01;
@@ -24,6 +35,9 @@ pub struct Study {
     pub params: Vec<String>,
     /// Request names over every point, in order of first appearance: the per-name columns.
     pub names: Vec<String>,
+    /// Watched processes over every point (their `process` label, a name in place of a pid), in
+    /// order of first appearance: the per-process columns.
+    pub processes: Vec<String>,
     /// One per point, in the order run.
     pub points: Vec<StudyPoint>,
     /// What the points say together, most important first.
@@ -63,6 +77,76 @@ pub struct StudyPoint {
     pub per_name: Vec<Option<NameFigures>>,
     /// When its users each ran a fixed number of iterations: when all were done.
     pub users: Option<UsersDone>,
+    /// The sweep's setup command before this point: how long it took, how it exited. None
+    /// without `--setup` (and for results from before it was recorded).
+    pub setup: Option<SetupRecord>,
+    // The point's bottleneck (issue 34) goes here, beside what each process used.
+    /// Per watched process, aligned with [`Study::processes`]; none where the point has no
+    /// series of that process.
+    pub processes: Vec<Option<ProcessFigures>>,
+}
+
+/// What one watched process used at one point, over the point's steady state (each step's, when
+/// the point had several). A figure is none when fewer than
+/// [`crate::resources::MIN_SAMPLES`] samples are behind it: a short point's one or two CPU
+/// samples read 0%. The sample counts say why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessFigures {
+    /// Mean CPU, percent of one core.
+    pub cpu_percent: Option<f64>,
+    /// The same in millicores (a Kubernetes `resources:` unit): percent x 10.
+    pub cpu_millicores: Option<f64>,
+    /// CPU samples behind them.
+    pub cpu_samples: usize,
+    /// Peak resident memory, bytes: counts the shared pages the process touched.
+    pub resident_peak_bytes: Option<f64>,
+    /// Resident memory samples.
+    pub resident_samples: usize,
+    /// Peak private memory, bytes: the process's own.
+    pub private_peak_bytes: Option<f64>,
+    /// Private memory samples.
+    pub private_samples: usize,
+}
+
+impl ProcessFigures {
+    /// The figures of `process` among a point's resources; none when it has no series there.
+    fn of(process: &str, rows: &[ResourceRow]) -> Option<Self> {
+        let series = |metric: &str| {
+            rows.iter()
+                .find(|r| r.metric == metric && r.process.as_deref() == Some(process))
+        };
+        if [CPU, RESIDENT, PRIVATE].iter().all(|m| series(m).is_none()) {
+            return None;
+        }
+        // Over each step's steady state; a figure of too few samples is none.
+        let stats = |metric: &str| series(metric).and_then(|r| Stats::joined(r.steps.iter().flatten()));
+        let samples = |s: &Option<Stats>| s.as_ref().map_or(0, |s| s.samples);
+        let enough = |s: &Option<Stats>, f: fn(&Stats) -> f64| s.as_ref().filter(|s| s.enough()).map(f);
+        let (cpu, resident, private) = (stats(CPU), stats(RESIDENT), stats(PRIVATE));
+        let cpu_percent = enough(&cpu, |s| s.mean);
+        Some(ProcessFigures {
+            cpu_percent,
+            cpu_millicores: cpu_percent.map(|p| p * 10.0),
+            cpu_samples: samples(&cpu),
+            resident_peak_bytes: enough(&resident, |s| s.peak),
+            resident_samples: samples(&resident),
+            private_peak_bytes: enough(&private, |s| s.peak),
+            private_samples: samples(&private),
+        })
+    }
+}
+
+/// One measured point, as the study is built from it.
+#[derive(Clone, Debug)]
+pub struct PointRun<'a> {
+    /// `threads=5, loops=10`.
+    pub label: String,
+    /// Each parameter's value, in the order of the study's parameters.
+    pub values: Vec<String>,
+    /// The point's own analysis.
+    pub analysis: &'a Analysis,
+    /// Its setup command, from its results' first segment.
+    pub setup: Option<SetupRecord>,
 }
 
 /// One request name at one point.
@@ -141,35 +225,48 @@ pub enum StudyFinding {
     },
 }
 
-/// Builds the study from each point's label, parameter values and analysis, in the order run.
-pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> Study {
+/// Builds the study from each point's label, parameter values, analysis and setup, in the
+/// order run.
+pub fn study(params: &[String], runs: &[PointRun]) -> Study {
     let mut names: Vec<String> = Vec::new();
-    for (_, _, a) in points {
+    let mut processes: Vec<String> = Vec::new();
+    for a in runs.iter().map(|p| p.analysis) {
         for g in &a.summary.names {
             if !names.contains(&g.name) {
                 names.push(g.name.clone());
             }
         }
+        for r in &a.summary.resources {
+            if let Some(p) = r
+                .process
+                .as_ref()
+                .filter(|_| [CPU, RESIDENT, PRIVATE].contains(&r.metric.as_str()))
+            {
+                if !processes.contains(p) {
+                    processes.push(p.clone());
+                }
+            }
+        }
     }
     // The same baseline as the joined run's report: points are no load levels, so the first
     // point measured.
-    let candidates: Vec<Candidate> = points
+    let candidates: Vec<Candidate> = runs
         .iter()
-        .map(|(_, _, a)| Candidate {
+        .map(|PointRun { analysis: a, .. }| Candidate {
             load: 0.0,
             mean_ms: (a.summary.successes > 0).then_some(a.summary.success_latency_ms.mean),
         })
         .collect();
     let base = baseline(&candidates);
     let ratios = ratios(&candidates);
-    let rows: Vec<StudyPoint> = points
+    let rows: Vec<StudyPoint> = runs
         .iter()
         .enumerate()
-        .map(|(i, (label, values, a))| {
-            let s = &a.summary;
+        .map(|(i, run)| {
+            let s = &run.analysis.summary;
             StudyPoint {
-                label: label.clone(),
-                values: values.clone(),
+                label: run.label.clone(),
+                values: run.values.clone(),
                 requests: s.requests,
                 failures: s.failures,
                 success_rate: if s.requests > 0 {
@@ -199,13 +296,16 @@ pub fn study(params: &[String], points: &[(String, Vec<String>, &Analysis)]) -> 
                     })
                     .collect(),
                 users: s.users.clone(),
+                setup: run.setup.clone(),
+                processes: processes.iter().map(|p| ProcessFigures::of(p, &s.resources)).collect(),
             }
         })
         .collect();
-    let findings = findings(&rows, points);
+    let findings = findings(&rows, runs);
     Study {
         params: params.to_vec(),
         names,
+        processes,
         points: rows,
         findings,
     }
@@ -215,11 +315,11 @@ fn broken(p: &StudyPoint) -> bool {
     p.requests > 0 && 1.0 - p.success_rate > BROKEN_ERROR_RATE
 }
 
-fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) -> Vec<StudyFinding> {
+fn findings(rows: &[StudyPoint], runs: &[PointRun]) -> Vec<StudyFinding> {
     let mut out = Vec::new();
     for (i, p) in rows.iter().enumerate() {
         if broken(p) {
-            let top_failure = points[i].2.summary.errors.first().map(|e| e.description.clone());
+            let top_failure = runs[i].analysis.summary.errors.first().map(|e| e.description.clone());
             match i.checked_sub(1).map(|k| &rows[k]) {
                 Some(held) => out.push(StudyFinding::Breaks {
                     held: held.label.clone(),
@@ -258,7 +358,7 @@ fn findings(rows: &[StudyPoint], points: &[(String, Vec<String>, &Analysis)]) ->
             });
         }
     }
-    for (label, _, a) in points {
+    for PointRun { label, analysis: a, .. } in runs {
         for f in &a.failures {
             if let Some(c) = &f.cluster {
                 out.push(StudyFinding::TimeoutCluster {

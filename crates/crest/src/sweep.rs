@@ -1,7 +1,8 @@
 //! `crest sweep`: one run of a scenario per point, each point setting one or more parameters
 //! (`--param threads=1,5,25`, or `--points 'threads=5,loops=5' 'threads=5,loops=10'`) that the
 //! scenario reads as `${env:NAME}`, anywhere including `load:`, with a setup command before
-//! each point (load 11k, 22k, 60k ... entities and restart the database, say).
+//! each point (load 11k, 22k, 60k ... entities and restart the database, say), timed: its
+//! duration and exit code are the point's cost, kept on the point's segment.
 //!
 //! Each point is a whole run with its own directory (`point-001/`, ...); the sweep's directory
 //! holds the study across them (`study.md`, `.html`, `.json`) and, for the reports that read
@@ -11,7 +12,7 @@ use crate::cli::SweepArgs;
 use crate::measure::{measure, Interrupt};
 use crate::{output, plan, rundir};
 use anyhow::{bail, Context, Result};
-use crest_model::results::{self, EndReason, Results, RunConfig, Segment};
+use crest_model::results::{self, EndReason, Results, RunConfig, Segment, SetupRecord};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -141,29 +142,23 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     let mut setup_failed = None;
     for (k, s) in scenarios.into_iter().enumerate() {
         let label = p.label(k);
-        if let Some(cmd) = &a.setup {
-            let mut cmd = cmd.clone();
-            let mut sh = std::process::Command::new("sh");
-            for (n, v) in p.params.iter().zip(&p.points[k]) {
-                cmd = cmd.replace(&format!("{{{n}}}"), v);
-                sh.env(n, v);
+        let setup = match &a.setup {
+            Some(cmd) => {
+                let record = run_setup(cmd, &p, k, a.output.quiet)?;
+                if record.exit_code != Some(0) {
+                    setup_failed = Some(format!(
+                        "--setup for {label} failed: {}",
+                        crest_report::fmt::words::setup_failed(&record)
+                    ));
+                    break;
+                }
+                Some(record)
             }
-            if !a.output.quiet {
-                eprintln!("setup for {label}: {}", crest_model::redact::text(&cmd));
-            }
-            let status = sh
-                .arg("-c")
-                .arg(&cmd)
-                .status()
-                .with_context(|| format!("--setup for {label}: cannot start `sh`"))?;
-            if !status.success() {
-                setup_failed = Some(format!("--setup for {label} failed ({status})"));
-                break;
-            }
-        }
+            None => None,
+        };
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
         let segment = Segment {
-            setup: None,
+            setup: setup.clone(),
             name: label.clone(),
             start_s: 0.0,
             end_s: 0.0,
@@ -171,7 +166,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             rate: None,
         };
         let journal = dir.join(rundir::journal_part(parts.len()));
-        let m = measure(
+        let mut m = measure(
             &s.plan,
             workload,
             command_line,
@@ -185,7 +180,11 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
                 m.results.duration_s
             );
         }
-        // Each point is a run of its own, with its own reports.
+        // Each point is a run of its own, with its own reports; its setup ran before its first
+        // step.
+        if let Some(first) = m.results.segments.first_mut() {
+            first.setup = setup;
+        }
         let own = dir.join(crest_report::study::point_dir(k));
         std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
         rundir::write_atomic(&own.join(rundir::RESULTS), &serde_json::to_vec_pretty(&m.results)?)?;
@@ -242,6 +241,31 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     Ok(crate::run::exit_code(results.ended_by, &written, a.output.strict))
 }
 
+/// Runs the setup command of point `k` with its values (as `{NAME}` in the command and in the
+/// environment), timing it from start to exit.
+fn run_setup(cmd: &str, p: &Points, k: usize, quiet: bool) -> Result<SetupRecord> {
+    let label = p.label(k);
+    let mut cmd = cmd.to_string();
+    let mut sh = std::process::Command::new("sh");
+    for (n, v) in p.params.iter().zip(&p.points[k]) {
+        cmd = cmd.replace(&format!("{{{n}}}"), v);
+        sh.env(n, v);
+    }
+    if !quiet {
+        eprintln!("setup for {label}: {}", crest_model::redact::text(&cmd));
+    }
+    let started = std::time::Instant::now();
+    let status = sh
+        .arg("-c")
+        .arg(&cmd)
+        .status()
+        .with_context(|| format!("--setup for {label}: cannot start `sh`"))?;
+    Ok(SetupRecord {
+        duration_s: started.elapsed().as_secs_f64(),
+        exit_code: status.code(),
+    })
+}
+
 /// The joined run's configuration, describing every point rather than the first alone: the
 /// most users (or the highest rate) any point ran, and the iterations, request count and
 /// in-flight cap only when every point had the same.
@@ -277,10 +301,18 @@ pub fn write_study(dir: &Path) -> Result<std::path::PathBuf> {
         }
         let r = rundir::read_results(&results)?;
         let a = crest_analysis::analyze(&r).with_context(|| format!("cannot analyse {}", results.display()))?;
-        measured.push((p.label(k), p.points[k].clone(), a));
+        let setup = r.segments.first().and_then(|g| g.setup.clone());
+        measured.push((p.label(k), p.points[k].clone(), a, setup));
     }
-    let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> =
-        measured.iter().map(|(l, v, a)| (l.clone(), v.clone(), a)).collect();
+    let points: Vec<crest_analysis::study::PointRun> = measured
+        .iter()
+        .map(|(label, values, analysis, setup)| crest_analysis::study::PointRun {
+            label: label.clone(),
+            values: values.clone(),
+            analysis,
+            setup: setup.clone(),
+        })
+        .collect();
     let s = crest_analysis::study::study(&p.params, &points);
     rundir::write_files(dir, &crest_report::study_files(&s)?)?;
     Ok(dir.join("study.md"))

@@ -147,6 +147,116 @@ fn a_sweep_watches_the_process_the_flags_name_at_every_point() {
     }
 }
 
+/// Issue 34: a sweep's study carries each point's setup time (seed 000's "refresh job" column)
+/// and what the watched process used at it, the very figures of the point's own report; a
+/// setup that fails stops the sweep with an error naming the point, its time and exit code.
+#[test]
+fn a_study_has_each_points_setup_time_and_what_the_watched_process_used() {
+    let _serial = common::serial();
+    let h = helper(&[]);
+    let pid = h.child.id().to_string();
+    let (dir, file) = scenario_file(&format!(
+        "target: {}\nsteps: [{{request: {{path: /}}}}]\nload: {{users: \"${{env:users}}\", duration: 2s}}\n",
+        h.url.trim_end_matches('/')
+    ));
+    let sweep = |out: &std::path::Path, setup: &str| {
+        crest()
+            .arg("sweep")
+            .arg(&file)
+            .args([
+                "--param",
+                "users=1,2",
+                "--setup",
+                setup,
+                "--monitor-pid",
+                &pid,
+                "--monitor-interval",
+                "200ms",
+                "--quiet",
+                "--out",
+            ])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("sweep");
+    let r = sweep(&out, "sleep 0.3; exit 0");
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let study: Value = serde_json::from_slice(&std::fs::read(out.join("study.json")).unwrap()).unwrap();
+    let name = study["processes"][0].as_str().unwrap().to_string();
+    assert_eq!(
+        study["processes"].as_array().unwrap().len(),
+        1,
+        "{}",
+        study["processes"]
+    );
+    let points = study["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (k, p) in points.iter().enumerate() {
+        let secs = p["setup"]["duration_s"].as_f64().unwrap();
+        assert!((0.3..5.0).contains(&secs), "{}", p["setup"]);
+        assert_eq!(p["setup"]["exit_code"].as_i64(), Some(0));
+        // The point's own figures, from its own results.
+        let own = out.join(format!("point-{:03}", k + 1));
+        let results: crest_model::results::Results =
+            serde_json::from_slice(&std::fs::read(own.join("results.json")).unwrap()).unwrap();
+        assert_eq!(results.segments[0].setup.as_ref().map(|s| s.duration_s), Some(secs));
+        let a = crest_analysis::analyze(&results).unwrap();
+        let row = |metric: &str| {
+            let r = a
+                .summary
+                .resources
+                .iter()
+                .find(|r| r.metric == metric && r.process.as_deref() == Some(name.as_str()))
+                .unwrap_or_else(|| panic!("{metric} of {name}"));
+            assert_eq!(r.steps.len(), 1);
+            r.steps[0].clone().unwrap()
+        };
+        let f = &p["processes"][0];
+        let cpu = row("process_cpu_percent");
+        assert!(cpu.samples >= 3, "{cpu:?}");
+        assert_eq!(f["cpu_samples"].as_u64(), Some(cpu.samples as u64));
+        assert_eq!(f["cpu_percent"].as_f64(), Some(cpu.mean), "{f}");
+        assert_eq!(f["cpu_millicores"].as_f64(), Some(cpu.mean * 10.0), "{f}");
+        let resident = row("process_resident_memory_bytes");
+        assert_eq!(f["resident_peak_bytes"].as_f64(), Some(resident.peak), "{f}");
+        assert!(resident.peak > 1e6, "{resident:?}");
+        let private = row("process_private_memory_bytes");
+        assert_eq!(f["private_peak_bytes"].as_f64(), Some(private.peak), "{f}");
+        assert!(
+            private.peak > 0.0 && private.peak <= resident.peak,
+            "{private:?} {resident:?}"
+        );
+    }
+    // The joined run keeps each point's setup on its segment.
+    let joined: crest_model::results::Results =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let joined: Vec<Option<f64>> = joined
+        .segments
+        .iter()
+        .map(|g| g.setup.as_ref().map(|s| s.duration_s))
+        .collect();
+    let studied: Vec<Option<f64>> = points.iter().map(|p| p["setup"]["duration_s"].as_f64()).collect();
+    assert_eq!(joined, studied);
+    let md = std::fs::read_to_string(out.join("study.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "| setup | {name} CPU (mean, millicores) | {name} peak memory (private / resident) |"
+        )),
+        "{md}"
+    );
+    assert!(md.contains(" s | "), "{md}");
+
+    // A setup that fails stops the sweep at the first point, saying how it went.
+    let failed = sweep(&dir.path().join("failed"), "sleep 0.3; exit 3");
+    assert_eq!(failed.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains("--setup for users=1 failed: exit 3 after 0.3 s; no point was measured"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_process_that_does_not_leak_is_not_reported() {
     let _serial = common::serial();

@@ -15,6 +15,10 @@ struct View {
     rows: Vec<Row>,
     findings: Vec<String>,
     users: bool,
+    /// Whether any point ran a setup command: the "setup" column.
+    setup: bool,
+    /// Watched processes: two columns each.
+    processes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -34,6 +38,17 @@ struct Row {
     per_name: Vec<String>,
     /// When every user was done, for runs with fixed iterations.
     done: String,
+    /// The setup command before the point: `12.3 s`, `12.3 s, exit 1`.
+    setup: String,
+    // The point's bottleneck (issue 34) goes here, a column between setup and the processes.
+    /// Per watched process: mean CPU in millicores, and peak memory (private / resident).
+    processes: Vec<ProcessCells>,
+}
+
+#[derive(Serialize)]
+struct ProcessCells {
+    cpu: String,
+    memory: String,
 }
 
 fn view(s: &Study) -> View {
@@ -78,6 +93,21 @@ fn view(s: &Study) -> View {
                 .users
                 .as_ref()
                 .map_or_else(|| "-".to_string(), |u| format!("{:.2} s", u.all_done_s)),
+            setup: p.setup.as_ref().map_or_else(|| "-".to_string(), words::setup_cell),
+            processes: p
+                .processes
+                .iter()
+                .map(|f| match f {
+                    Some(f) => ProcessCells {
+                        cpu: words::process_cpu_cell(f),
+                        memory: words::process_memory_cell(f),
+                    },
+                    None => ProcessCells {
+                        cpu: "-".to_string(),
+                        memory: "-".to_string(),
+                    },
+                })
+                .collect(),
         })
         .collect();
     View {
@@ -87,6 +117,8 @@ fn view(s: &Study) -> View {
         rows,
         findings: s.findings.iter().map(words::study_finding).collect(),
         users: s.points.iter().any(|p| p.users.is_some()),
+        setup: s.points.iter().any(|p| p.setup.is_some()),
+        processes: s.processes.clone(),
     }
 }
 

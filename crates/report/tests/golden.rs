@@ -97,26 +97,69 @@ fn a_study_across_points_matches_its_golden_files() {
     use crest_model::Outcome;
     use crest_testkit::results::{ResultsBuilder, Second};
     let point = |users: u64, rps: u64, ms: f64, failed: u64| {
-        ResultsBuilder::new(Outcome::Status(504), false)
-            .segment(users, 10, move |_| Second {
-                ok: rps,
-                latency_ms: ms,
-                failed,
-                failure_ms: 30_000.0,
-            })
-            .build()
+        ResultsBuilder::new(Outcome::Status(504), false).segment(users, 10, move |_| Second {
+            ok: rps,
+            latency_ms: ms,
+            failed,
+            failure_ms: 30_000.0,
+        })
+    };
+    // The service, watched as `api`: CPU and memory grow with the load; at the last point its
+    // CPU was sampled twice only, too few to name.
+    let watched = |cpu: f64, mib: f64, cpu_samples: usize| {
+        use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
+        let series = |metric: &str, unit, n: usize, v: &dyn Fn(f64) -> f64| MonitorSeries {
+            key: SeriesKey::new(metric).with("process", "api"),
+            source: 0,
+            title: format!("{metric} of api"),
+            unit,
+            limit: None,
+            points: (0..n).map(|t| (t as f64 + 0.5, v(t as f64))).collect(),
+        };
+        MonitorRecord {
+            interval_s: 1.0,
+            sources: vec![SourceRecord {
+                kind: "process".to_string(),
+                label: "api".to_string(),
+                name: None,
+                notes: Vec::new(),
+                limits: None,
+            }],
+            series: vec![
+                series("process_cpu_percent", Unit::Percent, cpu_samples, &|_| cpu),
+                series("process_resident_memory_bytes", Unit::Bytes, 10, &|t| {
+                    (mib + 20.0 + t) * 1048576.0
+                }),
+                series("process_private_memory_bytes", Unit::Bytes, 10, &|t| {
+                    (mib + t) * 1048576.0
+                }),
+            ],
+            events: Vec::new(),
+        }
     };
     let runs = [
-        point(1, 20, 50.0, 0),
-        point(5, 100, 50.0, 0),
-        point(25, 400, 62.0, 0),
-        point(50, 300, 160.0, 20),
-    ];
+        point(1, 20, 50.0, 0).monitor(watched(4.0, 40.0, 10)),
+        point(5, 100, 50.0, 0).monitor(watched(18.5, 48.0, 10)),
+        point(25, 400, 62.0, 0).monitor(watched(71.2, 90.0, 10)),
+        point(50, 300, 160.0, 20).monitor(watched(99.0, 140.0, 2)),
+    ]
+    .map(|b| b.build());
     let analyses: Vec<_> = runs.iter().map(|r| crest_analysis::analyze(r).unwrap()).collect();
-    let points: Vec<(String, Vec<String>, &crest_analysis::Analysis)> = [1, 5, 25, 50]
+    // Each point's setup command (a data load) took longer as the points grew.
+    let setups = [1.24, 2.5, 6.0, 12.31];
+    let points: Vec<crest_analysis::study::PointRun> = [1, 5, 25, 50]
         .iter()
         .zip(&analyses)
-        .map(|(u, a)| (format!("threads={u}"), vec![u.to_string()], a))
+        .zip(setups)
+        .map(|((u, a), secs)| crest_analysis::study::PointRun {
+            label: format!("threads={u}"),
+            values: vec![u.to_string()],
+            analysis: a,
+            setup: Some(crest_model::results::SetupRecord {
+                duration_s: secs,
+                exit_code: Some(0),
+            }),
+        })
         .collect();
     let study = crest_analysis::study::study(&["threads".to_string()], &points);
     let dir = tempfile::tempdir().unwrap();
@@ -132,6 +175,18 @@ fn a_study_across_points_matches_its_golden_files() {
         "{md}"
     );
     assert!(md.contains("At threads=50, 200 requests failed"), "{md}");
+    assert!(
+        md.contains("| 12.3 s | too few samples (2 of 3) | 149.0 MiB / 169.0 MiB |"),
+        "{md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("study.json")).unwrap()).unwrap();
+    assert_eq!(json["processes"], serde_json::json!(["api"]));
+    let api = &json["points"][1]["processes"][0];
+    assert_eq!(api["cpu_percent"].as_f64(), Some(18.5));
+    assert_eq!(api["cpu_millicores"].as_f64(), Some(185.0));
+    assert!(json["points"][3]["processes"][0]["cpu_percent"].is_null());
+    assert_eq!(json["points"][3]["setup"]["duration_s"].as_f64(), Some(12.31));
 }
 
 /// The N-way comparison, in Markdown and HTML: the stepping fixture, the same run again, and a

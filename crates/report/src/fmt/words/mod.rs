@@ -30,6 +30,7 @@ mod findings;
 mod resources;
 mod run;
 mod search;
+mod study;
 mod validity;
 
 pub use bottleneck::*;
@@ -41,6 +42,7 @@ pub use findings::*;
 pub use resources::*;
 pub use run::*;
 pub use search::*;
+pub use study::*;
 pub use validity::*;
 
 #[cfg(test)]
