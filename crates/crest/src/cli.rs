@@ -562,6 +562,12 @@ pub struct TargetArgs {
     #[arg(long, default_value = "fixed", value_parser = ["fixed", "uniform", "exponential"])]
     pub distribution: String,
 
+    /// What a worker does for its service time: sleep (waiting on something else, capacity
+    /// workers / service time) or spin (burn that much CPU time of its own thread, capacity at
+    /// most cores / service time, slowed by a CPU quota or fewer cores than workers).
+    #[arg(long, default_value = "sleep", value_parser = ["sleep", "spin"])]
+    pub work: String,
+
     /// Requests that may wait for a worker; beyond that the answer is 503.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
@@ -599,6 +605,12 @@ pub struct TargetArgs {
     /// Plans kept; past that the oldest is forgotten (and answers 404).
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_plans: usize,
+
+    /// Client connections open at once; one accepted beyond that is reset at once (as Node's
+    /// `server.maxConnections`) and counted in /metrics as
+    /// crest_target_refused_connections_total [default: no limit]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// The users of `-c`: one level, or several run one after another.

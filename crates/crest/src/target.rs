@@ -11,10 +11,15 @@ fn target_config(a: &TargetArgs) -> Result<crest_demo::Config> {
         "exponential" => crest_demo::Distribution::Exponential,
         _ => crest_demo::Distribution::Fixed,
     };
+    let work = match a.work.as_str() {
+        "spin" => crest_demo::Work::Spin,
+        _ => crest_demo::Work::Sleep,
+    };
     let c = crest_demo::Config {
         workers: a.workers,
         service_time: a.service_time,
         distribution,
+        work,
         queue: a.queue,
         timeout: a.server_timeout,
         body_size: a.size,
@@ -24,6 +29,7 @@ fn target_config(a: &TargetArgs) -> Result<crest_demo::Config> {
         pool_wait: a.pool_wait,
         pool_work: a.pool_work,
         max_plans: a.max_plans,
+        max_connections: a.max_connections,
     };
     c.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     Ok(c)
@@ -41,10 +47,18 @@ pub fn target(a: TargetArgs) -> Result<u8> {
     let config = target_config(&a)?;
     let addr =
         crest_demo::spawn(a.listen, config.clone()).with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    let connections = match config.max_connections {
+        Some(n) => format!("; at most {n} connections"),
+        None => String::new(),
+    };
     eprintln!(
-        "demo target on http://{addr}/ ({} workers, {} ms service time, queue {}; API pool {} x {:?}; Ctrl-C stops it)",
+        "demo target on http://{addr}/ ({} workers, {} ms service time {}, queue {}; API pool {} x {:?}{connections}; Ctrl-C stops it)",
         config.workers,
         config.service_time.as_millis(),
+        match config.work {
+            crest_demo::Work::Spin => "spinning",
+            crest_demo::Work::Sleep => "sleeping",
+        },
         config.queue,
         config.pool,
         config.pool_work

@@ -15,6 +15,8 @@
 //!   database connections), so that two pool sizes compare.
 //! - `/metrics`: Prometheus text format; `/health`.
 //! - switches that leak file descriptors or memory slowly, for leak-detection demos.
+//! - known bottlenecks: workers that spin on the CPU for their service time (CPU-bound: at most
+//!   cores / S), and a cap on open connections past which one is reset at accept.
 #![warn(missing_docs)]
 
 mod plans;
@@ -23,3 +25,4 @@ mod workers;
 
 pub use plans::PASSWORD;
 pub use service::{serve, spawn, Config, Distribution, InvalidConfig};
+pub use workers::Work;

@@ -1,7 +1,7 @@
 //! The HTTP side of the demo target: routes, and what each one costs in worker time.
 
 use crate::plans::Api;
-use crate::workers::{Job, Pool};
+use crate::workers::{Job, Pool, Work};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -54,6 +54,8 @@ pub struct Config {
     pub service_time: Duration,
     /// How the service time varies.
     pub distribution: Distribution,
+    /// What a worker does for its service time: sleep, or burn that much CPU.
+    pub work: Work,
     /// Requests that may wait for a worker; beyond that the answer is 503 at once.
     pub queue: usize,
     /// A request not answered within this time gets 500 (a server-side timeout).
@@ -73,6 +75,9 @@ pub struct Config {
     pub pool_work: Duration,
     /// Plans kept; past that the oldest is forgotten.
     pub max_plans: usize,
+    /// Client connections open at once; one accepted beyond that is reset at once and counted
+    /// (`crest_target_refused_connections_total`), as Node's `server.maxConnections` does.
+    pub max_connections: Option<usize>,
 }
 
 impl Default for Config {
@@ -81,6 +86,7 @@ impl Default for Config {
             workers: 8,
             service_time: Duration::from_millis(10),
             distribution: Distribution::Fixed,
+            work: Work::Sleep,
             queue: 64,
             timeout: Duration::from_secs(5),
             body_size: 1024,
@@ -90,6 +96,7 @@ impl Default for Config {
             pool_wait: Duration::from_secs(5),
             pool_work: Duration::from_millis(20),
             max_plans: 100_000,
+            max_connections: None,
         }
     }
 }
@@ -110,6 +117,9 @@ impl Config {
         }
         if self.max_plans == 0 {
             return Err(InvalidConfig("max-plans: give at least 1".into()));
+        }
+        if self.max_connections == Some(0) {
+            return Err(InvalidConfig("max-connections: give at least 1".into()));
         }
         if self.timeout.is_zero() {
             return Err(InvalidConfig("timeout: give a timeout above 0".into()));
@@ -133,6 +143,10 @@ struct State {
     served: AtomicU64,
     rejected: AtomicU64,
     timed_out: AtomicU64,
+    /// Connections reset at accept because `max_connections` were open.
+    refused_connections: AtomicU64,
+    /// Client connections open now.
+    connections: AtomicU64,
     next_task: AtomicU64,
     /// Results of succeeded tasks handed out: a client's completed task flows.
     task_results: AtomicU64,
@@ -226,6 +240,8 @@ impl State {
              # HELP crest_target_served_total Requests whose work finished within the server timeout.\n# TYPE crest_target_served_total counter\ncrest_target_served_total {}\n\
              # HELP crest_target_rejected_total Requests refused with 503 because the queue was full.\n# TYPE crest_target_rejected_total counter\ncrest_target_rejected_total {}\n\
              # HELP crest_target_timeouts_total Requests answered 500 after the server timeout.\n# TYPE crest_target_timeouts_total counter\ncrest_target_timeouts_total {}\n\
+             # HELP crest_target_refused_connections_total Connections reset at accept because --max-connections were open.\n# TYPE crest_target_refused_connections_total counter\ncrest_target_refused_connections_total {}\n\
+             # HELP crest_target_connections Client connections open now.\n# TYPE crest_target_connections gauge\ncrest_target_connections {}\n\
              # HELP crest_target_completed_total Jobs the workers finished.\n# TYPE crest_target_completed_total counter\ncrest_target_completed_total {}\n\
              # HELP crest_target_worker_busy_seconds_total Time workers held jobs, overruns of the service time included.\n# TYPE crest_target_worker_busy_seconds_total counter\ncrest_target_worker_busy_seconds_total {:.6}\n\
              # HELP crest_target_queue_depth Requests waiting for a worker.\n# TYPE crest_target_queue_depth gauge\ncrest_target_queue_depth {}\n\
@@ -240,6 +256,8 @@ impl State {
             self.served.load(Ordering::Relaxed),
             self.rejected.load(Ordering::Relaxed),
             self.timed_out.load(Ordering::Relaxed),
+            self.refused_connections.load(Ordering::Relaxed),
+            self.connections.load(Ordering::Relaxed),
             self.pool.completed.load(Ordering::Relaxed),
             self.pool.busy_ns.load(Ordering::Relaxed) as f64 / 1e9,
             self.pool.queued.load(Ordering::Relaxed),
@@ -505,9 +523,18 @@ async fn validate(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// One client connection counted open in `State::connections` until dropped.
+struct OpenConnection(Arc<State>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Serves the target on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<()> {
-    let pool = Pool::new(config.workers, config.queue)?;
+    let pool = Pool::new(config.workers, config.queue, config.work)?;
     let state = Arc::new(State {
         api: Api::new(&config),
         body: Bytes::from(vec![b'x'; config.body_size]),
@@ -517,17 +544,31 @@ pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<()>
         served: AtomicU64::new(0),
         rejected: AtomicU64::new(0),
         timed_out: AtomicU64::new(0),
+        refused_connections: AtomicU64::new(0),
+        connections: AtomicU64::new(0),
         next_task: AtomicU64::new(0),
         task_results: AtomicU64::new(0),
         tasks: Mutex::new(HashMap::new()),
         leaked_fds: Mutex::new(Vec::new()),
         leaked_mem: Mutex::new(Vec::new()),
     });
+    let max_connections = state.config.max_connections.map(|n| n as u64);
     loop {
         let (stream, _) = listener.accept().await?;
+        // Only this loop adds connections, so the count can only have fallen since it was read.
+        if max_connections.is_some_and(|max| state.connections.load(Ordering::Relaxed) >= max) {
+            // Refused as Node refuses past `server.maxConnections`: accepted, then reset.
+            state.refused_connections.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.set_zero_linger();
+            drop(stream);
+            continue;
+        }
+        state.connections.fetch_add(1, Ordering::Relaxed);
+        let open = OpenConnection(Arc::clone(&state));
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         tokio::spawn(async move {
+            let _open = open;
             let service = hyper::service::service_fn(move |req| {
                 let state = Arc::clone(&state);
                 async move { Ok::<_, Infallible>(route(state, req).await) }
