@@ -227,6 +227,8 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         .or(i.capacity.breaking.as_ref())
         .and_then(|p| i.steps.get(p.segment))
         .or_else(|| (loaded.len() == 1).then(|| loaded[0]));
+    // A run of one unnamed level is judged over its whole: "at run" says nothing.
+    let at_knee = |k: &SegmentAnalysis| Some(k.load()).filter(|l| !matches!(l, StepLoad::Named(_)) || loaded.len() > 1);
     let m = i.results.monitor.as_ref();
     let judged = knee
         .map(|k| usages(i.results, m, i.steps, &loaded, k))
@@ -245,7 +247,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         return Some(Bottleneck {
             kind: Kind::LoadGenerator,
             subject: "crest".into(),
-            at: knee.map(SegmentAnalysis::load),
+            at: knee.and_then(at_knee),
             figures: Figures::LoadGenerator {
                 client: i.client_bound.to_vec(),
             },
@@ -285,7 +287,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         return Some(Bottleneck {
             kind: u.resource.kind(),
             subject: u.subject.clone(),
-            at: Some(knee.load()),
+            at: at_knee(knee),
             figures: Figures::Resource(u.clone()),
             others: others(Some(u)),
         });
@@ -573,4 +575,43 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool) -> Option<Figures> {
         lightest: lightest.load(),
         watched,
     })
+}
+
+/// How many of a series' last samples a leader is judged on: one sample of CPU is noisy.
+const LEADER_SAMPLES: usize = 3;
+
+/// The watched resource nearest its ceiling over the last few samples: what a live page names
+/// while the run goes on, before any knee can be judged. `None` when no watched series has a
+/// ceiling.
+pub fn leader(r: &Results) -> Option<Usage> {
+    let m = r.monitor.as_ref()?;
+    let cores = r.environment.as_ref().map(|e| e.cores as f64).filter(|c| *c > 0.0);
+    m.series
+        .iter()
+        .filter_map(|s| {
+            let source = m.sources.get(s.source as usize);
+            let (resource, ceiling, _) = judge(s, source.and_then(|x| x.limits.as_ref()), cores)?;
+            let ceiling = ceiling.filter(|c| *c > 0.0)?;
+            let last = &s.points[s.points.len().saturating_sub(LEADER_SAMPLES)..];
+            if last.is_empty() {
+                return None;
+            }
+            let used = last.iter().map(|p| p.1).sum::<f64>() / last.len() as f64;
+            let subject = match s.key.metric.as_str() {
+                "host_cpu_percent" => "host".to_string(),
+                m if m.starts_with("pg_") => "postgres".to_string(),
+                _ => subject(source, s.key.labels.get("process")),
+            };
+            Some(Usage {
+                resource,
+                subject,
+                used,
+                ceiling: Some(ceiling),
+                share: Some(used / ceiling),
+                below: None,
+                throttled_percent: None,
+                samples: last.len(),
+            })
+        })
+        .max_by(|a, b| a.share.unwrap_or(0.0).total_cmp(&b.share.unwrap_or(0.0)))
 }

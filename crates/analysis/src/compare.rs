@@ -154,6 +154,10 @@ pub struct Comparison {
     pub notes: Vec<Note>,
     /// The rows.
     pub rows: Vec<Row>,
+    /// Each run's bottleneck, in the order of `labels`.
+    pub bottlenecks: Vec<Option<crate::bottleneck::Bottleneck>>,
+    /// Per watched process (by its label), each run's sizing of it.
+    pub sizing: Vec<(String, Vec<Option<crate::sizing::Sizing>>)>,
 }
 
 fn shape(a: &Analysis) -> Shape {
@@ -448,5 +452,29 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         labels: runs.iter().map(|(_, l)| (*l).to_string()).collect(),
         notes: notes(runs),
         rows: rows.rows,
+        bottlenecks: runs.iter().map(|(a, _)| a.summary.bottleneck.clone()).collect(),
+        sizing: sizing(runs),
     }
+}
+
+/// Each watched process's sizing in every run, in the order the runs first sized them.
+fn sizing(runs: &[(&Analysis, &str)]) -> Vec<(String, Vec<Option<crate::sizing::Sizing>>)> {
+    let mut subjects: Vec<&str> = Vec::new();
+    for (a, _) in runs {
+        for z in &a.summary.sizing {
+            if !subjects.contains(&z.subject.as_str()) {
+                subjects.push(&z.subject);
+            }
+        }
+    }
+    subjects
+        .into_iter()
+        .map(|n| {
+            let each = runs
+                .iter()
+                .map(|(a, _)| a.summary.sizing.iter().find(|z| z.subject == n).cloned())
+                .collect();
+            (n.to_string(), each)
+        })
+        .collect()
 }

@@ -80,7 +80,9 @@ pub struct StudyPoint {
     /// The sweep's setup command before this point: how long it took, how it exited. None
     /// without `--setup` (and for results from before it was recorded).
     pub setup: Option<SetupRecord>,
-    // The point's bottleneck (issue 34) goes here, beside what each process used.
+    /// What limited the point, when its run can tell (a resource at its ceiling, crest
+    /// itself, or, for a point that stepped its load, the service's own limits).
+    pub bottleneck: Option<crate::bottleneck::Bottleneck>,
     /// Per watched process, aligned with [`Study::processes`]; none where the point has no
     /// series of that process.
     pub processes: Vec<Option<ProcessFigures>>,
@@ -297,6 +299,7 @@ pub fn study(params: &[String], runs: &[PointRun]) -> Study {
                     .collect(),
                 users: s.users.clone(),
                 setup: run.setup.clone(),
+                bottleneck: s.bottleneck.clone(),
                 processes: processes.iter().map(|p| ProcessFigures::of(p, &s.resources)).collect(),
             }
         })

@@ -68,6 +68,7 @@
     $("validity").className = v.validity;
     $("verdict-at").textContent = "(over the first " + fmt(v.through_s, 0) + " s)";
     $("validity-words").textContent = v.validity_words;
+    $("leader").textContent = v.leader || "";
     $("findings").replaceChildren(
       ...v.findings.map((f) => {
         const li = document.createElement("li");

@@ -53,6 +53,9 @@ pub struct Verdict {
     pub client_bound: Vec<ClientLimit>,
     /// What the figures say so far, most important first.
     pub findings: Vec<Said>,
+    /// The watched resource nearest its ceiling now, in words: the bottleneck's likely
+    /// candidate before a knee can be judged.
+    pub leader: Option<String>,
 }
 
 /// A verdict and what it was judged over.
@@ -89,6 +92,7 @@ pub fn judge(results: &crest_model::Results) -> Result<Verdict, crest_model::His
                 finding: f,
             })
             .collect(),
+        leader: crest_analysis::bottleneck::leader(results).map(|u| words::leader(&u)),
     })
 }
 

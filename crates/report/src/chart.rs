@@ -38,6 +38,42 @@ pub struct Chart {
     pub dots: Vec<Dot>,
     /// Series of unlabelled marks (a scatter plot).
     pub marks: Vec<Marks>,
+    /// Moments marked across the plot (a process that died), on a time axis.
+    pub events: Vec<EventMark>,
+    /// The x axis's range, to place marks added later.
+    #[serde(skip)]
+    x_range: (f64, f64),
+}
+
+/// A moment marked by a vertical line and a label.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventMark {
+    /// Position in SVG units.
+    pub x: f64,
+    /// What happened.
+    pub label: String,
+}
+
+impl Chart {
+    /// Marks moments on a chart whose x axis is time in seconds; those outside it are left out.
+    pub fn mark(&mut self, events: &[(f64, String)]) {
+        let (x0, x1) = self.x_range;
+        let xs = Scale {
+            min: x0,
+            max: x1,
+            from: self.plot.x,
+            to: self.plot.x + self.plot.w,
+        };
+        self.events.extend(
+            events
+                .iter()
+                .filter(|(t, _)| *t >= x0 && *t <= x1)
+                .map(|(t, l)| EventMark {
+                    x: round(xs.at(*t)),
+                    label: l.clone(),
+                }),
+        );
+    }
 }
 
 /// A series of marks: one path of many short strokes, so 10,000 points cost one SVG element
@@ -249,6 +285,8 @@ pub fn chart(
             })
             .collect(),
         marks: Vec::new(),
+        events: Vec::new(),
+        x_range: (x0, x1),
     }
 }
 

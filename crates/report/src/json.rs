@@ -371,6 +371,15 @@ pub struct ComparisonView<'a> {
     labels: &'a [String],
     notes: Vec<String>,
     rows: Vec<RowView>,
+    /// Rows of words after the figures: each run's bottleneck and sizing.
+    said: Vec<SaidRow>,
+}
+
+/// A row whose cells are words, one per run.
+#[derive(Debug, Serialize)]
+struct SaidRow {
+    metric: String,
+    cells: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -415,5 +424,30 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                 }
             })
             .collect(),
+        said: said_rows(c),
     }
+}
+
+fn said_rows(c: &Comparison) -> Vec<SaidRow> {
+    let mut out = Vec::new();
+    if c.bottlenecks.iter().any(Option::is_some) {
+        out.push(SaidRow {
+            metric: "bottleneck".into(),
+            cells: c
+                .bottlenecks
+                .iter()
+                .map(|b| b.as_ref().map_or_else(|| "-".to_string(), words::bottleneck_cell))
+                .collect(),
+        });
+    }
+    for (subject, each) in &c.sizing {
+        out.push(SaidRow {
+            metric: format!("sizing of {subject} (requests / limits)"),
+            cells: each
+                .iter()
+                .map(|z| z.as_ref().map_or_else(|| "-".to_string(), words::sizing_cell))
+                .collect(),
+        });
+    }
+    out
 }

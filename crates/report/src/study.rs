@@ -17,6 +17,8 @@ struct View {
     users: bool,
     /// Whether any point ran a setup command: the "setup" column.
     setup: bool,
+    /// Whether any point names a bottleneck.
+    bottleneck: bool,
     /// Watched processes: two columns each.
     processes: Vec<String>,
 }
@@ -40,7 +42,8 @@ struct Row {
     done: String,
     /// The setup command before the point: `12.3 s`, `12.3 s, exit 1`.
     setup: String,
-    // The point's bottleneck (issue 34) goes here, a column between setup and the processes.
+    /// What limited the point, in a few words.
+    bottleneck: String,
     /// Per watched process: mean CPU in millicores, and peak memory (private / resident).
     processes: Vec<ProcessCells>,
 }
@@ -94,6 +97,10 @@ fn view(s: &Study) -> View {
                 .as_ref()
                 .map_or_else(|| "-".to_string(), |u| format!("{:.2} s", u.all_done_s)),
             setup: p.setup.as_ref().map_or_else(|| "-".to_string(), words::setup_cell),
+            bottleneck: p
+                .bottleneck
+                .as_ref()
+                .map_or_else(|| "-".to_string(), words::bottleneck_cell),
             processes: p
                 .processes
                 .iter()
@@ -118,6 +125,7 @@ fn view(s: &Study) -> View {
         findings: s.findings.iter().map(words::study_finding).collect(),
         users: s.points.iter().any(|p| p.users.is_some()),
         setup: s.points.iter().any(|p| p.setup.is_some()),
+        bottleneck: s.points.iter().any(|p| p.bottleneck.is_some()),
         processes: s.processes.clone(),
     }
 }

@@ -232,12 +232,26 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
             })
             .collect(),
         failed: &a.failed,
-        charts: charts(r, a),
+        charts: marked(charts(r, a), a),
         each_request: each_request(r, a),
         each_request_absent: words::each_request_absent(&a.each_request),
         sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
-        resource_charts: resource_charts(r),
+        resource_charts: marked(resource_charts(r), a),
     }
+}
+
+/// Charts over time with the moments watched processes died or came back marked on them.
+fn marked(mut charts: Vec<Chart>, a: &Analysis) -> Vec<Chart> {
+    let events: Vec<(f64, String)> = a
+        .summary
+        .events
+        .iter()
+        .map(|e| (e.at_s, words::event_label(e)))
+        .collect();
+    for c in charts.iter_mut().filter(|c| c.id != "latency-throughput") {
+        c.mark(&events);
+    }
+    charts
 }
 
 /// The report's charts: throughput, latency percentiles, load and errors over time, and latency

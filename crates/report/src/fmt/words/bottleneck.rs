@@ -279,3 +279,62 @@ pub fn resources_yaml(s: &Sizing) -> String {
     let yaml = serde_saphyr::to_string(&block).unwrap_or_default();
     format!("# {}\n{yaml}", s.subject)
 }
+
+/// The bottleneck in a table cell: `CPU of postgres, 98% of 1 core`, `8 workers of 10.2 ms`.
+pub fn bottleneck_cell(b: &Bottleneck) -> String {
+    match &b.figures {
+        Figures::Resource(u) => match (u.ceiling, u.share) {
+            (Some(c), Some(s)) if u.resource != Resource::HostCpu => format!(
+                "{}, {:.0}% of {}",
+                resource_of(u.resource, &b.subject),
+                s * 100.0,
+                ceiling(u.resource, c)
+            ),
+            _ => format!("{}, {}", resource_of(u.resource, &b.subject), used(u.resource, u.used)),
+        },
+        Figures::LoadGenerator { .. } => "crest itself".into(),
+        Figures::Connections { refused, requests, .. } => format!(
+            "connections refused, {}",
+            crate::fmt::pct(*refused as f64 / (*requests).max(1) as f64)
+        ),
+        Figures::Concurrency {
+            concurrency,
+            service_ms,
+            ..
+        } => format!(
+            "{} of {} ms",
+            count(*concurrency, "worker"),
+            crate::fmt::ms(*service_ms)
+        ),
+        Figures::StillGrowing { .. } => "none yet".into(),
+    }
+}
+
+/// A sizing in a table cell: `CPU 170m / 210m, memory 32Mi / 48Mi`.
+pub fn sizing_cell(z: &Sizing) -> String {
+    format!(
+        "CPU {}m / {}m, memory {}Mi / {}Mi",
+        z.cpu_request_millicores, z.cpu_limit_millicores, z.memory_request_mib, z.memory_limit_mib
+    )
+}
+
+/// A process event as a chart labels it: `target OOM-killed`.
+pub fn event_label(e: &ProcessEvent) -> String {
+    let what = match e.kind {
+        EventKind::Exited => "exited",
+        EventKind::OomKilled => "OOM-killed",
+        EventKind::Restarted => "restarted",
+    };
+    format!("{} {what}", e.subject)
+}
+
+/// The resource nearest its ceiling now, for a run going on: `Nearest its ceiling now: the CPU
+/// of postgres, 93.1% of a core against the 1 core it may run on (93% of it).`
+pub fn leader(u: &Usage) -> String {
+    format!(
+        "Nearest its ceiling now: {}, {} over the last {}.",
+        resource_of(u.resource, &u.subject),
+        against(u),
+        count(u.samples as u64, "sample")
+    )
+}
