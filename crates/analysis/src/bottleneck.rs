@@ -136,7 +136,7 @@ pub struct Usage {
     pub ceiling: Option<f64>,
     /// `used / ceiling`.
     pub share: Option<f64>,
-    /// The share at the step below, when there is one.
+    /// What it used at the lightest load, when that is below the knee.
     pub below: Option<Below>,
     /// For a CPU quota: the share of its periods the process was throttled, percent.
     pub throttled_percent: Option<f64>,
@@ -144,7 +144,7 @@ pub struct Usage {
     pub samples: usize,
 }
 
-/// The same resource one step lower.
+/// The same resource at the lightest load.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Below {
     /// That step's load.
@@ -274,7 +274,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
     let at_ceiling = judged
         .iter()
         .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING) && u.samples >= MIN_SAMPLES)
-        // A resource already at its ceiling at the load below did not stop the growth there:
+        // A resource already at its ceiling at the lightest load did not stop the growth there:
         // it is something else's (a busy machine's CPU, a pool opened in full at start).
         .filter(|u| u.below.as_ref().is_none_or(|b| b.share.is_some_and(|s| s < AT_CEILING)))
         .min_by(|a, b| {
@@ -353,11 +353,10 @@ fn usages(
     knee: &SegmentAnalysis,
 ) -> Vec<Usage> {
     let Some(m) = m else { return Vec::new() };
-    let below = loaded
-        .iter()
-        .rev()
-        .find(|g| g.load_value() < knee.load_value())
-        .copied();
+    // The lightest load, where the service waited for nothing: a resource that stopped the
+    // growth rose to its ceiling from there (the step just below the knee may be near it
+    // already, as the optimum often is).
+    let below = loaded.first().filter(|g| g.load_value() < knee.load_value()).copied();
     let cores = r.environment.as_ref().map(|e| e.cores as f64).filter(|c| *c > 0.0);
     let mut out = Vec::new();
     for s in &m.series {

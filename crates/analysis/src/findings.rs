@@ -207,8 +207,7 @@ pub fn findings(
             top: s.errors.first().cloned(),
         });
     }
-    // A process that died changes what every later figure describes.
-    out.extend(s.events.iter().cloned().map(Finding::ProcessEvent));
+    // Why the service stopped scaling is what the run was for.
     if let Some(b) = s.bottleneck.as_ref().filter(|b| {
         !matches!(
             b.kind,
@@ -217,6 +216,8 @@ pub fn findings(
     }) {
         out.push(Finding::Bottleneck(b.clone()));
     }
+    // A process that died changes what every later figure describes.
+    out.extend(s.events.iter().cloned().map(Finding::ProcessEvent));
     // A run that asks how long a population of users takes leads with the answer.
     if let Some(u) = s.users.as_ref().filter(|u| u.finished > 0) {
         out.push(Finding::UsersDone {

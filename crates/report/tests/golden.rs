@@ -260,3 +260,26 @@ fn a_merged_runs_reports_have_a_row_per_worker_and_flag_the_client_bound_one() {
         "{term}"
     );
 }
+
+/// The section that says why the service saturates and what to give it: a process at its CPU
+/// quota, a process that exited and came back, and a `resources:` block.
+#[test]
+fn the_why_it_saturates_section_matches_its_golden_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = crest_testkit::results::saturating_fixture();
+    write_run(dir.path(), &r);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    golden("saturating.md", &md);
+    let a = crest_analysis::analyze(&r).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&crest_report::json::summary_json(&a.summary).unwrap()).unwrap();
+    let part = serde_json::json!({
+        "bottleneck": json["bottleneck"],
+        "events": json["events"],
+        "sizing": json["sizing"],
+        "no_sizing": json["no_sizing"],
+    });
+    golden("saturating.json", &serde_json::to_string_pretty(&part).unwrap());
+    // Each process event is marked on the charts over time.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("cache exited") && html.contains("cache restarted"));
+}

@@ -487,3 +487,103 @@ pub fn merged_fixture() -> Results {
     r.workers = vec![worker_record(0, 400, None, 2.0), worker_record(1, 400, None, 9.7), lost];
     r
 }
+
+/// [`stepping_fixture`] with the service watched: its process `api` runs under a CPU quota of
+/// half a core (on 2 cores) and uses CPU in step with its throughput, reaching 98% of the
+/// quota at saturation (80 users) from 12% at 10 users, throttled more as it goes; its memory
+/// grows with the load. A second process, `cache`, exits at 44 s and is back at 46 s as a
+/// new pid.
+pub fn saturating_fixture() -> Results {
+    use crest_model::monitor::{EventKind, MonitorSeries, ProcessEvent, ProcessLimits, SeriesKey, SourceRecord, Unit};
+    let mut r = stepping_fixture();
+    // Per step of 10 s: CPU percent of a core, throttled percent, resident MiB.
+    let steps = [
+        (12.0, 0.0, 60.0),
+        (25.0, 0.0, 70.0),
+        (47.0, 25.0, 88.0),
+        (49.0, 70.0, 90.0),
+        (49.0, 75.0, 96.0),
+    ];
+    let at = |t: f64| steps[((t / 10.0) as usize).min(steps.len() - 1)];
+    let series = |metric: &str, title: &str, unit: Unit, f: &dyn Fn(f64) -> f64| MonitorSeries {
+        key: SeriesKey::new(metric).with("process", "api"),
+        source: 0,
+        title: title.into(),
+        unit,
+        limit: None,
+        points: (0..50).map(|k| k as f64 + 0.5).map(|t| (t, f(t))).collect(),
+    };
+    const MIB: f64 = 1048576.0;
+    let mut cpu = series(
+        "process_cpu_percent",
+        "CPU of api (100% = one core)",
+        Unit::Percent,
+        &|t| at(t).0,
+    );
+    cpu.limit = Some(50.0);
+    let source = |label: &str, limits| SourceRecord {
+        kind: "process".into(),
+        label: label.into(),
+        name: None,
+        notes: Vec::new(),
+        limits,
+    };
+    r.monitor = Some(crest_model::monitor::MonitorRecord {
+        interval_s: 1.0,
+        sources: vec![
+            source(
+                "api",
+                Some(ProcessLimits {
+                    cores: Some(2.0),
+                    cpu_quota_cores: Some(0.5),
+                    memory_limit_bytes: Some(512.0 * MIB),
+                    cgroup_version: Some(2),
+                    ..Default::default()
+                }),
+            ),
+            source("cache", None),
+        ],
+        series: vec![
+            cpu,
+            series(
+                "process_cpu_throttled_percent",
+                "CPU periods throttled of api",
+                Unit::Percent,
+                &|t| at(t).1,
+            ),
+            series(
+                "process_resident_memory_bytes",
+                "resident memory of api",
+                Unit::Bytes,
+                &|t| at(t).2 * MIB,
+            ),
+            series(
+                "process_private_memory_bytes",
+                "private memory of api",
+                Unit::Bytes,
+                &|t| (at(t).2 - 30.0) * MIB,
+            ),
+        ],
+        events: vec![
+            ProcessEvent {
+                kind: EventKind::Exited,
+                source: 1,
+                at_s: 44.0,
+                pid: Some(4100),
+                new_pid: None,
+                oom_kills: None,
+                memory_limit_bytes: None,
+            },
+            ProcessEvent {
+                kind: EventKind::Restarted,
+                source: 1,
+                at_s: 46.0,
+                pid: Some(4100),
+                new_pid: Some(4177),
+                oom_kills: None,
+                memory_limit_bytes: None,
+            },
+        ],
+    });
+    r
+}

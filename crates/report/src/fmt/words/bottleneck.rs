@@ -73,7 +73,11 @@ fn against(u: &Usage) -> String {
 
 fn below(u: &Usage, b: &Below) -> String {
     let share = b.share.map(|s| format!(" ({:.0}%)", s * 100.0)).unwrap_or_default();
-    format!("{}{share} at {}", used(u.resource, b.used), step(&b.load))
+    format!(
+        "at the lightest load, {}, it used {}{share}",
+        step(&b.load),
+        used(u.resource, b.used)
+    )
 }
 
 /// What the other processes used beside the bottleneck: `target used 4.1% of a core, crest 12.0%`.
@@ -107,7 +111,7 @@ pub fn bottleneck(b: &Bottleneck) -> String {
                 s.push_str(&format!(", and was throttled in {t:.1}% of its CPU periods"));
             }
             match &u.below {
-                Some(x) => s.push_str(&format!("; it used {} below that.", below(u, x))),
+                Some(x) => s.push_str(&format!("; {}.", below(u, x))),
                 None => s.push('.'),
             }
             s
@@ -221,7 +225,7 @@ pub fn sizing_basis(s: &Sizing) -> String {
     };
     let private = b
         .private_peak_bytes
-        .map(|p| format!(" (private {})", value(Unit::Bytes, p)))
+        .map(|p| format!(", private {}", value(Unit::Bytes, p)))
         .unwrap_or_default();
     let leak = if b.leaking {
         " Its memory grew under steady load: any limit will be reached in time."

@@ -1,0 +1,133 @@
+//! The bottleneck, events and sizing, on runs whose causes are known by construction. The
+//! same rules are checked against real servers in `crates/crest/tests/bottleneck.rs`; here each
+//! figure can be computed by hand from the fixture.
+#![allow(clippy::unwrap_used)]
+
+use crest_analysis::bottleneck::{Figures, Kind, Resource};
+use crest_model::monitor::{EventKind, MonitorSeries, SeriesKey, Unit};
+use crest_testkit::results::{saturating_fixture, stepping_fixture};
+
+#[test]
+fn a_process_at_its_cpu_quota_at_the_knee_is_the_bottleneck_with_its_figures() {
+    let a = crest_analysis::analyze(&saturating_fixture()).unwrap();
+    let b = a.summary.bottleneck.as_ref().unwrap();
+    assert_eq!((b.kind, b.subject.as_str()), (Kind::CpuQuota, "api"));
+    assert_eq!(b.at, Some(crest_analysis::figures::StepLoad::Users(80)));
+    let Figures::Resource(u) = &b.figures else {
+        panic!("{b:?}")
+    };
+    // The fixture's figures at 80 users: 49% of a core against a quota of half a core,
+    // throttled in 70% of periods; 12% at 10 users.
+    assert_eq!(u.resource, Resource::CpuQuota);
+    assert!((u.used - 49.0).abs() < 1e-9 && u.ceiling == Some(50.0), "{u:?}");
+    assert!((u.share.unwrap() - 0.98).abs() < 1e-9);
+    assert_eq!(u.throttled_percent, Some(70.0));
+    let below = u.below.as_ref().unwrap();
+    assert_eq!(below.load, crest_analysis::figures::StepLoad::Users(10));
+    assert!((below.used - 12.0).abs() < 1e-9);
+    // It leads the findings.
+    assert!(matches!(
+        a.findings.first(),
+        Some(crest_analysis::findings::Finding::Bottleneck(_))
+    ));
+}
+
+#[test]
+fn processes_that_exit_and_come_back_are_events_and_findings() {
+    let a = crest_analysis::analyze(&saturating_fixture()).unwrap();
+    let kinds: Vec<(EventKind, &str, f64)> = a
+        .summary
+        .events
+        .iter()
+        .map(|e| (e.kind, e.subject.as_str(), e.at_s))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (EventKind::Exited, "cache", 44.0),
+            (EventKind::Restarted, "cache", 46.0)
+        ]
+    );
+    let events = a
+        .findings
+        .iter()
+        .filter(|f| matches!(f, crest_analysis::findings::Finding::ProcessEvent(_)))
+        .count();
+    assert_eq!(events, 2);
+}
+
+#[test]
+fn sizing_takes_requests_at_the_optimum_and_limits_past_the_limit_with_headroom() {
+    let a = crest_analysis::analyze(&saturating_fixture()).unwrap();
+    let opt = a.capacity.optimal.as_ref().unwrap();
+    assert_eq!(opt.load, crest_analysis::figures::StepLoad::Users(40));
+    let z = a.summary.sizing.iter().find(|z| z.subject == "api").unwrap();
+    // 47% of a core at the optimum: 470m. The highest step mean up to the breaking point is
+    // 49%, with 25% headroom: 612.5m, rounded up to 620m.
+    assert_eq!((z.cpu_request_millicores, z.cpu_limit_millicores), (470, 620));
+    // Resident memory up to the optimum peaks at 88 MiB (rounded up to 96 MiB); over the run at
+    // 96 MiB, with 50% headroom 144 MiB.
+    assert_eq!((z.memory_request_mib, z.memory_limit_mib), (96, 144));
+    assert!(z.basis.optimum && z.basis.samples >= 3);
+    // The process that exited has no series: it is said not to be sized.
+    assert!(a.summary.no_sizing.iter().any(|n| n.subject == "cache"));
+}
+
+/// A machine busy with other work reads 100% host CPU at every load: that did not stop the
+/// growth at the knee, so the service's own concurrency is named instead.
+#[test]
+fn a_resource_pinned_at_every_load_is_not_the_bottleneck() {
+    let mut r = stepping_fixture();
+    r.monitor = Some(crest_model::monitor::MonitorRecord {
+        interval_s: 1.0,
+        sources: vec![crest_model::monitor::SourceRecord {
+            kind: "host".into(),
+            label: "host".into(),
+            name: None,
+            notes: Vec::new(),
+            limits: None,
+        }],
+        series: vec![MonitorSeries {
+            key: SeriesKey::new("host_cpu_percent"),
+            source: 0,
+            title: "host CPU (all cores)".into(),
+            unit: Unit::Percent,
+            limit: Some(100.0),
+            points: (0..50).map(|k| (k as f64 + 0.5, 99.5)).collect(),
+        }],
+        events: Vec::new(),
+    });
+    let a = crest_analysis::analyze(&r).unwrap();
+    let b = a.summary.bottleneck.as_ref().unwrap();
+    assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
+    let Figures::Concurrency {
+        concurrency,
+        best_rps,
+        service_ms,
+        watched,
+        ..
+    } = &b.figures
+    else {
+        panic!("{b:?}")
+    };
+    // The best step's successful rate x a successful request's mean time at 10 users (its
+    // warm-up included): 385 x 0.1067 = 41 at once.
+    let best = a.segments.iter().map(|g| g.success_rps).fold(0.0, f64::max);
+    assert_eq!(*best_rps, best);
+    assert_eq!(*service_ms, a.segments[0].success_latency_ms.mean);
+    assert_eq!(*concurrency, (best * service_ms / 1000.0).round() as u64);
+    assert!(!watched, "the host is no process of the service");
+}
+
+#[test]
+fn a_run_still_growing_at_its_highest_load_names_none() {
+    let r = crest_testkit::results::ResultsBuilder::new(crest_model::Outcome::Status(500), true)
+        .segment(10, 10, |_| crest_testkit::results::Second::ok(100, 100.0))
+        .segment(20, 10, |_| crest_testkit::results::Second::ok(200, 100.0))
+        .segment(40, 10, |_| crest_testkit::results::Second::ok(400, 100.0))
+        .build();
+    let a = crest_analysis::analyze(&r).unwrap();
+    let b = a.summary.bottleneck.as_ref().unwrap();
+    assert_eq!(b.kind, Kind::None, "{b:?}");
+    assert!(a.summary.sizing.is_empty() && a.summary.no_sizing.is_empty());
+}
