@@ -19,7 +19,7 @@ use crate::capacity::Capacity;
 use crate::figures::{SegmentAnalysis, StepLoad, WorkUnit};
 use crate::resources::{steady_window, MIN_SAMPLES};
 use crate::validity::ClientLimit;
-use crest_model::monitor::{MonitorRecord, MonitorSeries, ProcessLimits, SourceRecord};
+use crest_model::monitor::{MonitorRecord, MonitorSeries, SourceRecord};
 use crest_model::results::Results;
 use serde::Serialize;
 
@@ -175,6 +175,9 @@ pub enum Resource {
     DbPool,
     /// The machine's CPU, all cores.
     HostCpu,
+    /// A Prometheus gauge against its ceiling on the same page (`X_max`, `X_limit`): a
+    /// service's own workers, a pool's connections.
+    Gauge,
 }
 
 impl Resource {
@@ -186,6 +189,7 @@ impl Resource {
             Resource::OpenFiles => Kind::OpenFiles,
             Resource::Threads => Kind::Threads,
             Resource::DbConnections | Resource::DbPool => Kind::DbConnections,
+            Resource::Gauge => Kind::Concurrency,
         }
     }
 
@@ -194,7 +198,7 @@ impl Resource {
     /// slow).
     fn rank(self) -> u8 {
         match self {
-            Resource::CpuQuota | Resource::Memory | Resource::OpenFiles | Resource::Threads => 0,
+            Resource::CpuQuota | Resource::Memory | Resource::OpenFiles | Resource::Threads | Resource::Gauge => 0,
             Resource::Cpu | Resource::DbConnections => 1,
             Resource::DbPool => 2,
             Resource::HostCpu => 3,
@@ -344,6 +348,16 @@ pub(crate) fn subject(source: Option<&SourceRecord>, label: Option<&String>) -> 
     }
 }
 
+/// Whose a series is: a process's label, `host`, `postgres`, or a Prometheus series by its key.
+fn series_subject(s: &MonitorSeries, source: Option<&SourceRecord>) -> String {
+    match s.key.metric.as_str() {
+        "host_cpu_percent" => "host".to_string(),
+        _ if source.is_some_and(|x| x.kind == "prometheus") => s.key.to_string(),
+        m if m.starts_with("pg_") => "postgres".to_string(),
+        _ => subject(source, s.key.labels.get("process")),
+    }
+}
+
 /// Every resource with something to say at `knee`, each with its share at the step below.
 fn usages(
     r: &Results,
@@ -361,8 +375,7 @@ fn usages(
     let mut out = Vec::new();
     for s in &m.series {
         let source = m.sources.get(s.source as usize);
-        let limits = source.and_then(|x| x.limits.as_ref());
-        let Some((resource, ceiling, peak)) = judge(s, limits, cores) else {
+        let Some((resource, ceiling, peak)) = judge(s, source, cores) else {
             continue;
         };
         let at = |g: &SegmentAnalysis| -> Option<(f64, usize)> {
@@ -396,11 +409,7 @@ fn usages(
                     })
             })
             .flatten();
-        let subject = match s.key.metric.as_str() {
-            "host_cpu_percent" => "host".to_string(),
-            m if m.starts_with("pg_") => "postgres".to_string(),
-            _ => subject(source, s.key.labels.get("process")),
-        };
+        let subject = series_subject(s, source);
         out.push(Usage {
             resource,
             subject,
@@ -426,9 +435,13 @@ fn usages(
 /// fail the moment they are reached) rather than its mean (CPU, which is shared out over time).
 fn judge(
     s: &MonitorSeries,
-    limits: Option<&ProcessLimits>,
+    source: Option<&SourceRecord>,
     host_cores: Option<f64>,
 ) -> Option<(Resource, Option<f64>, bool)> {
+    let limits = source.and_then(|x| x.limits.as_ref());
+    if source.is_some_and(|x| x.kind == "prometheus") {
+        return s.limit.map(|l| (gauge_resource(&s.key.metric), Some(l), true));
+    }
     Some(match s.key.metric.as_str() {
         "process_cpu_percent" => {
             let cores = limits.and_then(|l| l.cores).or(host_cores);
@@ -453,6 +466,22 @@ fn judge(
         "host_cpu_percent" => (Resource::HostCpu, s.limit.or(Some(100.0)), false),
         _ => return None,
     })
+}
+
+/// What a Prometheus gauge with a ceiling counts, by its name.
+fn gauge_resource(metric: &str) -> Resource {
+    let m = metric.to_ascii_lowercase();
+    if m.contains("fds") || m.contains("open_files") {
+        Resource::OpenFiles
+    } else if m.contains("memory") || m.ends_with("_bytes") {
+        Resource::Memory
+    } else if m.contains("thread") {
+        Resource::Threads
+    } else if m.contains("connection") && ["db", "pool", "hikari", "pg", "sql"].iter().any(|w| m.contains(w)) {
+        Resource::DbPool
+    } else {
+        Resource::Gauge
+    }
 }
 
 /// An application's pool of database connections, busy in full: the connections open did not
@@ -589,18 +618,14 @@ pub fn leader(r: &Results) -> Option<Usage> {
         .iter()
         .filter_map(|s| {
             let source = m.sources.get(s.source as usize);
-            let (resource, ceiling, _) = judge(s, source.and_then(|x| x.limits.as_ref()), cores)?;
+            let (resource, ceiling, _) = judge(s, source, cores)?;
             let ceiling = ceiling.filter(|c| *c > 0.0)?;
             let last = &s.points[s.points.len().saturating_sub(LEADER_SAMPLES)..];
             if last.is_empty() {
                 return None;
             }
             let used = last.iter().map(|p| p.1).sum::<f64>() / last.len() as f64;
-            let subject = match s.key.metric.as_str() {
-                "host_cpu_percent" => "host".to_string(),
-                m if m.starts_with("pg_") => "postgres".to_string(),
-                _ => subject(source, s.key.labels.get("process")),
-            };
+            let subject = series_subject(s, source);
             Some(Usage {
                 resource,
                 subject,

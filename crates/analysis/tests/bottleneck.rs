@@ -131,3 +131,37 @@ fn a_run_still_growing_at_its_highest_load_names_none() {
     assert_eq!(b.kind, Kind::None, "{b:?}");
     assert!(a.summary.sizing.is_empty() && a.summary.no_sizing.is_empty());
 }
+
+/// A pool's gauge read from a Prometheus page, with its ceiling beside it, full at the knee.
+#[test]
+fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
+    let mut r = stepping_fixture();
+    let busy = [1.0, 3.0, 8.0, 10.0, 10.0];
+    r.monitor = Some(crest_model::monitor::MonitorRecord {
+        interval_s: 1.0,
+        sources: vec![crest_model::monitor::SourceRecord {
+            kind: "prometheus".into(),
+            label: "http://127.0.0.1:9100/metrics".into(),
+            name: None,
+            notes: Vec::new(),
+            limits: None,
+        }],
+        series: vec![MonitorSeries {
+            key: SeriesKey::new("hikaricp_connections_active").with("pool", "main"),
+            source: 0,
+            title: "hikaricp_connections_active".into(),
+            unit: Unit::Number,
+            limit: Some(10.0),
+            points: (0..50).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
+        }],
+        events: Vec::new(),
+    });
+    let a = crest_analysis::analyze(&r).unwrap();
+    let b = a.summary.bottleneck.as_ref().unwrap();
+    assert_eq!(b.kind, Kind::DbConnections, "{b:?}");
+    assert_eq!(b.subject, r#"hikaricp_connections_active{pool="main"}"#);
+    let Figures::Resource(u) = &b.figures else {
+        panic!("{b:?}")
+    };
+    assert_eq!((u.used, u.ceiling), (10.0, Some(10.0)));
+}

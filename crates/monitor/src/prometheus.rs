@@ -93,8 +93,24 @@ pub(crate) fn readings(
     elapsed: Option<f64>,
 ) -> Result<Vec<Reading>, SampleError> {
     let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).map_err(SampleError::NotPrometheus)?;
+    // Gauges by name and labels, so that a gauge's ceiling on the same page can be found.
+    type Labelled<'a> = (&'a str, std::collections::BTreeMap<&'a String, &'a String>);
+    let gauges: HashMap<Labelled, f64> = scrape
+        .samples
+        .iter()
+        .filter_map(|s| match s.value {
+            Value::Gauge(v) | Value::Untyped(v) => Some(((s.metric.as_str(), s.labels.iter().collect()), v)),
+            _ => None,
+        })
+        .collect();
+    let ceiling = |metric: &str, labels: &prometheus_parse::Labels| {
+        ceiling_names(metric)
+            .into_iter()
+            .find_map(|name| gauges.get(&(name.as_str(), labels.iter().collect())).copied())
+            .filter(|c| *c > 0.0)
+    };
     let mut out = Vec::new();
-    for s in scrape.samples {
+    for s in &scrape.samples {
         if !filter.keeps(&s.metric) {
             continue;
         }
@@ -102,15 +118,15 @@ pub(crate) fn readings(
         for (k, v) in s.labels.iter().chain(extra.iter().map(|(k, v)| (k, v))) {
             key.labels.insert(k.clone(), v.clone());
         }
-        match s.value {
-            Value::Gauge(v) | Value::Untyped(v) => out.push(Reading {
+        match &s.value {
+            &Value::Gauge(v) | &Value::Untyped(v) => out.push(Reading {
                 title: key.to_string(),
                 unit: unit_of(&s.metric),
-                limit: None,
+                limit: ceiling(&s.metric, &s.labels),
                 value: v,
                 key,
             }),
-            Value::Counter(v) => {
+            &Value::Counter(v) => {
                 let previous = counters.insert(key.clone(), v);
                 let (Some(p), Some(dt)) = (previous, elapsed) else {
                     continue;
@@ -147,6 +163,28 @@ pub(crate) fn readings(
         }
     }
     Ok(out)
+}
+
+/// The names a gauge's ceiling goes by on the same page, with the same labels: `X_max` or
+/// `X_limit`, the same with the gauge's `_active`-like suffix replaced (HikariCP's
+/// `hikaricp_connections_active` and `hikaricp_connections_max`), and the client libraries'
+/// process collector's pairs. A gauge with a ceiling can be named a bottleneck.
+fn ceiling_names(metric: &str) -> Vec<String> {
+    let mut names = match metric {
+        "process_open_fds" => vec!["process_max_fds".to_string()],
+        "process_virtual_memory_bytes" => vec!["process_virtual_memory_max_bytes".to_string()],
+        _ => Vec::new(),
+    };
+    let bases = std::iter::once(metric).chain(
+        ["_active", "_in_use", "_used", "_busy", "_current", "_open"]
+            .iter()
+            .filter_map(|suffix| metric.strip_suffix(suffix)),
+    );
+    for base in bases {
+        names.push(format!("{base}_max"));
+        names.push(format!("{base}_limit"));
+    }
+    names
 }
 
 fn unit_of(metric: &str) -> Unit {
@@ -232,5 +270,34 @@ other_metric 7
             .unwrap_err()
             .to_string()
             .contains("not a valid regular expression"));
+    }
+
+    #[test]
+    fn a_gauge_with_its_ceiling_on_the_page_carries_it_as_its_limit() {
+        let page = "\
+# TYPE hikaricp_connections_active gauge
+hikaricp_connections_active{pool=\"main\"} 9
+hikaricp_connections_active{pool=\"batch\"} 2
+# TYPE hikaricp_connections_max gauge
+hikaricp_connections_max{pool=\"main\"} 10
+# TYPE process_open_fds gauge
+process_open_fds 120
+# TYPE process_max_fds gauge
+process_max_fds 1024
+# TYPE queue_depth gauge
+queue_depth 7
+";
+        let all = readings(page, &filter(&[]).unwrap(), &[], &mut HashMap::new(), None).unwrap();
+        let limit = |metric: &str, pool: Option<&str>| {
+            all.iter()
+                .find(|r| r.key.metric == metric && r.key.labels.get("pool").map(String::as_str) == pool)
+                .unwrap()
+                .limit
+        };
+        assert_eq!(limit("hikaricp_connections_active", Some("main")), Some(10.0));
+        // The ceiling is of the same labels only.
+        assert_eq!(limit("hikaricp_connections_active", Some("batch")), None);
+        assert_eq!(limit("process_open_fds", None), Some(1024.0));
+        assert_eq!(limit("queue_depth", None), None);
     }
 }

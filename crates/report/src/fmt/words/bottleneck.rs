@@ -14,6 +14,7 @@ fn used(r: Resource, v: f64) -> String {
         Resource::HostCpu => format!("{v:.1}% of all its cores"),
         Resource::Memory => value(Unit::Bytes, v),
         Resource::OpenFiles | Resource::Threads | Resource::DbConnections | Resource::DbPool => value(Unit::Count, v),
+        Resource::Gauge => value(Unit::Number, v),
     }
 }
 
@@ -28,6 +29,7 @@ fn ceiling(r: Resource, c: f64) -> String {
         Resource::Threads => format!("its limit of {} threads", value(Unit::Count, c)),
         Resource::DbConnections => format!("max_connections {}", value(Unit::Count, c)),
         Resource::DbPool => format!("{} open", value(Unit::Count, c)),
+        Resource::Gauge => format!("its ceiling of {} on the same page", value(Unit::Number, c)),
     }
 }
 
@@ -48,7 +50,9 @@ fn resource_of(r: Resource, subject: &str) -> String {
         Resource::OpenFiles => format!("the open files of {subject}"),
         Resource::Threads => format!("the threads of {subject}"),
         Resource::DbConnections => "PostgreSQL's connections".into(),
-        Resource::DbPool => "the application's pool of PostgreSQL connections".into(),
+        Resource::DbPool if subject == "postgres" => "the application's pool of PostgreSQL connections".into(),
+        Resource::DbPool => format!("the pool {subject}"),
+        Resource::Gauge => format!("the service's {subject}"),
     }
 }
 
@@ -56,7 +60,9 @@ fn resource_of(r: Resource, subject: &str) -> String {
 fn against(u: &Usage) -> String {
     let verb = match u.resource {
         Resource::DbPool => "busy of",
-        Resource::Memory | Resource::OpenFiles | Resource::Threads | Resource::DbConnections => "at peak, against",
+        Resource::Memory | Resource::OpenFiles | Resource::Threads | Resource::DbConnections | Resource::Gauge => {
+            "at peak, against"
+        }
         _ => "against",
     };
     match (u.ceiling, u.share) {
