@@ -113,7 +113,15 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         // Beside the optimum and the limit it explains, after any verdict on the run itself.
         let at = findings
             .iter()
-            .position(|f| !matches!(f, Finding::NothingSucceeded { .. } | Finding::ClientBound(_)))
+            .position(|f| {
+                !matches!(
+                    f,
+                    Finding::NothingSucceeded { .. }
+                        | Finding::ClientBound(_)
+                        | Finding::Bottleneck(_)
+                        | Finding::ProcessEvent(_)
+                )
+            })
             .unwrap_or(findings.len());
         findings.insert(at, Finding::WorkPerIteration(w));
     }

@@ -2,29 +2,33 @@
 //!
 //! A performance engineer reads the knee (the step where the run's unit stops growing, else
 //! the step where it breaks) beside what every watched resource did there. A resource is the
-//! bottleneck when it reached its ceiling ([`AT_CEILING`] of it) at that step. The figures say
-//! whether it was below its ceiling at the step before and whether it rose with the load, so
-//! a reader can judge a resource that was pinned all along. When crest itself limited the run,
-//! that is the answer: nothing measured past it describes the service. When no watched resource
-//! reached a ceiling, the refusals, else Little's law, say what the service's own limits are:
-//! the best throughput times the time a request takes at the lightest load is the number of
-//! requests it serves at once, a worker, pool or connection limit that no watched resource
-//! shows.
+//! bottleneck when it reached its ceiling ([`AT_CEILING`] of it) at that step, over enough
+//! samples, having risen to it from below at the lightest load: one at its ceiling from the
+//! lightest load on (a machine busy with other work, a pool opened in full at start) did not
+//! stop the growth at the knee, and is said apart. Of several, the fullest wins. When crest
+//! itself limited the run, that is the answer: nothing measured past it describes the service.
+//! When no watched resource reached a ceiling, the refusals, else Little's law, say what the
+//! service's own limits are: the best throughput times the time a request takes at the
+//! lightest load is the number of requests it serves at once, a worker, pool or connection
+//! limit that no watched resource shows.
 //!
 //! Ceilings come from the kernel (a process's cores by affinity, its cgroup's CPU quota and
-//! memory limit, its open-file limit) and from PostgreSQL (`max_connections`), as the monitor
-//! recorded them; a resource without one is named as a runner-up only.
+//! memory limit, its open-file limit), from PostgreSQL (`max_connections`) and from Prometheus
+//! pages (a gauge's `_max`), as the monitor recorded them; a resource without one is named as
+//! a runner-up only.
 
 use crate::capacity::Capacity;
 use crate::figures::{SegmentAnalysis, StepLoad, WorkUnit};
 use crate::resources::{steady_window, MIN_SAMPLES};
 use crate::validity::ClientLimit;
-use crest_model::monitor::{MonitorRecord, MonitorSeries, SourceRecord};
+use crest_model::monitor::{EventKind, MonitorRecord, MonitorSeries, SourceRecord};
 use crest_model::results::Results;
 use serde::Serialize;
 
 /// The share of its ceiling at which a resource is the bottleneck.
 pub const AT_CEILING: f64 = 0.9;
+/// Shares of their ceilings this close are a tie, which the kind of ceiling breaks.
+const NEAR_TIE: f64 = 0.02;
 /// The share of the requests of a step refused or reset before an answer for the service to be
 /// said to refuse connections there.
 const REFUSED_SHARE: f64 = 0.01;
@@ -44,6 +48,11 @@ pub struct Bottleneck {
     /// What the other watched processes used at the same step (and crest over the run), so
     /// that a reader sees why they are not the answer.
     pub others: Vec<Usage>,
+    /// Resources at their ceiling at the knee that were there from the lightest load on (or
+    /// with no lighter load to compare): they did not stop the growth at the knee, but the run
+    /// may have started past it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<Usage>,
 }
 
 /// The kinds of [`Bottleneck`].
@@ -256,12 +265,14 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
                 client: i.client_bound.to_vec(),
             },
             others: others(None),
+            pinned: Vec::new(),
         });
     }
     let knee = match knee {
         Some(k) => k,
         None => {
-            let top = loaded.last().filter(|_| loaded.len() >= 2)?;
+            // No knee: the run ended while its unit still grew beyond noise, or it cannot tell.
+            let top = crate::capacity::still_growing(i.steps, i.capacity)?;
             return Some(Bottleneck {
                 kind: Kind::None,
                 subject: "service".into(),
@@ -272,21 +283,34 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
                     unit: i.capacity.unit,
                 },
                 others: others(None),
+                pinned: Vec::new(),
             });
         }
     };
-    let at_ceiling = judged
+    // With several loads, a resource is judged on how it rose from the lightest: one already
+    // at its ceiling there (a busy machine's CPU, a pool opened in full at start), or with no
+    // lighter load to compare (the run broke at its first step), did not stop the growth at
+    // the knee. A run of one load has nothing to compare with, and is judged on its ceiling.
+    let rose = |u: &&Usage| {
+        loaded.len() == 1
+            || u.below
+                .as_ref()
+                .is_some_and(|b| b.share.is_some_and(|s| s < AT_CEILING))
+    };
+    let full: Vec<&Usage> = judged
         .iter()
         .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING) && u.samples >= MIN_SAMPLES)
-        // A resource already at its ceiling at the lightest load did not stop the growth there:
-        // it is something else's (a busy machine's CPU, a pool opened in full at start).
-        .filter(|u| u.below.as_ref().is_none_or(|b| b.share.is_some_and(|s| s < AT_CEILING)))
-        .min_by(|a, b| {
-            a.resource
-                .rank()
-                .cmp(&b.resource.rank())
-                .then(b.share.unwrap_or(0.0).total_cmp(&a.share.unwrap_or(0.0)))
-        });
+        .collect();
+    // The fullest explains the knee; a process's own ceilings win a near tie over a shared one.
+    let at_ceiling = full.iter().copied().filter(rose).max_by(|a, b| {
+        let (sa, sb) = (a.share.unwrap_or(0.0), b.share.unwrap_or(0.0));
+        if (sa - sb).abs() <= NEAR_TIE {
+            b.resource.rank().cmp(&a.resource.rank())
+        } else {
+            sa.total_cmp(&sb)
+        }
+    });
+    let pinned: Vec<Usage> = full.iter().filter(|u| !rose(u)).map(|u| (*u).clone()).collect();
     if let Some(u) = at_ceiling {
         return Some(Bottleneck {
             kind: u.resource.kind(),
@@ -294,6 +318,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             at: at_knee(knee),
             figures: Figures::Resource(u.clone()),
             others: others(Some(u)),
+            pinned,
         });
     }
     // Only a knee says the service stopped scaling; one step at no ceiling says nothing.
@@ -301,13 +326,21 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         return None;
     }
     let at = i.requests.get(knee.index).unwrap_or(knee);
-    if let Some(c) = refusals(i.requests, at) {
+    // A process of the service that ended during the knee's step refused and reset what came
+    // after: that is its death, said as an event, not a limit on connections.
+    let died = m.is_some_and(|m| {
+        m.events
+            .iter()
+            .any(|e| e.kind != EventKind::Restarted && e.at_s >= at.start_s && e.at_s <= at.end_s + 1.0)
+    });
+    if let Some(c) = refusals(i.requests, at).filter(|_| !died) {
         return Some(Bottleneck {
             kind: Kind::Connections,
             subject: "service".into(),
             at: Some(knee.load()),
             figures: c,
             others: others(None),
+            pinned,
         });
     }
     let c = concurrency(
@@ -320,6 +353,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         at: Some(knee.load()),
         figures: c,
         others: others(None),
+        pinned,
     })
 }
 
@@ -451,13 +485,15 @@ fn judge(
                 (_, c) => (Resource::Cpu, s.limit.or(c.map(|c| c * 100.0)), false),
             }
         }
-        "process_resident_memory_bytes" => {
-            let l = limits.and_then(|l| match (l.memory_limit_bytes, l.address_space_bytes) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            });
-            (Resource::Memory, s.limit.or(l), true)
-        }
+        // A group's resident memory counts each shared page once per process, so the monitor
+        // bounds only one process's by its cgroup's limit; a group is judged on its private
+        // memory, which it bounds when the group shares one cgroup.
+        "process_resident_memory_bytes" => (
+            Resource::Memory,
+            s.limit.or(limits.and_then(|l| l.address_space_bytes)),
+            true,
+        ),
+        "process_private_memory_bytes" => (Resource::Memory, s.limit, true),
         "process_open_fds" => (Resource::OpenFiles, s.limit.or(limits.and_then(|l| l.open_files)), true),
         "process_threads" => (Resource::Threads, s.limit, true),
         "pg_connections" if s.key.labels.get("state").map(String::as_str) == Some("all") => {
@@ -568,13 +604,17 @@ fn refusals(requests: &[SegmentAnalysis], at: &SegmentAnalysis) -> Option<Figure
             .sum()
     };
     let refused = refused_of(at);
-    if at.requests == 0 || (refused as f64) < REFUSED_SHARE * at.requests as f64 {
+    // Some were served there, and a lighter load refused none: a limit on how many, not a
+    // service that is not listening.
+    if at.requests <= at.failures || (refused as f64) < REFUSED_SHARE * at.requests as f64 {
         return None;
     }
-    let clean_at = levels(requests)
-        .into_iter()
-        .rfind(|g| g.load_value() < at.load_value() && refused_of(g) == 0)
-        .map(|g| g.load());
+    let clean_at = Some(
+        levels(requests)
+            .into_iter()
+            .rfind(|g| g.load_value() < at.load_value() && refused_of(g) == 0 && g.requests > 0)?
+            .load(),
+    );
     Some(Figures::Connections {
         refused,
         requests: at.requests,
@@ -614,6 +654,11 @@ const LEADER_SAMPLES: usize = 3;
 pub fn leader(r: &Results) -> Option<Usage> {
     let m = r.monitor.as_ref()?;
     let cores = r.environment.as_ref().map(|e| e.cores as f64).filter(|c| *c > 0.0);
+    let newest = m
+        .series
+        .iter()
+        .filter_map(|s| s.points.last().map(|p| p.0))
+        .fold(f64::MIN, f64::max);
     m.series
         .iter()
         .filter_map(|s| {
@@ -621,7 +666,8 @@ pub fn leader(r: &Results) -> Option<Usage> {
             let (resource, ceiling, _) = judge(s, source, cores)?;
             let ceiling = ceiling.filter(|c| *c > 0.0)?;
             let last = &s.points[s.points.len().saturating_sub(LEADER_SAMPLES)..];
-            if last.is_empty() {
+            // A series no longer read (its process ended) leads nothing now.
+            if last.len() < LEADER_SAMPLES || last[last.len() - 1].0 < newest - 2.0 * m.interval_s.max(0.1) {
                 return None;
             }
             let used = last.iter().map(|p| p.1).sum::<f64>() / last.len() as f64;

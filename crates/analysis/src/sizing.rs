@@ -3,9 +3,10 @@
 //! Requests are what a process used at the optimum's load, the load it should be run at;
 //! limits are what it used up to the limit's load (the breaking point, else saturation, else the
 //! highest load tried), with headroom: [`CPU_HEADROOM`] for CPU, whose limit throttles, and
-//! [`MEMORY_HEADROOM`] for memory, whose limit kills. Memory is taken from resident memory,
-//! which is what a container's limit counts; private memory is kept beside it, as the part that
-//! grows with the process's own work. A process is sized only on enough samples
+//! [`MEMORY_HEADROOM`] for memory, whose limit kills. A process's memory is taken from its
+//! resident memory, which a container's limit counts, with its private memory beside it; a
+//! group's from its private memory, as its resident memory counts each shared page once per
+//! process. A process held at its CPU ceiling is said to be: it may need more than it used. A process is sized only on enough samples
 //! ([`MIN_SAMPLES`]) at the step its requests come from.
 
 use crate::bottleneck::subject;
@@ -71,6 +72,12 @@ pub struct Basis {
     /// The process's memory grew under steady load: its limit will be reached in time,
     /// whatever headroom is given.
     pub leaking: bool,
+    /// Its CPU was held at its ceiling (cores or quota) up to the limit's load: it may need
+    /// more than it could use here.
+    pub capped: bool,
+    /// The memory figures are a group's private memory, not its resident memory (which counts
+    /// shared pages once per process).
+    pub memory_of_group: bool,
 }
 
 /// A watched process that is not sized, and why.
@@ -138,6 +145,14 @@ fn one(
         _ => return Err(NoSizingWhy::NotRead),
     };
     let private = series("process_private_memory_bytes");
+    // A group of processes (counted by `process_count`) sums each one's resident memory, so a
+    // page they share (a database's buffers) counts once per process: its private memory is
+    // what grows with its work.
+    let group = series("process_count").is_some();
+    let rss = match (group, private) {
+        (true, Some(p)) => p,
+        _ => rss,
+    };
     let (lowest, highest) = match (loaded.first(), loaded.last()) {
         (Some(l), Some(h)) => (*l, *h),
         _ => return Err(NoSizingWhy::NoLoad),
@@ -178,7 +193,11 @@ fn one(
     let resident_at_request = peak_upto(request);
     let resident_peak = rss.points.iter().map(|p| p.1).fold(0.0, f64::max);
     let private_peak = private.map(|p| p.points.iter().map(|x| x.1).fold(0.0, f64::max));
-    let up = |v: f64, step: f64| ((v / step).ceil().max(1.0) * step) as u64;
+    // A hair past a step (47.0000001%) is that step, not the next.
+    let up = |v: f64, step: f64| ((v / step - 1e-6).ceil().max(1.0) * step) as u64;
+    let capped = cpu
+        .limit
+        .is_some_and(|c| c > 0.0 && cpu_at_limit >= crate::bottleneck::AT_CEILING * c);
     Ok(Sizing {
         subject: subject.to_string(),
         cpu_request_millicores: up(cpu_at_request * 10.0, CPU_STEP_M),
@@ -197,6 +216,8 @@ fn one(
             cpu_headroom: CPU_HEADROOM,
             memory_headroom: MEMORY_HEADROOM,
             samples,
+            capped,
+            memory_of_group: group && private.is_some(),
             leaking: leaks.iter().any(|l| {
                 [Some(rss), private]
                     .into_iter()

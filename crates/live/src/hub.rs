@@ -536,7 +536,7 @@ impl Hub {
             behind: None,
             queued: None,
             client: Some(ClientStats {
-                cpu_quota_cores: None,
+                cpu_quota_cores: crest_monitor::own::cpu_quota_cores(),
                 cpu_s: (crest_monitor::own::cpu_s() - cpu_at_start).max(0.0),
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
                 threads: start.config.threads,

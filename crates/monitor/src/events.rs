@@ -33,7 +33,14 @@ pub(crate) struct Fates {
     counts: HashMap<Group, Count>,
     /// The members when the spec was last seen running, while it is gone.
     ended: Option<BTreeSet<i32>>,
+    /// Kill counts that rose with no member gone yet, and the samples they have waited: the
+    /// kernel counts a kill before its victim has finished exiting (freeing a large heap takes
+    /// a while), so the victim may vanish a sample later.
+    pending: HashMap<Group, (u64, Option<f64>, u8)>,
 }
+
+/// Samples an OOM kill count's rise waits for its victim to vanish.
+const PENDING_SAMPLES: u8 = 3;
 
 impl Fates {
     pub(crate) fn new(single: bool) -> Self {
@@ -53,7 +60,11 @@ impl Fates {
         at_s: f64,
         alive: impl Fn(i32) -> bool,
     ) -> Vec<ProcessEvent> {
-        let rises = self.read_counts(&now, cgroups);
+        let mut rises = self.read_counts(&now, cgroups);
+        for (g, (rise, limit, _)) in &self.pending {
+            let r = rises.entry(g.clone()).or_insert((0, *limit));
+            r.0 += rise;
+        }
         let event = |kind, pid: Option<i32>| ProcessEvent {
             kind,
             source: 0,
@@ -75,6 +86,16 @@ impl Fates {
         for (pid, g) in &vanished {
             if let Some(g) = g.as_ref().filter(|g| rises.contains_key(*g)) {
                 killed.entry(g).or_insert(*pid);
+            }
+        }
+        // Rises no vanished member explains yet wait a few samples for their victim.
+        let mut pending = HashMap::new();
+        for (g, (rise, limit)) in &rises {
+            if !killed.contains_key(g) {
+                let waited = self.pending.get(g).map_or(0, |p| p.2) + 1;
+                if waited < PENDING_SAMPLES {
+                    pending.insert(g.clone(), (*rise, *limit, waited));
+                }
             }
         }
         let kills: Vec<ProcessEvent> = killed
@@ -108,13 +129,18 @@ impl Fates {
             out.extend(kills);
         }
         if let (Some(ended), Some(&new)) = (&self.ended, now.keys().next()) {
-            out.push(ProcessEvent {
-                new_pid: Some(new as u32),
-                ..event(EventKind::Restarted, ended.first().copied())
-            });
+            // The same processes back (a pid file read while being rewritten) did not restart.
+            let same = now.keys().copied().collect::<BTreeSet<i32>>() == *ended;
+            if !same {
+                out.push(ProcessEvent {
+                    new_pid: Some(new as u32),
+                    ..event(EventKind::Restarted, ended.first().copied())
+                });
+            }
             self.ended = None;
         }
         self.members = now;
+        self.pending = pending;
         out
     }
 
@@ -235,5 +261,31 @@ mod tests {
         // Replaced in its pid file while still running: a restart, not an exit.
         let e = fates.update(f.members(&[10]), &c, 4.0, |_| true);
         assert_eq!(kinds(&e), vec![(EventKind::Restarted, Some(9), Some(10))]);
+    }
+
+    #[test]
+    fn a_kill_counted_before_its_victim_vanishes_is_still_an_oom_kill() {
+        let f = Fixture::new();
+        let c = f.cgroups();
+        let mut fates = Fates::new(true);
+        let dead = |_| false;
+        assert!(fates.update(f.members(&[7]), &c, 0.0, dead).is_empty());
+        // The kernel counted the kill; the victim is still freeing its memory.
+        f.kills(1);
+        assert!(fates.update(f.members(&[7]), &c, 1.0, dead).is_empty());
+        let e = fates.update(f.members(&[]), &c, 2.0, dead);
+        assert_eq!(kinds(&e), vec![(EventKind::OomKilled, Some(7), None)]);
+        assert_eq!(e[0].oom_kills, Some(1));
+    }
+
+    #[test]
+    fn a_pid_file_read_empty_while_rewritten_is_no_restart() {
+        let f = Fixture::new();
+        let c = f.cgroups();
+        let mut fates = Fates::new(true);
+        assert!(fates.update(f.members(&[7]), &c, 0.0, |_| true).is_empty());
+        // Read empty: the process still runs.
+        assert!(fates.update(f.members(&[]), &c, 1.0, |_| true).is_empty());
+        assert!(fates.update(f.members(&[7]), &c, 2.0, |_| true).is_empty());
     }
 }

@@ -10,6 +10,7 @@ use crest_model::monitor::EventKind;
 /// A resource's use in its unit: CPU in percent of one core, memory in bytes, the rest counted.
 fn used(r: Resource, v: f64) -> String {
     match r {
+        Resource::Cpu | Resource::CpuQuota if v >= 100.0 => format!("{:.2} cores", v / 100.0),
         Resource::Cpu | Resource::CpuQuota => format!("{v:.1}% of a core"),
         Resource::HostCpu => format!("{v:.1}% of all its cores"),
         Resource::Memory => value(Unit::Bytes, v),
@@ -162,7 +163,9 @@ pub fn bottleneck(b: &Bottleneck) -> String {
                 step(lightest),
                 num(*exact),
             );
-            if *watched {
+            if *watched && !b.pinned.is_empty() {
+                format!("The service stops scaling{at} with no watched resource rising to its ceiling: it {figures}, a worker, pool or connection limit of its own.")
+            } else if *watched {
                 format!("The service stops scaling{at} with no watched resource at its ceiling: it {figures}, a worker, pool or connection limit of its own.")
             } else {
                 format!("The service stops scaling{at} and {figures}: a worker, pool or connection limit of its own, or its CPU. No process of the service was watched, and a CPU-bound service reads the same (one core serves like one worker); watch it (--monitor-pid, --monitor-process) to tell them apart.")
@@ -176,7 +179,23 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             unit_rate(*unit)
         ),
     };
-    main + &others(&b.others)
+    main + &pinned(&b.pinned) + &others(&b.others)
+}
+
+/// Resources at their ceiling from the lightest load on: said apart, as the run may have
+/// started past its knee.
+fn pinned(p: &[Usage]) -> String {
+    if p.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = p
+        .iter()
+        .map(|u| format!("{} ({})", resource_of(u.resource, &u.subject), against(u)))
+        .collect();
+    format!(
+        " At its ceiling from the lightest load on, so not what stopped the growth there (the run may have started past its knee): {}.",
+        each.join("; ")
+    )
 }
 
 fn capitalise(s: &str) -> String {
@@ -191,10 +210,7 @@ fn capitalise(s: &str) -> String {
 pub fn process_event(e: &ProcessEvent) -> String {
     let pid = e.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
     match e.kind {
-        EventKind::Exited => format!(
-            "{}{pid} exited at {:.1} s: the figures after that are of a service without it.",
-            e.subject, e.at_s
-        ),
+        EventKind::Exited => format!("{}{pid} exited at {:.1} s.", e.subject, e.at_s),
         EventKind::OomKilled => {
             let limit = e
                 .memory_limit_bytes
@@ -231,6 +247,7 @@ pub fn sizing_basis(s: &Sizing) -> String {
     };
     let private = b
         .private_peak_bytes
+        .filter(|_| !b.memory_of_group)
         .map(|p| format!(", private {}", value(Unit::Bytes, p)))
         .unwrap_or_default();
     let leak = if b.leaking {
@@ -238,8 +255,18 @@ pub fn sizing_basis(s: &Sizing) -> String {
     } else {
         ""
     };
+    let capped = if b.capped {
+        " Its CPU was at its ceiling there, so it may need more than it could use."
+    } else {
+        ""
+    };
+    let memory = if b.memory_of_group {
+        "private memory (its processes share the rest)"
+    } else {
+        "resident memory"
+    };
     format!(
-        "{}: requests from {at} ({:.1}% of a core, resident memory up to {}, of {}); limits from {} ({:.1}% of a core, resident peak {}{private}) with {:.0}% headroom on CPU and {:.0}% on memory.{leak}",
+        "{}: requests from {at} ({:.1}% of a core, {memory} up to {}, of {}); limits from {} ({:.1}% of a core, peak {}{private}) with {:.0}% headroom on CPU and {:.0}% on memory.{capped}{leak}",
         s.subject,
         b.cpu_at_request_percent,
         value(Unit::Bytes, b.resident_at_request_bytes),
@@ -260,7 +287,10 @@ pub fn no_sizing(n: &NoSizing) -> String {
             n.subject,
             count(*samples as u64, "sample")
         ),
-        NoSizingWhy::NotRead => format!("{} is not sized: its CPU and memory were never read.", n.subject),
+        NoSizingWhy::NotRead => format!(
+            "{} is not sized: its CPU was never read (that takes two samples of it while it runs).",
+            n.subject
+        ),
         NoSizingWhy::NoLoad => format!("{} is not sized: no step carried load.", n.subject),
     }
 }
