@@ -2,9 +2,12 @@
 //!
 //! A performance engineer reads the knee (the step where the run's unit stops growing, else
 //! the step where it breaks) beside what every watched resource did there. A resource is the
-//! bottleneck when it reached its ceiling ([`AT_CEILING`] of it) at that step. The figures say
-//! whether it was below its ceiling at the step before and whether it rose with the load, so
-//! a reader can judge a resource that was pinned all along. When crest itself limited the run,
+//! bottleneck when it reached its ceiling ([`AT_CEILING`] of it) at that step and was below it
+//! at a lower load: the figures quote the nearest lower step where it was, so a reader sees it
+//! rise with the load, and a resource pinned all along is no answer. The nearest such step need
+//! not be the one just below the knee: the knee is where throughput stopped growing, so the
+//! step just below it already served nearly all the knee serves, and a resource that tracks
+//! throughput was already near its ceiling there. When crest itself limited the run,
 //! that is the answer: nothing measured past it describes the service. When no watched resource
 //! reached a ceiling, the refusals, else Little's law, say what the service's own limits are:
 //! the best throughput times the time a request takes at the lightest load is the number of
@@ -136,7 +139,8 @@ pub struct Usage {
     pub ceiling: Option<f64>,
     /// `used / ceiling`.
     pub share: Option<f64>,
-    /// The share at the step below, when there is one.
+    /// The nearest lower step at which it was below its ceiling, else the step just below;
+    /// none without a lower step.
     pub below: Option<Below>,
     /// For a CPU quota: the share of its periods the process was throttled, percent.
     pub throttled_percent: Option<f64>,
@@ -272,7 +276,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
     let at_ceiling = judged
         .iter()
         .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING) && u.samples >= MIN_SAMPLES)
-        // A resource already at its ceiling at the load below did not stop the growth there:
+        // A resource at its ceiling at every lower load did not stop the growth at the knee:
         // it is something else's (a busy machine's CPU, a pool opened in full at start).
         .filter(|u| u.below.as_ref().is_none_or(|b| b.share.is_some_and(|s| s < AT_CEILING)))
         .min_by(|a, b| {
@@ -342,7 +346,8 @@ pub(crate) fn subject(source: Option<&SourceRecord>, label: Option<&String>) -> 
     }
 }
 
-/// Every resource with something to say at `knee`, each with its share at the step below.
+/// Every resource with something to say at `knee`, each with its share at the nearest lower
+/// step where it was below its ceiling (else the step just below).
 fn usages(
     r: &Results,
     m: Option<&MonitorRecord>,
@@ -351,11 +356,13 @@ fn usages(
     knee: &SegmentAnalysis,
 ) -> Vec<Usage> {
     let Some(m) = m else { return Vec::new() };
-    let below = loaded
+    // The lower steps, nearest first.
+    let lower: Vec<&SegmentAnalysis> = loaded
         .iter()
         .rev()
-        .find(|g| g.load_value() < knee.load_value())
-        .copied();
+        .filter(|g| g.load_value() < knee.load_value())
+        .copied()
+        .collect();
     let cores = r.environment.as_ref().map(|e| e.cores as f64).filter(|c| *c > 0.0);
     let mut out = Vec::new();
     for s in &m.series {
@@ -406,7 +413,7 @@ fn usages(
             used,
             ceiling,
             share,
-            below: below.and_then(|b| {
+            below: nearest_below(&lower, |b| {
                 at(b).map(|(used, _)| Below {
                     load: b.load(),
                     used,
@@ -417,8 +424,19 @@ fn usages(
             samples,
         });
     }
-    out.extend(pool(m, steps, knee, below));
+    out.extend(pool(m, steps, knee, &lower));
     out
+}
+
+/// Of the lower steps (nearest first), the nearest where `at` finds the resource below its
+/// ceiling, else the nearest it was read at.
+fn nearest_below(lower: &[&SegmentAnalysis], at: impl Fn(&SegmentAnalysis) -> Option<Below>) -> Option<Below> {
+    let read: Vec<Below> = lower.iter().filter_map(|g| at(g)).collect();
+    let under = read
+        .iter()
+        .position(|b| b.share.is_some_and(|s| s < AT_CEILING))
+        .unwrap_or(0);
+    read.into_iter().nth(under)
 }
 
 /// Which resource a series is, its ceiling, and whether it is judged on its peak (levels that
@@ -461,7 +479,7 @@ fn pool(
     m: &MonitorRecord,
     steps: &[SegmentAnalysis],
     knee: &SegmentAnalysis,
-    below: Option<&SegmentAnalysis>,
+    lower: &[&SegmentAnalysis],
 ) -> Option<Usage> {
     let state = |name: &str| {
         m.series
@@ -501,7 +519,7 @@ fn pool(
         used: busy,
         ceiling: Some(open),
         share: Some(busy / open),
-        below: below.and_then(|b| {
+        below: nearest_below(lower, |b| {
             busy_at(b).map(|(used, open, _)| Below {
                 load: b.load(),
                 used,
