@@ -406,7 +406,7 @@ fn a_cpu_bound_server_under_a_quarter_core_quota_is_bound_by_its_quota() {
     s.check_sizing(TARGET);
 }
 
-/// A server of 8 workers that each sleep 20 ms per request (waiting on something no monitor
+/// A server of 8 workers that each sleep 40 ms per request (waiting on something no monitor
 /// sees) serves 8 at once: stepped from 2 users to 32, no watched resource nears a ceiling, and
 /// Little's law says 8, within one.
 #[test]
@@ -416,7 +416,7 @@ fn a_server_of_eight_sleeping_workers_is_bound_by_its_concurrency() {
         return;
     }
     let favoured = Favoured::new();
-    let t = target_process(&["--workers", "8", "--service-time", "20ms", "--queue", "256"]);
+    let t = target_process(&["--workers", "8", "--service-time", "40ms", "--queue", "256"]);
     let pid = t.child.id();
     let s = seen(run_from(
         favoured.crest(None),
