@@ -191,7 +191,14 @@ impl Seen {
             .min_by(|a, b| a.load_value().total_cmp(&b.load_value()))
             .unwrap();
         let (_, end) = self.window(g);
-        let peak = points(self.process_series("process_resident_memory_bytes"))
+        // A group of processes (postgres by name) is sized on its private memory: its resident
+        // memory counts each shared page once per process.
+        let memory = if basis["memory_of_group"] == true {
+            "process_private_memory_bytes"
+        } else {
+            "process_resident_memory_bytes"
+        };
+        let peak = points(self.process_series(memory))
             .into_iter()
             .filter(|(t, _)| *t >= first.start_s && *t <= end)
             .map(|(_, v)| v)
@@ -527,7 +534,8 @@ fn postgresql_on_one_core_with_cpu_heavy_queries_is_bound_by_its_cpu() {
     assert_eq!(b["kind"], "cpu", "{}", s.why());
     assert_eq!(b["subject"], "postgres", "{}", s.why());
     s.check_resource("process_cpu_percent", 100.0);
-    s.check_sizing("postgres");
+    let z = s.check_sizing("postgres");
+    assert_eq!(z["basis"]["memory_of_group"], true, "{}", s.why());
 }
 
 /// A server that keeps 64 KiB of every request, in a memory cgroup of 96 MiB, is OOM-killed
