@@ -26,6 +26,26 @@ struct Seen {
     analysis: crest_analysis::Analysis,
 }
 
+/// A closed-model run over the users `levels`, each held for `each`, watching the target
+/// `pid` every 250 ms (and the host when `host`), as most cases step theirs.
+fn stepped(crest: Command, url: &str, pid: u32, levels: &str, each: &str, host: bool) -> Seen {
+    let pid = pid.to_string();
+    let mut args = vec![
+        "-c",
+        levels,
+        "-d",
+        each,
+        "--monitor-pid",
+        &pid,
+        "--monitor-interval",
+        "250ms",
+    ];
+    if !host {
+        args.push("--no-monitor-host");
+    }
+    seen(run_from(crest, url, &args))
+}
+
 fn seen(run: common::Run) -> Seen {
     let summary = run.summary();
     let results = run.results();
@@ -425,21 +445,7 @@ fn a_server_of_eight_sleeping_workers_is_bound_by_its_concurrency() {
     let favoured = Favoured::new();
     let t = target_process(&["--workers", "8", "--service-time", "40ms", "--queue", "256"]);
     let pid = t.child.id();
-    let s = seen(run_from(
-        favoured.crest(None),
-        &t.url,
-        &[
-            "-c",
-            "2,4,8,16,32",
-            "-d",
-            "3s",
-            "--monitor-pid",
-            &pid.to_string(),
-            "--monitor-interval",
-            "250ms",
-            "--no-monitor-host",
-        ],
-    ));
+    let s = stepped(favoured.crest(None), &t.url, pid, "2,4,8,16,32", "3s", false);
     let b = s.bottleneck();
     assert_eq!(b["kind"], "concurrency", "{}", s.why());
     assert_eq!(b["subject"], "service", "{}", s.why());
@@ -550,20 +556,7 @@ fn a_server_that_leaks_into_its_memory_limit_is_found_oom_killed() {
     let t = target_process(&["--leak-bytes", "65536", "--service-time", "5ms"]);
     let pid = t.child.id();
     g.add(pid).unwrap();
-    let s = seen(run_from(
-        crest(),
-        &t.url,
-        &[
-            "-c",
-            "1,2,4",
-            "-d",
-            "4s",
-            "--monitor-pid",
-            &pid.to_string(),
-            "--monitor-interval",
-            "250ms",
-        ],
-    ));
+    let s = stepped(crest(), &t.url, pid, "1,2,4", "4s", true);
     let killed: Vec<&Value> = s.summary["events"]
         .as_array()
         .unwrap()
@@ -604,20 +597,7 @@ fn crest_held_to_a_tenth_of_a_core_is_the_bottleneck() {
     let pid = t.child.id();
     let mut cmd = in_group(g.group());
     cmd.arg(env!("CARGO_BIN_EXE_crest"));
-    let s = seen(run_from(
-        cmd,
-        &t.url,
-        &[
-            "-c",
-            "1,4,16",
-            "-d",
-            "3s",
-            "--monitor-pid",
-            &pid.to_string(),
-            "--monitor-interval",
-            "250ms",
-        ],
-    ));
+    let s = stepped(cmd, &t.url, pid, "1,4,16", "3s", true);
     let b = s.bottleneck();
     assert_eq!(b["kind"], "load_generator", "{}", s.why());
     assert_eq!(b["subject"], "crest", "{}", s.why());
@@ -652,21 +632,7 @@ fn a_server_that_refuses_connections_past_ten_is_bound_by_connections() {
     let favoured = Favoured::new();
     let t = target_process(&["--max-connections", "10", "--service-time", "5ms", "--workers", "64"]);
     let pid = t.child.id();
-    let s = seen(run_from(
-        favoured.crest(None),
-        &t.url,
-        &[
-            "-c",
-            "2,5,20",
-            "-d",
-            "3s",
-            "--monitor-pid",
-            &pid.to_string(),
-            "--monitor-interval",
-            "250ms",
-            "--no-monitor-host",
-        ],
-    ));
+    let s = stepped(favoured.crest(None), &t.url, pid, "2,5,20", "3s", false);
     let b = s.bottleneck();
     assert_eq!(b["kind"], "connections", "{}", s.why());
     assert_eq!(b["subject"], "service", "{}", s.why());
