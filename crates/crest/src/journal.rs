@@ -133,7 +133,7 @@ impl Drop for Writer {
 /// past a results document's size limit (the reader then says what is wrong).
 fn has_a_line(path: &Path) -> Result<bool> {
     use std::io::{BufRead, Read};
-    let file = File::open(path).with_context(|| format!("{}: cannot open it", path.display()))?;
+    let file = crest_model::input::open_file(path).with_context(|| format!("{}: cannot open it", path.display()))?;
     let mut first = Vec::new();
     BufReader::new(file.take(crest_model::input::MAX_RESULTS))
         .read_until(b'\n', &mut first)
@@ -143,7 +143,7 @@ fn has_a_line(path: &Path) -> Result<bool> {
 
 /// Reads a journal back; errors name the file.
 pub fn read(path: &Path) -> Result<journal::Journal> {
-    let file = File::open(path).with_context(|| format!("{}: cannot open it", path.display()))?;
+    let file = crest_model::input::open_file(path).with_context(|| format!("{}: cannot open it", path.display()))?;
     journal::read(BufReader::new(file)).with_context(|| format!("{}", path.display()))
 }
 

@@ -1,6 +1,7 @@
 //! How much crest reads of each input: every file it is given has a stated limit, checked while
-//! reading (a size on disk says nothing of `/dev/zero` or a pipe), so no input, hostile or
-//! mistaken, can take memory without bound. The limits are documented in README.md.
+//! reading, so no input, hostile or mistaken, can take memory without bound; and every input
+//! must be a regular file, so none can hold crest waiting (a FIFO with no writer) or feed it
+//! without end (`/dev/zero`). The limits are documented in README.md.
 
 use std::io::Read;
 
@@ -23,6 +24,9 @@ pub enum ReadError {
     /// It is larger than its limit.
     #[error("it is larger than {} (the most crest reads of such a file)", size(*.0))]
     TooLarge(u64),
+    /// It is no regular file: a FIFO, a socket, a device or a directory.
+    #[error("it is {0}, not a regular file: crest reads its inputs from files")]
+    NotAFile(&'static str),
     /// Reading it failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -42,7 +46,34 @@ pub fn read_at_most(r: impl Read, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// The file at `path`, unless it holds more than `limit` bytes (see [`read_at_most`]). The
 /// one place crest reads an input file, so that each is bounded.
 pub fn read_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    read_at_most(std::fs::File::open(path)?, limit)
+    read_at_most(open_file(path)?, limit)
+}
+
+/// Opens an input, refusing anything but a regular file. Opening a FIFO waits for a writer,
+/// forever when none comes, and a device or socket is no document: the file is opened without
+/// waiting (`O_NONBLOCK`, which a regular file ignores) and its type checked on the open file,
+/// so that nothing can be put in its place between a check and the open.
+pub fn open_file(path: &std::path::Path) -> Result<std::fs::File, ReadError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let t = file.metadata()?.file_type();
+    let what = if t.is_file() {
+        return Ok(file);
+    } else if t.is_fifo() {
+        "a pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    };
+    Err(ReadError::NotAFile(what))
 }
 
 /// [`read_file`], as UTF-8 text.
@@ -75,5 +106,27 @@ mod tests {
             ReadError::TooLarge(MAX_SCENARIO).to_string(),
             "it is larger than 1 MiB (the most crest reads of such a file)"
         );
+    }
+
+    #[test]
+    fn a_fifo_a_device_and_a_directory_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("scenario.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        // No writer: opening it the usual way would wait forever.
+        for (path, what) in [
+            (fifo.as_path(), "a pipe (FIFO)"),
+            (std::path::Path::new("/dev/zero"), "a device"),
+            (dir.path(), "a directory"),
+        ] {
+            match read_file(path, MAX_SCENARIO) {
+                Err(ReadError::NotAFile(w)) => assert_eq!(w, what, "{}", path.display()),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        }
+        let file = dir.path().join("ok.yaml");
+        std::fs::write(&file, "a: 1\n").unwrap();
+        assert_eq!(read_file(&file, MAX_SCENARIO).unwrap(), b"a: 1\n");
     }
 }
