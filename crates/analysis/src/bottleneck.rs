@@ -29,6 +29,9 @@ use serde::Serialize;
 pub const AT_CEILING: f64 = 0.9;
 /// Shares of their ceilings this close are a tie, which the kind of ceiling breaks.
 const NEAR_TIE: f64 = 0.02;
+/// The least share of the host's CPU use that crest and the watched processes must account for
+/// for the host's CPU to be the service's bottleneck.
+const ELSEWHERE: f64 = 0.5;
 /// The share of the requests of a step refused or reset before an answer for the service to be
 /// said to refuse connections there.
 const REFUSED_SHARE: f64 = 0.01;
@@ -53,6 +56,22 @@ pub struct Bottleneck {
     /// may have started past it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pinned: Vec<Usage>,
+    /// The host's CPU at its ceiling at the knee, filled mostly by work crest did not watch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_elsewhere: Option<BusyElsewhere>,
+}
+
+/// The host's CPU filled by other work than the load: it slowed the service, but the run
+/// cannot say it is what limits it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BusyElsewhere {
+    /// The host's CPU at the knee, percent of all its cores.
+    pub host: Usage,
+    /// The host's cores.
+    pub cores: f64,
+    /// What crest (over the run) and the watched processes (at the knee) used, percent of a
+    /// core.
+    pub load_percent: f64,
 }
 
 /// The kinds of [`Bottleneck`].
@@ -266,6 +285,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             },
             others: others(None),
             pinned: Vec::new(),
+            busy_elsewhere: None,
         });
     }
     let knee = match knee {
@@ -284,6 +304,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
                 },
                 others: others(None),
                 pinned: Vec::new(),
+                busy_elsewhere: None,
             });
         }
     };
@@ -297,6 +318,33 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
                 .as_ref()
                 .is_some_and(|b| b.share.is_some_and(|s| s < AT_CEILING))
     };
+    // The machine's CPU limits the service only when the load is what fills it: crest and the
+    // watched processes used at least half of what the host used. Else other work on the
+    // machine filled it (a build beside the test), which is said, not named the bottleneck.
+    let cores = i
+        .results
+        .environment
+        .as_ref()
+        .map(|e| e.cores as f64)
+        .filter(|c| *c > 0.0);
+    let load_cpu: f64 = judged
+        .iter()
+        .filter(|u| matches!(u.resource, Resource::Cpu | Resource::CpuQuota))
+        .map(|u| u.used)
+        .chain(own_cpu(i.results).map(|u| u.used))
+        .sum();
+    let elsewhere =
+        |u: &&Usage| u.resource == Resource::HostCpu && cores.is_some_and(|c| load_cpu < ELSEWHERE * u.used * c);
+    let busy_elsewhere = judged
+        .iter()
+        .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING))
+        .find(|u| elsewhere(u))
+        .map(|u| BusyElsewhere {
+            host: u.clone(),
+            cores: cores.unwrap_or(0.0),
+            load_percent: load_cpu,
+        });
+    let rose = |u: &&Usage| rose(u) && !elsewhere(u);
     let full: Vec<&Usage> = judged
         .iter()
         .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING) && u.samples >= MIN_SAMPLES)
@@ -310,7 +358,11 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             sa.total_cmp(&sb)
         }
     });
-    let pinned: Vec<Usage> = full.iter().filter(|u| !rose(u)).map(|u| (*u).clone()).collect();
+    let pinned: Vec<Usage> = full
+        .iter()
+        .filter(|u| !rose(u) && !elsewhere(u))
+        .map(|u| (*u).clone())
+        .collect();
     if let Some(u) = at_ceiling {
         return Some(Bottleneck {
             kind: u.resource.kind(),
@@ -319,6 +371,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             figures: Figures::Resource(u.clone()),
             others: others(Some(u)),
             pinned,
+            busy_elsewhere: busy_elsewhere.clone(),
         });
     }
     // Only a knee says the service stopped scaling; one step at no ceiling says nothing.
@@ -341,6 +394,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             figures: c,
             others: others(None),
             pinned,
+            busy_elsewhere: busy_elsewhere.clone(),
         });
     }
     let c = concurrency(
@@ -354,6 +408,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         figures: c,
         others: others(None),
         pinned,
+        busy_elsewhere,
     })
 }
 

@@ -165,3 +165,55 @@ fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
     };
     assert_eq!((u.used, u.ceiling), (10.0, Some(10.0)));
 }
+
+/// A machine filled by other work (a build beside the test) as the load rose: its CPU reached
+/// its ceiling at the knee, but crest and the watched processes used little of it, so it is
+/// said as other work, and the service's own limits are the answer.
+#[test]
+fn a_host_filled_by_other_work_is_said_but_not_named() {
+    let mut r = stepping_fixture();
+    r.environment = Some(crest_model::results::Environment {
+        cores: 2,
+        ..Default::default()
+    });
+    r.client = Some(crest_model::results::ClientStats {
+        cpu_s: 5.0,
+        cores: 2,
+        threads: 2,
+        peak_rss_bytes: 0,
+        core_wait_s: None,
+        cpu_quota_cores: None,
+    });
+    let host = [20.0, 40.0, 70.0, 99.0, 99.0];
+    r.monitor = Some(crest_model::monitor::MonitorRecord {
+        interval_s: 1.0,
+        sources: vec![crest_model::monitor::SourceRecord {
+            kind: "host".into(),
+            label: "host".into(),
+            name: None,
+            notes: Vec::new(),
+            limits: None,
+        }],
+        series: vec![MonitorSeries {
+            key: SeriesKey::new("host_cpu_percent"),
+            source: 0,
+            title: "host CPU (all cores)".into(),
+            unit: Unit::Percent,
+            limit: Some(100.0),
+            points: (0..50).map(|k| (k as f64 + 0.5, host[k / 10])).collect(),
+        }],
+        events: Vec::new(),
+    });
+    let a = crest_analysis::analyze(&r).unwrap();
+    let b = a.summary.bottleneck.as_ref().unwrap();
+    assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
+    let e = b.busy_elsewhere.as_ref().unwrap();
+    // crest: 5 CPU-seconds over the run's 50 s, 10% of a core, against 1.98 cores used.
+    assert_eq!((e.host.used, e.cores), (99.0, 2.0));
+    assert!((e.load_percent - 5.0 / r.duration_s * 100.0).abs() < 1e-9, "{e:?}");
+    // The same machine filled by the load itself (crest at 1.2 of its 2 cores, not busy enough
+    // to be its own limit) is the bottleneck.
+    r.client.as_mut().unwrap().cpu_s = 0.6 * r.duration_s * 2.0;
+    let a = crest_analysis::analyze(&r).unwrap();
+    assert_eq!(a.summary.bottleneck.as_ref().unwrap().kind, Kind::Cpu);
+}

@@ -2,7 +2,7 @@
 //! sentences and as a Kubernetes `resources:` block.
 
 use super::*;
-use crest_analysis::bottleneck::{Below, Bottleneck, Figures, Resource, Usage, AT_CEILING};
+use crest_analysis::bottleneck::{Below, Bottleneck, BusyElsewhere, Figures, Resource, Usage, AT_CEILING};
 use crest_analysis::events::ProcessEvent;
 use crest_analysis::sizing::{NoSizing, NoSizingWhy, Sizing};
 use crest_model::monitor::EventKind;
@@ -179,7 +179,18 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             unit_rate(*unit)
         ),
     };
-    main + &pinned(&b.pinned) + &others(&b.others)
+    main + &pinned(&b.pinned) + &elsewhere(b.busy_elsewhere.as_ref()) + &others(&b.others)
+}
+
+/// The host's CPU filled by other work than the load, as a sentence after the answer.
+fn elsewhere(e: Option<&BusyElsewhere>) -> String {
+    let Some(e) = e else { return String::new() };
+    format!(
+        " The host's CPU was at {:.1}% of its {} there, but crest and the watched processes used {:.2} of them: other work on the machine filled it, and may have slowed the service.",
+        e.host.used,
+        cores(e.cores),
+        e.load_percent / 100.0
+    )
 }
 
 /// Resources at their ceiling from the lightest load on: said apart, as the run may have
