@@ -7,6 +7,22 @@ use crest_analysis::bottleneck::{Figures, Kind, Resource};
 use crest_model::monitor::{EventKind, MonitorSeries, SeriesKey, Unit};
 use crest_testkit::results::{saturating_fixture, stepping_fixture};
 
+/// A record of one series from one source of this kind.
+fn one_series(kind: &str, label: &str, series: MonitorSeries) -> crest_model::monitor::MonitorRecord {
+    crest_model::monitor::MonitorRecord {
+        interval_s: 1.0,
+        sources: vec![crest_model::monitor::SourceRecord {
+            kind: kind.into(),
+            label: label.into(),
+            name: None,
+            notes: Vec::new(),
+            limits: None,
+        }],
+        series: vec![series],
+        events: Vec::new(),
+    }
+}
+
 #[test]
 fn a_process_at_its_cpu_quota_at_the_knee_is_the_bottleneck_with_its_figures() {
     let a = crest_analysis::analyze(&saturating_fixture()).unwrap();
@@ -78,25 +94,18 @@ fn sizing_takes_requests_at_the_optimum_and_limits_past_the_limit_with_headroom(
 #[test]
 fn a_resource_pinned_at_every_load_is_not_the_bottleneck() {
     let mut r = stepping_fixture();
-    r.monitor = Some(crest_model::monitor::MonitorRecord {
-        interval_s: 1.0,
-        sources: vec![crest_model::monitor::SourceRecord {
-            kind: "host".into(),
-            label: "host".into(),
-            name: None,
-            notes: Vec::new(),
-            limits: None,
-        }],
-        series: vec![MonitorSeries {
+    r.monitor = Some(one_series(
+        "host",
+        "host",
+        MonitorSeries {
             key: SeriesKey::new("host_cpu_percent"),
             source: 0,
             title: "host CPU (all cores)".into(),
             unit: Unit::Percent,
             limit: Some(100.0),
             points: (0..50).map(|k| (k as f64 + 0.5, 99.5)).collect(),
-        }],
-        events: Vec::new(),
-    });
+        },
+    ));
     let a = crest_analysis::analyze(&r).unwrap();
     let b = a.summary.bottleneck.as_ref().unwrap();
     assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
@@ -137,25 +146,18 @@ fn a_run_still_growing_at_its_highest_load_names_none() {
 fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
     let mut r = stepping_fixture();
     let busy = [1.0, 3.0, 8.0, 10.0, 10.0];
-    r.monitor = Some(crest_model::monitor::MonitorRecord {
-        interval_s: 1.0,
-        sources: vec![crest_model::monitor::SourceRecord {
-            kind: "prometheus".into(),
-            label: "http://127.0.0.1:9100/metrics".into(),
-            name: None,
-            notes: Vec::new(),
-            limits: None,
-        }],
-        series: vec![MonitorSeries {
+    r.monitor = Some(one_series(
+        "prometheus",
+        "http://127.0.0.1:9100/metrics",
+        MonitorSeries {
             key: SeriesKey::new("hikaricp_connections_active").with("pool", "main"),
             source: 0,
             title: "hikaricp_connections_active".into(),
             unit: Unit::Number,
             limit: Some(10.0),
             points: (0..50).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
-        }],
-        events: Vec::new(),
-    });
+        },
+    ));
     let a = crest_analysis::analyze(&r).unwrap();
     let b = a.summary.bottleneck.as_ref().unwrap();
     assert_eq!(b.kind, Kind::DbConnections, "{b:?}");
@@ -185,25 +187,18 @@ fn a_host_filled_by_other_work_is_said_but_not_named() {
         cpu_quota_cores: None,
     });
     let host = [20.0, 40.0, 70.0, 99.0, 99.0];
-    r.monitor = Some(crest_model::monitor::MonitorRecord {
-        interval_s: 1.0,
-        sources: vec![crest_model::monitor::SourceRecord {
-            kind: "host".into(),
-            label: "host".into(),
-            name: None,
-            notes: Vec::new(),
-            limits: None,
-        }],
-        series: vec![MonitorSeries {
+    r.monitor = Some(one_series(
+        "host",
+        "host",
+        MonitorSeries {
             key: SeriesKey::new("host_cpu_percent"),
             source: 0,
             title: "host CPU (all cores)".into(),
             unit: Unit::Percent,
             limit: Some(100.0),
             points: (0..50).map(|k| (k as f64 + 0.5, host[k / 10])).collect(),
-        }],
-        events: Vec::new(),
-    });
+        },
+    ));
     let a = crest_analysis::analyze(&r).unwrap();
     let b = a.summary.bottleneck.as_ref().unwrap();
     assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
