@@ -30,7 +30,8 @@ Exit codes:
   2    bad usage or input, or the run could not start
   3    with --strict: crest itself limited the run
   4    the run finished but an output could not be written in full (a full disk): results.json,
-       a report, the journal or the request log; what was written is whole
+       a report, the journal or the request log; what was written is whole. Also a run the full
+       disk stopped before it sent anything (it leaves no directory)
   130  interrupted by Ctrl-C (results gathered so far are written)
   143  interrupted by SIGTERM or SIGHUP (results gathered so far are written)";
 

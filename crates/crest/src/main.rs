@@ -45,9 +45,19 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(if disk_full(&e) { run::EXIT_NOT_WRITTEN } else { 2 })
         }
     }
+}
+
+/// A full disk (or quota) is not bad input: the same command succeeds once there is room, so it
+/// exits as a run whose files could not be written does, wherever it stopped.
+fn disk_full(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            io.kind() == std::io::ErrorKind::StorageFull || io.kind() == std::io::ErrorKind::QuotaExceeded
+        })
+    })
 }
 
 fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {

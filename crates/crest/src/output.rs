@@ -8,10 +8,12 @@ use crest_model::results::Results;
 use std::path::Path;
 
 /// Removes a run directory that a run which failed before sending anything left empty (but
-/// for a journal with no interval in it, and its request log).
+/// for a journal with no interval in it, and its request log). A journal with no line at all is
+/// one the disk had no room for: its run failed before sending too.
 pub fn discard_if_unused(dir: &Path) {
     for j in rundir::journals(dir) {
-        if crate::journal::read(&j).is_ok_and(|j| j.intervals.is_empty()) {
+        let never_written = std::fs::symlink_metadata(&j).is_ok_and(|m| m.is_file() && m.len() == 0);
+        if never_written || crate::journal::read(&j).is_ok_and(|j| j.intervals.is_empty()) {
             let _ = std::fs::remove_file(&j);
             let _ = std::fs::remove_file(rundir::request_log_beside(&j));
             let _ = std::fs::remove_file(rundir::reserve_of(&j));

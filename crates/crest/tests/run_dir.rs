@@ -88,29 +88,8 @@ fn a_killed_run_is_rebuilt_from_its_journal() {
 fn a_full_disk_keeps_the_summary_and_the_journal() {
     let _serial = common::serial();
     let t = target_process(&["--workers", "4", "--service-time", "2ms"]);
-    let base = tempfile::tempdir().unwrap();
-    let mnt = base.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs as root and must mount a tmpfs"
-        );
-        eprintln!("skipped: cannot mount a tmpfs here (not root)");
-        return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&mnt);
+    let Some(small) = SmallDisk::mount("16k") else { return };
+    let mnt = small.path();
     let out = mnt.join("run");
     let r = crest()
         .args(["run", &t.url, "-c", "4", "-d", "8s", "--summary-json", "-", "--out"])
@@ -127,7 +106,7 @@ fn a_full_disk_keeps_the_summary_and_the_journal() {
     // Room again: the report is rebuilt from what the journal kept.
     let grown = std::process::Command::new("mount")
         .args(["-o", "remount,size=64m"])
-        .arg(&mnt)
+        .arg(mnt)
         .status()
         .unwrap();
     assert!(grown.success());
@@ -135,6 +114,90 @@ fn a_full_disk_keeps_the_summary_and_the_journal() {
     assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
     let v = results(&out);
     assert!(!v["intervals"].as_array().unwrap().is_empty());
+}
+
+/// A tmpfs of a few KiB, unmounted however the test ends.
+struct SmallDisk {
+    mnt: std::path::PathBuf,
+    _base: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// None (the test skips) only off CI where this process may not mount; CI runs as root.
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let base = tempfile::tempdir().unwrap();
+        let mnt = base.path().join("small");
+        std::fs::create_dir(&mnt).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root and must mount a tmpfs"
+            );
+            eprintln!("skipped: cannot mount a tmpfs here (not root)");
+            return None;
+        }
+        Some(SmallDisk { mnt, _base: base })
+    }
+
+    fn path(&self) -> &Path {
+        &self.mnt
+    }
+
+    /// Fills what room is left with one file.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.mnt.join("filler")).unwrap();
+        let block = [0u8; 1024];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.write_all(&[0]);
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+    }
+}
+
+/// A disk with no room at all before the run: the request log's first bytes cannot be written,
+/// so the run stops before sending anything, exits as a full disk does (4, not bad input), and
+/// leaves no directory behind, as any run that fails before sending.
+#[test]
+fn a_disk_full_before_the_start_sends_nothing_and_leaves_nothing() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "2ms"]);
+    let Some(small) = SmallDisk::mount("16k") else { return };
+    small.fill();
+    let out = small.path().join("run");
+    let r = crest()
+        .args([
+            "run",
+            &t.url,
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "--log-requests",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(
+        !out.exists(),
+        "left behind: {:?}",
+        std::fs::read_dir(&out).map(|d| d.count())
+    );
+    assert_eq!(common::target_metric(&t.url, "crest_target_requests_total"), 0);
 }
 
 #[test]
