@@ -1,7 +1,7 @@
 //! How much crest reads of each input: every file it is given has a stated limit, checked while
 //! reading, so no input, hostile or mistaken, can take memory without bound; and every input
 //! must be a regular file, so none can hold crest waiting (a FIFO with no writer) or feed it
-//! without end (`/dev/zero`). The limits are documented in README.md.
+//! without end (`/dev/zero`). The limits are listed in docs/measurement.md.
 
 use std::io::Read;
 

@@ -9,7 +9,7 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Parts of names that mark a header, query parameter or environment assignment as secret,
 /// matched anywhere in the name, ignoring case (`X-API-Key`, `access_token`, `PGPASSWORD`,
-/// `X-Amz-Signature`, `sig`, `X-JWT`). Documented in README.md and docs/scenario.md.
+/// `X-Amz-Signature`, `sig`, `X-JWT`). Listed in docs/measurement.md and docs/scenario.md.
 pub const SECRET_WORDS: &[&str] = &[
     "auth",
     "token",
