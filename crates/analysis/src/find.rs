@@ -350,6 +350,14 @@ pub fn capacity_summary(
             Recommended::Between(level(lo), level(k))
         }
     });
+    // A plateau starts where the steps' own analysis says the service saturates (the answers'
+    // limit), so the search's table and the answers name one level; the knee stands in only
+    // when the steps show no saturation.
+    let saturated = capacity
+        .saturation
+        .as_ref()
+        .and_then(|p| passed.iter().find(|(_, s)| s.index == p.segment))
+        .map(|(level, _)| *level);
     let limit = f
         .probes
         .iter()
@@ -358,7 +366,7 @@ pub fn capacity_summary(
         .min_by(f64::total_cmp)
         .map(|l| Limit::Failed(level(l)))
         .or_else(|| {
-            knee.map(|k| Limit::Plateau {
+            saturated.or(knee).map(|k| Limit::Plateau {
                 rps: max_per_s,
                 from: level(k),
             })

@@ -56,7 +56,8 @@ fn find(addr: std::net::SocketAddr, extra: &[&str]) -> (Value, tempfile::TempDir
 /// and even a debug build on a loaded machine sends far faster than the target serves, so the
 /// target, not crest, is what the search finds (at 10 and 20 ms these tests failed on a loaded
 /// machine).
-fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> Option<Value> {
+/// The search's figures and the steps' answers, when the machine kept time.
+fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> Option<(Value, Value)> {
     let addr = target(workers, service_ms, Duration::from_secs(5));
     let (s, _dir, code) = find(addr, extra);
     assert_eq!(code, 0);
@@ -103,14 +104,22 @@ fn capacity(workers: usize, service_ms: u64, extra: &[&str]) -> Option<Value> {
         held * 1000.0,
         around * 100.0
     );
-    Some(c)
+    Some((c, s["answers"].clone()))
 }
 
 fn check_closed(workers: usize, service_ms: u64) {
     let _serial = common::serial();
-    let Some(c) = capacity(workers, service_ms, &[]) else {
+    let Some((c, answers)) = capacity(workers, service_ms, &[]) else {
         return;
     };
+    // One limit: the search's plateau starts where the steps' answers say it saturates.
+    if let Some(users) = answers["limit"]["users"].as_u64() {
+        let limit = c["limit"].as_str().unwrap_or_default();
+        assert!(
+            !limit.contains("plateau") || limit.ends_with(&format!("from {users} users")),
+            "the search's limit {limit:?} against the answers' {users} users: {c} {answers}"
+        );
+    }
     let knee = c["optimal"]["concurrency"]
         .as_f64()
         .unwrap_or_else(|| panic!("no optimal level: {c}"));
@@ -130,7 +139,7 @@ fn check_closed(workers: usize, service_ms: u64) {
 
 fn check_open(workers: usize, service_ms: u64) {
     let _serial = common::serial();
-    let Some(c) = capacity(workers, service_ms, &["--open"]) else {
+    let Some((c, _)) = capacity(workers, service_ms, &["--open"]) else {
         return;
     };
     let truth = workers as f64 * 1000.0 / service_ms as f64;

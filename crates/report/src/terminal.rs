@@ -259,7 +259,9 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 num(c.max_throughput_rps)
             )?;
         }
-        if let Some(o) = &c.optimal {
+        // The steps' answers above already name the optimum and the limit with their figures;
+        // the search says them only when the steps could not.
+        if let Some(o) = c.optimal.as_ref().filter(|_| s.answers.optimal.is_none()) {
             let at = match (o.concurrency, o.rate) {
                 (Some(n), _) => format!("{n:.0} users"),
                 (None, Some(r)) => format!("{}/s", num(r)),
@@ -275,7 +277,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         if let Some(r) = &c.recommended {
             writeln!(out, "  Recommended  {}", words::recommended(r))?;
         }
-        if let Some(l) = &c.limit {
+        if let Some(l) = c.limit.as_ref().filter(|_| s.answers.limit.is_none()) {
             writeln!(out, "  Limit        {}", words::limit(l, c.unit))?;
         }
         if let Some(u) = &c.usl {

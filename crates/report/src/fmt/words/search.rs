@@ -58,11 +58,12 @@ pub fn search_done(d: &Done, unit: WorkUnit) -> String {
             )
         }
         Done::Failed(l, m) => format!("{} failed: {}", level(*l), slo_miss(m)),
-        Done::Plateau { rps, from } => format!(
-            "throughput stopped growing: {rps_} {} from {} on; more load only adds latency",
-            unit_rate(unit),
-            level(*from),
-            rps_ = num(*rps)
+        // The level the search reached 95% of its best at is its own rule for stopping, not
+        // where the service saturates: that is the limit, judged on the steps and said once.
+        Done::Plateau { rps, .. } => format!(
+            "throughput stopped growing at {} {}; more load only adds latency",
+            num(*rps),
+            unit_rate(unit)
         ),
     }
 }
