@@ -160,8 +160,15 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out)?;
         writeln!(
             out,
-            "  By step                              {:>8}  ok per s  all per s  p50 ms    p95 ms    p99 ms   failed",
-            words::counted(s.unit)
+            "  {:<36}{:>9} {:>STEP_OK$} {:>10} {:>9} {:>9} {:>9} {:>8}",
+            "By step",
+            words::counted(s.unit),
+            "ok per s",
+            "all per s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "failed"
         )?;
         for g in &s.segments {
             step_row(out, g)?;
@@ -397,6 +404,9 @@ fn workers(out: &mut String, s: &Summary) -> std::fmt::Result {
     Ok(())
 }
 
+/// Width of a step's successful throughput with its uncertainty, "1,234.5 ± 12.3".
+const STEP_OK: usize = 17;
+
 /// A step's row: its successful throughput first, with its uncertainty, then all of it.
 fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std::fmt::Result {
     let failed = if g.requests > 0 {
@@ -411,7 +421,7 @@ fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std:
     };
     writeln!(
         out,
-        "    {:<34}{:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
+        "    {:<34}{:>9} {:>STEP_OK$} {:>10} {:>9} {:>9} {:>9} {:>8}",
         column(g.name.clone()),
         int(g.requests),
         ok,
