@@ -21,6 +21,7 @@ struct Ran {
 
 /// `crest ARGS...` in `dir`, waited for with `wait4`, which gives this child's own rusage
 /// (RUSAGE_CHILDREN would mix in every other child of the test binary).
+#[allow(clippy::zombie_processes)] // waited for by wait4, which clippy does not know
 fn crest_in(dir: &std::path::Path, args: &[&str]) -> Ran {
     let mut child = common::crest()
         .args(args)

@@ -632,6 +632,33 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_counts_each_part_at_its_most_and_saturates() {
+        let bound = |t: &str| {
+            Template::parse(t, &no_env)
+                .unwrap()
+                .bound(&|v| if v == "big" { u64::MAX / 2 + 1 } else { 10 }, &|_, _| 7)
+        };
+        assert_eq!(bound("ab${id}${users.name}"), 2 + 10 + 7);
+        assert_eq!(bound("${uuid}${now}${seq}${random_int(-5, 5)}"), 36 + 3 * 20);
+        assert_eq!(bound("${random_string(1000)}${random_choice(a, 'bcd')}"), 1003);
+        assert_eq!(bound("${base64(id)}${base64('abcd')}"), 16 + 8);
+        // A doubling chain reads as huge, never wraps round to small.
+        assert_eq!(bound("${big}${big}${big}"), u64::MAX);
+        // The bound is never below what rendering gives.
+        let s = scope();
+        for t in [
+            "x${id}${tok}",
+            "${base64(tok)}",
+            "${uuid}",
+            "${now}",
+            "${random_int(-9, -1)}",
+        ] {
+            let rendered = Template::parse(t, &no_env).unwrap().render(&s).len() as u64;
+            assert!(rendered <= bound(t), "{t}: {rendered}");
+        }
+    }
+
+    #[test]
     fn env_values_are_secret_and_never_displayed() {
         let env = |n: &str| (n == "TOKEN").then(|| "s3cret".to_string());
         let t = Template::parse("Bearer ${env:TOKEN}", &env).unwrap();
