@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
+use crest_model::number::short;
 use crest_model::plan::{defaults, LoadModel, Plan, SegmentPlan, StopRule};
 use crest_model::reason::{SearchEnd, WorkUnit};
 use crest_model::results::{self, EndReason, FindRecord, LoadKind, ProbeRecord, Results, Segment, StopRecord};
@@ -89,7 +90,7 @@ fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String])
         );
     }
     if a.max.is_nan() || a.max < 1.0 {
-        bail!("--max {}: give a level of at least 1", a.max);
+        bail!("--max {}: give a level of at least 1", short(a.max));
     }
     let problem = if a.open {
         crest_model::plan::rate_problem(a.max)
@@ -97,7 +98,7 @@ fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String])
         crest_model::plan::users_problem(a.max.min(u64::MAX as f64) as u64)
     };
     if let Some(problem) = problem {
-        bail!("--max {}: {problem}", a.max);
+        bail!("--max {}: {problem}", short(a.max));
     }
     if let Some(problem) = crest_model::plan::users_problem(a.concurrency) {
         bail!("-c {}: {problem}", a.concurrency);

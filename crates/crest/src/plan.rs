@@ -30,7 +30,7 @@ pub fn draft(args: &RunArgs) -> Result<Draft> {
     let load = match args.rate {
         Some(rate) => {
             if let Some(problem) = plan::rate_problem(rate) {
-                bail!("--rate {rate}: {problem}");
+                bail!("--rate {}: {problem}", crest_model::number::short(rate));
             }
             LoadDraft::rate(rate, args.concurrency.as_ref().map(|c| c.first()))
         }

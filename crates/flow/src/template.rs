@@ -75,9 +75,16 @@ pub struct TemplateError {
 
 /// The longest `random_string(length)`: each rendering allocates it, for every request.
 pub const MAX_RANDOM_STRING: usize = 1 << 20;
-/// The longest value a `set` step gives a variable. Variables are set from templates of other
-/// variables, so this bounds every rendered template by its number of parts.
+/// The longest value a variable may hold, and the most a template may expand to from what is
+/// known before the run. `variables:` and every template are held to it when the scenario is
+/// checked (see [`Template::bound`]), so `validate` refuses what `run` could not hold; a `set`
+/// step is also held to it as it runs, since a variable set from itself in a loop doubles
+/// each round.
 pub const MAX_VALUE: usize = 4 << 20;
+
+/// The longest text of a number a function renders: `u64::MAX` and `i64::MIN` are 20
+/// characters, and so are RFC 3339 seconds in UTC (`2024-01-01T00:00:00Z`).
+const NUMBER_TEXT: u64 = 20;
 
 /// Names of the functions, for "did you mean" hints.
 pub const FUNCTIONS: &[&str] = &[
@@ -176,6 +183,30 @@ impl Template {
             }
         }
         out
+    }
+
+    /// The most bytes the template can render to: its literal text, plus for each part the
+    /// most `var` says a variable holds, `column` says a data column holds, or the function can
+    /// give. Saturates rather than wraps, so a doubling chain reads as huge, never as small.
+    pub fn bound(&self, var: &dyn Fn(&str) -> u64, column: &dyn Fn(&str, &str) -> u64) -> u64 {
+        let base64 = |n: u64| n.div_ceil(3).saturating_mul(4);
+        self.parts.iter().fold(0u64, |sum, p| {
+            let part = match p {
+                Part::Lit(s) | Part::Secret(s) => s.len() as u64,
+                Part::Var(v) => var(v),
+                Part::Column { feeder, column: c } => column(feeder, c),
+                Part::Func(f) => match f {
+                    Func::Uuid => 36,
+                    Func::Now | Func::NowEpoch | Func::NowMs | Func::User | Func::Iteration | Func::Seq => NUMBER_TEXT,
+                    Func::RandomInt(..) => NUMBER_TEXT,
+                    Func::RandomChoice(c) => c.iter().map(|c| c.len() as u64).max().unwrap_or(0),
+                    Func::RandomString(n) => *n as u64,
+                    Func::Base64(Arg::Lit(s)) => base64(s.len() as u64),
+                    Func::Base64(Arg::Var(v)) => base64(var(v)),
+                },
+            };
+            sum.saturating_add(part)
+        })
     }
 
     /// True when rendering always gives the same text.
@@ -598,6 +629,33 @@ mod tests {
         assert_eq!(Template::parse("${uuid}", &no_env).unwrap().render(&s).len(), 36);
         let now = Template::parse("${now}", &no_env).unwrap().render(&s);
         assert!(chrono::DateTime::parse_from_rfc3339(&now).is_ok(), "{now}");
+    }
+
+    #[test]
+    fn a_bound_counts_each_part_at_its_most_and_saturates() {
+        let bound = |t: &str| {
+            Template::parse(t, &no_env)
+                .unwrap()
+                .bound(&|v| if v == "big" { u64::MAX / 2 + 1 } else { 10 }, &|_, _| 7)
+        };
+        assert_eq!(bound("ab${id}${users.name}"), 2 + 10 + 7);
+        assert_eq!(bound("${uuid}${now}${seq}${random_int(-5, 5)}"), 36 + 3 * 20);
+        assert_eq!(bound("${random_string(1000)}${random_choice(a, 'bcd')}"), 1003);
+        assert_eq!(bound("${base64(id)}${base64('abcd')}"), 16 + 8);
+        // A doubling chain reads as huge, never wraps round to small.
+        assert_eq!(bound("${big}${big}${big}"), u64::MAX);
+        // The bound is never below what rendering gives.
+        let s = scope();
+        for t in [
+            "x${id}${tok}",
+            "${base64(tok)}",
+            "${uuid}",
+            "${now}",
+            "${random_int(-9, -1)}",
+        ] {
+            let rendered = Template::parse(t, &no_env).unwrap().render(&s).len() as u64;
+            assert!(rendered <= bound(t), "{t}: {rendered}");
+        }
     }
 
     #[test]

@@ -49,6 +49,39 @@ pub fn read_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, ReadErro
     read_at_most(open_file(path)?, limit)
 }
 
+/// The file at `path` as a stream, for an input parsed as it is read (a data file), so that
+/// it is never held whole: reading fails with [`ReadError::TooLarge`]'s words once it gives
+/// more than `limit` bytes.
+pub fn open_at_most(path: &std::path::Path, limit: u64) -> Result<impl Read, ReadError> {
+    Ok(AtMost {
+        inner: std::io::BufReader::new(open_file(path)?),
+        left: limit,
+        limit,
+    })
+}
+
+struct AtMost<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // One byte past the limit is asked for, to tell a file of exactly `limit` bytes from
+        // a longer one.
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        if n as u64 > self.left {
+            return Err(std::io::Error::other(ReadError::TooLarge(self.limit).to_string()));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 /// Opens an input, refusing anything but a regular file. Opening a FIFO waits for a writer,
 /// forever when none comes, and a device or socket is no document: the file is opened without
 /// waiting (`O_NONBLOCK`, which a regular file ignores) and its type checked on the open file,
@@ -82,12 +115,21 @@ pub fn read_text_file(path: &std::path::Path, limit: u64) -> Result<String, Read
         .map_err(|e| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
-fn size(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{} KiB", bytes >> 10)
+/// A size for a message, in its largest whole binary unit: `64 MiB`, `2 GiB`, `16 EiB`.
+pub fn size(bytes: u64) -> String {
+    for (shift, unit) in [
+        (60, "EiB"),
+        (50, "PiB"),
+        (40, "TiB"),
+        (30, "GiB"),
+        (20, "MiB"),
+        (10, "KiB"),
+    ] {
+        if bytes >= 1 << shift {
+            return format!("{} {unit}", bytes >> shift);
+        }
     }
+    format!("{bytes} bytes")
 }
 
 #[cfg(test)]
@@ -102,6 +144,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(read_at_most(&b"abc"[..], 3).unwrap(), b"abc");
+        let mut streamed = Vec::new();
+        let e = open_at_most(std::path::Path::new("/dev/zero"), 10).err().unwrap();
+        assert!(matches!(e, ReadError::NotAFile("a device")), "{e:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("d.csv");
+        std::fs::write(&file, b"0123456789").unwrap();
+        open_at_most(&file, 10).unwrap().read_to_end(&mut streamed).unwrap();
+        assert_eq!(streamed, b"0123456789");
+        let e = open_at_most(&file, 9).unwrap().read_to_end(&mut streamed).unwrap_err();
+        assert!(e.to_string().starts_with("it is larger than"), "{e}");
         assert_eq!(
             ReadError::TooLarge(MAX_SCENARIO).to_string(),
             "it is larger than 1 MiB (the most crest reads of such a file)"

@@ -16,6 +16,7 @@ pub mod input;
 pub mod journal;
 pub mod merge;
 pub mod monitor;
+pub mod number;
 pub mod outcome;
 pub mod plan;
 pub mod protocol;

@@ -205,7 +205,11 @@ impl Results {
             } else {
                 Err(Invalid::new(
                     what,
-                    format!("is {v}: give a time of 0 to {LONGEST_S} seconds"),
+                    format!(
+                        "is {}: give a time of 0 to {} seconds",
+                        crate::number::short(v),
+                        crate::number::short(LONGEST_S)
+                    ),
                 ))
             }
         };
@@ -242,7 +246,7 @@ impl Results {
         if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 3600.0) {
             return Err(Invalid::new(
                 "interval_s",
-                format!("is {}: give 0 to 3600 seconds", self.interval_s),
+                format!("is {}: give 0 to 3600 seconds", crate::number::short(self.interval_s)),
             ));
         }
         let mut last = -1.0;
@@ -251,7 +255,7 @@ impl Results {
             if i.t_s <= last {
                 return Err(Invalid::new(
                     format!("intervals[{k}].t_s"),
-                    format!("is {}: intervals must be in time order", i.t_s),
+                    format!("is {}: intervals must be in time order", crate::number::short(i.t_s)),
                 ));
             }
             last = i.t_s;

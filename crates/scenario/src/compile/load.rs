@@ -261,7 +261,11 @@ impl Cx<'_> {
                 }
             };
             if !(to.is_finite() && to >= 0.0) || (unit == "users" && to.fract() != 0.0) {
-                self.err(s.at(), format!("stage: ramp_to {to} is not a valid level"), None);
+                self.err(
+                    s.at(),
+                    format!("stage: ramp_to {} is not a valid level", crest_model::number::short(to)),
+                    None,
+                );
                 return None;
             }
             if unit == "users" {

@@ -88,7 +88,8 @@ pub(crate) struct Cx<'a> {
     target_invalid: bool,
     /// Loops around the steps being compiled.
     loop_depth: usize,
-    feeders: Vec<(String, Vec<String>)>,
+    /// Each data file's name and columns, with the longest field of each.
+    feeders: Vec<(String, Vec<(String, u64)>)>,
     has_database: bool,
     /// The files read while compiling, as the scenario names them (see [`Cx::source`]).
     pub files: Vec<String>,
@@ -280,10 +281,15 @@ impl<'a> Cx<'a> {
         let mut known = Known::default();
         let mut variables = Vec::new();
         for (name, v) in s.variables.iter().flatten() {
-            if let Some(t) = self.template(v, &known) {
-                variables.push((name.clone(), t));
+            // Each is rendered whole for every user: its bound is known here, and one refused
+            // counts 0 after, so a chain built on it is reported once, where it first overflows.
+            match self.template(v, &known) {
+                Some(t) => {
+                    known.add_bounded(name, self.template_bound(&t, &known));
+                    variables.push((name.clone(), t));
+                }
+                None => known.add(name),
             }
-            known.add(name);
         }
         let headers = self.headers(d.and_then(|d| d.headers.as_ref()), &known);
         let on_start = self.steps(s.on_start.as_deref().unwrap_or(&[]), &mut known);
@@ -323,8 +329,8 @@ impl<'a> Cx<'a> {
                 self.err(at, format!("flow {name:?} has no steps"), None);
             }
             let steps = self.steps(steps, &mut k);
-            for v in k.0 {
-                after_flows.add(&v);
+            for (v, bound) in k.0 {
+                after_flows.add_bounded(&v, bound);
             }
             flows.push(Flow {
                 name,
@@ -347,13 +353,13 @@ impl<'a> Cx<'a> {
             feeders.iter().any(|f| f.mode == FeedMode::Unique),
         ) {
             for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
-                if (f.rows.len() as u64) < users {
+                if (f.len() as u64) < users {
                     self.err(
                         None,
                         format!(
                             "data {}: mode unique needs a row per user: {} rows for {} users",
                             f.name,
-                            f.rows.len(),
+                            f.len(),
                             users
                         ),
                         None,

@@ -86,13 +86,20 @@ impl Cx<'_> {
             }
             if let Some(vars) = &s.set {
                 let mut set = Vec::new();
+                let mut bounds = Vec::new();
                 for (name, v) in vars.iter() {
                     if let Some(t) = self.template(v, known) {
+                        bounds.push((name, self.template_bound(&t, known)));
                         set.push((name.clone(), t));
                     }
                 }
+                // What a `set` gives from values known before the run is bounded as
+                // `variables:` are; what it adds at run time is held to the limit as it runs.
                 for (name, _) in vars.iter() {
                     known.add(name);
+                }
+                for (name, bound) in bounds {
+                    known.add_bounded(name, bound);
                 }
                 out.push(Step::Set(set));
                 continue;
@@ -188,8 +195,10 @@ impl Cx<'_> {
         let mut after_else = known.clone();
         let otherwise = self.steps(s.otherwise.as_deref().unwrap_or_default(), &mut after_else);
         self.loop_depth -= 1;
-        for v in after_then.0.intersection(&after_else.0) {
-            known.add(v);
+        for (v, bound) in &after_then.0 {
+            if let Some(other) = after_else.0.get(v) {
+                known.add_bounded(v, (*bound).max(*other));
+            }
         }
         Some(Step::If {
             condition,

@@ -6,22 +6,40 @@ use crate::error::did_you_mean;
 use crate::raw::{self, Sp};
 use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::template::Template;
-use std::collections::HashSet;
+use crest_flow::template::MAX_VALUE;
+use std::collections::HashMap;
 
-/// Variables known at a point of a flow, for checking templates.
-/// A set, so that checking a reference costs the same with 100,000 variables as with ten.
+/// Variables known at a point of a flow, for checking templates, each with the most bytes it
+/// can hold as far as is known before the run: a `variables:` value's whole expansion. A value
+/// given at run time (extracted, `set`, a `foreach` element) counts 0 here: it is bounded as it
+/// is given (a `set` at [`MAX_VALUE`], an extracted one by the response body crest keeps).
+/// A map, so that checking a reference costs the same with 100,000 variables as with ten.
 #[derive(Clone, Default)]
-pub(super) struct Known(pub(super) HashSet<String>);
+pub(super) struct Known(pub(super) HashMap<String, u64>);
 
 impl Known {
+    /// A variable given at run time.
     pub(super) fn add(&mut self, name: &str) {
-        if !self.0.contains(name) {
-            self.0.insert(name.to_string());
+        self.add_bounded(name, 0);
+    }
+
+    /// A variable whose value is known before the run to hold at most `bound` bytes. A name
+    /// given twice keeps the larger bound.
+    pub(super) fn add_bounded(&mut self, name: &str, bound: u64) {
+        match self.0.get_mut(name) {
+            Some(b) => *b = (*b).max(bound),
+            None => {
+                self.0.insert(name.to_string(), bound);
+            }
         }
     }
 
     pub(super) fn has(&self, name: &str) -> bool {
-        self.0.contains(name)
+        self.0.contains_key(name)
+    }
+
+    fn bound(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
     }
 }
 
@@ -45,12 +63,18 @@ impl Cx<'_> {
                 }
             };
             let path = self.source(&f.file);
-            match crest_model::input::read_file(&path, crest_model::input::MAX_DATA_FILE)
+            // Parsed as it is read: the file is never held whole beside its rows.
+            match crest_model::input::open_at_most(&path, crest_model::input::MAX_DATA_FILE)
                 .map_err(|e| format!("cannot read it: {e}"))
-                .and_then(|b| Feeder::from_csv(name, &b, mode).map_err(|e| e.to_string()))
+                .and_then(|r| Feeder::from_reader(name, r, mode).map_err(|e| e.to_string()))
             {
                 Ok(feeder) => {
-                    self.feeders.push((name.clone(), feeder.columns.clone()));
+                    let columns = feeder
+                        .columns
+                        .iter()
+                        .map(|c| (c.clone(), feeder.longest(c).unwrap_or(0)))
+                        .collect();
+                    self.feeders.push((name.clone(), columns));
                     feeders.push(feeder);
                 }
                 Err(m) => self.err(f.file.at(), format!("data {name}: {:?}: {m}", f.file.as_str()), None),
@@ -78,7 +102,53 @@ impl Cx<'_> {
                 return None;
             }
         };
-        self.check_vars(text, at, &t.vars(), known).then_some(t)
+        if !self.check_vars(text, at, &t.vars(), known) {
+            return None;
+        }
+        self.bounded_template(text, at, known, &t).then_some(t)
+    }
+
+    /// The most bytes `t` can expand to from what is known before the run: its text, the
+    /// `variables:` it reads, its data columns and its functions (see [`Known`]).
+    pub(super) fn template_bound(&self, t: &Template, known: &Known) -> u64 {
+        let column = |feeder: &str, column: &str| {
+            self.feeders
+                .iter()
+                .find(|(n, _)| n == feeder)
+                .and_then(|(_, cols)| cols.iter().find(|(c, _)| c == column))
+                .map_or(0, |(_, longest)| *longest)
+        };
+        t.bound(&|v| known.bound(v), &column)
+    }
+
+    /// Whether `t` is within [`MAX_VALUE`]; if not, an error at `at`. Found here, a value that
+    /// doubles through a chain of variables is refused by `validate` and `run` alike, before
+    /// anything is sent, instead of being built until memory runs out.
+    fn bounded_template(&mut self, text: &str, at: Option<(usize, usize)>, known: &Known, t: &Template) -> bool {
+        let bound = self.template_bound(t, known);
+        if bound <= MAX_VALUE as u64 {
+            return true;
+        }
+        let shown: String = if text.chars().count() > 60 {
+            text.chars().take(57).chain("...".chars()).collect()
+        } else {
+            text.to_string()
+        };
+        self.err(
+            at,
+            format!(
+                "in {shown:?}: it can expand to {}, more than the {} a value may hold",
+                // Just past the limit, a rounded size would read as the limit itself.
+                if bound < 2 * MAX_VALUE as u64 {
+                    format!("{bound} bytes")
+                } else {
+                    crest_model::input::size(bound)
+                },
+                crest_model::input::size(MAX_VALUE as u64)
+            ),
+            Some("each `${name}` counts the most that name can hold: the variables it reads, their longest data field, or a function's longest result".into()),
+        );
+        false
     }
 
     /// Every variable is set before it is read, and every data column exists; each one that is
@@ -100,9 +170,10 @@ impl Cx<'_> {
                         self.err(at, format!("in {text:?}: no data file named `{feeder}`"), hint);
                         ok = false;
                     }
-                    Some((_, cols)) if !cols.iter().any(|c| c == column) => {
-                        let hint = did_you_mean(column, cols.iter().map(String::as_str))
-                            .or_else(|| Some(format!("its columns are {}", cols.join(", "))));
+                    Some((_, cols)) if !cols.iter().any(|(c, _)| c == column) => {
+                        let names: Vec<&str> = cols.iter().map(|(c, _)| c.as_str()).collect();
+                        let hint = did_you_mean(column, names.iter().copied())
+                            .or_else(|| Some(format!("its columns are {}", names.join(", "))));
                         self.err(
                             at,
                             format!("in {text:?}: data file `{feeder}` has no column `{column}`"),
@@ -113,7 +184,7 @@ impl Cx<'_> {
                     _ => {}
                 }
             } else if !known.has(v) {
-                let hint = did_you_mean(v, known.0.iter().map(String::as_str))
+                let hint = did_you_mean(v, known.0.keys().map(String::as_str))
                     .or_else(|| Some("variables come from `variables:`, or from `extract:` in an earlier step".into()));
                 self.err(at, format!("in {text:?}: undefined variable `{v}`"), hint);
                 ok = false;
