@@ -148,10 +148,8 @@ impl<S> Guarded<S> {
                     }
                 }
             }
-            frame::SETTINGS if h.flags & frame::ACK == 0 => {
-                if !self.settings.allow(Instant::now()) {
-                    return Err(Tripped::SettingsFlood);
-                }
+            frame::SETTINGS if h.flags & frame::ACK == 0 && !self.settings.allow(Instant::now()) => {
+                return Err(Tripped::SettingsFlood);
             }
             _ => {}
         }
