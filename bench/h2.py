@@ -57,12 +57,16 @@ def main():
                     help="another crest build to run in the same rounds, e.g. the one before a change")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--case", action="append", default=[], metavar="LABEL",
+                    help="run only this case (e.g. 'https 4x100'); repeatable")
     a = ap.parse_args()
     # (label, url, connections, streams per connection)
     cases = []
     for scheme, port in [("https", TLS_PORT), ("http", H2C_PORT)]:
         url = f"{scheme}://127.0.0.1:{port}/"
         cases += [(f"{scheme} 64x1", url, 64, 1), (f"{scheme} 4x100", url, 4, 100)]
+    if a.case:
+        cases = [c for c in cases if c[0] in a.case]
     # (name, crest executable, or None for h2load)
     tools = [("crest", a.crest)] + [tuple(v.split("=", 1)) for v in a.variant] + [("h2load", None)]
     prefix = tempfile.mkdtemp(prefix="crest-bench-h2-")

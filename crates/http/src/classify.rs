@@ -48,6 +48,7 @@ pub(crate) fn h1_error(e: &H1Error) -> Outcome {
         H1Error::Io(io) => io_error(io),
         H1Error::Closed => Outcome::Closed,
         H1Error::Parse(_) => Outcome::Protocol,
+        H1Error::Limit(_) => Outcome::CrestLimit,
     }
 }
 
@@ -66,7 +67,10 @@ pub(crate) fn h2_error(e: &H2Error) -> Outcome {
         H2Error::Closed => Outcome::Closed,
         H2Error::GoAway(_) => Outcome::H2GoAway,
         H2Error::Reset(c) => Outcome::H2Reset(*c),
-        H2Error::Local(_) | H2Error::LocalReset(_) | H2Error::Exhausted => Outcome::Protocol,
+        // crest found the server breaking HTTP/2 (e.g. a SETTINGS flood, ENHANCE_YOUR_CALM).
+        H2Error::Local(_) | H2Error::LocalReset(_) => Outcome::H2Protocol,
+        H2Error::Limit(_) => Outcome::CrestLimit,
+        H2Error::Exhausted => Outcome::Protocol,
         H2Error::Mux(e) => match e.get_io() {
             Some(io) => io_error(io),
             None if e.is_go_away() => Outcome::H2GoAway,
@@ -91,6 +95,13 @@ mod tests {
         assert_eq!(h2_error(&H2Error::Reset(11)), Outcome::H2Reset(11));
         assert_eq!(h2_error(&H2Error::Reset(3)), Outcome::H2FlowControl);
         assert_eq!(h2_error(&H2Error::Closed), Outcome::Closed);
+        assert_eq!(
+            h2_error(&m(0xb)),
+            Outcome::H2Protocol,
+            "a SETTINGS flood is the server's"
+        );
+        assert_eq!(h2_error(&H2Error::Limit("x")), Outcome::CrestLimit, "crest's limit");
+        assert_eq!(h1_error(&H1Error::Limit("x")), Outcome::CrestLimit);
     }
 
     #[test]

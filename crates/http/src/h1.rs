@@ -43,7 +43,8 @@ fn give_buf(buf: Vec<u8>) {
         });
     }
 }
-/// A response head larger than this is a protocol error.
+/// A response head larger than this is refused: a limit of crest's, reported as one
+/// ([`H1Error::Limit`]), not as the server's error.
 const MAX_HEAD: usize = 256 * 1024;
 /// Most headers parsed in one response.
 const MAX_HEADERS: usize = 100;
@@ -113,6 +114,8 @@ pub(crate) enum H1Error {
     Closed,
     /// The response was not valid HTTP/1.x.
     Parse(&'static str),
+    /// The response went past a limit of crest's own; it may be valid HTTP.
+    Limit(&'static str),
 }
 
 impl std::fmt::Display for H1Error {
@@ -121,6 +124,7 @@ impl std::fmt::Display for H1Error {
             H1Error::Io(e) => write!(f, "{e}"),
             H1Error::Closed => f.write_str("connection closed before the response was complete"),
             H1Error::Parse(what) => write!(f, "invalid response: {what}"),
+            H1Error::Limit(what) => write!(f, "crest refused the response: {what}"),
         }
     }
 }
@@ -317,7 +321,7 @@ impl Conn {
             } else if self.buf.len() < MAX_HEAD {
                 self.buf.resize(self.buf.len() * 2, 0);
             } else {
-                return Err(H1Error::Parse("response head too large"));
+                return Err(H1Error::Limit("response head over crest's 256 KiB limit"));
             }
         }
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
@@ -436,6 +440,9 @@ fn parse_head(buf: &[u8], head_request: bool, keep: Option<&mut Response>) -> Re
     let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(H1Error::Limit("more than 100 response headers, crest's limit"))
+        }
         Err(_) => return Err(H1Error::Parse("malformed response head")),
     };
     let status = resp.code.ok_or(H1Error::Parse("no status code"))?;

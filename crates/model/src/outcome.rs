@@ -35,6 +35,10 @@ pub enum Outcome {
     Protocol,
     /// crest itself ran out of a local resource: file descriptors or ephemeral ports.
     LocalExhaustion,
+    /// crest refused a response that went past one of crest's own limits (a response head or
+    /// HTTP/2 header block over 256 KiB, more than 100 HTTP/1.1 headers): a limit of the
+    /// client's, not a server breaking the protocol, so it is an outcome of its own.
+    CrestLimit,
     /// The response arrived but a scenario check on it failed.
     CheckFailed,
     /// Any other I/O failure.
@@ -94,6 +98,7 @@ impl Outcome {
             Outcome::Tls => "tls",
             Outcome::Protocol => "protocol",
             Outcome::LocalExhaustion => "local_exhaustion",
+            Outcome::CrestLimit => "crest_limit",
             Outcome::CheckFailed => "check_failed",
             Outcome::Other => "other",
             Outcome::TooManyRedirects => "too_many_redirects",
@@ -124,6 +129,7 @@ impl Outcome {
             Outcome::Tls => "TLS error".into(),
             Outcome::Protocol => "body or protocol error".into(),
             Outcome::LocalExhaustion => "local resource exhaustion".into(),
+            Outcome::CrestLimit => "response over a limit of crest's".into(),
             Outcome::CheckFailed => "check failed".into(),
             Outcome::Other => "other I/O error".into(),
             Outcome::TooManyRedirects => "too many redirects".into(),
@@ -203,6 +209,7 @@ impl FromStr for Outcome {
             "tls" => Outcome::Tls,
             "protocol" => Outcome::Protocol,
             "local_exhaustion" => Outcome::LocalExhaustion,
+            "crest_limit" => Outcome::CrestLimit,
             "check_failed" => Outcome::CheckFailed,
             "other" => Outcome::Other,
             "too_many_redirects" => Outcome::TooManyRedirects,
@@ -244,7 +251,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|crest_limit|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
                 .into(),
         );
         schema.into()
@@ -269,6 +276,7 @@ mod tests {
             Outcome::Tls,
             Outcome::Protocol,
             Outcome::LocalExhaustion,
+            Outcome::CrestLimit,
             Outcome::CheckFailed,
             Outcome::Other,
             Outcome::TooManyRedirects,

@@ -31,6 +31,7 @@ pub(crate) const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub(crate) const FRAME_SIZE_ERROR: u32 = 0x6;
 pub(crate) const CANCEL: u32 = 0x8;
 pub(crate) const COMPRESSION_ERROR: u32 = 0x9;
+pub(crate) const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The name of an error code, for messages.
 pub(crate) fn code_name(code: u32) -> &'static str {

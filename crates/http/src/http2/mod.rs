@@ -25,6 +25,7 @@
 
 mod conn;
 mod frame;
+mod guard;
 mod hpack;
 mod huffman;
 mod mux;
@@ -157,7 +158,7 @@ impl Pool {
 #[derive(Clone, Debug)]
 pub(crate) enum Handle {
     Own(Arc<Conn>),
-    Mux(h2::client::SendRequest<Bytes>),
+    Mux(mux::Mux),
 }
 
 /// Starts HTTP/2 on an open transport. With crest's own framing nothing is awaited: the preface
@@ -295,6 +296,9 @@ pub(crate) enum H2Error {
     Local(frame::Malformed),
     /// crest found the server breaking the protocol on one stream and reset it with this code.
     LocalReset(frame::Malformed),
+    /// The response went past one of crest's own limits ([`guard`]); crest closed the
+    /// connection with GOAWAY.
+    Limit(&'static str),
     /// The connection used up its stream identifiers.
     Exhausted,
     /// The `h2` crate's error, on a connection with many streams.
@@ -329,7 +333,13 @@ impl fmt::Display for H2Error {
             H2Error::Closed => f.write_str("the server closed the HTTP/2 connection"),
             H2Error::GoAway(c) => write!(f, "the server sent GOAWAY with {} ({c})", frame::code_name(*c)),
             H2Error::Reset(c) => write!(f, "the server reset the stream with {} ({c})", frame::code_name(*c)),
-            H2Error::Local(m) => write!(f, "HTTP/2 {} from the server: {}", frame::code_name(m.code), m.what),
+            H2Error::Local(m) => write!(
+                f,
+                "HTTP/2 protocol error from the server: {} (crest sent GOAWAY {})",
+                m.what,
+                frame::code_name(m.code)
+            ),
+            H2Error::Limit(what) => write!(f, "crest refused the response: {what}"),
             H2Error::LocalReset(m) => write!(
                 f,
                 "HTTP/2 {} from the server on a stream: {}",

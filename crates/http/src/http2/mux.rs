@@ -6,7 +6,8 @@
 //! ten requests each where h2's carried about forty, and nginx answers each write apart, so it
 //! did fewer requests per CPU-second (bench/README.md, "HTTP/2").
 
-use super::{H2Error, H2Fail, H2Request};
+use super::guard::{Guarded, Tripped, Tripwire};
+use super::{frame, H2Error, H2Fail, H2Request};
 use crate::h1::{Progress, Response};
 use crate::Failure;
 use bytes::Bytes;
@@ -14,9 +15,18 @@ use h2::client::SendRequest;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// A user's handle on a connection driven by the `h2` crate.
+#[derive(Clone, Debug)]
+pub(crate) struct Mux {
+    send: SendRequest<Bytes>,
+    /// Set when the server went past one of crest's limits ([`super::guard`]).
+    tripwire: Arc<Tripwire>,
+}
+
 /// Starts HTTP/2 on an open transport; the connection is driven by its own task until every
 /// handle to it is gone.
-pub(crate) async fn handshake(stream: crate::io::Stream) -> Result<SendRequest<Bytes>, Failure> {
+pub(crate) async fn handshake(stream: crate::io::Stream) -> Result<Mux, Failure> {
+    let (stream, tripwire) = Guarded::new(stream);
     let (send, conn) = h2::client::Builder::new()
         .enable_push(false)
         // Larger windows than the 64 KiB default, so large bodies are not paced by
@@ -25,11 +35,22 @@ pub(crate) async fn handshake(stream: crate::io::Stream) -> Result<SendRequest<B
         .initial_connection_window_size(1 << 24)
         .handshake::<_, Bytes>(stream)
         .await
-        .map_err(|e| Failure::h2(mux_error(e)))?;
+        .map_err(|e| Failure::h2(tripped(&tripwire).unwrap_or_else(|| mux_error(e))))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    Ok(send)
+    Ok(Mux { send, tripwire })
+}
+
+/// The error for a connection whose server went past one of crest's limits.
+fn tripped(t: &Tripwire) -> Option<H2Error> {
+    Some(match t.get()? {
+        Tripped::HeaderBlock => H2Error::Limit(super::guard::HEADER_BLOCK_WHAT),
+        Tripped::SettingsFlood => H2Error::Local(frame::Malformed {
+            code: frame::ENHANCE_YOUR_CALM,
+            what: super::guard::SETTINGS_FLOOD_WHAT,
+        }),
+    })
 }
 
 pub(crate) fn mux_error(e: h2::Error) -> H2Error {
@@ -53,15 +74,17 @@ fn cause(conn: &SendRequest<Bytes>, e: h2::Error) -> h2::Error {
 
 /// Sends `req` on `send` and reads the whole response.
 pub(crate) async fn exchange(
-    send: &mut SendRequest<Bytes>,
+    mux: &mut Mux,
     req: &H2Request,
     p: &mut Progress,
     keep: Option<&mut Response>,
 ) -> Result<u16, H2Fail> {
-    match exchange_inner(send, req, p, keep).await {
+    match exchange_inner(&mut mux.send, req, p, keep).await {
         Ok(status) => Ok(status),
-        Err(Fail::NotSent(e)) => Err(H2Fail::NotSent(mux_error(e))),
-        Err(Fail::Sent(e)) => Err(H2Fail::Sent(mux_error(cause(send, e)))),
+        Err(Fail::NotSent(e)) => Err(H2Fail::NotSent(tripped(&mux.tripwire).unwrap_or_else(|| mux_error(e)))),
+        Err(Fail::Sent(e)) => Err(H2Fail::Sent(
+            tripped(&mux.tripwire).unwrap_or_else(|| mux_error(cause(&mux.send, e))),
+        )),
     }
 }
 

@@ -3,11 +3,9 @@
 use super::frame::{self, Head, Malformed};
 use super::stream::{wake, Phase};
 use super::{State, CONN_WINDOW, STREAM_WINDOW};
+use crate::http2::guard::{self, MAX_HEADER_BLOCK};
 use crate::http2::H2Error;
 use std::time::Instant;
-
-/// The largest header block accepted across CONTINUATION frames.
-const MAX_HEADER_BLOCK: usize = 256 * 1024;
 
 /// A header block spread over HEADERS and CONTINUATION frames.
 pub(super) struct Continuation {
@@ -47,6 +45,14 @@ impl State {
             }
             let start = self.rpos + 9;
             self.rpos = start + h.len;
+            if self
+                .continuation
+                .as_ref()
+                .is_some_and(|c| h.kind == frame::CONTINUATION && c.block.len() + h.len > MAX_HEADER_BLOCK)
+            {
+                self.refuse(guard::HEADER_BLOCK_WHAT);
+                break;
+            }
             if let Err(m) = self.frame(h, &rbuf[start..start + h.len], now) {
                 self.connection_error(m);
             }
@@ -67,9 +73,6 @@ impl State {
         if let Some(c) = &mut self.continuation {
             if h.kind != frame::CONTINUATION || h.stream != c.stream {
                 return Err(protocol("a frame inside a header block"));
-            }
-            if c.block.len() + payload.len() > MAX_HEADER_BLOCK {
-                return Err(protocol("a header block larger than 256 KiB"));
             }
             c.block.extend_from_slice(payload);
             if h.flags & frame::END_HEADERS != 0 {
@@ -122,6 +125,12 @@ impl State {
                         });
                     }
                     return Ok(());
+                }
+                if !self.settings_rate.allow(now) {
+                    return Err(Malformed {
+                        code: frame::ENHANCE_YOUR_CALM,
+                        what: guard::SETTINGS_FLOOD_WHAT,
+                    });
                 }
                 for (id, value) in frame::settings(payload)? {
                     self.setting(id, value)?;

@@ -117,6 +117,7 @@ struct State {
     continuation: Option<Continuation>,
     /// A frame has arrived: the server speaks HTTP/2.
     framed: bool,
+    settings_rate: super::guard::SettingsRate,
 }
 
 impl Conn {
@@ -160,6 +161,7 @@ impl Conn {
                 dead: None,
                 continuation: None,
                 framed: false,
+                settings_rate: Default::default(),
             }),
         })
     }
@@ -291,5 +293,17 @@ impl State {
         payload[4..].copy_from_slice(&m.code.to_be_bytes());
         frame::put_frame(&mut self.wbuf, frame::GOAWAY, 0, 0, &payload);
         self.fail_all(H2Error::Local(m));
+    }
+
+    /// The server went past one of crest's own limits: the connection ends as a connection
+    /// error would, but the cause is crest's limit, not the server's error.
+    fn refuse(&mut self, what: &'static str) {
+        if self.dead.is_some() {
+            return;
+        }
+        let mut payload = [0u8; 8];
+        payload[4..].copy_from_slice(&frame::ENHANCE_YOUR_CALM.to_be_bytes());
+        frame::put_frame(&mut self.wbuf, frame::GOAWAY, 0, 0, &payload);
+        self.fail_all(H2Error::Limit(what));
     }
 }
