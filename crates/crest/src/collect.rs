@@ -300,8 +300,8 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
                 .map(|i| i.to_string())
                 .collect();
             let reason = format!(
-                "--join-timeout {:?}: {} of {count} workers joined; worker{} {} never joined, so the run was not started",
-                a.join_timeout,
+                "--join-timeout {}: {} of {count} workers joined; worker{} {} never joined, so the run was not started",
+                short_duration(a.join_timeout),
                 count as usize - missing.len(),
                 if missing.len() == 1 { "" } else { "s" },
                 missing.join(", ")
@@ -360,6 +360,14 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     });
     control.end();
     c.write(&dir, &run.output)
+}
+
+/// A duration as it would be given: `5m`, `2s`, `1.5s`.
+fn short_duration(d: Duration) -> String {
+    match d.as_secs() {
+        s if d.subsec_nanos() == 0 && s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        _ => format!("{d:?}"),
+    }
 }
 
 /// The collector's flags as its workers read them: those after `collect`, then the global ones

@@ -899,17 +899,27 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 }
 
 /// The collector's memory does not grow with the run: four workers of a scenario of 16 request
-/// names, its resident set when its journal has 30 merged seconds is within 1 MiB of what it
+/// names, its resident set when its journal has 30 merged seconds is within 512 KiB of what it
 /// was at 10. Keeping each worker's intervals to the end, as it once did, took some 15 KiB per
-/// worker-second of one name, and more for each name: over these 20 s, several MiB.
+/// worker-second of one name, and more for each name. The first request of each name is slow
+/// (1.5 s), so every latency histogram of the run has grown to its size before the first
+/// sample, rather than on an outlier between the two.
 #[test]
 fn the_collectors_memory_stays_flat_over_a_long_run() {
     let _serial = common::serial();
-    let target = common::target_process(&[]);
+    let rt = rt();
+    let seen = Mutex::new(std::collections::HashSet::new());
+    let server = rt.block_on(Server::start(move |r, _| {
+        if seen.lock().unwrap().insert(r.path.clone()) {
+            Reply::delayed(Duration::from_millis(1500))
+        } else {
+            Reply::ok()
+        }
+    }));
     let steps: String = (0..16).map(|i| format!("  - request: {{path: /n{i}}}\n")).collect();
     let (dir, file) = scenario_file(&format!(
-        "target: {}\nsteps:\n{steps}load: {{rate: 20, duration: 33s}}\n",
-        target.url.trim_end_matches('/')
+        "target: http://{}\nsteps:\n{steps}load: {{rate: 20, duration: 33s}}\n",
+        server.addr
     ));
     let out = dir.path().join("run");
     let c = Collector::start(&[file.to_str().unwrap()], 4, &out, &[]);
@@ -924,15 +934,12 @@ fn the_collectors_memory_stays_flat_over_a_long_run() {
     }
     let (code, s, err, r) = c.finish();
     assert_eq!(code, Some(0), "{err}");
+    eprintln!("collector VmRSS: {at_10} KiB at 10 s, {at_30} KiB at 30 s");
     assert!(
-        at_30 <= at_10 + 1024,
+        at_30 <= at_10 + 512,
         "the collector grew from {at_10} KiB at 10 s to {at_30} KiB at 30 s"
     );
-    eprintln!("collector VmRSS: {at_10} KiB at 10 s, {at_30} KiB at 30 s");
-    assert_eq!(
-        s["requests"],
-        common::target_metric(&target.url, "crest_target_requests_total")
-    );
+    assert_eq!(s["requests"], server.received().len() as u64);
     assert_eq!(r["names"].as_array().unwrap().len(), 16);
     assert!(!dir.path().join("crest-results").exists(), "--no-keep kept nothing");
 }
