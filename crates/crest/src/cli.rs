@@ -86,6 +86,11 @@ pub struct CollectArgs {
     /// The token workers must give [default: $CREST_TOKEN, or a new one, printed]
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+
+    /// How long to wait for every worker to join; then it exits with 2, naming the workers
+    /// that never joined, and nothing is sent
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub join_timeout: Duration,
 }
 
 /// `crest worker`: where the collector is; the plan comes from it.
@@ -104,10 +109,14 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "I")]
     pub worker_index: Option<u32>,
 
-    /// Also keep this worker's own part here, a run directory `crest merge` reads [default:
-    /// kept nowhere]
-    #[arg(long, value_name = "DIR")]
+    /// Keep this worker's own part here, a run directory `crest merge` reads, so a lost
+    /// collector loses seconds, not the run [default: crest-results/worker-I-<UTC timestamp>]
+    #[arg(long, value_name = "DIR", conflicts_with = "no_keep")]
     pub out: Option<PathBuf>,
+
+    /// Keep no part on this machine: the collector's run is the only record
+    #[arg(long)]
+    pub no_keep: bool,
 }
 
 #[derive(Debug, Subcommand)]

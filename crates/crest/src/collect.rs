@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use crest_analysis::stop::{IntervalFigures, StopWatch};
-use crest_model::journal::{Entry, IntervalRecord, Journal};
-use crest_model::merge::Sum;
+use crest_model::journal::{Entry, IntervalRecord};
+use crest_model::merge::Merger;
 use crest_model::plan::LoadModel;
 use crest_model::results::{EndReason, StopRecord};
 use std::collections::BTreeSet;
@@ -211,6 +211,8 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
             let _ = events.send(Event::Steer(made.clone()));
         });
     }
+    // Made before anyone joins, so a directory that can't be written is refused first.
+    let dir = rundir::prepare_dir(run.output.out.as_deref(), run.output.force)?;
     let page_stop = crest_engine::Stop::new(None, None);
     let hub = Arc::new(crest_live::Hub::new());
     let routes = Router::new()
@@ -232,8 +234,11 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     };
     let mut c = Collecting {
         workers: (0..count).map(|_| None).collect(),
-        sum: Sum::default(),
-        next: 0,
+        merger: Merger::new(count),
+        journal: None,
+        pending: Vec::new(),
+        start_written: false,
+        points: 0,
         watch: StopWatch::new(plan.stop_when.clone()),
         stopped: None,
         interrupted: None,
@@ -253,12 +258,14 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         silent_for: SILENT_FOR + plan.grace,
     };
     // Join: every worker ready, then one start.
+    let deadline = tokio::time::Instant::now() + a.join_timeout;
     let joined = rt.block_on(async {
         let mut ready = 0;
         while ready < count {
             tokio::select! {
-                _ = sigint.recv() => return Err(EndReason::Sigint),
-                _ = sigterm.recv() => return Err(EndReason::Sigterm),
+                _ = sigint.recv() => return Err(Some(EndReason::Sigint)),
+                _ = sigterm.recv() => return Err(Some(EndReason::Sigterm)),
+                _ = tokio::time::sleep_until(deadline) => return Err(None),
                 ev = rx.recv() => match ev {
                     Some(Event::Ready { index, rtt_us, tx, .. }) => {
                         ready += 1;
@@ -285,10 +292,39 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         Ok(())
     });
     if let Err(signal) = joined {
+        // Nothing was sent: the run directory made for it goes.
+        output::discard_if_unused(&dir);
+        let Some(signal) = signal else {
+            let missing: Vec<String> = (0..count)
+                .filter(|&i| c.workers[i as usize].is_none())
+                .map(|i| i.to_string())
+                .collect();
+            let reason = format!(
+                "--join-timeout {}: {} of {count} workers joined; worker{} {} never joined, so the run was not started",
+                short_duration(a.join_timeout),
+                count as usize - missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", ")
+            );
+            c.tell(|| Down::Refused { reason: reason.clone() });
+            bail!(reason);
+        };
         c.tell(|| Down::Refused {
             reason: "the collector was interrupted before the start".into(),
         });
         return Ok(if signal == EndReason::Sigint { 130 } else { 143 });
+    }
+    // The merged run is journaled as it is added up, so a collector killed mid-run leaves a
+    // run `crest report` rebuilds.
+    match crate::journal::Writer::create(&dir.join(rundir::JOURNAL)) {
+        Ok(j) => c.journal = Some(j),
+        Err(e) => {
+            c.tell(|| Down::Refused {
+                reason: "the collector cannot write its run directory".into(),
+            });
+            output::discard_if_unused(&dir);
+            return Err(e);
+        }
     }
     shared.started.store(true, Ordering::SeqCst);
     let at_us = shared.now_us() + START_AFTER.as_micros() as u64;
@@ -323,8 +359,15 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         }
     });
     control.end();
-    c.judge();
-    c.write(&run.output)
+    c.write(&dir, &run.output)
+}
+
+/// A duration as it would be given: `5m`, `2s`, `1.5s`.
+fn short_duration(d: Duration) -> String {
+    match d.as_secs() {
+        s if d.subsec_nanos() == 0 && s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        _ => format!("{d:?}"),
+    }
 }
 
 /// The collector's flags as its workers read them: those after `collect`, then the global ones
@@ -351,9 +394,6 @@ fn forwarded(argv: &[String]) -> Vec<String> {
 /// One worker, once it has joined.
 struct Worker {
     tx: UnboundedSender<Down>,
-    part: Option<Journal>,
-    /// The last interval it sent.
-    passed: Option<u64>,
     /// It sent its end, or was lost.
     done: bool,
     /// When it last sent anything.
@@ -364,8 +404,6 @@ impl Worker {
     fn new(tx: UnboundedSender<Down>) -> Self {
         Worker {
             tx,
-            part: None,
-            passed: None,
             done: false,
             seen: Instant::now(),
         }
@@ -375,9 +413,18 @@ impl Worker {
 /// A collected run under way.
 struct Collecting {
     workers: Vec<Option<Worker>>,
-    sum: Sum,
-    /// The next merged interval to judge.
-    next: u64,
+    /// The workers' parts as far as they came, each interval added up once every worker still
+    /// running has sent it.
+    merger: Merger,
+    /// The merged run's journal, in the run directory made at the start: the one stream the
+    /// page, the stop conditions and the results read, kept so that a killed collector's run is
+    /// rebuilt by `crest report`.
+    journal: Option<crate::journal::Writer>,
+    /// Entries to journal once the merged run's start is (every worker has sent its own).
+    pending: Vec<Entry>,
+    start_written: bool,
+    /// Requests journaled one by one: a run's results keep them only while there are few.
+    points: u64,
     watch: StopWatch,
     stopped: Option<StopRecord>,
     interrupted: Option<EndReason>,
@@ -439,6 +486,7 @@ impl Collecting {
                 eprintln!("collector: {} from {:.1} s, on every worker", step.name, step.start_s);
             }
             self.hub.publish(&Entry::Step(step.clone()));
+            self.journal(Entry::Step(step.clone()));
             self.by_hand.push(step);
         }
         self.segment_starts = crest_model::journal::steered(&self.planned, &self.by_hand)
@@ -495,51 +543,39 @@ impl Collecting {
                 };
                 w.seen = Instant::now();
                 let mut fired = None;
-                match *entry {
-                    Entry::Start(start) => {
-                        w.part = Some(Journal {
-                            start,
-                            intervals: Vec::new(),
-                            monitor: Vec::new(),
-                            points: Vec::new(),
-                            steps: Vec::new(),
-                            end: None,
-                            truncated: false,
-                        })
-                    }
-                    Entry::Interval(r) => {
-                        match self.sum.add(&r, self.interval_s) {
-                            Ok(k) => w.passed = Some(k),
-                            Err(e) => eprintln!("worker {index}: an interval can't be added up: {e}"),
-                        }
-                        if let Some(p) = w.part.as_mut() {
-                            p.intervals.push(r);
-                        }
-                    }
+                let added = match *entry {
+                    Entry::Start(start) => self.merger.start(index, start),
+                    Entry::Interval(r) => self.merger.interval(index, r).map(drop),
                     Entry::Monitor(m) => {
                         // The system under test's series are the first worker's, as in the merge.
                         if index == 0 {
                             self.hub.publish(&Entry::Monitor(m.clone()));
                             let values: Vec<_> = m.points.iter().map(|p| (p.key.clone(), p.unit, p.value)).collect();
                             fired = self.watch.monitored(m.t_s, &values);
+                            self.merger.monitor(index, &m);
+                            self.journal(Entry::Monitor(m));
                         }
-                        if let Some(p) = w.part.as_mut() {
-                            p.monitor.push(m);
-                        }
+                        Ok(())
                     }
                     Entry::Points { points } => {
-                        if let Some(p) = w.part.as_mut() {
-                            p.points.extend(points);
+                        self.merger.points(&points);
+                        // Past the run's cap, results keep none: nor does the journal.
+                        self.points = self.points.saturating_add(points.len() as u64);
+                        if self.points <= crest_model::results::POINTS_KEPT {
+                            self.journal(Entry::Points { points });
                         }
+                        Ok(())
                     }
                     Entry::End(e) => {
-                        if let Some(p) = w.part.as_mut() {
-                            p.end = Some(e);
-                        }
                         w.done = true;
+                        self.merger.end(index, e)
                     }
-                    // A worker is not steered by hand, so it journals no steps of its own.
-                    Entry::Step(_) => {}
+                    // A worker is not steered by hand, so it journals no steps of its own: the
+                    // run's steps are the collector's.
+                    Entry::Step(_) => Ok(()),
+                };
+                if let Err(e) = added {
+                    eprintln!("worker {index}: what it sent can't be added up: {e}");
                 }
                 if let Some(s) = fired {
                     self.stop(s);
@@ -552,7 +588,11 @@ impl Collecting {
                         w.done = true;
                         // Stuck rather than gone, it stops sending what would no longer count.
                         let _ = w.tx.send(Down::Stop);
-                        let at = w.passed.map_or(0.0, |k| (k + 1) as f64 * self.interval_s);
+                        self.merger.lost(index);
+                        let at = self
+                            .merger
+                            .passed(index)
+                            .map_or(0.0, |k| (k + 1) as f64 * self.interval_s);
                         eprintln!(
                             "worker {index} lost after {at:.0} s of the run, before its end; the run goes on without it"
                         );
@@ -570,23 +610,45 @@ impl Collecting {
         }
     }
 
-    /// Judges each merged interval that every worker still running has passed.
+    /// Journals an entry of the merged run; one that comes before its start, once it is.
+    fn journal(&mut self, entry: Entry) {
+        if !self.start_written {
+            self.pending.push(entry);
+        } else if let Some(j) = self.journal.as_mut() {
+            j.write(&entry);
+        }
+    }
+
+    /// Journals the merged run's start once every worker has sent its own (or was lost), then
+    /// what waited for it.
+    fn write_start(&mut self) {
+        if self.start_written {
+            return;
+        }
+        let Some(start) = self.merger.start_entry() else { return };
+        self.start_written = true;
+        if let Some(j) = self.journal.as_mut() {
+            j.write(&Entry::Start(start));
+            for e in self.pending.drain(..) {
+                j.write(&e);
+            }
+        }
+    }
+
+    /// Adds up each interval that every worker still running has sent: judged, shown on the
+    /// page, journaled, and let go.
     fn judge(&mut self) {
-        let all_done = !self.running();
-        loop {
-            let k = self.next;
-            let passed = self
-                .workers
-                .iter()
-                .flatten()
-                .all(|w| w.done || w.passed.is_some_and(|p| p >= k));
-            if !passed || (all_done && self.sum.last().is_none_or(|last| k > last)) {
+        self.write_start();
+        let closed = match self.merger.close() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("collector: an interval can't be added up: {e}");
                 return;
             }
-            if let Some(r) = self.sum.get(k).cloned() {
-                self.interval(&r);
-            }
-            self.next += 1;
+        };
+        for r in closed {
+            self.interval(&r);
+            self.journal(Entry::Interval(r));
         }
     }
 
@@ -634,17 +696,27 @@ impl Collecting {
     }
 
     /// The one run the workers' parts add up to, written as a run directory.
-    fn write(self, out: &crate::cli::OutputArgs) -> Result<u8> {
-        let parts: Vec<Journal> = self.workers.into_iter().flatten().filter_map(|w| w.part).collect();
-        let (mut journal, workers) =
-            crest_model::merge::whole(&parts, self.stopped).context("cannot merge the workers' parts")?;
+    fn write(mut self, dir: &Path, out: &crate::cli::OutputArgs) -> Result<u8> {
+        self.judge();
         // The steps started from the page are the collector's, as it made them.
-        journal.steps = self.by_hand;
-        let mut results = journal.results()?;
-        results.workers = workers;
-        if let Some(signal) = self.interrupted {
-            results.ended_by = signal;
+        let (start, end, results) = self
+            .merger
+            .finish(self.stopped, Some(self.by_hand), self.interrupted)
+            .context("cannot merge the workers' parts")?;
+        let mut journal = self
+            .journal
+            .take()
+            .context("internal: the collector's journal was not opened")?;
+        if !self.start_written {
+            journal.write(&Entry::Start(start));
+            for e in self.pending.drain(..) {
+                journal.write(&e);
+            }
         }
+        if let Some(e) = end {
+            journal.write(&Entry::End(e));
+        }
+        let whole = journal.finish().is_ok();
         results
             .check()
             .context("the workers' parts do not add up to a valid run")?;
@@ -659,28 +731,9 @@ impl Collecting {
                 );
             }
         }
-        let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
-        let mut j = crate::journal::Writer::create(&dir.join(rundir::JOURNAL))?;
-        j.write(&Entry::Start(journal.start.clone()));
-        for s in &journal.steps {
-            j.write(&Entry::Step(s.clone()));
-        }
-        for r in journal.intervals {
-            j.write(&Entry::Interval(r));
-        }
-        for m in journal.monitor {
-            j.write(&Entry::Monitor(m));
-        }
-        if !journal.points.is_empty() {
-            j.write(&Entry::Points { points: journal.points });
-        }
-        if let Some(e) = journal.end {
-            j.write(&Entry::End(e));
-        }
-        let whole = j.finish().is_ok();
-        let mut written = output::write_all(&dir, &results, out)?;
+        let mut written = output::write_all(dir, &results, out)?;
         written.complete &= whole;
-        crate::web::ended(&dir, format!("{:?}", results.ended_by));
+        crate::web::ended(dir, format!("{:?}", results.ended_by));
         Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
     }
 }

@@ -413,6 +413,10 @@ impl Running {
         let ended_by = match (self.interrupt, report.cause) {
             (Some(Interrupt::Int), _) => EndReason::Sigint,
             (Some(Interrupt::Term), _) => EndReason::Sigterm,
+            // A worker whose collector was lost stopped for that, not for its plan.
+            (None, StopCause::Cancelled) if crate::worker::link().is_some_and(|l| l.collector_lost()) => {
+                EndReason::CollectorLost
+            }
             (None, _) if self.stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
             // A collector's worker told to stop: a condition held on the whole run.
             (None, _) if crate::worker::link().is_some_and(|l| l.told_to_stop()) => EndReason::Condition,

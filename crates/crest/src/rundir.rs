@@ -107,20 +107,23 @@ pub fn prepare_named(out: Option<&Path>, prefix: &str, force: bool) -> Result<Pa
             check_out(d, force)?;
             d.to_path_buf()
         }
-        None => {
-            let base = PathBuf::from(DEFAULT_BASE);
-            let stamp = format!("{prefix}{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
-            let mut dir = base.join(&stamp);
-            let mut n = 2;
-            while dir.symlink_metadata().is_ok() {
-                dir = base.join(format!("{stamp}-{n}"));
-                n += 1;
-            }
-            dir
-        }
+        None => fresh_dir(prefix),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
     Ok(dir)
+}
+
+/// A run directory's default name, not taken yet: `crest-results/<prefix><UTC timestamp>`.
+pub fn fresh_dir(prefix: &str) -> PathBuf {
+    let base = PathBuf::from(DEFAULT_BASE);
+    let stamp = format!("{prefix}{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
+    let mut dir = base.join(&stamp);
+    let mut n = 2;
+    while dir.symlink_metadata().is_ok() {
+        dir = base.join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    dir
 }
 
 /// `--out` must be a real directory that is new, empty, or (with `--force`) holds a run whose

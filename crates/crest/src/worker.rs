@@ -94,6 +94,11 @@ impl Link {
         }
     }
 
+    /// True once the connection to the collector was cut before the run's end was sent.
+    pub fn collector_lost(&self) -> bool {
+        self.collector_gone.load(Ordering::SeqCst)
+    }
+
     /// True once the collector said stop.
     pub fn told_to_stop(&self) -> bool {
         self.told_to_stop.load(Ordering::SeqCst)
@@ -261,9 +266,12 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
     }
     let (rtt_us, offset_us) = best.unwrap_or_default();
 
-    let dir = match &a.out {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("crest-worker-{}", std::process::id())),
+    // Its part is kept unless asked not to, so a collector lost mid-run loses its last seconds,
+    // not the run: every worker's part is `crest merge` input.
+    let dir = match (&a.out, a.no_keep) {
+        (Some(d), _) => d.clone(),
+        (None, false) => crate::rundir::fresh_dir(&format!("worker-{index}-")),
+        (None, true) => std::env::temp_dir().join(format!("crest-worker-{}", std::process::id())),
     };
     let files = std::env::temp_dir().join(format!("crest-worker-{}-plan", std::process::id()));
     let resolved = resolve(&plan, index, count, &dir, &files);
@@ -346,15 +354,18 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
     let cut = link.collector_gone.load(Ordering::SeqCst);
     drop(write);
     let _ = std::fs::remove_dir_all(&files);
-    if a.out.is_none() {
+    if a.no_keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
     ran?;
-    if a.out.is_some() {
+    let kept = if a.no_keep {
+        String::new()
+    } else {
         eprintln!("worker {index}: its part is in {}", dir.display());
-    }
+        format!("; its part as far as it went is in {}", dir.display())
+    };
     if cut {
-        bail!("worker {index}: the connection to the collector was cut while the run went on; this worker stopped");
+        bail!("worker {index}: the connection to the collector was cut while the run went on; this worker stopped (ended by collector_lost){kept}");
     }
     Ok(0)
 }

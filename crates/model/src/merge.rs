@@ -4,12 +4,13 @@
 //! Each part's journal holds its closed intervals with every count and histogram of the
 //! requests that ended in them. The same interval of every part adds into one record (counts
 //! add, histograms add, nothing is rounded), and the merged records are folded by the one
-//! [`Fold`] that makes every results document, so a merged run's results are those one
-//! generator sending all of it would have written: its percentiles are those of one histogram of
-//! every request. A collector merging live streams adds the same records the same way.
+//! [`Fold`](crate::journal::Fold) that makes every results document, so a merged run's results
+//! are those one generator sending all of it would have written: its percentiles are those of
+//! one histogram of every request. A collector merging live streams adds the same records the
+//! same way, through the same [`Merger`].
 
 use crate::hist::HistError;
-use crate::journal::{End, IntervalRecord, Journal, Start};
+use crate::journal::{End, Fold, IntervalRecord, Journal, Start, Step};
 use crate::results::{
     ClientStats, EndReason, IntervalIterations, IterationSum, Results, StatSum, StopRecord, UserTimes, FAILED_KEPT,
 };
@@ -101,6 +102,17 @@ pub enum MergeError {
         /// What differs.
         what: &'static str,
     },
+    /// An interval of a part before its start.
+    #[error("worker {0} sent an interval before its start")]
+    Unstarted(u32),
+    /// An interval of a part that came after a later one of it, or after the run had closed it.
+    #[error("worker {worker} sent interval {interval} out of order (after a later one, or after it was added up)")]
+    OutOfOrder {
+        /// The worker.
+        worker: u32,
+        /// The interval, from 0.
+        interval: u64,
+    },
     /// A histogram of a part could not be decoded.
     #[error(transparent)]
     Hist(#[from] HistError),
@@ -109,107 +121,300 @@ pub enum MergeError {
 /// The run that `parts` (each worker's journal, read back) add up to, with a record of each
 /// worker. Every worker's part must be there, once, of the same plan and crest version.
 pub fn merge(parts: &[Journal]) -> Result<Results, MergeError> {
-    let (journal, workers) = whole(parts, None)?;
-    let mut results = journal.results()?;
-    results.workers = workers;
-    Ok(results)
+    let order = check(parts)?;
+    let mut m = Merger::new(order.len() as u32);
+    for &p in &order {
+        let j = &parts[p];
+        let index = j.start.config.worker.map_or(0, |w| w.index);
+        m.start(index, j.start.clone())?;
+        for r in &j.intervals {
+            m.interval(index, r.clone())?;
+        }
+        for s in &j.monitor {
+            m.monitor(index, s);
+        }
+        m.points(&j.points);
+        for s in &j.steps {
+            m.step(index, s.clone())?;
+        }
+        match &j.end {
+            Some(e) => m.end(index, e.clone())?,
+            None => m.lost(index),
+        }
+    }
+    Ok(m.finish(None, None, None)?.2)
 }
 
-/// The intervals of several workers' parts added up as they arrive, whether read back from
-/// their journals ([`merge`]) or streamed while they run (a collector): interval `k` of every
-/// part is one record. Workers start together (or as close as their operator started them);
-/// each part's intervals count from its own start, so interval `k` of every part is the same
-/// interval.
-#[derive(Clone, Debug, Default)]
-pub struct Sum {
-    by_index: BTreeMap<u64, IntervalRecord>,
+/// A merged run added up as its parts' entries come, whether read back from the workers'
+/// journals ([`merge`]) or streamed while they run (a collector), in memory that does not grow
+/// with the run's length: each part is kept as its running totals, and interval `k` of every
+/// part is held only until every part still running has sent it, then added up in worker order
+/// (so the sum does not depend on which part's record came first), folded into the results and
+/// handed back ([`Merger::close`]) for a collector to judge and journal.
+///
+/// Workers start together (or as close as their operator started them); each part's intervals
+/// count from its own start, so interval `k` of every part is the same interval.
+#[derive(Debug)]
+pub struct Merger {
+    parts: Vec<Part>,
+    /// Intervals not yet closed: each part's record of it, by worker index.
+    open: BTreeMap<u64, BTreeMap<u32, IntervalRecord>>,
+    /// Intervals before this one are closed.
+    next: u64,
+    fold: Fold,
 }
 
-impl Sum {
-    /// Adds one part's interval record into the record of its interval, and returns which
-    /// interval that is.
-    pub fn add(&mut self, r: &IntervalRecord, interval_s: f64) -> Result<u64, HistError> {
-        let k = (r.interval.t_s / interval_s).round() as u64;
-        match self.by_index.get_mut(&k) {
-            Some(into) => add_record(into, r)?,
-            None => {
-                self.by_index.insert(k, r.clone());
+/// One worker's part as far as it has come: its start, its running totals, its end.
+#[derive(Debug, Default)]
+struct Part {
+    start: Option<Start>,
+    requests: u64,
+    failures: u64,
+    dropped: u64,
+    iterations: Option<u64>,
+    send_lag: Option<hdrhistogram::Histogram<u64>>,
+    /// The end of its last interval, in seconds from the start.
+    went: Option<f64>,
+    /// The last interval it sent.
+    passed: Option<u64>,
+    steps: Vec<Step>,
+    end: Option<End>,
+    /// It ended, or was lost: no interval of it is waited for.
+    done: bool,
+}
+
+impl Merger {
+    /// A run of `count` workers, none heard from yet.
+    pub fn new(count: u32) -> Self {
+        Merger {
+            parts: (0..count).map(|_| Part::default()).collect(),
+            open: BTreeMap::new(),
+            next: 0,
+            fold: Fold::default(),
+        }
+    }
+
+    fn part(&mut self, index: u32) -> Result<&mut Part, MergeError> {
+        let count = self.parts.len() as u32;
+        self.parts
+            .get_mut(index as usize)
+            .ok_or(MergeError::Missing { missing: index, count })
+    }
+
+    /// A part's start: it must be of the same run as the parts started before it.
+    pub fn start(&mut self, index: u32, start: Start) -> Result<(), MergeError> {
+        if let Some(first) = self.parts.iter().find_map(|p| p.start.as_ref()) {
+            if let Some(what) = differs(&start, first) {
+                return Err(MergeError::Differs {
+                    part: index as usize,
+                    what,
+                });
             }
         }
+        self.part(index)?.start = Some(start);
+        Ok(())
+    }
+
+    /// One interval of a part, sent after its start and after its intervals before it; returns
+    /// which interval of the run it is.
+    pub fn interval(&mut self, index: u32, r: IntervalRecord) -> Result<u64, MergeError> {
+        let next = self.next;
+        let p = self.part(index)?;
+        let interval_s = p.start.as_ref().ok_or(MergeError::Unstarted(index))?.interval_s;
+        let k = (r.interval.t_s / interval_s).round() as u64;
+        if k < next || p.passed.is_some_and(|passed| k <= passed) {
+            return Err(MergeError::OutOfOrder {
+                worker: index,
+                interval: k,
+            });
+        }
+        p.requests = p.requests.saturating_add(r.interval.requests);
+        p.failures = p.failures.saturating_add(r.interval.failures);
+        p.dropped = p.dropped.saturating_add(r.interval.dropped);
+        if let Some(it) = &r.interval.iterations {
+            p.iterations = Some(p.iterations.unwrap_or(0).saturating_add(it.completed));
+        }
+        crate::hist::add_encoded(&mut p.send_lag, r.send_lag.as_ref())?;
+        p.went = Some(r.interval.t_s + interval_s);
+        p.passed = Some(k);
+        self.open.entry(k).or_default().insert(index, r);
         Ok(k)
     }
 
-    /// The merged record of interval `k`, as far as it was added up.
-    pub fn get(&self, k: u64) -> Option<&IntervalRecord> {
-        self.by_index.get(&k)
+    /// A round of monitoring: the system under test is the same for every worker, so its
+    /// series are the first worker's, not one per generator.
+    pub fn monitor(&mut self, index: u32, m: &crate::monitor::MonitorSample) {
+        if index == 0 {
+            self.fold.add_monitor(m);
+        }
     }
 
-    /// The last interval added to.
-    pub fn last(&self) -> Option<u64> {
-        self.by_index.keys().next_back().copied()
+    /// Requests a part kept one by one; kept while the whole run's are few enough.
+    pub fn points(&mut self, p: &[crate::results::RequestPoint]) {
+        self.fold.add_points(p);
+    }
+
+    /// A step a part started by hand (a collected run steered from its page).
+    pub fn step(&mut self, index: u32, s: Step) -> Result<(), MergeError> {
+        self.part(index)?.steps.push(s);
+        Ok(())
+    }
+
+    /// A part's end: it sent everything.
+    pub fn end(&mut self, index: u32, mut e: End) -> Result<(), MergeError> {
+        // The run's monitored series are the first ended worker's, so only that end keeps
+        // them: a series per worker would grow with the run.
+        let first = self.parts.iter().position(|p| p.end.is_some());
+        match first {
+            Some(f) if f < index as usize => e.monitor = None,
+            Some(f) => {
+                if let Some(other) = self.parts[f].end.as_mut() {
+                    other.monitor = None;
+                }
+            }
+            None => {}
+        }
+        let p = self.part(index)?;
+        p.end = Some(e);
+        p.done = true;
+        Ok(())
+    }
+
+    /// A part that will send nothing more, without its end (its worker was killed or lost).
+    pub fn lost(&mut self, index: u32) {
+        if let Some(p) = self.parts.get_mut(index as usize) {
+            p.done = true;
+        }
+    }
+
+    /// The last interval a part sent.
+    pub fn passed(&self, index: u32) -> Option<u64> {
+        self.parts.get(index as usize).and_then(|p| p.passed)
+    }
+
+    /// The merged run's start, once every part has started or was lost (and one started).
+    pub fn start_entry(&self) -> Option<Start> {
+        if self.parts.iter().any(|p| p.start.is_none() && !p.done) {
+            return None;
+        }
+        let mut started = self.parts.iter().filter_map(|p| p.start.as_ref());
+        let first = started.next()?;
+        let started_at = started
+            .map(|s| &s.started_at)
+            .fold(&first.started_at, std::cmp::min)
+            .clone();
+        Some(Start {
+            started_at,
+            config: crate::results::RunConfig {
+                worker: None,
+                ..first.config.clone()
+            },
+            ..first.clone()
+        })
+    }
+
+    /// The intervals every part still running has sent, each added up in worker order and
+    /// folded into the run: the records of the run, in order.
+    pub fn close(&mut self) -> Result<Vec<IntervalRecord>, MergeError> {
+        let mut closed = Vec::new();
+        while let Some(entry) = self.open.first_entry() {
+            let k = *entry.key();
+            let waiting = self
+                .parts
+                .iter()
+                .any(|p| !p.done && p.passed.is_none_or(|passed| passed < k));
+            if waiting {
+                break;
+            }
+            let mut records = entry.remove().into_values();
+            let Some(mut merged) = records.next() else { continue };
+            for r in records {
+                add_record(&mut merged, &r)?;
+            }
+            self.fold.add(&merged)?;
+            self.next = k + 1;
+            closed.push(merged);
+        }
+        Ok(closed)
+    }
+
+    /// The whole run once every part has ended or was lost: its end (absent when no part ended)
+    /// and its results, with a record of each worker. `stopped`: the stop condition a collector
+    /// judged on the whole, which ended every part; `steps`: the steps a collector started by
+    /// hand (else the parts' own); `interrupted`: the signal that ended the collector.
+    pub fn finish(
+        mut self,
+        stopped: Option<StopRecord>,
+        steps: Option<Vec<Step>>,
+        interrupted: Option<EndReason>,
+    ) -> Result<(Start, Option<End>, Results), MergeError> {
+        let count = self.parts.len() as u32;
+        if let Some(missing) = self.parts.iter().position(|p| p.start.is_none()) {
+            return Err(MergeError::Missing {
+                missing: missing as u32,
+                count,
+            });
+        }
+        for p in &mut self.parts {
+            p.done = true;
+        }
+        self.close()?;
+        let start = self.start_entry().ok_or(MergeError::NoParts)?;
+        let mut end = merged_end(&self.parts)?;
+        if let (Some(e), Some(s)) = (end.as_mut(), stopped) {
+            e.ended_by = EndReason::Condition;
+            e.stopped_by = Some(s);
+        }
+        let run_s = end.as_ref().map(|e| e.duration_s);
+        let workers: Vec<WorkerRecord> = self.parts.iter().map(|p| worker(p, run_s)).collect();
+        if let Some(e) = end.as_mut() {
+            e.workers = workers.clone();
+            if let Some(signal) = interrupted {
+                e.ended_by = signal;
+            }
+        }
+        // A collected run steered from its page: every worker made the collector's changes,
+        // as the same steps at the same instants; a worker lost early has fewer of them.
+        let steps = steps.unwrap_or_else(|| {
+            self.parts
+                .iter()
+                .map(|p| &p.steps)
+                .max_by_key(|s| s.len())
+                .cloned()
+                .unwrap_or_default()
+        });
+        for s in &steps {
+            self.fold.add_step(s);
+        }
+        let mut results = self.fold.finish(&start, end.as_ref());
+        results.workers = workers;
+        if let Some(signal) = interrupted {
+            results.ended_by = signal;
+        }
+        Ok((start, end, results))
     }
 }
 
-/// The whole run that `parts` make: one journal (the first
-/// worker's start and monitored series, the merged intervals, every part's requests kept one by
-/// one, and the end) and a record of each worker. `stopped`: the stop condition a collector
-/// judged on the whole, which ended every part. A part that ended without its end (a worker
-/// killed or lost) is kept as far as it went and its record says when it was lost; the run's
-/// end is that of the others.
-pub fn whole(parts: &[Journal], stopped: Option<StopRecord>) -> Result<(Journal, Vec<WorkerRecord>), MergeError> {
-    let order = check(parts)?;
-    let first = &parts[order[0]];
-    // Added in worker order, so a collector's sum is `crest merge`'s to the last example kept.
-    let mut sum = Sum::default();
-    for &p in &order {
-        for r in &parts[p].intervals {
-            sum.add(r, parts[p].start.interval_s)?;
-        }
-    }
-    let start = Start {
-        started_at: order
-            .iter()
-            .map(|&p| parts[p].start.started_at.clone())
-            .min()
-            .unwrap_or_default(),
-        config: crate::results::RunConfig {
-            worker: None,
-            ..first.start.config.clone()
-        },
-        ..first.start.clone()
-    };
-    let mut end = merged_end(parts, &order)?;
-    if let (Some(e), Some(s)) = (end.as_mut(), stopped) {
-        e.ended_by = EndReason::Condition;
-        e.stopped_by = Some(s);
-    }
-    let run_s = end.as_ref().map(|e| e.duration_s);
-    let workers: Vec<WorkerRecord> = order
-        .iter()
-        .map(|&p| worker(&parts[p], run_s))
-        .collect::<Result<_, _>>()?;
-    if let Some(e) = end.as_mut() {
-        e.workers = workers.clone();
-    }
-    let journal = Journal {
-        start,
-        intervals: sum.by_index.into_values().collect(),
-        // The system under test is the same for every worker: its series are the first
-        // worker's, not one per generator.
-        monitor: first.monitor.clone(),
-        points: order.iter().flat_map(|&p| parts[p].points.iter().cloned()).collect(),
-        // A collected run steered from its page: every worker made the collector's changes,
-        // as the same steps at the same instants; a worker lost early has fewer of them.
-        steps: parts
-            .iter()
-            .map(|p| &p.steps)
-            .max_by_key(|s| s.len())
-            .cloned()
-            .unwrap_or_default(),
-        end,
-        truncated: false,
-    };
-    Ok((journal, workers))
+/// What differs between two parts' starts that makes them parts of different runs.
+fn differs(s: &Start, first: &Start) -> Option<&'static str> {
+    let same = |s: &Start| plan_identity(s)["config"].take();
+    [
+        (s.crest_version != first.crest_version, "crest version"),
+        (
+            s.config.worker.map(|w| w.count) != first.config.worker.map(|w| w.count),
+            "number of workers",
+        ),
+        (same(s) != same(first), "configuration"),
+        (s.names != first.names, "request names"),
+        (s.flows != first.flows, "flows"),
+        (
+            serde_json::to_value(&s.segments).ok() != serde_json::to_value(&first.segments).ok(),
+            "steps",
+        ),
+        (s.interval_s != first.interval_s, "interval"),
+    ]
+    .into_iter()
+    .find_map(|(d, what)| d.then_some(what))
 }
 
 /// What must be the same in every part of one run, as a value to compare or digest: the
@@ -237,7 +442,6 @@ fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
         return Err(MergeError::NoParts);
     };
     let count = first.start.config.worker.ok_or(MergeError::Whole(0))?.count;
-    let same = |s: &Start| plan_identity(s)["config"].take();
     let mut by_worker: BTreeMap<u32, usize> = BTreeMap::new();
     for (k, p) in parts.iter().enumerate() {
         let s = &p.start;
@@ -245,20 +449,14 @@ fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
         if s.part.is_some() {
             return Err(MergeError::Joined(k));
         }
-        let differs = [
-            (s.crest_version != first.start.crest_version, "crest version"),
-            (w.count != count, "number of workers"),
-            (same(s) != same(&first.start), "configuration"),
-            (s.names != first.start.names, "request names"),
-            (s.flows != first.start.flows, "flows"),
-            (
-                serde_json::to_value(&s.segments).ok() != serde_json::to_value(&first.start.segments).ok(),
-                "steps",
-            ),
-            (s.interval_s != first.start.interval_s, "interval"),
-        ];
-        if let Some((_, what)) = differs.into_iter().find(|(d, _)| *d) {
+        if let Some(what) = differs(s, &first.start) {
             return Err(MergeError::Differs { part: k, what });
+        }
+        if w.index >= count {
+            return Err(MergeError::Differs {
+                part: k,
+                what: "worker index (it is not below the number of workers)",
+            });
         }
         if let Some(other) = by_worker.insert(w.index, k) {
             return Err(MergeError::Twice(other, k, w.index));
@@ -273,8 +471,8 @@ fn check(parts: &[Journal]) -> Result<Vec<usize>, MergeError> {
 /// The end of the whole run: the last worker's of those that ended, and unfinished if none
 /// did. A part without its end (killed) is a lost worker (see [`WorkerRecord::lost`]): the run
 /// is the others' and its part as far as it went.
-fn merged_end(parts: &[Journal], order: &[usize]) -> Result<Option<End>, MergeError> {
-    let ends: Vec<&End> = order.iter().filter_map(|&p| parts[p].end.as_ref()).collect();
+fn merged_end(parts: &[Part]) -> Result<Option<End>, MergeError> {
+    let ends: Vec<&End> = parts.iter().filter_map(|p| p.end.as_ref()).collect();
     let Some(&first) = ends.first() else {
         return Ok(None);
     };
@@ -323,47 +521,36 @@ fn merged_users<'a>(users: impl Iterator<Item = Option<&'a UserTimes>>) -> Resul
     }))
 }
 
-/// One worker's record, from its own journal; `run_s`: how long the whole run lasted, when it
-/// ended.
-fn worker(j: &Journal, run_s: Option<f64>) -> Result<WorkerRecord, HistError> {
-    let mut send_lag: Option<hdrhistogram::Histogram<u64>> = None;
-    let (mut requests, mut failures, mut dropped) = (0u64, 0u64, 0u64);
-    let mut iterations: Option<u64> = None;
-    for r in &j.intervals {
-        requests = requests.saturating_add(r.interval.requests);
-        failures = failures.saturating_add(r.interval.failures);
-        dropped = dropped.saturating_add(r.interval.dropped);
-        if let Some(it) = &r.interval.iterations {
-            iterations = Some(iterations.unwrap_or(0).saturating_add(it.completed));
-        }
-        crate::hist::add_encoded(&mut send_lag, r.send_lag.as_ref())?;
-    }
-    let end = j.end.as_ref();
-    let went = j.intervals.last().map_or(0.0, |r| r.interval.t_s + j.start.interval_s);
+/// One worker's record, from its part's totals; `run_s`: how long the whole run lasted, when
+/// it ended.
+fn worker(p: &Part, run_s: Option<f64>) -> WorkerRecord {
+    let start = p.start.as_ref();
+    let end = p.end.as_ref();
+    let went = p.went.unwrap_or(0.0);
     let lost = match (end, run_s) {
         (None, Some(run_s)) => Some(Lost {
             at_s: went,
-            share: load_share(&j.start.config),
+            share: start.map_or(1.0, |s| load_share(&s.config)),
             missing_s: (run_s - went).max(0.0),
         }),
         _ => None,
     };
-    Ok(WorkerRecord {
-        index: j.start.config.worker.map_or(0, |w| w.index),
-        started_at: j.start.started_at.clone(),
+    WorkerRecord {
+        index: start.and_then(|s| s.config.worker).map_or(0, |w| w.index),
+        started_at: start.map(|s| s.started_at.clone()).unwrap_or_default(),
         duration_s: end.map_or(went, |e| e.duration_s),
         ended_by: end.map_or(EndReason::Unfinished, |e| e.ended_by),
-        requests,
-        failures,
+        requests: p.requests,
+        failures: p.failures,
         arrivals: end.and_then(|e| e.arrivals),
-        dropped,
+        dropped: p.dropped,
         behind: end.and_then(|e| e.behind).unwrap_or(0),
         queued: end.and_then(|e| e.queued).unwrap_or(0),
-        iterations,
-        send_lag: send_lag.as_ref().map(EncodedHistogram::encode),
+        iterations: p.iterations,
+        send_lag: p.send_lag.as_ref().map(EncodedHistogram::encode),
         client: end.and_then(|e| e.client.clone()),
         lost,
-    })
+    }
 }
 
 /// A worker's share of the run's load, from 0 to 1: of the users (closed model, split as

@@ -490,6 +490,10 @@ pub enum EndReason {
     /// The run stopped without finishing (killed, out of memory, a power cut): the document was
     /// rebuilt from its journal, and its last seconds are missing.
     Unfinished,
+    /// A collector's worker whose collector was lost (killed, its machine gone, the connection
+    /// cut): it stopped sending, since nothing it measured would reach the run, and kept its
+    /// part as far as it went.
+    CollectorLost,
 }
 
 impl EndReason {

@@ -147,6 +147,9 @@ pub fn ended_by(e: EndReason) -> &'static str {
         EndReason::Unfinished => {
             "nothing: crest was stopped (killed or crashed); rebuilt from its journal, its last seconds are missing"
         }
+        EndReason::CollectorLost => {
+            "its collector being lost (this worker stopped, and kept its part as far as it went)"
+        }
     }
 }
 
