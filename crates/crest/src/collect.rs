@@ -306,12 +306,10 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
                 if missing.len() == 1 { "" } else { "s" },
                 missing.join(", ")
             );
-            c.tell(|| Down::Refused { reason: reason.clone() });
+            c.refuse_all(&rt, &reason);
             bail!(reason);
         };
-        c.tell(|| Down::Refused {
-            reason: "the collector was interrupted before the start".into(),
-        });
+        c.refuse_all(&rt, "the collector was interrupted before the start");
         return Ok(if signal == EndReason::Sigint { 130 } else { 143 });
     }
     // The merged run is journaled as it is added up, so a collector killed mid-run leaves a
@@ -319,9 +317,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     match crate::journal::Writer::create(&dir.join(rundir::JOURNAL)) {
         Ok(j) => c.journal = Some(j),
         Err(e) => {
-            c.tell(|| Down::Refused {
-                reason: "the collector cannot write its run directory".into(),
-            });
+            c.refuse_all(&rt, "the collector cannot write its run directory");
             output::discard_if_unused(&dir);
             return Err(e);
         }
@@ -450,6 +446,23 @@ impl Collecting {
         for w in self.workers.iter().flatten() {
             let _ = w.tx.send(m());
         }
+    }
+
+    /// Tells every worker why it is refused, and waits (a few seconds at most) until each
+    /// connection's writer has sent it: the collector exits next, and a message still queued
+    /// then would reach the worker as a bare closed connection.
+    fn refuse_all(&self, rt: &tokio::runtime::Runtime, reason: &str) {
+        self.tell(|| Down::Refused {
+            reason: reason.to_string(),
+        });
+        let sent = async {
+            for w in self.workers.iter().flatten() {
+                w.tx.closed().await;
+            }
+        };
+        rt.block_on(async {
+            let _ = tokio::time::timeout(Duration::from_secs(3), sent).await;
+        });
     }
 
     fn running(&self) -> bool {
