@@ -1,6 +1,6 @@
 //! One interval's worth of measurements from one thread, or from all of them once merged.
 
-use crest_model::hist::{add_opt, new_histogram, record, record_bytes};
+use crest_model::hist::{add_opt, new_histogram, record, Hist};
 use crest_model::journal::IntervalRecord;
 use crest_model::results::{
     ErrorClass, FailedRequest, Interval, IntervalIterations, IterationStat, IterationSum, RequestPoint, Stat, StatSum,
@@ -116,25 +116,25 @@ impl IntervalAcc {
     pub(crate) fn record(&mut self, s: &Sample, part: bool, open_model: bool, detail: Option<&dyn std::fmt::Display>) {
         let stat = self.stat(s.segment, s.name, s.outcome, part);
         stat.count += 1;
-        record(&mut stat.latency, s.total);
+        stat.latency.record(s.total);
         if part {
             return;
         }
         stat.bytes_sent += s.bytes_sent;
         stat.bytes_received += s.bytes_received;
         if let Some(v) = s.ttfb {
-            record(stat.ttfb.get_or_insert_with(new_histogram), v);
+            stat.ttfb.get_or_insert_with(Hist::new).record(v);
         }
         if let Some(v) = s.connect {
-            record(stat.connect.get_or_insert_with(new_histogram), v);
+            stat.connect.get_or_insert_with(Hist::new).record(v);
         }
         if let Some(v) = s.dns {
-            record(stat.dns.get_or_insert_with(new_histogram), v);
+            stat.dns.get_or_insert_with(Hist::new).record(v);
         }
         // A size is of what a response carried; a statement or a request that received nothing
         // (refused, SQL, whose rows are no bytes) has none, rather than the histogram's 1 B.
         if s.bytes_received > 0 {
-            record_bytes(stat.size.get_or_insert_with(new_histogram), s.bytes_received);
+            stat.size.get_or_insert_with(Hist::new).record_bytes(s.bytes_received);
         }
         self.requests += 1;
         self.bytes_sent += s.bytes_sent;
@@ -220,10 +220,10 @@ impl IntervalAcc {
         self.latency().map_or(0, |h| h.value_at_quantile(q))
     }
 
-    fn merged(&self, pick: impl Fn(&StatSum) -> Option<&Histogram<u64>>) -> Option<Histogram<u64>> {
+    fn merged(&self, pick: impl Fn(&StatSum) -> Option<&Hist>) -> Option<Histogram<u64>> {
         let mut out: Option<Histogram<u64>> = None;
         for h in self.stats.iter().filter(|s| !s.part).map(|s| &s.sum).filter_map(pick) {
-            let _ = out.get_or_insert_with(new_histogram).add(h);
+            h.add_into(out.get_or_insert_with(new_histogram));
         }
         out
     }
@@ -258,7 +258,7 @@ impl IntervalAcc {
         let interval_iterations = (!self.iterations.is_empty()).then(|| {
             let mut duration = new_histogram();
             for s in &self.iterations {
-                crest_model::hist::add(&mut duration, &s.durations());
+                s.add_durations_into(&mut duration);
             }
             IntervalIterations {
                 started: self.iterations.iter().map(|s| s.started).sum(),

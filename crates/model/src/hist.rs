@@ -79,6 +79,161 @@ pub fn add_encoded(into: &mut Option<Histogram<u64>>, from: Option<&EncodedHisto
     Ok(())
 }
 
+/// A latency (or size) histogram that costs what it holds: while few of its buckets are used it
+/// keeps only those (12 bytes each), and it turns into a dense HDR histogram (64 KiB and up)
+/// once that would be smaller. Requests are spread over up to 10,000 names, and each name's
+/// totals hold several histograms per step and outcome, per interval and for the whole run:
+/// dense ones cost about a megabyte a name before a request was sent (issue 35). Buckets are
+/// the dense histogram's own (its lowest equivalent values), so converting loses nothing and
+/// the encoding is the same byte for byte.
+#[derive(Clone, Debug, Default)]
+pub struct Hist {
+    /// The lowest equivalent value of each bucket used, ascending, while sparse.
+    values: Vec<u32>,
+    /// Their counts.
+    counts: Vec<u64>,
+    dense: Option<Box<Histogram<u64>>>,
+}
+
+/// Buckets a sparse [`Hist`] keeps before it turns dense: 48 KiB, below the 64 KiB of the
+/// smallest dense one.
+const DENSE_AT: usize = 4096;
+
+/// The lowest value of `v`'s bucket in a histogram of crest's bounds (1 µs, 3 significant
+/// digits: 2,048 sub-buckets, so values below 2,048 are exact and each power of two above has
+/// 1,024 buckets), as hdrhistogram computes it.
+fn lowest_equivalent(v: u64) -> u64 {
+    if v < 2048 {
+        return v;
+    }
+    let shift = 63 - v.leading_zeros() - 10;
+    (v >> shift) << shift
+}
+
+impl Hist {
+    /// An empty one: three empty vectors, no allocation.
+    pub fn new() -> Self {
+        Hist::default()
+    }
+
+    /// Records a duration in microseconds, clamped to the histogram's range.
+    pub fn record(&mut self, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(MAX_MICROS).clamp(1, MAX_MICROS);
+        self.put(us, 1);
+    }
+
+    /// Records a byte count, clamped to the histogram's range.
+    pub fn record_bytes(&mut self, bytes: u64) {
+        self.put(bytes.clamp(1, MAX_MICROS), 1);
+    }
+
+    /// Records `n` of a value within bounds.
+    fn put(&mut self, v: u64, n: u64) {
+        if let Some(d) = &mut self.dense {
+            put(d, v, n);
+            return;
+        }
+        // Within bounds, MAX_MICROS < u32::MAX.
+        let key = lowest_equivalent(v) as u32;
+        match self.values.binary_search(&key) {
+            Ok(i) => self.counts[i] = self.counts[i].saturating_add(n),
+            Err(i) => {
+                self.values.insert(i, key);
+                self.counts.insert(i, n);
+                if self.values.len() > DENSE_AT {
+                    let d = self.build();
+                    self.values = Vec::new();
+                    self.counts = Vec::new();
+                    self.dense = Some(Box::new(d));
+                }
+            }
+        }
+    }
+
+    fn build(&self) -> Histogram<u64> {
+        let mut h = new_histogram();
+        for (&v, &n) in self.values.iter().zip(&self.counts) {
+            put(&mut h, u64::from(v), n);
+        }
+        h
+    }
+
+    /// Adds another.
+    pub fn add(&mut self, o: &Hist) {
+        match &o.dense {
+            Some(d) => self.add_histogram(d),
+            None => {
+                for (&v, &n) in o.values.iter().zip(&o.counts) {
+                    self.put(u64::from(v), n);
+                }
+            }
+        }
+    }
+
+    /// Adds a dense histogram (a decoded one, say); values beyond crest's bounds are clamped.
+    pub fn add_histogram(&mut self, h: &Histogram<u64>) {
+        if let Some(d) = &mut self.dense {
+            add(d, h);
+            return;
+        }
+        for v in h.iter_recorded() {
+            self.put(v.value_iterated_to().clamp(1, MAX_MICROS), v.count_at_value());
+        }
+    }
+
+    /// Adds an encoded histogram, as a journal holds it.
+    pub fn add_encoded(&mut self, e: &EncodedHistogram) -> Result<(), HistError> {
+        self.add_histogram(&e.decode()?);
+        Ok(())
+    }
+
+    /// Values recorded.
+    pub fn len(&self) -> u64 {
+        match &self.dense {
+            Some(d) => d.len(),
+            None => self.counts.iter().fold(0, |a, &n| a.saturating_add(n)),
+        }
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// As a dense histogram, for figures and merging.
+    pub fn histogram(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        match &self.dense {
+            Some(d) => std::borrow::Cow::Borrowed(d),
+            None => std::borrow::Cow::Owned(self.build()),
+        }
+    }
+
+    /// Adds it into a dense histogram.
+    pub fn add_into(&self, into: &mut Histogram<u64>) {
+        match &self.dense {
+            Some(d) => add(into, d),
+            None => {
+                for (&v, &n) in self.values.iter().zip(&self.counts) {
+                    put(into, u64::from(v), n);
+                }
+            }
+        }
+    }
+
+    /// Encoded as the results document holds it, the same as its dense histogram's encoding.
+    pub fn encode(&self) -> EncodedHistogram {
+        EncodedHistogram::encode(&self.histogram())
+    }
+
+    /// Heap bytes it holds, for tests of what names cost.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.dense {
+            Some(d) => d.distinct_values() * 8,
+            None => self.values.capacity() * 4 + self.counts.capacity() * 8,
+        }
+    }
+}
+
 /// A histogram could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum HistError {
@@ -199,6 +354,56 @@ mod tests {
         let mut sizes = new_histogram();
         record_bytes(&mut sizes, 5 << 20);
         assert!(sizes.equivalent(sizes.max(), 5 << 20));
+    }
+
+    /// A value's bucket as hdrhistogram computes it, for every magnitude in bounds.
+    #[test]
+    fn buckets_are_the_dense_histograms_own() {
+        let h = Histogram::<u64>::new_with_bounds(1, MAX_MICROS, 3).unwrap();
+        let mut v = 1u64;
+        while v <= MAX_MICROS {
+            for x in [v, v + 1, v * 3 / 2, v.saturating_mul(2) - 1] {
+                let x = x.min(MAX_MICROS);
+                assert_eq!(lowest_equivalent(x), h.lowest_equivalent(x), "{x}");
+            }
+            v *= 2;
+        }
+    }
+
+    /// Sparse, turned dense, or added from a decoded histogram: the same bytes as a dense
+    /// histogram recording the same values, so results keep their content.
+    #[test]
+    fn a_sparse_histogram_encodes_as_the_dense_one() {
+        let mut dense = new_histogram();
+        let mut few = Hist::new();
+        for us in [1u64, 7, 2_047, 2_049, 65_536, 1_000_003, 59 * 60 * 1_000_000] {
+            record(&mut dense, Duration::from_micros(us));
+            few.record(Duration::from_micros(us));
+        }
+        record_bytes(&mut dense, 5 << 20);
+        few.record_bytes(5 << 20);
+        assert!(few.dense.is_none());
+        assert_eq!(few.len(), 8);
+        assert_eq!(few.encode(), EncodedHistogram::encode(&dense));
+        assert!(few.heap_bytes() < 1024, "{}", few.heap_bytes());
+
+        // Spread over more buckets than a sparse one keeps, it turns dense on the way.
+        let mut many = Hist::new();
+        let mut dense = new_histogram();
+        for us in (1..20_000u64).map(|i| i * 37) {
+            record(&mut dense, Duration::from_micros(us));
+            many.record(Duration::from_micros(us));
+        }
+        assert!(many.dense.is_some());
+        assert_eq!(many.encode(), EncodedHistogram::encode(&dense));
+
+        let mut summed = Hist::new();
+        summed.add_encoded(&few.encode()).unwrap();
+        summed.add(&few);
+        let mut twice = few.histogram().into_owned();
+        add(&mut twice, &few.histogram());
+        assert_eq!(summed.encode(), EncodedHistogram::encode(&twice));
+        assert_eq!(summed.len(), 16);
     }
 
     #[test]

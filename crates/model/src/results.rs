@@ -829,8 +829,8 @@ pub struct IterationSum {
     pub completed: u64,
     /// Iterations that failed.
     pub failed: u64,
-    duration: hdrhistogram::Histogram<u64>,
-    failed_duration: Option<hdrhistogram::Histogram<u64>>,
+    duration: crate::hist::Hist,
+    failed_duration: Option<crate::hist::Hist>,
 }
 
 impl IterationSum {
@@ -842,7 +842,7 @@ impl IterationSum {
             started: 0,
             completed: 0,
             failed: 0,
-            duration: crate::hist::new_histogram(),
+            duration: crate::hist::Hist::new(),
             failed_duration: None,
         }
     }
@@ -851,13 +851,12 @@ impl IterationSum {
     pub fn record(&mut self, it: &crate::IterationSample) {
         if it.failed {
             self.failed += 1;
-            crate::hist::record(
-                self.failed_duration.get_or_insert_with(crate::hist::new_histogram),
-                it.took,
-            );
+            self.failed_duration
+                .get_or_insert_with(Default::default)
+                .record(it.took);
         } else {
             self.completed += 1;
-            crate::hist::record(&mut self.duration, it.took);
+            self.duration.record(it.took);
         }
     }
 
@@ -867,31 +866,32 @@ impl IterationSum {
         self.started = self.started.saturating_add(o.started);
         self.completed = self.completed.saturating_add(o.completed);
         self.failed = self.failed.saturating_add(o.failed);
-        crate::hist::add(&mut self.duration, &o.duration);
-        crate::hist::add_opt(&mut self.failed_duration, o.failed_duration.as_ref());
+        self.duration.add(&o.duration);
+        if let Some(f) = &o.failed_duration {
+            self.failed_duration.get_or_insert_with(Default::default).add(f);
+        }
     }
 
     /// Adds an encoded one, as a journal holds it.
     pub fn add_stat(&mut self, s: &IterationStat) -> Result<(), crate::HistError> {
-        self.add(&IterationSum {
-            segment: s.segment,
-            flow: s.flow,
-            started: s.started,
-            completed: s.completed,
-            failed: s.failed,
-            duration: s.duration.decode()?,
-            failed_duration: s.failed_duration.as_ref().map(EncodedHistogram::decode).transpose()?,
-        });
+        self.started = self.started.saturating_add(s.started);
+        self.completed = self.completed.saturating_add(s.completed);
+        self.failed = self.failed.saturating_add(s.failed);
+        self.duration.add_encoded(&s.duration)?;
+        if let Some(f) = &s.failed_duration {
+            self.failed_duration
+                .get_or_insert_with(Default::default)
+                .add_encoded(f)?;
+        }
         Ok(())
     }
 
-    /// Every iteration's time, completed and failed, in µs.
-    pub fn durations(&self) -> hdrhistogram::Histogram<u64> {
-        let mut h = self.duration.clone();
+    /// Adds every iteration's time, completed and failed, in µs, into `into`.
+    pub fn add_durations_into(&self, into: &mut hdrhistogram::Histogram<u64>) {
+        self.duration.add_into(into);
         if let Some(f) = &self.failed_duration {
-            crate::hist::add(&mut h, f);
+            f.add_into(into);
         }
-        h
     }
 
     /// As the results document and the journal hold it.
@@ -902,8 +902,8 @@ impl IterationSum {
             started: self.started,
             completed: self.completed,
             failed: self.failed,
-            duration: EncodedHistogram::encode(&self.duration),
-            failed_duration: self.failed_duration.as_ref().map(EncodedHistogram::encode),
+            duration: self.duration.encode(),
+            failed_duration: self.failed_duration.as_ref().map(crate::hist::Hist::encode),
         }
     }
 }
@@ -926,15 +926,15 @@ pub struct StatSum {
     /// As [`Stat::bytes_received`].
     pub bytes_received: u64,
     /// [`Stat::latency`], decoded.
-    pub latency: hdrhistogram::Histogram<u64>,
+    pub latency: crate::hist::Hist,
     /// [`Stat::ttfb`], decoded.
-    pub ttfb: Option<hdrhistogram::Histogram<u64>>,
+    pub ttfb: Option<crate::hist::Hist>,
     /// [`Stat::connect`], decoded.
-    pub connect: Option<hdrhistogram::Histogram<u64>>,
+    pub connect: Option<crate::hist::Hist>,
     /// [`Stat::dns`], decoded.
-    pub dns: Option<hdrhistogram::Histogram<u64>>,
+    pub dns: Option<crate::hist::Hist>,
     /// [`Stat::size`], decoded.
-    pub size: Option<hdrhistogram::Histogram<u64>>,
+    pub size: Option<crate::hist::Hist>,
 }
 
 impl StatSum {
@@ -947,7 +947,7 @@ impl StatSum {
             count: 0,
             bytes_sent: 0,
             bytes_received: 0,
-            latency: crate::hist::new_histogram(),
+            latency: crate::hist::Hist::new(),
             ttfb: None,
             connect: None,
             dns: None,
@@ -961,11 +961,11 @@ impl StatSum {
         self.count = self.count.saturating_add(o.count);
         self.bytes_sent = self.bytes_sent.saturating_add(o.bytes_sent);
         self.bytes_received = self.bytes_received.saturating_add(o.bytes_received);
-        crate::hist::add(&mut self.latency, &o.latency);
-        crate::hist::add_opt(&mut self.ttfb, o.ttfb.as_ref());
-        crate::hist::add_opt(&mut self.connect, o.connect.as_ref());
-        crate::hist::add_opt(&mut self.dns, o.dns.as_ref());
-        crate::hist::add_opt(&mut self.size, o.size.as_ref());
+        self.latency.add(&o.latency);
+        add_opt(&mut self.ttfb, o.ttfb.as_ref());
+        add_opt(&mut self.connect, o.connect.as_ref());
+        add_opt(&mut self.dns, o.dns.as_ref());
+        add_opt(&mut self.size, o.size.as_ref());
     }
 
     /// Adds an encoded one, as a journal holds it.
@@ -973,11 +973,11 @@ impl StatSum {
         self.count = self.count.saturating_add(s.count);
         self.bytes_sent = self.bytes_sent.saturating_add(s.bytes_sent);
         self.bytes_received = self.bytes_received.saturating_add(s.bytes_received);
-        crate::hist::add(&mut self.latency, &s.latency.decode()?);
-        crate::hist::add_encoded(&mut self.ttfb, s.ttfb.as_ref())?;
-        crate::hist::add_encoded(&mut self.connect, s.connect.as_ref())?;
-        crate::hist::add_encoded(&mut self.dns, s.dns.as_ref())?;
-        crate::hist::add_encoded(&mut self.size, s.size.as_ref())
+        self.latency.add_encoded(&s.latency)?;
+        add_encoded_opt(&mut self.ttfb, s.ttfb.as_ref())?;
+        add_encoded_opt(&mut self.connect, s.connect.as_ref())?;
+        add_encoded_opt(&mut self.dns, s.dns.as_ref())?;
+        add_encoded_opt(&mut self.size, s.size.as_ref())
     }
 
     /// As the results document and the journal hold it.
@@ -989,12 +989,28 @@ impl StatSum {
             count: self.count,
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
-            latency: EncodedHistogram::encode(&self.latency),
-            ttfb: self.ttfb.as_ref().map(EncodedHistogram::encode),
-            connect: self.connect.as_ref().map(EncodedHistogram::encode),
-            dns: self.dns.as_ref().map(EncodedHistogram::encode),
-            size: self.size.as_ref().map(EncodedHistogram::encode),
+            latency: self.latency.encode(),
+            ttfb: self.ttfb.as_ref().map(crate::hist::Hist::encode),
+            connect: self.connect.as_ref().map(crate::hist::Hist::encode),
+            dns: self.dns.as_ref().map(crate::hist::Hist::encode),
+            size: self.size.as_ref().map(crate::hist::Hist::encode),
         }
+    }
+}
+
+fn add_opt(into: &mut Option<crate::hist::Hist>, from: Option<&crate::hist::Hist>) {
+    if let Some(f) = from {
+        into.get_or_insert_with(Default::default).add(f);
+    }
+}
+
+fn add_encoded_opt(
+    into: &mut Option<crate::hist::Hist>,
+    from: Option<&EncodedHistogram>,
+) -> Result<(), crate::HistError> {
+    match from {
+        Some(f) => into.get_or_insert_with(Default::default).add_encoded(f),
+        None => Ok(()),
     }
 }
 
