@@ -32,7 +32,9 @@ fn ten_thousand_names_run_in_bounded_memory_and_count_every_request() {
         ));
     }
     // 20,000 iterations of flows chosen at random: about 8,600 of the names occur, most of them
-    // in several seconds and on both engine threads. The duration only bounds the run.
+    // in several seconds and on both engine threads. The duration only bounds the run. (A debug
+    // build spends most of this test's minutes analysing 10,000 names at the end; that
+    // `crest report` rebuilds such a run from its journal is checked on smaller runs.)
     text.push_str("load: {users: 16, duration: 120s, iterations: 20000}\n");
     let (_guard, file) = common::scenario_file(&text);
     assert_eq!(children_peak_rss(), 0, "no child has been waited for yet");
@@ -72,11 +74,4 @@ fn ten_thousand_names_run_in_bounded_memory_and_count_every_request() {
         .map(|s| s["name"].as_u64().unwrap())
         .collect();
     assert!(occurred.len() > 8_000, "{} names occurred", occurred.len());
-
-    // The journal rebuilds the same counts with `crest report DIR` (results.json gone).
-    std::fs::remove_file(r.results_path()).unwrap();
-    let out = common::crest().arg("report").arg(r.dir.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rebuilt: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.results_path()).unwrap()).unwrap();
-    assert_eq!(rebuilt["stats"], results["stats"]);
 }
