@@ -8,6 +8,7 @@
 //! dashboard keeps 2,880), and the tables have a row per step, name and outcome.
 
 use crest_engine::{Control, Stop};
+use crest_model::hist::Hist;
 use crest_model::journal::{steered, Entry, Fold, IntervalRecord, Start, Step};
 use crest_model::results::{ClientStats, EndReason, Results, Segment};
 use hdrhistogram::Histogram;
@@ -154,8 +155,9 @@ pub(crate) struct Tally {
     pub(crate) failures: u64,
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_received: u64,
-    /// Latency in µs.
-    pub(crate) latency: Histogram<u64>,
+    /// Latency in µs: sparse while few buckets are used, as a run's per-name totals are, so a
+    /// page over thousands of names costs what they hold.
+    pub(crate) latency: Hist,
 }
 
 impl Default for Tally {
@@ -165,18 +167,19 @@ impl Default for Tally {
             failures: 0,
             bytes_sent: 0,
             bytes_received: 0,
-            latency: crest_model::hist::new_histogram(),
+            latency: Hist::new(),
         }
     }
 }
 
 impl Tally {
     fn row(&self, label: String, seconds: f64) -> Row {
+        let latency = self.latency.histogram();
         let ms = |q: f64| {
-            if self.latency.is_empty() {
+            if latency.is_empty() {
                 0.0
             } else {
-                self.latency.value_at_quantile(q) as f64 / 1000.0
+                latency.value_at_quantile(q) as f64 / 1000.0
             }
         };
         Row {
@@ -191,10 +194,10 @@ impl Tally {
             p50: ms(0.5),
             p90: ms(0.9),
             p99: ms(0.99),
-            max: if self.latency.is_empty() {
+            max: if latency.is_empty() {
                 0.0
             } else {
-                self.latency.max() as f64 / 1000.0
+                latency.max() as f64 / 1000.0
             },
         }
     }
@@ -581,7 +584,7 @@ fn names_table(by: &BTreeMap<(String, String), Tally>, seconds: f64) -> Vec<Row>
         let row = names.entry(name).or_default();
         row.count += t.count;
         row.failures += t.failures;
-        let _ = row.latency.add(&t.latency);
+        row.latency.add(&t.latency);
     }
     names.into_iter().map(|(n, t)| t.row(n.to_string(), seconds)).collect()
 }
@@ -617,7 +620,7 @@ impl Kept {
                 t.bytes_sent += s.bytes_sent;
                 t.bytes_received += s.bytes_received;
                 if let Some(h) = &hist {
-                    let _ = t.latency.add(h);
+                    t.latency.add_histogram(h);
                 }
             }
         }
@@ -629,7 +632,7 @@ impl Kept {
         total.bytes_sent += i.bytes_sent;
         total.bytes_received += i.bytes_received;
         if let Some(h) = &latency {
-            let _ = total.latency.add(h);
+            total.latency.add_histogram(h);
         }
         self.dropped += i.dropped;
         let iterations = i.iterations.as_ref().map(|it| it.completed + it.failed);

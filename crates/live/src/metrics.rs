@@ -62,7 +62,7 @@ pub fn render(hub: &Hub) -> String {
             t.failures
         );
     }
-    let h = &k.total.latency;
+    let h = k.total.latency.histogram();
     head(
         &mut out,
         "crest_request_duration_seconds",
