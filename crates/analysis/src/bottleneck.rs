@@ -27,6 +27,12 @@ use serde::Serialize;
 
 /// The share of its ceiling at which a resource is the bottleneck.
 pub const AT_CEILING: f64 = 0.9;
+
+/// A process throttled in at least this share of its cgroup's periods (percent) is at its CPU
+/// quota, by the kernel's own account, whatever share of it the samples show: on a machine
+/// whose cores other work fills, a throttled group does not get all of its quota back in the
+/// periods between, and read 89.97% of a quarter core it was throttled in 86% of the time.
+pub const THROTTLED_AT_QUOTA: f64 = 50.0;
 /// Shares of their ceilings this close are a tie, which the kind of ceiling breaks.
 const NEAR_TIE: f64 = 0.02;
 /// The least share of the host's CPU use that crest and the watched processes must account for
@@ -170,6 +176,15 @@ pub struct Usage {
     pub throttled_percent: Option<f64>,
     /// The samples behind `used`.
     pub samples: usize,
+}
+
+impl Usage {
+    /// At its ceiling: [`AT_CEILING`] of it used, or for a CPU quota, throttled in
+    /// [`THROTTLED_AT_QUOTA`] of its periods.
+    pub fn full(&self) -> bool {
+        self.share.is_some_and(|s| s >= AT_CEILING)
+            || self.resource == Resource::CpuQuota && self.throttled_percent.is_some_and(|t| t >= THROTTLED_AT_QUOTA)
+    }
 }
 
 /// The same resource at the lightest load.
@@ -345,10 +360,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             load_percent: load_cpu,
         });
     let rose = |u: &&Usage| rose(u) && !elsewhere(u);
-    let full: Vec<&Usage> = judged
-        .iter()
-        .filter(|u| u.share.is_some_and(|s| s >= AT_CEILING) && u.samples >= MIN_SAMPLES)
-        .collect();
+    let full: Vec<&Usage> = judged.iter().filter(|u| u.full() && u.samples >= MIN_SAMPLES).collect();
     // The fullest explains the knee; a process's own ceilings win a near tie over a shared one.
     let at_ceiling = full.iter().copied().filter(rose).max_by(|a, b| {
         let (sa, sb) = (a.share.unwrap_or(0.0), b.share.unwrap_or(0.0));

@@ -212,3 +212,31 @@ fn a_host_filled_by_other_work_is_said_but_not_named() {
     let a = crest_analysis::analyze(&r).unwrap();
     assert_eq!(a.summary.bottleneck.as_ref().unwrap().kind, Kind::Cpu);
 }
+
+/// The kernel's own account of a quota: a process throttled in most of its periods is at its
+/// quota even when a machine full of other work left its samples under 90% of it. Throttled
+/// rarely, the same usage is not.
+#[test]
+fn a_process_throttled_most_of_the_time_is_at_its_quota_below_ninety_percent() {
+    let with = |throttled: f64| {
+        let mut r = saturating_fixture();
+        let m = r.monitor.as_mut().unwrap();
+        for s in &mut m.series {
+            match s.key.metric.as_str() {
+                // 43% of the half core from 30 s on: 86% of the quota.
+                "process_cpu_percent" => s.points.iter_mut().filter(|p| p.0 >= 30.0).for_each(|p| p.1 = 43.0),
+                "process_cpu_throttled_percent" => s
+                    .points
+                    .iter_mut()
+                    .filter(|p| p.0 >= 30.0)
+                    .for_each(|p| p.1 = throttled),
+                _ => {}
+            }
+        }
+        crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap()
+    };
+    let b = with(70.0);
+    assert_eq!((b.kind, b.subject.as_str()), (Kind::CpuQuota, "api"), "{b:?}");
+    let b = with(10.0);
+    assert_ne!(b.kind, Kind::CpuQuota, "{b:?}");
+}
