@@ -165,18 +165,6 @@ load: {users: 3, duration: 1s}
     });
 }
 
-/// The summary's error class `outcome`: its count and example.
-fn class(r: &common::Run, outcome: &str) -> (u64, String) {
-    let s = r.summary();
-    let e = s["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["outcome"] == outcome)
-        .unwrap_or_else(|| panic!("no {outcome} in {}", s["errors"]));
-    (e["count"].as_u64().unwrap(), e["example"].as_str().unwrap().to_string())
-}
-
 /// Issue 11, item 3: a 503 whose extraction then failed was reported as `check_failed`, and a
 /// 500 under `check: {status: 200}` too, so the error classes disagreed with the status table.
 #[test]
@@ -201,14 +189,14 @@ load: {threads: 2, loops: 3}
 "#,
         )
         .await;
-        let (n, example) = class(&r, "http_503");
+        let (n, example) = r.error_class("http_503");
         assert_eq!(n, 6);
         assert_eq!(example, "HTTP 503; extract id: $.id matched nothing");
-        let (n, example) = class(&r, "http_500");
+        let (n, example) = r.error_class("http_500");
         assert_eq!(n, 6);
         assert_eq!(example, "HTTP 500; check: status 500 is not one of [200]");
         // A 200 whose check fails is still a failed check.
-        let (n, example) = class(&r, "check_failed");
+        let (n, example) = r.error_class("check_failed");
         assert_eq!(n, 6);
         assert!(example.starts_with("check: $.status is \"FAILED\""), "{example}");
         // The status table and the error classes agree.

@@ -10,18 +10,6 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// The error entry of `outcome` in a run's summary: its count and example message.
-fn error(r: &Run, outcome: &str) -> (u64, String) {
-    let s = r.summary();
-    let e = s["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["outcome"] == outcome)
-        .unwrap_or_else(|| panic!("no {outcome} in {}\n{}", s["errors"], r.stderr));
-    (e["count"].as_u64().unwrap(), e["example"].as_str().unwrap().to_string())
-}
-
 /// Serves each connection with `answer` once the request's head has arrived.
 async fn http1(answer: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -63,7 +51,7 @@ fn http1_heads_past_crests_limits_are_refused_in_crests_name() {
         ] {
             let url = http1(answer).await;
             let r = run_async(&url, &["-c", "1", "-n", "3x", "--timeout", "10s"]).await;
-            let (count, example) = error(&r, "crest_limit");
+            let (count, example) = r.error_class("crest_limit");
             assert_eq!(count, 3, "{}", r.summary()["errors"]);
             assert_eq!(example, format!("crest refused the response: {what}"));
             assert_eq!(r.error_count("protocol"), 0, "not called the server's error");
@@ -207,28 +195,30 @@ async fn h2_connection(s: TcpStream, how: Hostile) -> Seen {
     s
 }
 
+/// Three requests of one user over HTTP/2 to `server`, with `streams` per connection.
+async fn three_requests(server: &H2, streams: &str) -> Run {
+    let args = [
+        "--http2",
+        "--max-streams",
+        streams,
+        "-c",
+        "1",
+        "-n",
+        "3x",
+        "--timeout",
+        "10s",
+    ];
+    run_async(&server.url, &args).await
+}
+
 #[test]
 fn an_http2_header_block_past_crests_limit_is_refused_in_crests_name() {
     rt().block_on(async {
         // One stream per connection is crest's own framing; more is the h2 crate's.
         for streams in ["1", "100"] {
             let server = h2_server(Hostile::HugeHeaderBlock).await;
-            let r = run_async(
-                &server.url,
-                &[
-                    "--http2",
-                    "--max-streams",
-                    streams,
-                    "-c",
-                    "1",
-                    "-n",
-                    "3x",
-                    "--timeout",
-                    "10s",
-                ],
-            )
-            .await;
-            let (count, example) = error(&r, "crest_limit");
+            let r = three_requests(&server, streams).await;
+            let (count, example) = r.error_class("crest_limit");
             assert_eq!(count, 3, "--max-streams {streams}: {}", r.summary()["errors"]);
             assert_eq!(
                 example, "crest refused the response: a response header block over crest's 256 KiB limit",
@@ -244,22 +234,8 @@ fn a_server_flooding_settings_loses_its_connection_as_a_protocol_error() {
     rt().block_on(async {
         for streams in ["1", "100"] {
             let server = h2_server(Hostile::SettingsFlood).await;
-            let r = run_async(
-                &server.url,
-                &[
-                    "--http2",
-                    "--max-streams",
-                    streams,
-                    "-c",
-                    "1",
-                    "-n",
-                    "3x",
-                    "--timeout",
-                    "10s",
-                ],
-            )
-            .await;
-            let (count, example) = error(&r, "h2_protocol");
+            let r = three_requests(&server, streams).await;
+            let (count, example) = r.error_class("h2_protocol");
             assert_eq!(count, 3, "--max-streams {streams}: {}", r.summary()["errors"]);
             assert!(
                 example.contains("more than 100 SETTINGS frames in a second, crest's cap per connection"),

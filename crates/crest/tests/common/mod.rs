@@ -33,6 +33,18 @@ impl Run {
             .unwrap_or_else(|e| panic!("summary is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
 
+    /// The summary's error class `outcome`: its count and example message.
+    pub fn error_class(&self, outcome: &str) -> (u64, String) {
+        let s = self.summary();
+        let e = s["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no {outcome} in {}\n{}", s["errors"], self.stderr));
+        (e["count"].as_u64().unwrap(), e["example"].as_str().unwrap().to_string())
+    }
+
     pub fn error_count(&self, outcome: &str) -> u64 {
         self.summary()["errors"]
             .as_array()
