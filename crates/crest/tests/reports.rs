@@ -85,7 +85,7 @@ fn report_names_the_field_of_a_broken_results_document() {
     let good = serde_json::to_value(crest_testkit::results::stepping_fixture()).unwrap();
     type Edit = fn(&mut serde_json::Value);
     let cases: [(&str, Edit); 2] = [
-        ("intervals[3].t_s is 18446744073709552000", |v| {
+        ("intervals[3].t_s is 1.8446744073709552e19", |v| {
             v["intervals"][3]["t_s"] = serde_json::json!(u64::MAX)
         }),
         ("histogram is not valid base64", |v| {
