@@ -174,16 +174,24 @@ pub struct Usage {
     pub below: Option<Below>,
     /// For a CPU quota: the share of its periods the process was throttled, percent.
     pub throttled_percent: Option<f64>,
+    /// For a process that may run on fewer cores than the machine has: how busy those cores
+    /// were, by any process, percent of them.
+    pub cores_busy_percent: Option<f64>,
     /// The samples behind `used`.
     pub samples: usize,
 }
 
 impl Usage {
-    /// At its ceiling: [`AT_CEILING`] of it used, or for a CPU quota, throttled in
-    /// [`THROTTLED_AT_QUOTA`] of its periods.
+    /// At its ceiling: [`AT_CEILING`] of it used; for a CPU quota, throttled in
+    /// [`THROTTLED_AT_QUOTA`] of its periods; for a process pinned to some of the machine's
+    /// cores, those cores [`AT_CEILING`] busy with it using at least half of them,
+    /// since the cores had no more to give it (other work took the rest).
     pub fn full(&self) -> bool {
         self.share.is_some_and(|s| s >= AT_CEILING)
             || self.resource == Resource::CpuQuota && self.throttled_percent.is_some_and(|t| t >= THROTTLED_AT_QUOTA)
+            || self.resource == Resource::Cpu
+                && self.share.is_some_and(|s| s >= ELSEWHERE)
+                && self.cores_busy_percent.is_some_and(|b| b >= AT_CEILING * 100.0)
     }
 }
 
@@ -494,21 +502,22 @@ fn usages(
         };
         let Some((used, samples)) = at(knee) else { continue };
         let share = ceiling.filter(|c| *c > 0.0).map(|c| used / c);
-        let throttled_percent = matches!(resource, Resource::CpuQuota)
-            .then(|| {
-                m.series
-                    .iter()
-                    .find(|t| {
-                        t.key.metric == "process_cpu_throttled_percent"
-                            && t.source == s.source
-                            && t.key.labels == s.key.labels
-                    })
-                    .and_then(|t| {
-                        let (from, to) = steady_window(knee, steps);
-                        let v: Vec<f64> = t.values_between(from, to).collect();
-                        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-                    })
-            })
+        // A series the monitor records beside this one for the same processes, over the
+        // knee's steady window.
+        let beside = |metric: &str| {
+            let t = m
+                .series
+                .iter()
+                .find(|t| t.key.metric == metric && t.source == s.source && t.key.labels == s.key.labels)?;
+            let (from, to) = steady_window(knee, steps);
+            let v: Vec<f64> = t.values_between(from, to).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let throttled_percent = (resource == Resource::CpuQuota)
+            .then(|| beside("process_cpu_throttled_percent"))
+            .flatten();
+        let cores_busy_percent = (resource == Resource::Cpu)
+            .then(|| beside("process_cores_busy_percent"))
             .flatten();
         let subject = series_subject(s, source);
         out.push(Usage {
@@ -525,6 +534,7 @@ fn usages(
                 })
             }),
             throttled_percent,
+            cores_busy_percent,
             samples,
         });
     }
@@ -642,6 +652,7 @@ fn pool(
             })
         }),
         throttled_percent: None,
+        cores_busy_percent: None,
         samples,
     })
 }
@@ -657,6 +668,7 @@ fn own_cpu(r: &Results) -> Option<Usage> {
         share: Some(c.cpu_s / r.duration_s / c.cores.max(1) as f64),
         below: None,
         throttled_percent: None,
+        cores_busy_percent: None,
         samples: 0,
     })
 }
@@ -747,6 +759,7 @@ pub fn leader(r: &Results) -> Option<Usage> {
                 share: Some(used / ceiling),
                 below: None,
                 throttled_percent: None,
+                cores_busy_percent: None,
                 samples: last.len(),
             })
         })

@@ -5,7 +5,7 @@
 
 use crest_analysis::bottleneck::{Figures, Kind, Resource};
 use crest_model::monitor::{EventKind, MonitorSeries, SeriesKey, Unit};
-use crest_testkit::results::{saturating_fixture, stepping_fixture};
+use crest_testkit::results::{saturating_fixture, shared_core_fixture, stepping_fixture};
 
 /// A record of one series from one source of this kind.
 fn one_series(kind: &str, label: &str, series: MonitorSeries) -> crest_model::monitor::MonitorRecord {
@@ -239,4 +239,30 @@ fn a_process_throttled_most_of_the_time_is_at_its_quota_below_ninety_percent() {
     assert_eq!((b.kind, b.subject.as_str()), (Kind::CpuQuota, "api"), "{b:?}");
     let b = with(10.0);
     assert_ne!(b.kind, Kind::CpuQuota, "{b:?}");
+}
+
+/// A process pinned to one core that other work shares: its core full, by everyone's account,
+/// while the process's own samples show 80% of it. The core is its ceiling all the same; the
+/// same process on a core with room to spare (70% busy) is not at it, nor is one that used less
+/// than half of a full core (the other work is what filled it).
+#[test]
+fn a_process_on_a_core_that_other_work_fills_is_at_its_cpu() {
+    let with = |own: f64, busy: f64| {
+        crest_analysis::analyze(&shared_core_fixture(own, busy))
+            .unwrap()
+            .summary
+            .bottleneck
+            .unwrap()
+    };
+    let b = with(80.0, 99.0);
+    assert_eq!((b.kind, b.subject.as_str()), (Kind::Cpu, "api"), "{b:?}");
+    let Figures::Resource(u) = &b.figures else {
+        panic!("{b:?}")
+    };
+    assert_eq!((u.resource, u.used, u.ceiling), (Resource::Cpu, 80.0, Some(100.0)));
+    assert_eq!(u.cores_busy_percent, Some(99.0));
+    for (own, busy) in [(80.0, 70.0), (40.0, 99.0)] {
+        let b = with(own, busy);
+        assert_ne!(b.kind, Kind::Cpu, "{own}% of a core {busy}% busy: {b:?}");
+    }
 }

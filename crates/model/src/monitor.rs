@@ -84,9 +84,10 @@ pub struct PostgresSpec {
 /// Metrics read from /proc for the machine.
 pub const HOST_METRICS: [&str; 3] = ["load_average", "host_cpu_percent", "host_memory_used_bytes"];
 /// Metrics read from /proc for each watched process.
-pub const PROCESS_METRICS: [&str; 7] = [
+pub const PROCESS_METRICS: [&str; 8] = [
     "process_cpu_percent",
     "process_cpu_throttled_percent",
+    "process_cores_busy_percent",
     "process_resident_memory_bytes",
     "process_private_memory_bytes",
     "process_open_fds",

@@ -6,7 +6,8 @@
 use crate::error::SampleError;
 use crate::store::Reading;
 use crest_model::monitor::{SeriesKey, Unit};
-use procfs::{CpuTime, Current, CurrentSI, KernelStats, LoadAverage, Meminfo};
+use procfs::{CpuTime, Current, CurrentSI, FromBufReadSI, KernelStats, LoadAverage, Meminfo};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Busy and total CPU time at the last sample, to turn counters into a percentage.
 #[derive(Debug, Default)]
@@ -25,6 +26,46 @@ fn busy_and_total(t: &CpuTime) -> (u64, u64) {
         + t.softirq.unwrap_or(0)
         + t.steal.unwrap_or(0);
     (total - idle.min(total), total)
+}
+
+/// Busy and total ticks of each online CPU by its number, from /proc/stat. The kernel leaves
+/// offline CPUs out, so the numbers are read from the lines' names rather than their order.
+pub(crate) fn cpu_ticks() -> Result<BTreeMap<u32, (u64, u64)>, SampleError> {
+    let text = std::fs::read_to_string("/proc/stat").map_err(|e| SampleError::Proc {
+        file: "/proc/stat",
+        reason: e.into(),
+    })?;
+    let stats = KernelStats::from_buf_read(text.as_bytes(), procfs::current_system_info()).map_err(|reason| {
+        SampleError::Proc {
+            file: "/proc/stat",
+            reason,
+        }
+    })?;
+    let ids = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.strip_prefix("cpu"))
+        .filter(|n| !n.is_empty())
+        .map(|n| n.parse::<u32>().ok());
+    Ok(ids
+        .zip(&stats.cpu_time)
+        .filter_map(|(id, t)| Some((id?, busy_and_total(t))))
+        .collect())
+}
+
+/// How busy a set of CPUs was between two readings of [`cpu_ticks`], in percent of them all;
+/// `None` when either reading lacks one of them or no time passed.
+pub(crate) fn busy_percent(
+    cpus: &BTreeSet<u32>,
+    before: &BTreeMap<u32, (u64, u64)>,
+    now: &BTreeMap<u32, (u64, u64)>,
+) -> Option<f64> {
+    let (mut busy, mut total) = (0u64, 0u64);
+    for cpu in cpus {
+        let ((b0, t0), (b1, t1)) = (before.get(cpu)?, now.get(cpu)?);
+        busy += b1.saturating_sub(*b0);
+        total += t1.saturating_sub(*t0);
+    }
+    (total > 0).then(|| busy as f64 / total as f64 * 100.0)
 }
 
 impl Host {

@@ -19,6 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct Bounds {
     pub(crate) limits: ProcessLimits,
     pub(crate) quota: Option<Bound>,
+    /// The CPUs any of them may run on, by affinity.
+    pub(crate) cpus: Option<BTreeSet<u32>>,
 }
 
 impl Bounds {
@@ -78,6 +80,7 @@ pub(crate) fn read(members: &BTreeMap<i32, Option<Membership>>, cgroups: &Cgroup
             cgroup_version: version.map(|g| g.version),
         },
         quota,
+        cpus: any_affinity.then_some(cpus),
     })
 }
 
@@ -126,6 +129,7 @@ mod tests {
                 ..ProcessLimits::default()
             },
             quota: None,
+            cpus: None,
         };
         assert_eq!(b(Some(2.0), Some(0.25)).cpu_percent(), Some(25.0));
         assert_eq!(b(Some(1.0), Some(4.0)).cpu_percent(), Some(100.0));

@@ -7,7 +7,8 @@
 //! workers; crest's own process is never counted.
 //!
 //! Each sample also reads what bounds the processes ([`crate::limits`]), the share of CPU
-//! periods their cgroup's quota throttled, and what happened to them ([`crate::events`]).
+//! periods their cgroup's quota throttled, how busy the cores they may run on were (by anyone),
+//! and what happened to them ([`crate::events`]).
 
 use crate::cgroup::{Cgroups, Group, Membership, Throttling};
 use crate::error::{MonitorError, SampleError};
@@ -40,6 +41,9 @@ pub(crate) struct Watched {
     cgroups: Cgroups,
     /// The throttling counters of the cgroup holding the quota, at the last sample.
     throttled: Option<(Group, Throttling)>,
+    /// Every CPU's busy and total ticks at the last sample, while the processes may run on
+    /// fewer CPUs than the machine has.
+    cores: Option<BTreeMap<u32, (u64, u64)>>,
     /// What happened to the processes, from sample to sample.
     fates: Fates,
 }
@@ -77,6 +81,7 @@ impl Watched {
             spec,
             cgroups: Cgroups::default(),
             throttled: None,
+            cores: None,
         };
         w.name = w.named();
         Ok(w)
@@ -173,6 +178,7 @@ impl Watched {
         let read = crate::limits::read(&members, &self.cgroups);
         let bounds = read.clone().unwrap_or_default();
         let throttled = self.throttling(&bounds);
+        let cores_busy = self.cores_busy(&bounds);
         match (&self.pids, pids.is_empty()) {
             (None, true) => out.notes.push(format!("no process found for {what} at {t_s:.1} s")),
             (Some(before), true) if !before.is_empty() => {
@@ -261,6 +267,18 @@ impl Watched {
                 value: share,
             });
         }
+        if let (Some(busy), Some(cpus)) = (cores_busy, &bounds.cpus) {
+            out.readings.push(Reading {
+                key: key("process_cores_busy_percent"),
+                title: match cpus.len() {
+                    1 => format!("busy time of the core {label} may run on (any process's)"),
+                    n => format!("busy time of the {n} cores {label} may run on (any process's)"),
+                },
+                unit: Unit::Percent,
+                limit: Some(100.0),
+                value: busy,
+            });
+        }
         out.readings.push(Reading {
             key: key("process_resident_memory_bytes"),
             title: format!("resident memory of {label}"),
@@ -318,6 +336,26 @@ impl Watched {
         before
             .filter(|(g, _)| *g == quota.at)
             .and_then(|(_, t)| now.percent_since(t))
+    }
+
+    /// How busy the CPUs the processes may run on were since the last sample, in percent of
+    /// them, counting every process's time: pinned to a core that other work shares, a
+    /// process is held back by the core's being full, not by its own share of it. `None`
+    /// while they may run on every CPU (the host's CPU says it), and on the first sample.
+    fn cores_busy(&mut self, bounds: &Bounds) -> Option<f64> {
+        let now = crate::host::cpu_ticks().ok();
+        let cpus = bounds.cpus.as_ref();
+        let fewer = match (cpus, &now) {
+            (Some(c), Some(n)) => !c.is_empty() && c.len() < n.len(),
+            _ => false,
+        };
+        if !fewer {
+            self.cores = None;
+            return None;
+        }
+        let (cpus, now) = (cpus?, now?);
+        let before = self.cores.replace(now.clone())?;
+        crate::host::busy_percent(cpus, &before, &now)
     }
 
     fn single(&self) -> bool {
@@ -697,6 +735,52 @@ mod tests {
             .unwrap();
         assert_eq!(cpu.limit, Some(quota * 100.0));
         assert_eq!(limits.address_space_bytes, address_space_limit(child.0.id() as i32));
+    }
+
+    /// The core a process is pinned to, kept busy by another process beside it, reads full:
+    /// every process's time on it counts, not only the watched one's (which sleeps here).
+    #[test]
+    fn the_cores_a_pinned_process_may_run_on_read_busy_with_other_work() {
+        if crate::host::cpu_ticks().unwrap().len() < 2 {
+            return;
+        }
+        let spin = Kill(
+            Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        );
+        let child = Kill(
+            Command::new("taskset")
+                .args(["-c", "0", "sleep", "4244.6"])
+                .spawn()
+                .unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut w = Watched::new(spec("pinned", ProcessSelect::Pid(child.0.id()))).unwrap();
+        let free = Kill(Command::new("sleep").arg("4244.7").spawn().unwrap());
+        let mut unpinned = Watched::new(spec("free", ProcessSelect::Pid(free.0.id()))).unwrap();
+        let busy_of = |s: &ProcessSample| {
+            s.readings
+                .iter()
+                .find(|r| r.key.metric == "process_cores_busy_percent")
+                .map(|r| (r.value, r.limit))
+        };
+        assert_eq!(busy_of(&w.sample(0.0)), None, "busy time needs two readings");
+        unpinned.sample(0.0);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let s = w.sample(0.3);
+        let (busy, limit) = busy_of(&s).unwrap();
+        assert!(busy > 90.0 && busy <= 100.0, "core 0 {busy}% busy with a spinner on it");
+        assert_eq!(limit, Some(100.0));
+        let cpu = value(&s, "process_cpu_percent").unwrap();
+        assert!(cpu < 10.0, "the sleeper used {cpu}% of a core");
+        assert_eq!(
+            busy_of(&unpinned.sample(0.3)),
+            None,
+            "a process that may run on every core has the host's CPU for it"
+        );
+        drop(spin);
     }
 
     fn address_space_limit(pid: i32) -> Option<f64> {

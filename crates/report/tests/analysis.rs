@@ -6,7 +6,7 @@ use crest_analysis::compare::Comparison;
 use crest_analysis::Analysis;
 use crest_model::{Outcome, Results};
 use crest_report::fmt::words;
-use crest_testkit::results::{stepping_fixture, ResultsBuilder, Second};
+use crest_testkit::results::{shared_core_fixture, stepping_fixture, ResultsBuilder, Second};
 use serde_json::Value;
 
 /// An analysis with its findings in words.
@@ -803,4 +803,17 @@ fn reasons_are_figures_and_old_sentences_still_read() {
     ] {
         assert!(md.contains(said), "{said}: {md}");
     }
+}
+
+/// A process held by a core that other work shares is said with the core's figure, and not
+/// said to be past the share that marks a ceiling, which its own samples are not.
+#[test]
+fn a_process_on_a_shared_full_core_is_said_with_the_cores_figure() {
+    let a = crest_analysis::analyze(&shared_core_fixture(80.0, 99.0)).unwrap();
+    let said = words::bottleneck(a.summary.bottleneck.as_ref().unwrap());
+    assert!(
+        said.starts_with("The CPU of api is the bottleneck: at 80 users it used 80.0% of a core against the 1 core it may run on (80% of it), with that core 99.0% busy in all (other work took the rest);"),
+        "{said}"
+    );
+    assert!(!said.contains("past the 90%"), "{said}");
 }

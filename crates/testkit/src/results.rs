@@ -587,3 +587,32 @@ pub fn saturating_fixture() -> Results {
     });
     r
 }
+
+/// [`saturating_fixture`] with its process pinned to one core and no quota, using 20% of the
+/// core up to 30 s and `own` percent from then on, while the core was 30% busy and then `busy`
+/// percent by every process on it: a core that other work shares.
+pub fn shared_core_fixture(own: f64, busy: f64) -> Results {
+    let mut r = saturating_fixture();
+    let m = r.monitor.as_mut().expect("the fixture is watched");
+    if let Some(l) = m.sources[0].limits.as_mut() {
+        l.cores = Some(1.0);
+        l.cpu_quota_cores = None;
+    }
+    m.series.retain(|s| s.key.metric != "process_cpu_throttled_percent");
+    let mut cores = None;
+    for s in m.series.iter_mut().filter(|s| s.key.metric == "process_cpu_percent") {
+        s.limit = Some(100.0);
+        for p in &mut s.points {
+            p.1 = if p.0 >= 30.0 { own } else { 20.0 };
+        }
+        let mut c = s.clone();
+        c.key = crest_model::monitor::SeriesKey::new("process_cores_busy_percent").with("process", "api");
+        c.title = "busy time of the core api may run on (any process's)".into();
+        for p in &mut c.points {
+            p.1 = if p.0 >= 30.0 { busy } else { 30.0 };
+        }
+        cores = Some(c);
+    }
+    m.series.extend(cores);
+    r
+}

@@ -108,14 +108,33 @@ pub fn bottleneck(b: &Bottleneck) -> String {
     let main = match &b.figures {
         Figures::Resource(u) => {
             let mut s = format!(
-                "{} is the bottleneck: {at_}it used {}, past the {:.0}% that marks a ceiling",
+                "{} is the bottleneck: {at_}it used {}",
                 capitalise(&resource_of(u.resource, &b.subject)),
                 against(u),
-                AT_CEILING * 100.0,
                 at_ = b.at.as_ref().map(|l| format!("at {} ", step(l))).unwrap_or_default(),
             );
+            // Short of the share that marks a ceiling, the kernel's own account says it was
+            // held: throttled by its quota, or its cores full with other work beside it.
+            let short = u.share.is_some_and(|x| x < AT_CEILING);
+            if !short {
+                s.push_str(&format!(", past the {:.0}% that marks a ceiling", AT_CEILING * 100.0));
+            }
             if let Some(t) = u.throttled_percent {
                 s.push_str(&format!(", and was throttled in {t:.1}% of its CPU periods"));
+                if short {
+                    s.push_str(" (the kernel held it to its quota)");
+                }
+            }
+            if let Some(busy) = u.cores_busy_percent {
+                // The ceiling already named the cores it may run on.
+                let cores = match u.ceiling.map(|c| (c / 100.0).round() as u64) {
+                    Some(1) => "that core",
+                    _ => "those cores",
+                };
+                s.push_str(&format!(", with {cores} {busy:.1}% busy in all"));
+                if short {
+                    s.push_str(" (other work took the rest)");
+                }
             }
             match &u.below {
                 Some(x) => s.push_str(&format!("; {}.", below(u, x))),
