@@ -146,8 +146,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
             Some((text, dir.to_path_buf())),
         )
     };
-    // `--load manual`, as each worker's run applies it: the page sets the users.
-    let plan = crate::web::manual(prepared.plan, &run.output.web, argv);
+    let plan = prepared.plan;
     let token = match a
         .token
         .or_else(|| std::env::var("CREST_TOKEN").ok())

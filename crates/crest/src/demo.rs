@@ -28,8 +28,8 @@ pub fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
             humantime::format_duration(a.budget)
         );
     }
-    let base = plan::finish(plan::url_draft(&format!("http://{addr}/"), &demo_request())?)?;
-    let workload = Arc::new(plan::http_workload(&base)?);
+    let base = plan::url_draft(&format!("http://{addr}/"), &demo_request())?;
+    let workload = Arc::new(plan::http_workload(&plan::finish(base.clone())?)?);
     let how = find::Search {
         slo: find::slo(&[])?,
         open: false,

@@ -11,7 +11,7 @@ use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
 use crest_engine::Workload;
 use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::number::short;
-use crest_model::plan::{defaults, LoadModel, Plan, SegmentPlan, StopRule};
+use crest_model::plan::{defaults, Draft, LoadDraft, Plan, StopRule};
 use crest_model::reason::{SearchEnd, WorkUnit};
 use crest_model::results::{self, EndReason, FindRecord, LoadKind, ProbeRecord, Results, Segment, StopRecord};
 use crest_report::fmt::words;
@@ -53,29 +53,33 @@ fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
         monitor: &a.monitor,
         log_requests: a.output.log_requests,
         collected: false,
+        manual: false,
+        duration: false,
     }
 }
 
-/// What the search is run on: a workload and a plan to vary.
+/// What the search is run on: a workload and the draft each probe is resolved from.
 pub struct Subject<W> {
     pub workload: Arc<W>,
-    pub base: Plan,
+    pub base: Draft,
 }
 
 /// `crest find URL` or `crest find SCENARIO`. Returns the exit code.
 pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
-    let base = |mut draft| -> Result<Plan> {
+    // The draft as given, resolved once here for the workload (and to refuse a bad one before
+    // the first probe).
+    let base = |mut draft: Draft| -> Result<(Plan, Draft)> {
         crate::plan::add_flags(&mut draft, &flags(a))?;
-        crate::plan::finish(draft)
+        Ok((crate::plan::finish(draft.clone())?, draft))
     };
     if a.url.contains("://") {
-        let base = base(crate::plan::url_draft(&a.url, &a.request)?)?;
-        let workload = Arc::new(crate::plan::http_workload(&base)?);
+        let (plan, base) = base(crate::plan::url_draft(&a.url, &a.request)?)?;
+        let workload = Arc::new(crate::plan::http_workload(&plan)?);
         find(Subject { workload, base }, a, args)
     } else {
         let s = crest_scenario::draft(std::path::Path::new(&a.url))?;
-        let base = base(s.draft)?;
-        let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow.finish(&base)?));
+        let (plan, base) = base(s.draft)?;
+        let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow.finish(&plan)?));
         find(Subject { workload, base }, a, args)
     }
 }
@@ -169,7 +173,7 @@ pub fn search<W: Workload>(
                 budget_s: budget.as_secs_f64(),
             };
         }
-        let plan = probe_plan(&subject.base, level, open, cap, probe_len);
+        let plan = probe_plan(&subject.base, Level { value: level, open }, cap, probe_len)?;
         let label = Segment {
             setup: None,
             name: format!(
@@ -289,39 +293,22 @@ fn slo_list(slo_text: &[String]) -> Vec<String> {
     }
 }
 
-/// The plan of one probe: the base plan at one level, for one probe's length.
-fn probe_plan(base: &Plan, level: f64, open: bool, cap: u64, len: Duration) -> Plan {
-    let stop = StopRule {
+/// The plan of one probe: the base draft at one level (users, or arrivals per second up to
+/// `cap` in flight), for one probe's length, as one step named after its level.
+fn probe_plan(base: &Draft, level: Level, cap: u64, len: Duration) -> Result<Plan> {
+    let load = if level.open {
+        LoadDraft::rate(level.value, Some(cap))
+    } else {
+        LoadDraft::users(level.value.max(1.0) as u64)
+    };
+    let mut draft = base.at(load, words::level(level));
+    draft.stop = StopRule {
         requests: None,
         duration: Some(len),
     };
-    Plan {
-        // The service level is the search's own, judged probe by probe.
-        thresholds: Vec::new(),
-        ..level_plan(base, Level { value: level, open }, cap, stop)
-    }
-}
-
-/// The base plan at one level (users, or arrivals per second up to `cap` in flight) until
-/// `stop`, as one step named after its level: a probe of a search, a level of quick mode.
-pub fn level_plan(base: &Plan, level: Level, cap: u64, stop: StopRule) -> Plan {
-    let Level { value, open } = level;
-    let load = if open {
-        LoadModel::rate(value, cap)
-    } else {
-        LoadModel::users(value.max(1.0) as u64)
-    };
-    Plan {
-        load,
-        stop,
-        segments: vec![SegmentPlan {
-            name: words::level(level),
-            start: Duration::ZERO,
-            users: (!open).then_some(value as u64),
-            rate: open.then_some(value),
-        }],
-        ..base.clone()
-    }
+    // The service level is the search's own, judged probe by probe.
+    draft.thresholds.clear();
+    crate::plan::finish(draft)
 }
 
 /// Runs made one level after another, joined into one results document with a step per level:

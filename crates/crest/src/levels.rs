@@ -4,21 +4,21 @@
 //! stepping profile. Each level is measured like a probe of `crest find`, by the same code.
 
 use crate::cli::RunArgs;
-use crate::find::{joined, level_plan};
+use crate::find::joined;
 use crate::measure::measure;
 use crate::run::exit_code;
 use crate::{output, rundir};
 use anyhow::Result;
 use crest_analysis::find::Level;
-use crest_model::plan::{LoadModel, Plan};
+use crest_model::plan::{Draft, LoadDraft, UsersProfile};
 use crest_model::results::Segment;
 use crest_report::fmt::words;
 use std::sync::Arc;
 
-/// Runs `base` (quick mode's plan at the first level) at each of `levels` users in turn and
-/// writes the joined results. Returns the exit code.
-pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
-    let workload = Arc::new(crate::plan::http_workload(&base)?);
+/// Runs `base` (quick mode's draft at the first level) at each of `levels` users in turn, each
+/// level resolved from it on its own, and writes the joined results. Returns the exit code.
+pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
+    let workload = Arc::new(crate::plan::http_workload(&crate::plan::finish(base.clone())?)?);
     let out = &args.output;
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
@@ -30,10 +30,11 @@ pub fn run(base: Plan, levels: &[u64], args: &RunArgs, command_line: &[String]) 
             open: false,
         };
         // -n and -d apply to each level, as they did to the first.
-        let mut plan = level_plan(&base, level, users, base.stop);
-        if let LoadModel::Closed { iterations, .. } = &mut plan.load {
-            *iterations = crate::plan::per_user(args);
-        }
+        let load = LoadDraft::Closed {
+            users: Some(UsersProfile::constant(users)),
+            iterations: crate::plan::per_user(args),
+        };
+        let plan = crate::plan::finish(base.at(load, words::level(level)))?;
         let label = Segment {
             setup: None,
             name: words::level(level),

@@ -19,9 +19,14 @@ use std::time::Duration;
 /// Quick mode: one URL and its flags; with several `-c` levels, the plan of the first (see
 /// [`levels`]).
 pub fn resolve(args: &RunArgs) -> Result<Plan> {
+    finish(draft_of_run(args)?)
+}
+
+/// Quick mode's draft with every flag added, not yet resolved: the base of its levels.
+pub fn draft_of_run(args: &RunArgs) -> Result<Draft> {
     let mut draft = draft(args)?;
     add_flags(&mut draft, &Flags::of_run(args))?;
-    finish(draft)
+    Ok(draft)
 }
 
 /// Quick mode's draft from the URL and its own flags, before the flags any plan may take.
@@ -109,6 +114,10 @@ pub struct Flags<'a> {
     pub log_requests: bool,
     /// See [`crest_model::plan::Draft::collected`].
     pub collected: bool,
+    /// `--load manual`: the live page sets the users.
+    pub manual: bool,
+    /// `-d` was given: a run steered by hand still ends then.
+    pub duration: bool,
 }
 
 impl<'a> Flags<'a> {
@@ -121,6 +130,8 @@ impl<'a> Flags<'a> {
             monitor: &a.monitor,
             log_requests: a.output.log_requests,
             collected: a.collected,
+            manual: a.output.web.load.as_deref() == Some("manual"),
+            duration: a.duration.is_some(),
         }
     }
 }
@@ -142,8 +153,8 @@ fn worker_index(flag: Option<u32>) -> Result<u32> {
     }
 }
 
-/// Adds what flags ask for to `draft`: more thresholds, stop conditions and monitors, and the
-/// engine threads.
+/// Adds what flags ask for to `draft`: more thresholds, stop conditions and monitors, the
+/// engine threads, and a load steered by hand.
 pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     if let Some(value) = flags.threads {
         draft.threads = Some(given("--threads")(value));
@@ -158,6 +169,13 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
         });
     }
     draft.collected = flags.collected;
+    if flags.manual {
+        draft.load = LoadDraft::Manual;
+        // The file's duration belonged to the load it replaces.
+        if !flags.duration {
+            draft.stop.duration = None;
+        }
+    }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
     add_monitor_flags(draft, flags.monitor)?;
@@ -438,11 +456,16 @@ mod tests {
     use crest_model::plan::{defaults, LoadModel};
 
     fn args(extra: &[&str]) -> Result<Plan> {
+        run_args(extra, resolve)
+    }
+
+    /// `crest run EXTRA...`'s arguments, handed to `f`.
+    fn run_args<T>(extra: &[&str], f: impl Fn(&RunArgs) -> Result<T>) -> Result<T> {
         let mut v = vec!["crest", "run"];
         v.extend_from_slice(extra);
         let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| anyhow::anyhow!("{e}"))?;
         match cli.command {
-            crate::cli::Command::Run(a) => resolve(&a),
+            crate::cli::Command::Run(a) => f(&a),
             _ => bail!("not run"),
         }
     }
@@ -660,6 +683,8 @@ mod tests {
                 monitor: &monitor,
                 log_requests: false,
                 collected: false,
+                manual: false,
+                duration: false,
             };
             add_flags(&mut d, &flags)?;
             finish(d)
@@ -695,5 +720,47 @@ mod tests {
             let err = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n{file}")).unwrap_err();
             assert!(err.contains(file_says), "{file}: {err}");
         }
+    }
+
+    /// A level or probe is the draft at that load, resolved on its own: a search in the open
+    /// model over a closed draft takes the threads its rate needs, as a run at that rate would,
+    /// not the closed draft's.
+    #[test]
+    fn a_level_of_a_draft_is_resolved_for_its_own_load() {
+        let base = run_args(&["http://127.0.0.1:1/"], draft).unwrap();
+        let rate = 40_000.0;
+        let probe = base
+            .at(LoadDraft::rate(rate, Some(500)), "40000/s".into())
+            .resolve()
+            .unwrap();
+        assert_eq!(probe.threads, defaults::open_threads(rate));
+        assert_eq!(probe.segments.len(), 1);
+        assert_eq!((probe.segments[0].users, probe.segments[0].rate), (None, Some(rate)));
+        let level = base.at(LoadDraft::users(7), "7 users".into()).resolve().unwrap();
+        assert_eq!(level.threads, defaults::threads());
+        assert_eq!(level.segments[0].users, Some(7));
+    }
+
+    /// `--load manual` is part of the draft: no users until the page sets them, one step, and
+    /// no end but `-d` when given.
+    #[test]
+    fn a_manual_load_waits_for_the_page_and_ends_only_at_a_given_duration() {
+        let manual = |extra: &[&str]| {
+            let mut argv = vec!["http://127.0.0.1:1/", "--web", "--load", "manual"];
+            argv.extend(extra);
+            args(&argv).unwrap()
+        };
+        let p = manual(&[]);
+        let LoadModel::Closed {
+            users,
+            iterations: None,
+        } = &p.load
+        else {
+            panic!("{:?}", p.load)
+        };
+        assert_eq!((users.start, users.stages.len()), (0, 0));
+        assert_eq!(p.segments[0].name, "manual");
+        assert_eq!(p.stop.duration, None);
+        assert_eq!(manual(&["-d", "30s"]).stop.duration, Some(Duration::from_secs(30)));
     }
 }

@@ -15,10 +15,9 @@ use std::sync::Arc;
 /// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
 pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
     if a.url.contains("://") {
-        let plan = plan::resolve(a)?;
         return match plan::levels(a)?.as_slice() {
-            [] | [_] => quick(plan, args, &a.output),
-            levels => crate::levels::run(plan, levels, a, args),
+            [] | [_] => quick(plan::resolve(a)?, args, &a.output),
+            levels => crate::levels::run(plan::draft_of_run(a)?, levels, a, args),
         };
     }
     prepare(a, None)?.execute(args, &a.output)
@@ -94,7 +93,6 @@ pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
 pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
-    let plan = crate::web::manual(plan, &out.web, command_line);
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let journal = dir.join(rundir::JOURNAL);
     let measured = match measure(

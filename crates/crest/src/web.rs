@@ -6,7 +6,6 @@
 use crate::cli::WebArgs;
 use anyhow::{Context, Result};
 use crest_live::{Ended, Hub};
-use crest_model::plan::{LoadModel, Plan, SegmentPlan, UsersProfile};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -47,34 +46,6 @@ pub fn adopt(hub: Arc<Hub>) {
 /// The hub runs publish to, when `--web` was given.
 pub fn hub() -> Option<&'static Arc<Hub>> {
     HUB.get()
-}
-
-/// `--load manual`: the plan's request and bounds, with no users until the first command.
-/// Without `-d` such a run goes on until it is stopped (the page, the API, Ctrl-C).
-pub fn manual(mut plan: Plan, args: &WebArgs, command_line: &[String]) -> Plan {
-    if args.load.as_deref() != Some("manual") {
-        return plan;
-    }
-    plan.load = LoadModel::Closed {
-        users: UsersProfile {
-            start: 0,
-            stages: vec![],
-        },
-        iterations: None,
-    };
-    plan.segments = vec![SegmentPlan {
-        name: "manual".into(),
-        start: Duration::ZERO,
-        users: Some(0),
-        rate: None,
-    }];
-    let duration_given = command_line
-        .iter()
-        .any(|a| a.starts_with("-d") || a.starts_with("--duration"));
-    if !duration_given {
-        plan.stop.duration = None;
-    }
-    plan
 }
 
 /// The run ended and its files are in `dir`: the page shows its report. Waits a little for a

@@ -275,7 +275,7 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
     };
     let files = std::env::temp_dir().join(format!("crest-worker-{}-plan", std::process::id()));
     let resolved = resolve(&plan, index, count, &dir, &files);
-    let (mut prepared, run, command_line) = match resolved {
+    let (prepared, run, command_line) = match resolved {
         Ok(r) => r,
         Err(e) => {
             let _ = conn.send(&Up::Failed {
@@ -284,8 +284,6 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
             return Err(e.context(format!("worker {index}: cannot resolve the collector's plan")));
         }
     };
-    // As the run will (its plan digested as the collector's is).
-    prepared.plan = crate::web::manual(prepared.plan, &run.output.web, &command_line);
     let opening = crate::measure::opening(&prepared.plan, &command_line, None);
     conn.send(&Up::Ready {
         digest: wire::digest(&opening),

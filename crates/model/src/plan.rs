@@ -203,6 +203,9 @@ pub enum LoadDraft {
         /// The most in flight; [`defaults::MAX_IN_FLIGHT`] when not given.
         max_in_flight: Option<u64>,
     },
+    /// Steered by hand (`--load manual`): no users until the live page or its API sets them,
+    /// as one step named `manual`; with no duration given, the run lasts until it is stopped.
+    Manual,
 }
 
 impl LoadDraft {
@@ -226,7 +229,7 @@ impl LoadDraft {
     pub fn max_users(&self) -> Option<u64> {
         match self {
             LoadDraft::Closed { users, .. } => Some(users.as_ref().map_or(defaults::USERS, UsersProfile::max)),
-            LoadDraft::Open { .. } => None,
+            LoadDraft::Open { .. } | LoadDraft::Manual => None,
         }
     }
 
@@ -242,6 +245,29 @@ impl LoadDraft {
                 max_in_flight: max_in_flight.unwrap_or(defaults::MAX_IN_FLIGHT),
                 on_cap,
             },
+            LoadDraft::Manual => LoadModel::Closed {
+                users: UsersProfile {
+                    start: 0,
+                    stages: Vec::new(),
+                },
+                iterations: None,
+            },
+        }
+    }
+
+    /// The one step a load of a single level runs as, named `name`: its users or rate when
+    /// they are constant.
+    fn step(&self, name: String) -> SegmentPlan {
+        let (users, rate) = match self {
+            LoadDraft::Closed { users, .. } => (users.as_ref().filter(|u| u.stages.is_empty()).map(|u| u.start), None),
+            LoadDraft::Open { rate, .. } => (None, rate.stages.is_empty().then_some(rate.start)),
+            LoadDraft::Manual => (Some(0), None),
+        };
+        SegmentPlan {
+            name,
+            start: Duration::ZERO,
+            users,
+            rate,
         }
     }
 }
@@ -399,6 +425,18 @@ impl fmt::Display for PlanProblem {
 pub struct PlanError(pub Vec<PlanProblem>);
 
 impl Draft {
+    /// This draft at one load alone, run as one step named `step`: a level of quick mode
+    /// (`-c 10,20,40`) or a probe of a search. Each is resolved on its own, so that what the
+    /// resolver chooses by the load (the open model's threads, the default duration) is chosen
+    /// for that load rather than kept from another.
+    pub fn at(&self, load: LoadDraft, step: String) -> Draft {
+        Draft {
+            segments: vec![load.step(step)],
+            load,
+            ..self.clone()
+        }
+    }
+
     /// The validated plan: every rule between settings applied and every default filled in,
     /// for every front end alike. Metrics read by thresholds and stop conditions are checked
     /// against what the draft's monitor records ([`MonitorPlan::records`]).
@@ -452,7 +490,7 @@ impl Draft {
             None => defaults::MONITOR_INTERVAL,
         };
         let on_cap = match self.on_cap {
-            Some(Given { origin, .. }) if matches!(self.load, LoadDraft::Closed { .. }) => {
+            Some(Given { origin, .. }) if matches!(self.load, LoadDraft::Closed { .. } | LoadDraft::Manual) => {
                 problems.push(PlanProblem {
                     origin,
                     problem: DraftProblem::OnCapClosed,
@@ -467,6 +505,12 @@ impl Draft {
         if !problems.is_empty() {
             return Err(PlanError(problems));
         }
+        let manual = self.load == LoadDraft::Manual;
+        let segments = if manual {
+            vec![self.load.step("manual".into())]
+        } else {
+            self.segments
+        };
         let load = self.load.resolve(on_cap);
         let threads = threads.unwrap_or_else(|| match &load {
             LoadModel::Open { rate, .. } => defaults::open_threads(rate.max()),
@@ -480,7 +524,7 @@ impl Draft {
             StopRule {
                 requests: None,
                 duration: None,
-            } if unbounded => StopRule {
+            } if unbounded && !manual => StopRule {
                 requests: None,
                 duration: Some(defaults::DURATION),
             },
@@ -491,7 +535,7 @@ impl Draft {
             stop,
             names: self.names,
             part_of: self.part_of,
-            segments: self.segments,
+            segments,
             threads,
             shard,
             grace: connection.timeout.min(defaults::MAX_GRACE),
@@ -535,6 +579,8 @@ impl Draft {
             LoadDraft::Open { max_in_flight, .. } => {
                 too_few(max_in_flight.unwrap_or(defaults::MAX_IN_FLIGHT), "requests in flight")
             }
+            // The users come from the page, which shares them out.
+            LoadDraft::Manual => {}
         }
         if let Some(n) = self.stop.requests {
             too_few(n, "requests");
