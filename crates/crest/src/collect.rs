@@ -184,7 +184,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
     // Worker w's thread k is lane w + N*k of the whole run's, so every worker runs as many
     // engine threads: this collector's count, unless given, not each machine's own cores.
     if run.threads.is_none() {
-        args.push(format!("--threads={}", plan.threads));
+        args.push(format!("--threads={}", plan.threads()));
     }
     let (events, mut rx) = unbounded_channel();
     let shared = Arc::new(Shared {
@@ -238,14 +238,14 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         pending: Vec::new(),
         start_written: false,
         points: 0,
-        watch: StopWatch::new(plan.stop_when.clone()),
+        watch: StopWatch::new(plan.stop_when().to_vec()),
         stopped: None,
         interrupted: None,
-        segment_starts: plan.segments.iter().map(|s| s.start).collect(),
+        segment_starts: plan.segments().iter().map(|s| s.start).collect(),
         planned: opening.segments.clone(),
         by_hand: Vec::new(),
         control: Arc::clone(&control),
-        users: match &plan.load {
+        users: match plan.load() {
             LoadModel::Closed { users, .. } => Some(users.clone()),
             LoadModel::Open { .. } => None,
         },
@@ -254,7 +254,7 @@ pub fn collect(a: CollectArgs, argv: &[String]) -> Result<u8> {
         interval_s: opening.interval_s,
         hub: Arc::clone(&hub),
         quiet: run.output.quiet,
-        silent_for: SILENT_FOR + plan.grace,
+        silent_for: SILENT_FOR + plan.grace(),
     };
     // Join: every worker ready, then one start.
     let deadline = tokio::time::Instant::now() + a.join_timeout;

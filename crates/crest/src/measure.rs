@@ -60,7 +60,7 @@ pub fn measure<W: Workload>(
     quiet: bool,
     journal: Option<(&Path, Option<results::Segment>)>,
 ) -> Result<Measured> {
-    let file_limit = limits::ensure_file_limit(plan.load.max_concurrency())?;
+    let file_limit = limits::ensure_file_limit(plan.load().max_concurrency())?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     // Handlers are installed before the first request, so an early Ctrl-C is never lost.
     // SIGHUP (the SSH session that started the run dropped) is taken as SIGTERM: stop, and
@@ -147,19 +147,19 @@ impl Running {
         let control =
             (web.is_some() || crate::worker::link().is_some()).then(|| Arc::new(crest_engine::Control::new()));
         let shape = shape(plan, control.clone());
-        let open_model = matches!(plan.load, LoadModel::Open { .. });
+        let open_model = matches!(plan.load(), LoadModel::Open { .. });
         let (tx, rx) = mpsc::channel();
         // Checked before anything is sent; sampling starts with the load.
-        let sampler = crest_monitor::Sampler::new(&plan.monitor).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
+        let sampler = crest_monitor::Sampler::new(plan.monitor()).map_err(|e| anyhow::anyhow!("monitor: {e}"))?;
         let threads = shape.threads_used();
         let (journal, part) = journal.unzip();
         // The request log sits beside the journal; a run without a journal (none today) has none.
         let log_path = journal
-            .filter(|_| plan.log_requests)
+            .filter(|_| plan.log_requests())
             .map(crate::rundir::request_log_beside);
         let journal = journal.map(crate::journal::Writer::create).transpose()?;
         let reqlog = log_path
-            .map(|p| crate::reqlog::Log::create(&p, &plan.names))
+            .map(|p| crate::reqlog::Log::create(&p, plan.names()))
             .transpose()?;
         // Made before the start, so that reading the machine delays no arrival.
         let mut opening = opening(plan, command_line, part.flatten());
@@ -188,8 +188,8 @@ impl Running {
         // A worker of a shared run sends its part of a request count: arrival `i` is worker
         // `i mod N`'s, so the parts are the whole's first requests.
         let stop = Stop::new(
-            plan.stop.duration.map(|d| start + d),
-            plan.stop.requests.map(|n| plan.part().share(n)),
+            plan.stop().duration.map(|d| start + d),
+            plan.stop().requests.map(|n| plan.part().share(n)),
         );
         if let Some(w) = web {
             w.begin(&opening, control.clone(), Some(stop.clone()));
@@ -199,7 +199,7 @@ impl Running {
         }
         let engine = {
             let (stop, shape) = (stop.clone(), shape.clone());
-            let part_of = plan.part_of.clone();
+            let part_of = plan.part_of().to_vec();
             let logging = reqlog.is_some();
             std::thread::Builder::new().name("crest-engine".into()).spawn(move || {
                 crest_engine::run(&shape, start, &stop, workload, |_| {
@@ -212,12 +212,12 @@ impl Running {
         let mut run = Running {
             opening: opening.clone(),
             has_flows,
-            segment_starts: plan.segments.iter().map(|s| s.start).collect(),
+            segment_starts: plan.segments().iter().map(|s| s.start).collect(),
             // A collector's worker sees its part only: the collector judges the whole.
             watch: StopWatch::new(if link.is_some() {
                 Vec::new()
             } else {
-                plan.stop_when.clone()
+                plan.stop_when().to_vec()
             }),
             stopped_by: None,
             stop,
@@ -455,7 +455,7 @@ impl Running {
                 cpu_quota_cores: crest_monitor::own::cpu_quota_cores(),
             }),
             monitor,
-            users: user_times(&plan.load, &report.user_times, report.users_cut_short),
+            users: user_times(plan.load(), &report.user_times, report.users_cut_short),
             // Journaled as `Step` entries as they started.
             segments: None,
             workers: Vec::new(),
@@ -481,12 +481,12 @@ impl Running {
 fn shape(plan: &Plan, control: Option<Arc<crest_engine::Control>>) -> Shape {
     Shape {
         control,
-        model: plan.load.clone(),
-        threads: plan.threads,
+        model: plan.load().clone(),
+        threads: plan.threads(),
         shard: plan.part(),
-        grace: plan.grace,
+        grace: plan.grace(),
         tick: INTERVAL,
-        segments: plan.segments.iter().map(|s| s.start).collect(),
+        segments: plan.segments().iter().map(|s| s.start).collect(),
     }
 }
 
@@ -507,12 +507,12 @@ pub fn opening(plan: &Plan, command_line: &[String], part: Option<results::Segme
         started_at: now_utc(),
         config,
         environment: Some(crate::environment::capture()),
-        names: plan.names.clone(),
-        part_of: plan.part_of.clone(),
+        names: plan.names().to_vec(),
+        part_of: plan.part_of().to_vec(),
         flows,
         segments: planned_segments(plan),
         interval_s: INTERVAL.as_secs_f64(),
-        target_rps: match &plan.load {
+        target_rps: match plan.load() {
             LoadModel::Open { rate, .. } => Some(rate.max()),
             LoadModel::Closed { .. } => None,
         },
@@ -566,22 +566,22 @@ fn user_times(
 
 /// The configuration as stored: every secret redacted.
 fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig {
-    let (model, rate, on_cap, iterations) = match &plan.load {
+    let (model, rate, on_cap, iterations) = match plan.load() {
         LoadModel::Closed { iterations, .. } => (LoadKind::Closed, None, None, *iterations),
         LoadModel::Open { rate, on_cap, .. } => (LoadKind::Open, Some(rate.max()), Some(*on_cap), None),
     };
     RunConfig {
         command_line: redact::command_line(command_line),
         model,
-        concurrency: plan.load.max_concurrency(),
+        concurrency: plan.load().max_concurrency(),
         rate,
         on_cap,
-        requests: plan.stop.requests,
+        requests: plan.stop().requests,
         iterations,
-        duration_s: plan.stop.duration.map(|d| d.as_secs_f64()),
+        duration_s: plan.stop().duration.map(|d| d.as_secs_f64()),
         threads: threads as u64,
-        worker: plan.shard,
-        http: match &plan.target {
+        worker: plan.shard(),
+        http: match plan.target() {
             Target::Http(h) => Some(HttpConfig {
                 method: h.method.clone(),
                 url: redact::url(&h.url),
@@ -591,13 +591,13 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
                     .map(|(n, v)| (n.clone(), redact::header_value(n, v)))
                     .collect(),
                 body_bytes: h.body.len() as u64,
-                timeout_s: plan.connection.timeout.as_secs_f64(),
-                keepalive: plan.connection.keepalive,
-                insecure: plan.connection.tls.insecure,
+                timeout_s: plan.connection().timeout.as_secs_f64(),
+                keepalive: plan.connection().keepalive,
+                insecure: plan.connection().tls.insecure,
             }),
             Target::Scenario(_) => None,
         },
-        scenario: match &plan.target {
+        scenario: match plan.target() {
             Target::Scenario(s) => Some(ScenarioConfig {
                 path: s.path.clone(),
                 sha256: s.sha256.clone(),
@@ -605,18 +605,18 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
             }),
             Target::Http(_) => None,
         },
-        thresholds: plan.thresholds.clone(),
-        stop_conditions: plan.stop_when.clone(),
+        thresholds: plan.thresholds().to_vec(),
+        stop_conditions: plan.stop_when().to_vec(),
     }
 }
 
 /// The plan's steps as planned: each ends where the next starts (the last where the plan ends,
 /// or, when no duration bounds it, where it starts); the run clips them to what it reached.
 fn planned_segments(plan: &Plan) -> Vec<results::Segment> {
-    let starts: Vec<f64> = plan.segments.iter().map(|s| s.start.as_secs_f64()).collect();
+    let starts: Vec<f64> = plan.segments().iter().map(|s| s.start.as_secs_f64()).collect();
     let last = starts.last().copied().unwrap_or(0.0);
-    let end = plan.stop.duration.map_or(last, |d| d.as_secs_f64().max(last));
-    plan.segments
+    let end = plan.stop().duration.map_or(last, |d| d.as_secs_f64().max(last));
+    plan.segments()
         .iter()
         .enumerate()
         .map(|(i, s)| results::Segment {

@@ -210,10 +210,11 @@ pub fn finish(draft: Draft) -> Result<Plan> {
 
 /// The workload of a plan that repeats one HTTP request (quick mode, `crest find` on a URL).
 pub fn http_workload(plan: &Plan) -> Result<HttpWorkload> {
-    let Target::Http(http) = &plan.target else {
+    let Target::Http(http) = plan.target() else {
         bail!("internal: a plan without a URL")
     };
-    HttpWorkload::new(http, &plan.connection, 0).with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))
+    HttpWorkload::new(http, plan.connection(), 0)
+        .with_context(|| format!("URL {}", crest_model::redact::url(&http.url)))
 }
 
 /// Adds what the --monitor-* flags ask to watch to `plan` (a scenario's, or quick mode's).
@@ -473,23 +474,23 @@ mod tests {
     #[test]
     fn defaults_are_a_ten_second_closed_run_of_50_users() {
         let p = args(&["http://127.0.0.1:1/x?y=1"]).unwrap();
-        assert_eq!(p.load, LoadModel::users(50));
-        assert_eq!(p.stop.duration, Some(Duration::from_secs(10)));
-        assert_eq!(p.names, vec!["GET /x".to_string()]);
+        assert_eq!(*p.load(), LoadModel::users(50));
+        assert_eq!(p.stop().duration, Some(Duration::from_secs(10)));
+        assert_eq!(p.names(), vec!["GET /x".to_string()]);
     }
 
     #[test]
     fn a_body_makes_a_post_and_rate_makes_an_open_model() {
         let p = args(&["http://h/", "--body", "{}", "--rate", "100", "-n", "5"]).unwrap();
-        assert_eq!(p.load, LoadModel::rate(100.0, 1000));
+        assert_eq!(*p.load(), LoadModel::rate(100.0, 1000));
         assert_eq!(
-            p.stop,
+            p.stop(),
             StopRule {
                 requests: Some(5),
                 duration: None
             }
         );
-        let Target::Http(h) = p.target else {
+        let Target::Http(h) = p.target() else {
             panic!("quick mode makes an HTTP target")
         };
         assert_eq!(h.method, "POST");
@@ -501,7 +502,7 @@ mod tests {
     #[test]
     fn the_open_model_takes_the_threads_its_rate_needs() {
         let cores = defaults::threads();
-        let threads = |extra: &[&str]| args(&[&["http://h/"], extra].concat()).unwrap().threads;
+        let threads = |extra: &[&str]| args(&[&["http://h/"], extra].concat()).unwrap().threads();
         assert_eq!(threads(&["--rate", "1000"]), 1);
         assert_eq!(threads(&["--rate", "50000"]), 1);
         assert_eq!(threads(&["--rate", "50001"]), 2.min(cores));
@@ -514,16 +515,16 @@ mod tests {
     fn levels_start_at_the_first_and_count_per_user() {
         let p = args(&["http://h/", "-c", "10,20,50", "-n", "10x"]).unwrap();
         assert_eq!(
-            p.load,
+            *p.load(),
             LoadModel::Closed {
                 users: plan::UsersProfile::constant(10),
                 iterations: Some(10)
             },
             "each user's own ten"
         );
-        assert_eq!((p.stop.requests, p.stop.duration), (None, None));
+        assert_eq!((p.stop().requests, p.stop().duration), (None, None));
         let p = args(&["http://h/", "-c", "10,20", "-n", "500"]).unwrap();
-        assert_eq!(p.stop.requests, Some(500), "a plain -n is per level");
+        assert_eq!(p.stop().requests, Some(500), "a plain -n is per level");
     }
 
     #[test]
@@ -565,11 +566,11 @@ mod tests {
 
     /// What the resolver decides, side by side: load, end, grace and how requests are sent.
     fn decided(p: &Plan) -> impl PartialEq + std::fmt::Debug {
-        let c = &p.connection;
+        let c = p.connection();
         (
-            p.load.clone(),
-            p.stop,
-            p.grace,
+            p.load().clone(),
+            p.stop(),
+            p.grace(),
             (c.timeout, c.connect_timeout, c.keepalive, c.http, c.tls.insecure),
             (*c.network).clone(),
         )
@@ -611,7 +612,7 @@ mod tests {
             let quick = args(&all).unwrap();
             let file = scenario(&format!("{HEAD}{file}")).unwrap();
             assert_eq!(decided(&quick), decided(&file), "{flags:?}");
-            assert_eq!(file.names, quick.names, "{flags:?}: one method rule names both");
+            assert_eq!(file.names(), quick.names(), "{flags:?}: one method rule names both");
         }
     }
 
@@ -629,19 +630,19 @@ mod tests {
         ))
         .unwrap();
         for p in [&quick, &file, &given] {
-            assert_eq!(p.connection.connect_timeout, Duration::from_secs(2));
-            assert_eq!(p.grace, Duration::from_secs(2));
+            assert_eq!(p.connection().connect_timeout, Duration::from_secs(2));
+            assert_eq!(p.grace(), Duration::from_secs(2));
         }
         let p = args(&["http://127.0.0.1:9/x"]).unwrap();
         let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
         for p in [&p, &f] {
             assert_eq!(
-                (p.connection.timeout, p.connection.connect_timeout, p.grace),
+                (p.connection().timeout, p.connection().connect_timeout, p.grace()),
                 (defaults::TIMEOUT, defaults::CONNECT_TIMEOUT, defaults::MAX_GRACE)
             );
         }
         assert!(
-            !p.connection.http.cookies && f.connection.http.cookies,
+            !p.connection().http.cookies && f.connection().http.cookies,
             "a scenario's users keep cookies"
         );
     }
@@ -662,7 +663,7 @@ mod tests {
         let quick = args(&["http://h/"]).unwrap();
         let f = scenario(&format!("{HEAD}load: {{users: 1, duration: 1s}}\n")).unwrap();
         assert_eq!(
-            (quick.monitor.interval, f.monitor.interval),
+            (quick.monitor().interval, f.monitor().interval),
             (defaults::MONITOR_INTERVAL, defaults::MONITOR_INTERVAL)
         );
         // The flag replaces the file's interval, and is held to the same bound.
@@ -689,7 +690,7 @@ mod tests {
             add_flags(&mut d, &flags)?;
             finish(d)
         };
-        assert_eq!(with("250ms").unwrap().monitor.interval, Duration::from_millis(250));
+        assert_eq!(with("250ms").unwrap().monitor().interval, Duration::from_millis(250));
         let err = format!("{:#}", with("10ms").unwrap_err());
         assert!(
             err.contains("--monitor-interval 10ms: sample at most every 100ms"),
@@ -733,12 +734,15 @@ mod tests {
             .at(LoadDraft::rate(rate, Some(500)), "40000/s".into())
             .resolve()
             .unwrap();
-        assert_eq!(probe.threads, defaults::open_threads(rate));
-        assert_eq!(probe.segments.len(), 1);
-        assert_eq!((probe.segments[0].users, probe.segments[0].rate), (None, Some(rate)));
+        assert_eq!(probe.threads(), defaults::open_threads(rate));
+        assert_eq!(probe.segments().len(), 1);
+        assert_eq!(
+            (probe.segments()[0].users, probe.segments()[0].rate),
+            (None, Some(rate))
+        );
         let level = base.at(LoadDraft::users(7), "7 users".into()).resolve().unwrap();
-        assert_eq!(level.threads, defaults::threads());
-        assert_eq!(level.segments[0].users, Some(7));
+        assert_eq!(level.threads(), defaults::threads());
+        assert_eq!(level.segments()[0].users, Some(7));
     }
 
     /// `--load manual` is part of the draft: no users until the page sets them, one step, and
@@ -754,13 +758,13 @@ mod tests {
         let LoadModel::Closed {
             users,
             iterations: None,
-        } = &p.load
+        } = p.load()
         else {
-            panic!("{:?}", p.load)
+            panic!("{:?}", p.load())
         };
         assert_eq!((users.start, users.stages.len()), (0, 0));
-        assert_eq!(p.segments[0].name, "manual");
-        assert_eq!(p.stop.duration, None);
-        assert_eq!(manual(&["-d", "30s"]).stop.duration, Some(Duration::from_secs(30)));
+        assert_eq!(p.segments()[0].name, "manual");
+        assert_eq!(p.stop().duration, None);
+        assert_eq!(manual(&["-d", "30s"]).stop().duration, Some(Duration::from_secs(30)));
     }
 }

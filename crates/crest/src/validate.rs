@@ -28,8 +28,8 @@ pub fn validate(file: &std::path::Path) -> Result<u8> {
         .collect();
     let _ = writeln!(out, "{}: valid", file.display());
     let _ = writeln!(out, "  flows: {}", flows.join(", "));
-    let _ = writeln!(out, "  requests: {}", s.plan.names.join(", "));
-    let load = match &s.plan.load {
+    let _ = writeln!(out, "  requests: {}", s.plan.names().join(", "));
+    let load = match &s.plan.load() {
         crest_model::plan::LoadModel::Closed { users, iterations } => crest_report::fmt::words::Load::Closed {
             users: users.max(),
             iterations: *iterations,
@@ -48,21 +48,21 @@ pub fn validate(file: &std::path::Path) -> Result<u8> {
     let _ = writeln!(out, "  load: {load}");
     let segments: Vec<String> = s
         .plan
-        .segments
+        .segments()
         .iter()
         .map(|g| format!("{} (from {} s)", g.name, g.start.as_secs()))
         .collect();
     let _ = writeln!(out, "  steps: {}", segments.join(", "));
-    if let Some(d) = s.plan.stop.duration {
+    if let Some(d) = s.plan.stop().duration {
         let _ = writeln!(out, "  duration: {}", humantime::format_duration(d));
     }
-    for t in &s.plan.thresholds {
+    for t in s.plan.thresholds() {
         let _ = writeln!(out, "  threshold: {t}");
     }
-    for c in &s.plan.stop_when {
+    for c in s.plan.stop_when() {
         let _ = writeln!(out, "  stop when: {c}");
     }
-    let m = &s.plan.monitor;
+    let m = &s.plan.monitor();
     let mut watched: Vec<String> = Vec::new();
     if m.host {
         watched.push("this machine".into());

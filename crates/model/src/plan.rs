@@ -689,46 +689,105 @@ impl ConnectionDraft {
     }
 }
 
-/// A validated run, ready for the engine.
+/// A validated run, ready for the engine. Made only by [`Draft::resolve`] and read-only after
+/// it, so that every rule the resolver applies holds for the whole run: a run of several loads
+/// resolves each from its draft ([`Draft::at`]).
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// How load is generated.
-    pub load: LoadModel,
-    /// When the run ends (whichever comes first).
-    pub stop: StopRule,
-    /// Names that statistics are grouped under; samples refer to them by index.
-    pub names: Vec<String>,
-    /// For each name, the name it is a part of: a statement of an SQL transaction is measured
-    /// on its own, but the unit of work is the transaction. Empty when every name is a request
-    /// of its own.
-    pub part_of: Vec<Option<u32>>,
-    /// The run's steps, in time order; statistics are kept per segment. At least one.
-    pub segments: Vec<SegmentPlan>,
-    /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.
-    pub threads: usize,
-    /// This process's part of a run spread over several generators: given (`--workers`, a
-    /// collector's worker) even when it is the only part, so that its results say they are a
-    /// part, to be merged; None for a run of its own.
-    pub shard: Option<Shard>,
-    /// How long requests still in flight may finish after sending stops.
-    pub grace: Duration,
-    /// What is sent.
-    pub target: Target,
-    /// How requests are limited and connections made: quick mode's request and every request
-    /// of a scenario alike.
-    pub connection: Connection,
-    /// Conditions checked every interval that end the run early.
-    pub stop_when: Vec<StopCondition>,
-    /// Conditions checked at the end.
-    pub thresholds: Vec<Threshold>,
-    /// What is sampled while the load runs.
-    pub monitor: crate::monitor::MonitorPlan,
-    /// Write every request as a row of the run's request log (`--log-requests`,
-    /// `log_requests: true`), beside its journal.
-    pub log_requests: bool,
+    // Each is described by its accessor below.
+    load: LoadModel,
+    stop: StopRule,
+    names: Vec<String>,
+    part_of: Vec<Option<u32>>,
+    segments: Vec<SegmentPlan>,
+    threads: usize,
+    shard: Option<Shard>,
+    grace: Duration,
+    target: Target,
+    connection: Connection,
+    stop_when: Vec<StopCondition>,
+    thresholds: Vec<Threshold>,
+    monitor: crate::monitor::MonitorPlan,
+    log_requests: bool,
 }
 
 impl Plan {
+    /// How load is generated.
+    pub fn load(&self) -> &LoadModel {
+        &self.load
+    }
+
+    /// When the run ends (whichever comes first).
+    pub fn stop(&self) -> StopRule {
+        self.stop
+    }
+
+    /// Names that statistics are grouped under; samples refer to them by index.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// For each name, the name it is a part of: a statement of an SQL transaction is measured
+    /// on its own, but the unit of work is the transaction. Empty when every name is a request
+    /// of its own.
+    pub fn part_of(&self) -> &[Option<u32>] {
+        &self.part_of
+    }
+
+    /// The run's steps, in time order; statistics are kept per segment. At least one.
+    pub fn segments(&self) -> &[SegmentPlan] {
+        &self.segments
+    }
+
+    /// Engine threads (each a single-threaded event loop). Defaults to the number of cores.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// This process's part of a run spread over several generators: given (`--workers`, a
+    /// collector's worker) even when it is the only part, so that its results say they are a
+    /// part, to be merged; None for a run of its own.
+    pub fn shard(&self) -> Option<Shard> {
+        self.shard
+    }
+
+    /// How long requests still in flight may finish after sending stops.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// What is sent.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// How requests are limited and connections made: quick mode's request and every request
+    /// of a scenario alike.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// Conditions checked every interval that end the run early.
+    pub fn stop_when(&self) -> &[StopCondition] {
+        &self.stop_when
+    }
+
+    /// Conditions checked at the end.
+    pub fn thresholds(&self) -> &[Threshold] {
+        &self.thresholds
+    }
+
+    /// What is sampled while the load runs.
+    pub fn monitor(&self) -> &crate::monitor::MonitorPlan {
+        &self.monitor
+    }
+
+    /// Write every request as a row of the run's request log (`--log-requests`,
+    /// `log_requests: true`), beside its journal.
+    pub fn log_requests(&self) -> bool {
+        self.log_requests
+    }
+
     /// This process's part of the run: the whole when it is not spread.
     pub fn part(&self) -> Shard {
         self.shard.unwrap_or(Shard::WHOLE)

@@ -62,7 +62,7 @@ pub struct FlowDraft {
 impl FlowDraft {
     /// The flows, sent as `plan` says. Resolves each server's host, once, here.
     pub fn finish(self, plan: &Plan) -> Result<FlowPlan, ScenarioError> {
-        let c = &plan.connection;
+        let c = plan.connection();
         let mut flow = self.flow;
         let mut problems = Vec::new();
         for (base, at) in self.endpoints {

@@ -78,14 +78,14 @@ fn the_task_queue_scenario_compiles() {
     assert_eq!((s.flow.flows[0].weight, s.flow.flows[1].weight), (5, 1));
     // Stepping: 40, 80, 120 users, 10 minutes each, one segment per step.
     assert_eq!(
-        s.plan.segments.iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
+        s.plan.segments().iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
         vec![40, 80, 120]
     );
-    assert_eq!(s.plan.segments[2].start, Duration::from_secs(1200));
-    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(1800)));
-    assert!(matches!(s.plan.load, LoadModel::Closed { iterations: None, .. }));
+    assert_eq!(s.plan.segments()[2].start, Duration::from_secs(1200));
+    assert_eq!(s.plan.stop().duration, Some(Duration::from_secs(1800)));
+    assert!(matches!(s.plan.load(), LoadModel::Closed { iterations: None, .. }));
     assert_eq!(
-        s.plan.names,
+        s.plan.names(),
         vec![
             "POST /tasks/submissions",
             "GET /tasks/submissions/{id}",
@@ -94,7 +94,7 @@ fn the_task_queue_scenario_compiles() {
         ]
     );
     assert_eq!(
-        s.plan.thresholds.iter().map(|t| t.text()).collect::<Vec<_>>(),
+        s.plan.thresholds().iter().map(|t| t.text()).collect::<Vec<_>>(),
         vec!["p95 < 10s", "error_rate < 1%"]
     );
     let Step::Request(post) = &s.flow.flows[0].steps[0] else {
@@ -135,49 +135,50 @@ fn profiles_become_segments() {
     let base = "target: http://127.0.0.1:9\nsteps: [{request: {path: /}}]\nload:\n";
     let s = ok(&format!("{base}  threads: 5\n  loops: 10\n"));
     assert!(matches!(
-        s.plan.load,
+        s.plan.load(),
         LoadModel::Closed {
             iterations: Some(10),
             ..
         }
     ));
-    assert_eq!(s.plan.segments[0].name, "5 threads x 10 loops");
+    assert_eq!(s.plan.segments()[0].name, "5 threads x 10 loops");
     assert_eq!(
-        s.plan.stop.duration, None,
+        s.plan.stop().duration,
+        None,
         "threads x loops ends when the loops are done"
     );
 
     let s = ok(&format!("{base}  run_once: 300\n  ramp_up: 30s\n"));
-    let LoadModel::Closed { users, iterations } = &s.plan.load else {
+    let LoadModel::Closed { users, iterations } = &s.plan.load() else {
         panic!()
     };
     assert_eq!((users.max(), *iterations), (300, Some(1)));
 
     let s = ok(&format!("{base}  rate: 2500\n  duration: 1h\n  max_in_flight: 10\n"));
-    assert_eq!(s.plan.load.max_concurrency(), 10);
+    assert_eq!(s.plan.load().max_concurrency(), 10);
 
     let s = ok(&format!(
         "{base}  stages:\n    - {{ramp_to: 100, over: 1m}}\n    - {{hold: 5m}}\n"
     ));
     assert_eq!(
-        s.plan.segments.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+        s.plan.segments().iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
         vec!["ramp to 100 users", "hold 100 users"]
     );
-    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(360)));
+    assert_eq!(s.plan.stop().duration, Some(Duration::from_secs(360)));
 
     let s = ok(&format!(
         "{base}  spike: {{users: 80, to: 200, after: 2m, for: 1m, then: 5m}}\n"
     ));
     assert_eq!(
-        s.plan.segments.iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
+        s.plan.segments().iter().map(|g| g.users.unwrap()).collect::<Vec<_>>(),
         vec![80, 200, 80]
     );
-    assert_eq!(s.plan.segments[2].start, Duration::from_secs(180));
+    assert_eq!(s.plan.segments()[2].start, Duration::from_secs(180));
 
     let s = ok(&format!(
         "{base}  rate_stages:\n    - {{ramp_to: 50, over: 10s}}\n  start_rate: 10\n"
     ));
-    assert!(matches!(s.plan.load, LoadModel::Open { .. }));
+    assert!(matches!(s.plan.load(), LoadModel::Open { .. }));
 }
 
 /// `on_cap` queues or drops an open model's arrivals at its cap; given to the closed model, or
@@ -189,7 +190,7 @@ fn on_cap_is_read_for_the_open_model_and_refused_elsewhere_where_it_stands() {
         "{base}  {{rate: 200, duration: 1s, max_in_flight: 2, on_cap: queue}}\n"
     ));
     assert!(matches!(
-        s.plan.load,
+        s.plan.load(),
         LoadModel::Open {
             max_in_flight: 2,
             on_cap: OnCap::Queue,
@@ -198,7 +199,7 @@ fn on_cap_is_read_for_the_open_model_and_refused_elsewhere_where_it_stands() {
     ));
     let s = ok(&format!("{base}  {{rate: 200, duration: 1s}}\n"));
     assert!(matches!(
-        s.plan.load,
+        s.plan.load(),
         LoadModel::Open {
             on_cap: OnCap::Drop,
             ..
@@ -436,15 +437,15 @@ thresholds:
 fn the_monitor_block_compiles_and_its_metrics_can_be_used() {
     use crest_model::monitor::ProcessSelect;
     let s = ok(MONITORED);
-    let m = &s.plan.monitor;
+    let m = &s.plan.monitor();
     assert_eq!(m.interval, Duration::from_millis(500));
     assert!(m.host);
     let labels: Vec<&str> = m.processes.iter().map(|p| p.label.as_str()).collect();
     assert_eq!(labels, ["api", "worker", "orders"]);
     assert_eq!(m.processes[1].select, ProcessSelect::Pid(4242));
     assert_eq!(m.prometheus[0].metrics, ["stream_lag_seconds", "rows_.*"]);
-    assert_eq!(s.plan.stop_when.len(), 2);
-    assert_eq!(s.plan.thresholds.len(), 2);
+    assert_eq!(s.plan.stop_when().len(), 2);
+    assert_eq!(s.plan.thresholds().len(), 2);
 }
 
 #[test]
@@ -480,8 +481,8 @@ fn issue_11_the_task_queue_example_watches_the_target_not_the_load_generator() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let text = std::fs::read_to_string(dir.join("task-queue.yaml")).unwrap();
     let s = load_str("task-queue.yaml", &text, &dir, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-    let ProcessSelect::Pattern(p) = &s.plan.monitor.processes[0].select else {
-        panic!("{:?}", s.plan.monitor.processes)
+    let ProcessSelect::Pattern(p) = &s.plan.monitor().processes[0].select else {
+        panic!("{:?}", s.plan.monitor().processes)
     };
     let re = regex::Regex::new(p).unwrap();
     for target in [
@@ -608,26 +609,26 @@ fn every_number_of_the_load_may_come_from_the_environment() {
         "{base}  threads: ${{env:THREADS}}\n  loops: ${{env:LOOPS:-4}}\n  ramp_up: \"${{env:UP:-2s}}\"\n"
     ))
     .unwrap();
-    assert_eq!(s.plan.segments[0].name, "25 threads x 4 loops");
+    assert_eq!(s.plan.segments()[0].name, "25 threads x 4 loops");
     assert!(matches!(
-        s.plan.load,
+        s.plan.load(),
         LoadModel::Closed {
             iterations: Some(4),
             ..
         }
     ));
-    assert_eq!(s.plan.load.max_concurrency(), 25);
+    assert_eq!(s.plan.load().max_concurrency(), 25);
 
     let s = load(&format!("{base}  rate: ${{env:RATE}}\n  duration: ${{env:D:-3s}}\n")).unwrap();
-    assert_eq!(s.plan.stop.duration, Some(Duration::from_secs(3)));
-    assert_eq!(s.plan.segments[0].rate, Some(12.5));
+    assert_eq!(s.plan.stop().duration, Some(Duration::from_secs(3)));
+    assert_eq!(s.plan.segments()[0].rate, Some(12.5));
 
     // In a flow mapping YAML needs the braces quoted; quoted or not, the value takes its type.
     let s = load(&format!(
         "{base}  stepping: {{start: \"${{env:THREADS}}\", step: 5, every: \"${{env:E:-10s}}\", max: 40}}\n"
     ))
     .unwrap();
-    assert_eq!(s.plan.segments.len(), 4);
+    assert_eq!(s.plan.segments().len(), 4);
 
     // A value that is not what the key holds is located at the template, which it quotes
     // (not the value: it may be a secret).
