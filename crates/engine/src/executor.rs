@@ -300,12 +300,6 @@ impl<W: Workload> Local<W> {
         t.started.set(t.started.get() + 1);
     }
 
-    /// Runs one iteration of `user`; `who` is its id and the iteration's number.
-    async fn iterate(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
-        self.reserve();
-        self.run_reserved(user, who, intended).await;
-    }
-
     /// Runs an iteration already counted by [`Local::reserve`].
     async fn run_reserved(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
         let t = &self.tracker;
@@ -567,7 +561,11 @@ fn spawn_user<W: Workload>(
                 break;
             }
             first.get_or_insert(now);
-            local.iterate(&mut user, (id, done), now).await;
+            // Reserved here rather than in an async wrapper: each layer of async fn keeps its
+            // own copy of the arguments in the user's task for as long as the iteration runs,
+            // and at 10,000 users a task's size is memory (issue 35).
+            local.reserve();
+            local.run_reserved(&mut user, (id, done), now).await;
             done += 1;
             if local.workload.stopped(&user) {
                 break;
