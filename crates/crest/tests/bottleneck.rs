@@ -389,6 +389,21 @@ fn run_text(cmd: Command, text: &str, args: &[&str]) -> common::Run {
     run_from(cmd, file.to_str().unwrap(), args)
 }
 
+/// A run of the CPU-bound server `pid` (see below) in open-model steps of 50, 100 and 300 a
+/// second, crest on the second core, whose bottleneck must be the server's CPU.
+fn spun(favoured: &Favoured, cores: &[u32], pid: u32, url: &str) -> Seen {
+    let s = seen(run_text(
+        favoured.crest(cores.get(1).copied()),
+        &rate_steps(url, &[50, 100, 300], "4s"),
+        &["--monitor-pid", &pid.to_string(), "--monitor-interval", "250ms"],
+    ));
+    let b = s.bottleneck();
+    assert_eq!(b["kind"], "cpu", "{}", s.why());
+    assert_eq!(b["subject"], TARGET, "{}", s.why());
+    assert_eq!(b["figures"]["resource"], "cpu", "{}", s.why());
+    s
+}
+
 /// A CPU-bound server (4 workers spinning 5 ms of CPU per request) pinned to one core serves at
 /// most 200 requests a second. Stepped in the open model from a quarter of that to past it (a
 /// closed user would keep the core busy alone), the core is the answer: `cpu`, naming the
@@ -406,17 +421,9 @@ fn a_cpu_bound_server_on_one_core_is_bound_by_its_cpu() {
     let pid = t.child.id();
     pin(pid, cores[0]);
     favoured.add(pid);
-    let s = seen(run_text(
-        favoured.crest(cores.get(1).copied()),
-        &rate_steps(&t.url, &[50, 100, 300], "4s"),
-        &["--monitor-pid", &pid.to_string(), "--monitor-interval", "250ms"],
-    ));
-    let b = s.bottleneck();
-    assert_eq!(b["kind"], "cpu", "{}", s.why());
-    assert_eq!(b["subject"], TARGET, "{}", s.why());
-    let fig = s.check_resource("process_cpu_percent", 100.0);
-    assert_eq!(fig["resource"], "cpu");
-    assert_eq!(b["at"]["rate"].as_f64(), Some(300.0), "{}", s.why());
+    let s = spun(&favoured, &cores, pid, &t.url);
+    s.check_resource("process_cpu_percent", 100.0);
+    assert_eq!(s.bottleneck()["at"]["rate"].as_f64(), Some(300.0), "{}", s.why());
     s.check_sizing(TARGET);
 }
 
@@ -466,16 +473,8 @@ fn a_cpu_bound_server_on_a_core_other_work_shares_is_bound_by_its_cpu() {
             .spawn()
             .unwrap(),
     );
-    let s = seen(run_text(
-        favoured.crest(cores.get(1).copied()),
-        &rate_steps(&t.url, &[50, 100, 300], "4s"),
-        &["--monitor-pid", &pid.to_string(), "--monitor-interval", "250ms"],
-    ));
-    let b = s.bottleneck();
-    assert_eq!(b["kind"], "cpu", "{}", s.why());
-    assert_eq!(b["subject"], TARGET, "{}", s.why());
-    let fig = s.check_resource("process_cpu_percent", 100.0);
-    assert_eq!(fig["resource"], "cpu");
+    let s = spun(&favoured, &cores, pid, &t.url);
+    let (b, fig) = (s.bottleneck(), s.check_resource("process_cpu_percent", 100.0));
     let share = fig["share"].as_f64().unwrap();
     assert!(share < 0.9, "the spinner kept its quarter of the core: {}", s.why());
     assert!(fig["cores_busy_percent"].as_f64().unwrap() >= 90.0, "{}", s.why());

@@ -504,19 +504,24 @@ impl Endpoint {
 mod tests {
     use super::*;
 
+    /// A call with nothing to send, whose futures are measured.
+    fn empty_call() -> Call<'static> {
+        Call {
+            request: b"",
+            head: false,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            keepalive: true,
+        }
+    }
+
     /// At 10,000 users, every user connects at once, so the open futures alive together are
     /// the run's peak memory (issue 15): the proxy tunnel and TLS handshake are boxed apart,
     /// and a plain-TCP connect stays a few hundred bytes.
     #[tokio::test]
     async fn opening_a_plain_connection_stays_small() {
         let (e, _) = Endpoint::parse("http://127.0.0.1:1/", &Default::default()).unwrap();
-        let call = Call {
-            request: b"",
-            head: false,
-            timeout: Duration::from_secs(1),
-            connect_timeout: Duration::from_secs(1),
-            keepalive: true,
-        };
+        let call = empty_call();
         let now = Instant::now();
         let mut opened = Opened::default();
         let f = e.open(&call, now, now, &mut opened);
@@ -529,13 +534,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_waiting_on_its_response_stays_small() {
         let (e, _) = Endpoint::parse("http://127.0.0.1:1/", &Default::default()).unwrap();
-        let call = Call {
-            request: b"",
-            head: false,
-            timeout: Duration::from_secs(1),
-            connect_timeout: Duration::from_secs(1),
-            keepalive: true,
-        };
+        let call = empty_call();
         let mut session = Session::default();
         let f = e.call(&mut session, &call, None);
         // 1,040 bytes (debug build) with the proxy's request and the socket's waiter node inline;
