@@ -167,12 +167,18 @@ pub fn check(a: &Analysis) -> Vec<Violation> {
     }
     // The best step (what a comparison calls the peak) against the whole run's rate.
     // Judged steps only, each with its own noise: a best step within its uncertainty of the
-    // average does not contradict it.
+    // average does not contradict it. Nor does one short of it by less than one request over
+    // its steady window: paced arrivals have no spread from second to second, and a window
+    // counts whole requests (a worker's one step read 319.968/s against its run's 319.972/s).
     let peak = |steps: &[crate::figures::SegmentAnalysis]| {
         steps
             .iter()
             .filter(|s| s.judged == crate::figures::Judged::Yes && s.steady_requests > 0)
-            .map(|s| s.success_rps + NOISE * s.success_rps_se)
+            .map(|s| {
+                let window = s.steady_end_s - s.steady_start_s;
+                let one = if window > 0.0 { 1.0 / window } else { 0.0 };
+                s.success_rps + NOISE * s.success_rps_se + one
+            })
             .reduce(f64::max)
     };
     let averages = [
@@ -213,4 +219,34 @@ pub fn check(a: &Analysis) -> Vec<Violation> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole run's rate above its best step's by less than one request over that step's
+    /// steady window is counting, not a contradiction; by more than that, it is one.
+    #[test]
+    fn a_peak_short_of_the_average_by_less_than_one_request_agrees() {
+        let mut a = crate::analyze(&crest_testkit::results::stepping_fixture()).unwrap();
+        let best = a
+            .segments
+            .iter()
+            .filter(|s| s.judged == crate::figures::Judged::Yes && s.steady_requests > 0)
+            .max_by(|x, y| x.success_rps.total_cmp(&y.success_rps))
+            .unwrap()
+            .clone();
+        let peak = best.success_rps + NOISE * best.success_rps_se;
+        let one = 1.0 / (best.steady_end_s - best.steady_start_s);
+        let below = |a: &Analysis| {
+            check(a)
+                .iter()
+                .any(|v| matches!(v, Violation::PeakBelowAverage { figure, .. } if figure.starts_with("successful requests")))
+        };
+        a.summary.success_rps = peak + 0.5 * one;
+        assert!(!below(&a), "{:?}", check(&a));
+        a.summary.success_rps = peak + 2.0 * one;
+        assert!(below(&a));
+    }
 }

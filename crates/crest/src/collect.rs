@@ -745,7 +745,6 @@ impl Collecting {
         }
         let mut written = output::write_all(dir, &results, out)?;
         written.complete &= whole;
-        crate::web::ended(dir, format!("{:?}", results.ended_by));
         Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
     }
 }

@@ -596,6 +596,18 @@ fn a_collected_run_is_steered_from_its_page_and_the_users_are_the_whole_runs() {
     let before = server.received().len();
     received_at_least(&server, before + 120);
     steer(&c, "/api/stop", "{}");
+    // The page says why the run ended in words, as a run's own page does.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let ended = loop {
+        let (status, text) = common::call(&c.addr, "GET", "/api/state", Some(TOKEN), "");
+        let state: Value = serde_json::from_str(&text).unwrap_or_default();
+        if status == 200 && !state["ended"].is_null() {
+            break state["ended"].clone();
+        }
+        assert!(std::time::Instant::now() < until, "{status} {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(ended["reason"], "a stop condition", "{ended}");
     for w in workers {
         ok(w);
     }
