@@ -37,12 +37,6 @@ use clap::Parser;
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
-// The h2 crate allocates per stream and per header (HPACK strings, HeaderMaps, its stream
-// slab), so at many streams per connection glibc's malloc and free were a tenth of crest's CPU;
-// mimalloc takes most of that back (bench/README.md, "HTTP/2", 2026-11-27).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     crest_model::redact::also_secret(&cli.redact);
