@@ -145,6 +145,8 @@ pub enum Figures {
         /// Whether any process of the service was watched: without one, a CPU-bound service
         /// looks the same (one core behaves like one worker).
         watched: bool,
+        /// What the figures count: a SQL run's transactions, else requests.
+        unit: WorkUnit,
     },
     /// The run's unit still grew at its highest load.
     StillGrowing {
@@ -417,9 +419,15 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             busy_elsewhere: busy_elsewhere.clone(),
         });
     }
+    // The request steps count a SQL run's transactions, each once; anything else's requests.
+    let counted = match i.capacity.unit {
+        WorkUnit::Transactions => WorkUnit::Transactions,
+        WorkUnit::Requests | WorkUnit::Iterations => WorkUnit::Requests,
+    };
     let c = concurrency(
         i.requests,
         m.is_some_and(|m| m.sources.iter().any(|s| s.kind == "process")),
+        counted,
     )?;
     Some(Bottleneck {
         kind: Kind::Concurrency,
@@ -705,7 +713,7 @@ fn refusals(requests: &[SegmentAnalysis], at: &SegmentAnalysis) -> Option<Figure
 /// The service's own concurrency by Little's law: the best successful requests per second of
 /// any step times a successful request's mean time at the lightest load, where it waited for
 /// nothing.
-fn concurrency(requests: &[SegmentAnalysis], watched: bool) -> Option<Figures> {
+fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> Option<Figures> {
     let l = levels(requests);
     let lightest = l.iter().find(|g| g.requests > g.failures)?;
     let best = l.iter().map(|g| g.success_rps).fold(0.0, f64::max);
@@ -721,6 +729,7 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool) -> Option<Figures> {
         service_ms,
         lightest: lightest.load(),
         watched,
+        unit,
     })
 }
 

@@ -817,3 +817,33 @@ fn a_process_on_a_shared_full_core_is_said_with_the_cores_figure() {
     );
     assert!(!said.contains("past the 90%"), "{said}");
 }
+
+/// A SQL run's own concurrency is said in transactions, the unit its figures count.
+#[test]
+fn a_sql_runs_concurrency_is_said_in_transactions() {
+    use crest_analysis::bottleneck::{Bottleneck, Figures, Kind};
+    use crest_analysis::figures::{StepLoad, WorkUnit};
+    let b = Bottleneck {
+        kind: Kind::Concurrency,
+        subject: "service".into(),
+        at: Some(StepLoad::Users(5)),
+        figures: Figures::Concurrency {
+            concurrency: 1,
+            exact: 1.4,
+            best_rps: 965.0,
+            service_ms: 1.45,
+            lightest: StepLoad::Users(1),
+            watched: true,
+            unit: WorkUnit::Transactions,
+        },
+        others: Vec::new(),
+        pinned: Vec::new(),
+        busy_elsewhere: None,
+    };
+    let said = words::bottleneck(&b);
+    assert!(
+        said.contains("(its best 965.0 transactions/s x 1.45 ms a transaction at 1 user = 1.4 transactions at once)"),
+        "{said}"
+    );
+    assert!(!said.contains("req"), "{said}");
+}

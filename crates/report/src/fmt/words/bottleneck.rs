@@ -172,15 +172,22 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             service_ms,
             lightest,
             watched,
+            unit,
         } => {
+            let each = match unit {
+                WorkUnit::Transactions => "a transaction",
+                _ => "a request",
+            };
             let figures = format!(
-                "behaves like {} of {} ms (its best {} req/s x {} ms a request at {} = {} requests at once)",
+                "behaves like {} of {} ms (its best {} {} x {} ms {each} at {} = {} {} at once)",
                 count(*concurrency, "worker"),
                 crate::fmt::ms(*service_ms),
                 num(*best_rps),
+                unit_rate(*unit),
                 crate::fmt::ms(*service_ms),
                 step(lightest),
                 num(*exact),
+                unit_plural(*unit),
             );
             if *watched && !b.pinned.is_empty() {
                 format!("The service stops scaling{at} with no watched resource rising to its ceiling: it {figures}, a worker, pool or connection limit of its own.")
