@@ -27,7 +27,7 @@ pub struct Slo {
 }
 
 pub use crest_model::reason::{Done, Level, Miss, Probe};
-use crest_model::reason::{Kept, SearchEnd};
+use crest_model::reason::{FiguresOrWords, SearchEnd};
 
 /// Whether a probe met the service level, and why not.
 pub fn judge(p: &Probe, slo: &Slo, open: bool) -> Result<(), Miss> {
@@ -247,7 +247,7 @@ pub struct CapacitySummary {
     /// The first level that failed the service level or stopped adding throughput.
     pub limit: Option<Limit>,
     /// Why the search stopped.
-    pub stopped_because: Option<Kept<SearchEnd>>,
+    pub stopped_because: Option<FiguresOrWords<SearchEnd>>,
     /// A range to run the service in: from the lowest level that already gives most of the
     /// maximum up to the optimal one.
     pub recommended: Option<Recommended>,
@@ -396,7 +396,7 @@ pub fn capacity_summary(
         max_throughput_rps,
         optimal,
         limit,
-        stopped_because: f.why_ended().map(Kept::cloned),
+        stopped_because: f.why_ended().map(FiguresOrWords::cloned),
         recommended,
         usl,
     })

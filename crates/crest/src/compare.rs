@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Compares the runs `a` names. Returns the exit code.
-pub fn compare(a: &CompareArgs) -> Result<u8> {
+pub fn command(a: &CompareArgs) -> Result<u8> {
     // A run is called by its directory, also when its results.json was named.
     let label = |p: &Path| {
         let dir = if p.is_file() { p.parent().unwrap_or(p) } else { p };

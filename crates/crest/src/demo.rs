@@ -2,6 +2,7 @@
 //! what crest reports.
 
 use crate::cli::{self, DemoArgs};
+use crate::measure::Readers;
 use crate::{find, plan};
 use anyhow::{Context, Result};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ const DEMO_PROBE: Duration = Duration::from_secs(4);
 const DEMO_MAX_USERS: f64 = 10_000.0;
 
 /// Starts the demo target in-process, finds its capacity, and writes the report.
-pub fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
+pub fn command(a: DemoArgs, args: &[String], readers: &Readers) -> Result<u8> {
     let config = crest_demo::Config::default();
     let addr = crest_demo::spawn("127.0.0.1:0".parse()?, config.clone()).context("cannot start the demo target")?;
     let capacity = config.workers as f64 / config.service_time.as_secs_f64();
@@ -39,7 +40,7 @@ pub fn demo(a: DemoArgs, args: &[String]) -> Result<u8> {
         cap: crest_model::plan::defaults::MAX_IN_FLIGHT,
         slo_text: &[],
     };
-    find::search(find::Subject { workload, base }, &how, &a.output, args)
+    find::search(find::Subject { workload, base }, &how, &a.output, args, readers)
 }
 
 /// The demo's request: a GET of the demo target, which answers within its own 5 s timeout.

@@ -4,7 +4,8 @@
 //! document, so the report shows every probe as a step.
 
 use crate::cli::{FindArgs, OutputArgs};
-use crate::measure::{measure, Interrupt};
+use crate::measure::Readers;
+use crate::parts::Parts;
 use crate::{output, rundir};
 use anyhow::{bail, Context, Result};
 use crest_analysis::find::{judge, next, Level, Next, Probe, Slo};
@@ -13,7 +14,7 @@ use crest_model::expr::{Bound, Expr, Metric, Op};
 use crest_model::number::short;
 use crest_model::plan::{defaults, Draft, LoadDraft, Plan, StopRule};
 use crest_model::reason::{SearchEnd, WorkUnit};
-use crest_model::results::{self, EndReason, FindRecord, LoadKind, ProbeRecord, Results, Segment, StopRecord};
+use crest_model::results::{FindRecord, LoadKind, ProbeRecord, Segment, StopRecord};
 use crest_report::fmt::words;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,8 +65,9 @@ pub struct Subject<W> {
     pub base: Draft,
 }
 
-/// `crest find URL` or `crest find SCENARIO`. Returns the exit code.
-pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
+/// `crest find URL` or `crest find SCENARIO`: the subject's draft and workload, resolved from
+/// the flags. Returns the exit code.
+pub fn command(a: &FindArgs, args: &[String], readers: &Readers) -> Result<u8> {
     // The draft as given, resolved once here for the workload (and to refuse a bad one before
     // the first probe).
     let base = |mut draft: Draft| -> Result<(Plan, Draft)> {
@@ -75,17 +77,22 @@ pub fn command(a: &FindArgs, args: &[String]) -> Result<u8> {
     if a.url.contains("://") {
         let (plan, base) = base(crate::plan::url_draft(&a.url, &a.request)?)?;
         let workload = Arc::new(crate::plan::http_workload(&plan)?);
-        find(Subject { workload, base }, a, args)
+        search_flags(Subject { workload, base }, a, args, readers)
     } else {
         let s = crest_scenario::draft(std::path::Path::new(&a.url))?;
         let (plan, base) = base(s.draft)?;
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow.finish(&plan)?));
-        find(Subject { workload, base }, a, args)
+        search_flags(Subject { workload, base }, a, args, readers)
     }
 }
 
-/// Runs the search and writes the report. Returns the exit code.
-fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String]) -> Result<u8> {
+/// Checks the search's flags, then runs it on `subject` (see [`search`]). Returns the exit code.
+fn search_flags<W: Workload>(
+    subject: Subject<W>,
+    a: &FindArgs,
+    command_line: &[String],
+    readers: &Readers,
+) -> Result<u8> {
     let slo = slo(&a.slo)?;
     if a.probe < Duration::from_secs(2) {
         bail!(
@@ -116,7 +123,7 @@ fn find<W: Workload>(subject: Subject<W>, a: &FindArgs, command_line: &[String])
         cap: a.concurrency,
         slo_text: &a.slo,
     };
-    search(subject, &how, &a.output, command_line)
+    search(subject, &how, &a.output, command_line, readers)
 }
 
 /// How a search goes: the service level each probe must meet and the bounds of the search.
@@ -137,12 +144,14 @@ pub struct Search<'a> {
     pub slo_text: &'a [String],
 }
 
-/// Runs the search described by `how` on `subject` and writes the report. Returns the exit code.
+/// Runs the search described by `how` on `subject` and writes the report: the one search of
+/// `crest find` and `crest demo`. Returns the exit code.
 pub fn search<W: Workload>(
     subject: Subject<W>,
     how: &Search<'_>,
     out: &OutputArgs,
     command_line: &[String],
+    readers: &Readers,
 ) -> Result<u8> {
     let Search {
         ref slo,
@@ -159,10 +168,7 @@ pub fn search<W: Workload>(
     let mut probes: Vec<Probe> = Vec::new();
     let mut unit = WorkUnit::Requests;
     let mut records: Vec<ProbeRecord> = Vec::new();
-    let mut parts: Vec<(Segment, Results)> = Vec::new();
-    // False once a probe's journal or request log could not be written in full.
-    let mut whole = true;
-    let mut interrupted = None;
+    let mut parts = Parts::new(&dir, command_line, readers);
     let ended = loop {
         let level = match next(&probes, slo, open, start_level, max) {
             Next::Probe(l) => l,
@@ -186,15 +192,9 @@ pub fn search<W: Workload>(
             users: (!open).then_some(level as u64),
             rate: open.then_some(level),
         };
-        let journal = dir.join(rundir::journal_part(parts.len()));
-        let m = measure(
-            &plan,
-            Arc::clone(&subject.workload),
-            command_line,
-            true,
-            Some((&journal, Some(label.clone()))),
-        )?;
-        let a = crest_analysis::analyze(&m.results).context("cannot analyse a probe")?;
+        let results = parts.measure(&plan, Arc::clone(&subject.workload), label, true)?;
+        let a = crest_analysis::analyze(results).context("cannot analyse a probe")?;
+        let stop = results.stopped_by.clone();
         // A probe is judged in the run's unit of work: a flow's polls multiply its requests as
         // the service's queue lengthens, so requests per second would keep growing past the
         // point where tasks per second stopped.
@@ -241,12 +241,8 @@ pub fn search<W: Workload>(
         if let Err(e) = crate::journal::write_find(&dir, &so_far) {
             eprintln!("warning: {e:#}");
         }
-        let stop = m.results.stopped_by.clone();
-        whole &= m.whole;
-        parts.push((label, m.results));
         probes.push(p);
-        if m.interrupted.is_some() {
-            interrupted = m.interrupted;
+        if parts.interrupted() {
             break SearchEnd::Interrupted;
         }
         if let Some(StopRecord {
@@ -262,10 +258,10 @@ pub fn search<W: Workload>(
             };
         }
     };
-    if parts.is_empty() {
+    if parts.done().is_empty() {
         bail!("no probe ran: {}", words::search_end(&ended, unit));
     }
-    let mut results = joined(parts, interrupted, open, cap, command_line)?;
+    let (mut results, journaled) = parts.join(open, cap)?;
     // The search says why it stopped; a stop condition was a probe's verdict, not the run's.
     results.stopped_by = None;
     results.find = Some(FindRecord {
@@ -276,12 +272,11 @@ pub fn search<W: Workload>(
         ended: Some(ended),
         stopped_because: None,
     });
-    let mut written = output::write_all(&dir, &results, out)?;
-    written.complete &= whole;
+    let written = output::write_all(&dir, &results, out, journaled, readers.page.as_deref())?;
     if written.complete {
         crate::journal::remove_find(&dir);
     }
-    Ok(crate::run::exit_code(results.ended_by, &written, out.strict))
+    Ok(crate::exit::of_run(results.ended_by, &written, out.strict))
 }
 
 /// The service level as given, or the default a search applies without one.
@@ -309,43 +304,4 @@ fn probe_plan(base: &Draft, level: Level, cap: u64, len: Duration) -> Result<Pla
     // The service level is the search's own, judged probe by probe.
     draft.thresholds.clear();
     crate::plan::finish(draft)
-}
-
-/// Runs made one level after another, joined into one results document with a step per level:
-/// its load is the highest level's, and it ended as the last part did.
-pub fn joined(
-    parts: Vec<(Segment, Results)>,
-    interrupted: Option<Interrupt>,
-    open: bool,
-    cap: u64,
-    command_line: &[String],
-) -> Result<Results> {
-    let levels: Vec<f64> = parts
-        .iter()
-        .filter_map(|(s, _)| if open { s.rate } else { s.users.map(|u| u as f64) })
-        .collect();
-    // Levels run one after another, so the last one's end is the whole run's: its duration or
-    // its request count, not "every user finishing its iterations".
-    let last_end = parts.last().map(|(_, r)| r.ended_by);
-    let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else {
-        bail!("no level ran");
-    };
-    let mut results = results::concat(first, parts)?;
-    results.ended_by = match (interrupted, last_end) {
-        (Some(Interrupt::Int), _) => EndReason::Sigint,
-        (Some(Interrupt::Term), _) => EndReason::Sigterm,
-        (None, Some(end)) => end,
-        (None, None) => EndReason::Completed,
-    };
-    results.config.model = LoadKind::of(open);
-    results.config.concurrency = if open {
-        cap
-    } else {
-        levels.iter().fold(0.0, |a: f64, b| a.max(*b)) as u64
-    };
-    results.config.rate = open.then(|| levels.iter().fold(0.0, |a: f64, b| a.max(*b)));
-    results.config.duration_s = Some(results.duration_s);
-    results.config.command_line = crest_model::redact::command_line(command_line);
-    Ok(results)
 }

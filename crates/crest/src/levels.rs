@@ -4,9 +4,8 @@
 //! stepping profile. Each level is measured like a probe of `crest find`, by the same code.
 
 use crate::cli::RunArgs;
-use crate::find::joined;
-use crate::measure::measure;
-use crate::run::exit_code;
+use crate::measure::Readers;
+use crate::parts::Parts;
 use crate::{output, rundir};
 use anyhow::Result;
 use crest_analysis::find::Level;
@@ -17,13 +16,12 @@ use std::sync::Arc;
 
 /// Runs `base` (quick mode's draft at the first level) at each of `levels` users in turn, each
 /// level resolved from it on its own, and writes the joined results. Returns the exit code.
-pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String]) -> Result<u8> {
+pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String], readers: &Readers) -> Result<u8> {
     let workload = Arc::new(crate::plan::http_workload(&crate::plan::finish(base.clone())?)?);
     let out = &args.output;
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
-    let (mut parts, mut interrupted, mut stopped_by) = (Vec::new(), None, None);
-    // False once a level's journal or request log could not be written in full.
-    let mut whole = true;
+    let mut parts = Parts::new(&dir, command_line, readers);
+    let mut stopped_by = None;
     for (k, &users) in levels.iter().enumerate() {
         let level = Level {
             value: users as f64,
@@ -46,26 +44,15 @@ pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String])
         if !out.quiet {
             eprintln!("level {} of {}: {}", k + 1, levels.len(), label.name);
         }
-        let journal = dir.join(rundir::journal_part(k));
-        let m = measure(
-            &plan,
-            Arc::clone(&workload),
-            command_line,
-            out.quiet,
-            Some((&journal, Some(label.clone()))),
-        )?;
+        let results = parts.measure(&plan, Arc::clone(&workload), label, out.quiet)?;
         // A stop condition or a signal ends the study, not just its level.
-        stopped_by = m.results.stopped_by.clone();
-        whole &= m.whole;
-        parts.push((label, m.results));
-        if m.interrupted.is_some() || stopped_by.is_some() {
-            interrupted = m.interrupted;
+        stopped_by = results.stopped_by.clone();
+        if parts.interrupted() || stopped_by.is_some() {
             break;
         }
     }
-    let mut results = joined(parts, interrupted, false, 0, command_line)?;
+    let (mut results, journaled) = parts.join(false, 0)?;
     results.stopped_by = stopped_by;
-    let mut written = output::write_all(&dir, &results, out)?;
-    written.complete &= whole;
-    Ok(exit_code(results.ended_by, &written, out.strict))
+    let written = output::write_all(&dir, &results, out, journaled, readers.page.as_deref())?;
+    Ok(crate::exit::of_run(results.ended_by, &written, out.strict))
 }

@@ -1,13 +1,15 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
-// One module per subcommand: run (with levels), find, sweep, report, compare, validate, demo,
-// target, pg, kube, and a run over several machines: collect and its workers.
+// One module per subcommand, each entered by its `command`: run (with levels), find, sweep,
+// report, merge, compare, validate, demo, target, pg, kube, and a run over several machines:
+// collect and its workers.
 mod collect;
 mod compare;
 mod demo;
 mod find;
 mod kube;
 mod levels;
+mod merge;
 mod pg;
 mod report;
 mod run;
@@ -16,15 +18,18 @@ mod target;
 mod validate;
 mod worker;
 
-// What they share: flags, plans, the run loop, and what a run leaves on disk (the outputs, the
-// journal and the request log above the run directory's layout and safe writes).
+// What they share: flags, plans, the run loop and its stop conditions, runs made in parts, the
+// exit codes, and what a run leaves on disk (the outputs, the journal and the request log above
+// the run directory's layout and safe writes).
 mod cli;
 mod environment;
+mod exit;
 mod journal;
+mod judge;
 mod limits;
 mod measure;
-mod merge;
 mod output;
+mod parts;
 mod plan;
 mod progress;
 mod reqlog;
@@ -45,7 +50,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(if disk_full(&e) { run::EXIT_NOT_WRITTEN } else { 2 })
+            ExitCode::from(if disk_full(&e) { exit::NOT_WRITTEN } else { 2 })
         }
     }
 }
@@ -68,22 +73,24 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Demo(a) => Some(&a.output),
         _ => None,
     };
-    if let Some(o) = output {
-        web::start(&o.web)?;
-    }
+    // The run loop reads no process-wide page: a command hands its runs their readers.
+    let readers = measure::Readers {
+        page: output.map(|o| web::start(&o.web)).transpose()?.flatten(),
+        collector: None,
+    };
     match cli.command {
-        Command::Run(a) => run::command(&a, args),
-        Command::Validate(a) => validate::validate(&a.file),
-        Command::Find(a) => find::command(&a, args),
-        Command::Sweep(a) => sweep::sweep(&a, args),
+        Command::Run(a) => run::command(&a, args, &readers),
+        Command::Validate(a) => validate::command(&a.file),
+        Command::Find(a) => find::command(&a, args, &readers),
+        Command::Sweep(a) => sweep::command(&a, args, &readers),
         Command::Pg(cli::PgCommand::Init(a)) => pg::init(&a),
-        Command::Report(a) => report::report(&a),
-        Command::Merge(a) => merge::merge(&a),
-        Command::Compare(a) => compare::compare(&a),
-        Command::Demo(a) => demo::demo(a, args),
-        Command::Target(a) => target::target(a),
-        Command::Collect(a) => collect::collect(*a, args),
-        Command::Worker(a) => worker::worker(&a),
+        Command::Report(a) => report::command(&a),
+        Command::Merge(a) => merge::command(&a),
+        Command::Compare(a) => compare::command(&a),
+        Command::Demo(a) => demo::command(a, args, &readers),
+        Command::Target(a) => target::command(a),
+        Command::Collect(a) => collect::command(*a, args),
+        Command::Worker(a) => worker::command(&a),
         Command::Kube(cli::KubeCommand::Render(a)) => kube::render(&a, args),
     }
 }

@@ -6,10 +6,10 @@
 //! written comes from that document, so `results.json` and the summary can never disagree, and
 //! the document is what the journal adds up to.
 
+use crate::judge::Judge;
 use crate::limits;
 use crate::progress::Progress;
 use anyhow::{Context, Result};
-use crest_analysis::stop::{IntervalFigures, StopWatch, Stopped};
 use crest_engine::{Shape, Stop, StopCause, Workload};
 use crest_metrics::{IntervalAcc, Recorder, Series};
 use crest_model::journal::{End as JournalEnd, Entry, Fold, Start as JournalStart};
@@ -36,6 +36,24 @@ pub enum Interrupt {
     Term,
 }
 
+/// Who reads a run's journal entries as the run keeps them, besides its journal on disk and
+/// the sum that becomes its results. Handed in by the command that runs it: the run loop knows
+/// no process-wide page or collector.
+#[derive(Clone, Debug, Default)]
+pub struct Readers {
+    /// The live page: `--web`'s, or a collector's (which shows the merged run's report).
+    pub page: Option<Arc<crest_live::Hub>>,
+    /// A worker's collector, which also starts and stops the run.
+    pub collector: Option<Arc<crate::worker::Link>>,
+}
+
+impl Readers {
+    /// The run can be steered: from its page, or from its collector's.
+    fn steered(&self) -> bool {
+        self.page.is_some() || self.collector.is_some()
+    }
+}
+
 /// A measured run, not yet written anywhere.
 pub struct Measured {
     /// Everything measured.
@@ -43,8 +61,9 @@ pub struct Measured {
     /// The signal that stopped it, if one did.
     pub interrupted: Option<Interrupt>,
     /// False when its journal or request log could not be written in full (a full disk): the
-    /// figures are whole, a copy on disk is not, and the exit code says so.
-    pub whole: bool,
+    /// figures are whole, a copy on disk is not, and the exit code says so (see
+    /// [`crate::output::write_all`]).
+    pub journaled: bool,
 }
 
 /// Runs `plan` with `workload`: sends the load, shows progress, reacts to signals, and returns
@@ -59,6 +78,7 @@ pub fn measure<W: Workload>(
     command_line: &[String],
     quiet: bool,
     journal: Option<(&Path, Option<results::Segment>)>,
+    readers: &Readers,
 ) -> Result<Measured> {
     let file_limit = limits::ensure_file_limit(plan.load().max_concurrency())?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -73,7 +93,7 @@ pub fn measure<W: Workload>(
             signal(SignalKind::hangup())?,
         )
     };
-    let mut run = Running::start(plan, workload, command_line, quiet, journal)?;
+    let mut run = Running::start(plan, workload, command_line, quiet, journal, readers.clone())?;
     if let Some(c) = &run.control {
         c.limit_users(file_limit.saturating_sub(limits::HEADROOM), file_limit);
     }
@@ -98,14 +118,12 @@ pub fn measure<W: Workload>(
 
 /// A run under way: started by [`Running::start`], fed closed intervals and monitor samples by
 /// [`Running::receive`], told of signals by [`Running::react`], and ended by
-/// [`Running::finish`]. Each closed interval becomes journal entries, and [`Running::keep`]
+/// [`Running::finish`]. Each closed interval becomes journal entries, and [`Running::hand_on`]
 /// hands every entry to its readers.
 struct Running {
     opening: JournalStart,
-    has_flows: bool,
-    segment_starts: Vec<Duration>,
-    watch: StopWatch,
-    stopped_by: Option<Stopped>,
+    /// The run's stop conditions, judged on the entries as they are handed on.
+    judge: Judge,
     stop: Stop,
     start: Instant,
     cpu_at_start: f64,
@@ -124,9 +142,9 @@ struct Running {
     kept: Result<()>,
     /// Requests so far, statements included.
     samples: u64,
-    /// The live page's hub, when `--web` is on: it reads every entry [`Running::keep`] hands on.
-    web: Option<&'static Arc<crest_live::Hub>>,
-    /// Steering from the live page, when `--web` is on.
+    /// The page and the collector, which read every entry [`Running::hand_on`] hands on.
+    readers: Readers,
+    /// Steering from the live page or the collector's, when there is one.
     control: Option<Arc<crest_engine::Control>>,
     /// The steps started by hand, journaled as they started.
     by_hand: Vec<crest_model::journal::Step>,
@@ -141,11 +159,10 @@ impl Running {
         command_line: &[String],
         quiet: bool,
         journal: Option<(&Path, Option<results::Segment>)>,
+        readers: Readers,
     ) -> Result<Self> {
-        let web = crate::web::hub();
         // A collected run's worker is steered from the collector's page.
-        let control =
-            (web.is_some() || crate::worker::link().is_some()).then(|| Arc::new(crest_engine::Control::new()));
+        let control = readers.steered().then(|| Arc::new(crest_engine::Control::new()));
         let shape = shape(plan, control.clone());
         let open_model = matches!(plan.load(), LoadModel::Open { .. });
         let (tx, rx) = mpsc::channel();
@@ -163,14 +180,13 @@ impl Running {
             .transpose()?;
         // Made before the start, so that reading the machine delays no arrival.
         let mut opening = opening(plan, command_line, part.flatten());
-        let has_flows = !opening.flows.is_empty();
         // The open model's arrivals are due from the start: its engine threads get a moment
         // before it to come up and ready their first users, so the first arrivals are neither
         // late for a thread still starting nor held up by connects.
         let lead_in = if open_model { LEAD_IN } else { Duration::ZERO };
         // A collector's worker starts at the instant the collector gave every worker (its
         // lead-in taken before it), so the workers' clocks and the collector's agree.
-        let link = crate::worker::link();
+        let link = readers.collector.as_deref();
         let start = match link {
             Some(l) => l.wait_start(lead_in),
             None => Instant::now() + lead_in,
@@ -191,7 +207,7 @@ impl Running {
             plan.stop().duration.map(|d| start + d),
             plan.stop().requests.map(|n| plan.part().share(n)),
         );
-        if let Some(w) = web {
+        if let Some(w) = &readers.page {
             w.begin(&opening, control.clone(), Some(stop.clone()));
         }
         if let Some(l) = link {
@@ -209,17 +225,15 @@ impl Running {
                 })
             })?
         };
+        // A collector's worker sees its part only: the collector judges the whole.
+        let conditions = if link.is_some() {
+            Vec::new()
+        } else {
+            plan.stop_when().to_vec()
+        };
         let mut run = Running {
+            judge: Judge::new(&opening, conditions),
             opening: opening.clone(),
-            has_flows,
-            segment_starts: plan.segments().iter().map(|s| s.start).collect(),
-            // A collector's worker sees its part only: the collector judges the whole.
-            watch: StopWatch::new(if link.is_some() {
-                Vec::new()
-            } else {
-                plan.stop_when().to_vec()
-            }),
-            stopped_by: None,
             stop,
             start,
             cpu_at_start,
@@ -235,11 +249,11 @@ impl Running {
             fold: Fold::default(),
             kept: Ok(()),
             samples: 0,
-            web,
+            readers,
             control,
             by_hand: Vec::new(),
         };
-        run.keep(Entry::Start(opening));
+        run.hand_on(Entry::Start(opening));
         Ok(run)
     }
 
@@ -260,41 +274,18 @@ impl Running {
     }
 
     /// Takes the intervals the engine closed and the monitor's samples since the last call:
-    /// each is shown, kept, and judged by the stop conditions.
+    /// each is shown, and handed on to its readers and the stop conditions.
     fn receive(&mut self) {
         self.steered();
         let accs: Vec<IntervalAcc> = self.rx.try_iter().collect();
         for acc in accs {
             for mut done in self.series.add(acc) {
                 self.closed(&mut done);
-                let t = done.index as f64 * INTERVAL.as_secs_f64();
-                let iterations = self.has_flows.then(|| done.iterations_completed());
-                let figures = IntervalFigures {
-                    t_s: t,
-                    len_s: INTERVAL.as_secs_f64(),
-                    segment: crest_schedule::segment_at(&self.segment_starts, Duration::from_secs_f64(t)),
-                    requests: done.requests,
-                    failures: done.failures,
-                    latency: done.latency(),
-                    iterations,
-                };
-                if self.stopped_by.is_none() {
-                    if let Some(s) = self.watch.interval(&figures) {
-                        self.stop.cancel();
-                        self.stopped_by = Some(s);
-                    }
-                }
             }
         }
         let snaps: Vec<_> = self.monitor.iter().flat_map(|m| m.snapshots()).collect();
         for snap in snaps {
-            if self.stopped_by.is_none() {
-                if let Some(s) = self.watch.monitored(snap.t_s, &snap.values) {
-                    self.stop.cancel();
-                    self.stopped_by = Some(s);
-                }
-            }
-            self.keep(Entry::Monitor(snap.sample));
+            self.hand_on(Entry::Monitor(snap.sample));
         }
     }
 
@@ -309,12 +300,8 @@ impl Running {
         for s in new {
             let step = crest_model::journal::Step::from(s);
             self.by_hand.push(step.clone());
-            self.keep(Entry::Step(step));
+            self.hand_on(Entry::Step(step));
         }
-        self.segment_starts = crest_model::journal::steered(&self.opening.segments, &self.by_hand)
-            .iter()
-            .map(|s| Duration::from_secs_f64(s.start_s))
-            .collect();
     }
 
     /// A closed interval: shown, its rows handed to the request log, and its journal entries
@@ -330,29 +317,35 @@ impl Running {
         if let Some(log) = &self.reqlog {
             log.send(rows);
         }
-        self.keep(record);
+        self.hand_on(record);
         if let Some(points) = points {
-            self.keep(points);
+            self.hand_on(points);
         }
     }
 
     /// Hands one journal entry to its readers, once and in order: the journal on disk, the
-    /// sum that becomes the results, the live page, and a worker's collector.
-    fn keep(&mut self, entry: Entry) {
+    /// live page, a worker's collector, the stop conditions, and the sum that becomes the
+    /// results.
+    fn hand_on(&mut self, entry: Entry) {
         if self.kept.is_err() {
             return;
         }
         if let Some(j) = self.journal.as_mut() {
             j.write(&entry);
         }
-        if let Some(w) = self.web {
+        if let Some(w) = &self.readers.page {
             // The page began with the run, given its control.
             if !matches!(entry, Entry::Start(_)) {
                 w.publish(&entry);
             }
         }
-        if let Some(l) = crate::worker::link() {
+        if let Some(l) = &self.readers.collector {
             l.send(&entry);
+        }
+        // Once the engine ended, nothing is left to stop: the last intervals are not judged, so
+        // that a run that ended by its plan says so.
+        if self.engine.is_some() && self.judge.read(&entry).is_some() {
+            self.stop.cancel();
         }
         self.kept = match &entry {
             Entry::Interval(record) => self.fold.add(record).context("cannot add up an interval"),
@@ -393,12 +386,12 @@ impl Running {
         for done in &mut rest {
             self.closed(done);
         }
-        let mut whole = true;
+        let mut journaled = true;
         if let Some(log) = self.reqlog.take() {
             if let Err(e) = log.finish() {
                 // As for the journal: the run and its figures are whole, only this copy is not.
                 eprintln!("error: {e:#}");
-                whole = false;
+                journaled = false;
             }
         }
         std::mem::replace(&mut self.kept, Ok(()))?;
@@ -409,17 +402,16 @@ impl Running {
             .control
             .as_ref()
             .and_then(|c| c.stopped_at())
-            .filter(|_| self.stopped_by.is_none());
+            .filter(|_| self.judge.stopped().is_none());
+        let link = self.readers.collector.as_deref();
         let ended_by = match (self.interrupt, report.cause) {
             (Some(Interrupt::Int), _) => EndReason::Sigint,
             (Some(Interrupt::Term), _) => EndReason::Sigterm,
             // A worker whose collector was lost stopped for that, not for its plan.
-            (None, StopCause::Cancelled) if crate::worker::link().is_some_and(|l| l.collector_lost()) => {
-                EndReason::CollectorLost
-            }
-            (None, _) if self.stopped_by.is_some() || by_hand.is_some() => EndReason::Condition,
+            (None, StopCause::Cancelled) if link.is_some_and(|l| l.collector_lost()) => EndReason::CollectorLost,
+            (None, _) if self.judge.stopped().is_some() || by_hand.is_some() => EndReason::Condition,
             // A collector's worker told to stop: a condition held on the whole run.
-            (None, _) if crate::worker::link().is_some_and(|l| l.told_to_stop()) => EndReason::Condition,
+            (None, _) if link.is_some_and(|l| l.told_to_stop()) => EndReason::Condition,
             (None, StopCause::Count) => EndReason::Requests,
             (None, StopCause::Completed) => EndReason::Completed,
             _ => EndReason::Duration,
@@ -428,7 +420,7 @@ impl Running {
             duration_s: duration.as_secs_f64(),
             ended_by,
             stopped_by: self
-                .stopped_by
+                .judge
                 .take()
                 .map(|s| StopRecord {
                     condition: s.condition,
@@ -460,19 +452,19 @@ impl Running {
             segments: None,
             workers: Vec::new(),
         };
-        self.keep(Entry::End(closing.clone()));
+        self.hand_on(Entry::End(closing.clone()));
         if let Some(j) = self.journal.take() {
             if let Err(e) = j.finish() {
                 // The run and its figures are whole; only the copy on disk is not.
                 eprintln!("error: {e:#}");
-                whole = false;
+                journaled = false;
             }
         }
         let results = self.fold.finish(&self.opening, Some(&closing));
         Ok(Measured {
             results,
             interrupted: self.interrupt,
-            whole,
+            journaled,
         })
     }
 }

@@ -5,7 +5,8 @@ use crate::cli::{MergeArgs, OutputArgs};
 use crate::{journal, output};
 use anyhow::{bail, Context, Result};
 
-pub fn merge(a: &MergeArgs) -> Result<u8> {
+/// `crest merge`. Returns the exit code.
+pub fn command(a: &MergeArgs) -> Result<u8> {
     let mut parts = Vec::with_capacity(a.parts.len());
     for dir in &a.parts {
         let journals = crate::rundir::journals(dir);
@@ -41,10 +42,6 @@ pub fn merge(a: &MergeArgs) -> Result<u8> {
         log_requests: false,
         web: Default::default(),
     };
-    let written = output::write_all(&dir, &results, &out)?;
-    Ok(if written.complete {
-        0
-    } else {
-        crate::run::EXIT_NOT_WRITTEN
-    })
+    let written = output::write_all(&dir, &results, &out, true, None)?;
+    Ok(if written.complete { 0 } else { crate::exit::NOT_WRITTEN })
 }

@@ -26,15 +26,23 @@ pub fn discard_if_unused(dir: &Path) {
 pub struct Written {
     /// The summary, shown and returned whatever was written.
     pub summary: crest_analysis::Summary,
-    /// False when results.json, a report or the summary file could not be written: the exit
-    /// code says so.
+    /// False when a file of the run is not whole on disk: its journal or request log while it
+    /// ran, or results.json, a report or the summary file after. The exit code says so.
     pub complete: bool,
 }
 
-/// Writes results.json, then the reports, then shows the summary. The results are written
-/// first, so that whatever fails later, nothing measured is lost; when they cannot be written
-/// (a full or failing disk), the summary is still shown, with what was kept.
-pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Written> {
+/// Writes results.json, then the reports, then shows the summary, and shows the report on
+/// `page`, when the run had one. The results are written first, so that whatever fails later,
+/// nothing measured is lost; when they cannot be written (a full or failing disk), the summary
+/// is still shown, with what was kept. `journaled` is false when the run's journal or request
+/// log could not be written in full.
+pub fn write_all(
+    dir: &Path,
+    results: &Results,
+    out: &OutputArgs,
+    journaled: bool,
+    page: Option<&crest_live::Hub>,
+) -> Result<Written> {
     let path = dir.join(rundir::RESULTS);
     let written = serde_json::to_vec_pretty(results)
         .context("cannot serialise the results")
@@ -111,7 +119,9 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
         });
     }
     // The live page shows the report of every run, search and sweep that had one.
-    crate::web::ended(dir, crest_report::fmt::words::ended(results).into());
+    if let Some(page) = page {
+        crate::web::ended(page, dir, crest_report::fmt::words::ended(results).into());
+    }
     if !out.quiet {
         eprintln!("\nresults: {}", path.display());
         eprintln!("report:  {}", dir.join("report.html").display());
@@ -122,8 +132,16 @@ pub fn write_all(dir: &Path, results: &Results, out: &OutputArgs) -> Result<Writ
     }
     Ok(Written {
         summary: analysis.summary,
-        complete: reports_written,
+        complete: reports_written && journaled,
     })
+}
+
+/// Writes the reports of `results` into `dir`, beside a results.json already there: a sweep's
+/// point, which is a run of its own.
+pub fn write_reports(dir: &Path, results: &Results) -> Result<()> {
+    let analysis = crest_analysis::analyze(results).context("cannot analyse the results")?;
+    let files = crest_report::run_files(results, &analysis)?;
+    rundir::write_files(dir, &files)
 }
 
 /// Writes `text` to standard output. A reader that went away (`crest ... | head`) is not an

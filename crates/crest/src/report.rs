@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Rewrites the reports of the run in `a.dir`. Returns the exit code.
-pub fn report(a: &ReportArgs) -> Result<u8> {
+pub fn command(a: &ReportArgs) -> Result<u8> {
     let results = match (a.dir.is_dir() && !a.dir.join(rundir::RESULTS).exists())
         .then(|| journal::rebuild(&a.dir))
         .transpose()?

@@ -1,26 +1,24 @@
 //! `crest run`: one run of a URL (quick mode, with `-c` levels in [`crate::levels`]) or of a
-//! scenario, measured by [`crate::measure`] and written by [`crate::output`]; and the exit code
-//! of every run.
+//! scenario, measured by [`crate::measure`] and written by [`crate::output`].
 
 use crate::cli::{OutputArgs, RunArgs};
-use crate::measure::measure;
+use crate::measure::{measure, Readers};
 use crate::{output, plan, rundir};
 use anyhow::{bail, Result};
 use crest_engine::Workload;
 use crest_model::plan::Plan;
-use crest_model::results::EndReason;
 use std::path::Path;
 use std::sync::Arc;
 
 /// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
-pub fn command(a: &RunArgs, args: &[String]) -> Result<u8> {
+pub fn command(a: &RunArgs, args: &[String], readers: &Readers) -> Result<u8> {
     if a.url.contains("://") {
         return match plan::levels(a)?.as_slice() {
-            [] | [_] => quick(plan::resolve(a)?, args, &a.output),
-            levels => crate::levels::run(plan::draft_of_run(a)?, levels, a, args),
+            [] | [_] => quick(plan::resolve(a)?, args, &a.output, readers),
+            levels => crate::levels::run(plan::draft_of_run(a)?, levels, a, args, readers),
         };
     }
-    prepare(a, None)?.execute(args, &a.output)
+    prepare(a, None)?.execute(args, &a.output, readers)
 }
 
 /// A run's plan and what sends it, resolved from its flags.
@@ -34,10 +32,10 @@ pub struct Prepared {
 
 impl Prepared {
     /// Runs it and writes its results. Returns the process exit code.
-    pub fn execute(self, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+    pub fn execute(self, command_line: &[String], out: &OutputArgs, readers: &Readers) -> Result<u8> {
         match self.flows {
-            Some(w) => execute(self.plan, w, command_line, out),
-            None => quick(self.plan, command_line, out),
+            Some(w) => execute(self.plan, w, command_line, out, readers),
+            None => quick(self.plan, command_line, out, readers),
         }
     }
 }
@@ -86,13 +84,19 @@ pub fn prepare(a: &RunArgs, text: Option<(&str, &Path)>) -> Result<Prepared> {
 }
 
 /// Runs a quick-mode plan.
-pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+pub fn quick(plan: Plan, command_line: &[String], out: &OutputArgs, readers: &Readers) -> Result<u8> {
     let workload = crate::plan::http_workload(&plan)?;
-    execute(plan, workload, command_line, out)
+    execute(plan, workload, command_line, out, readers)
 }
 
 /// Runs `plan` with `workload` and writes its results. Returns the process exit code.
-pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], out: &OutputArgs) -> Result<u8> {
+pub fn execute<W: Workload>(
+    plan: Plan,
+    workload: W,
+    command_line: &[String],
+    out: &OutputArgs,
+    readers: &Readers,
+) -> Result<u8> {
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let journal = dir.join(rundir::JOURNAL);
     let measured = match measure(
@@ -101,6 +105,7 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
         command_line,
         out.quiet,
         Some((&journal, None)),
+        readers,
     ) {
         Ok(m) => m,
         Err(e) => {
@@ -108,42 +113,12 @@ pub fn execute<W: Workload>(plan: Plan, workload: W, command_line: &[String], ou
             return Err(e);
         }
     };
-    let mut written = output::write_all(&dir, &measured.results, out)?;
-    written.complete &= measured.whole;
-    Ok(exit_code(measured.results.ended_by, &written, out.strict))
-}
-
-/// Exit code of a run whose results could not be written in full (the summary was shown, and
-/// says what was kept).
-pub const EXIT_NOT_WRITTEN: u8 = 4;
-
-/// The process exit code for a finished run.
-pub fn exit_code(ended_by: EndReason, written: &output::Written, strict: bool) -> u8 {
-    let summary = &written.summary;
-    match ended_by {
-        EndReason::Sigint => 130,
-        EndReason::Sigterm => 143,
-        _ if !written.complete => EXIT_NOT_WRITTEN,
-        // Nothing succeeded: whatever the thresholds say, the run measured no service.
-        _ if summary.successes == 0 => 1,
-        _ if summary.thresholds_failed() => 1,
-        _ if strict && !summary.client_bound.is_empty() => 3,
-        _ => 0,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every code a run can exit with is listed in `--help`, the one place a user learns them.
-    #[test]
-    fn help_lists_every_exit_code_a_run_returns() {
-        for code in [0, 1, 2, 3, EXIT_NOT_WRITTEN, 130, 143] {
-            assert!(
-                crate::cli::EXIT_CODES.contains(&format!("\n  {code} ")),
-                "exit code {code} is missing from --help"
-            );
-        }
-    }
+    let written = output::write_all(
+        &dir,
+        &measured.results,
+        out,
+        measured.journaled,
+        readers.page.as_deref(),
+    )?;
+    Ok(crate::exit::of_run(measured.results.ended_by, &written, out.strict))
 }

@@ -9,10 +9,11 @@
 //! steps, all points joined as the steps of one run (`results.json`).
 
 use crate::cli::SweepArgs;
-use crate::measure::{measure, Interrupt};
+use crate::measure::Readers;
+use crate::parts::Parts;
 use crate::{output, plan, rundir};
 use anyhow::{bail, Context, Result};
-use crest_model::results::{self, EndReason, Results, RunConfig, Segment, SetupRecord};
+use crest_model::results::{EndReason, Results, RunConfig, Segment, SetupRecord};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -113,7 +114,7 @@ fn points(a: &SweepArgs) -> Result<Points> {
 }
 
 /// Runs the sweep. Returns the exit code.
-pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
+pub fn command(a: &SweepArgs, command_line: &[String], readers: &Readers) -> Result<u8> {
     let p = points(a)?;
     let text = crest_model::input::read_text_file(&a.scenario, crest_model::input::MAX_SCENARIO)
         .with_context(|| format!("{}: cannot read it", a.scenario.display()))?;
@@ -135,10 +136,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     }
     let dir = rundir::prepare_dir(a.output.out.as_deref(), a.output.force)?;
     rundir::write_atomic(&dir.join(rundir::SWEEP), &serde_json::to_vec_pretty(&p)?)?;
-    let mut parts: Vec<(Segment, Results)> = Vec::new();
-    // False once a point's journal or request log could not be written in full.
-    let mut whole = true;
-    let mut interrupted = None;
+    let mut parts = Parts::new(&dir, command_line, readers);
     let mut setup_failed = None;
     for (k, s) in scenarios.into_iter().enumerate() {
         let label = p.label(k);
@@ -165,45 +163,31 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
             users: None,
             rate: None,
         };
-        let journal = dir.join(rundir::journal_part(parts.len()));
-        let mut m = measure(
-            &s.plan,
-            workload,
-            command_line,
-            a.output.quiet,
-            Some((&journal, Some(segment.clone()))),
-        )?;
+        let results = parts.measure(&s.plan, workload, segment, a.output.quiet)?;
         if !a.output.quiet {
             eprintln!(
                 "{label}: {} requests in {:.1} s",
-                m.results.stats.iter().map(|s| s.count).sum::<u64>(),
-                m.results.duration_s
+                results.stats.iter().map(|s| s.count).sum::<u64>(),
+                results.duration_s
             );
         }
         // Each point is a run of its own, with its own reports; its setup ran before its first
         // step.
-        if let Some(first) = m.results.segments.first_mut() {
+        if let Some(first) = results.segments.first_mut() {
             first.setup = setup;
         }
         let own = dir.join(crest_report::study::point_dir(k));
         std::fs::create_dir_all(&own).with_context(|| format!("cannot create {}", own.display()))?;
-        rundir::write_atomic(&own.join(rundir::RESULTS), &serde_json::to_vec_pretty(&m.results)?)?;
-        let written = crest_analysis::analyze(&m.results)
-            .context("cannot analyse the results")
-            .and_then(|a| Ok(crest_report::run_files(&m.results, &a)?))
-            .and_then(|f| rundir::write_files(&own, &f));
-        if let Err(e) = written {
+        rundir::write_atomic(&own.join(rundir::RESULTS), &serde_json::to_vec_pretty(&*results)?)?;
+        if let Err(e) = output::write_reports(&own, results) {
             eprintln!("error: {label}: {e:#}");
-            whole = false;
+            parts.lost_a_file();
         }
-        whole &= m.whole;
-        parts.push((segment, m.results));
-        if m.interrupted.is_some() {
-            interrupted = m.interrupted;
+        if parts.interrupted() {
             break;
         }
     }
-    if parts.is_empty() {
+    if parts.done().is_empty() {
         output::discard_if_unused(&dir);
         let _ = std::fs::remove_file(dir.join(rundir::SWEEP));
         let _ = std::fs::remove_dir(&dir);
@@ -213,22 +197,19 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         }
     }
     let study_path = write_study(&dir)?;
-    let kept = parts.len();
-    let config = whole_config(&parts);
-    let mut parts = parts.into_iter();
-    let first = parts.next().context("no point ran")?;
-    let mut results = results::concat(first, parts)?;
-    results.ended_by = match interrupted {
-        Some(Interrupt::Int) => EndReason::Sigint,
-        Some(Interrupt::Term) => EndReason::Sigterm,
-        None => EndReason::Completed,
-    };
+    let kept = parts.done().len();
+    let config = whole_config(parts.done());
+    let (mut results, journaled) = parts.join(false, 0)?;
+    // The points are runs of their own, each as its scenario ended it: the sweep completed
+    // unless a signal stopped it.
+    if !matches!(results.ended_by, EndReason::Sigint | EndReason::Sigterm) {
+        results.ended_by = EndReason::Completed;
+    }
     results.config = RunConfig {
         duration_s: Some(results.duration_s),
         ..config
     };
-    let mut written = output::write_all(&dir, &results, &a.output)?;
-    written.complete &= whole;
+    let written = output::write_all(&dir, &results, &a.output, journaled, readers.page.as_deref())?;
     if let Some(why) = setup_failed {
         bail!(
             "{why}; the {kept} point(s) measured before it are kept, with their study: {}",
@@ -238,7 +219,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
     if !a.output.quiet {
         eprintln!("study: {}", study_path.display());
     }
-    Ok(crate::run::exit_code(results.ended_by, &written, a.output.strict))
+    Ok(crate::exit::of_run(results.ended_by, &written, a.output.strict))
 }
 
 /// Runs the setup command of point `k` with its values (as `{NAME}` in the command and in the

@@ -36,7 +36,7 @@ fn target_config(a: &TargetArgs) -> Result<crest_demo::Config> {
 }
 
 /// Serves the demo target until interrupted.
-pub fn target(a: TargetArgs) -> Result<u8> {
+pub fn command(a: TargetArgs) -> Result<u8> {
     if !a.listen.ip().is_loopback() {
         bail!(
             "--listen {}: the demo target only listens on loopback addresses",

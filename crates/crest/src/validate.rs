@@ -15,7 +15,7 @@ pub fn warn(file: &str, warnings: &[crest_scenario::Problem]) {
 }
 
 /// Checks a scenario file and describes what it would run.
-pub fn validate(file: &std::path::Path) -> Result<u8> {
+pub fn command(file: &std::path::Path) -> Result<u8> {
     use std::fmt::Write;
     let s = crest_scenario::load(file)?;
     warn(&file.display().to_string(), &s.warnings);

@@ -7,19 +7,17 @@ use crate::cli::WebArgs;
 use anyhow::{Context, Result};
 use crest_live::{Ended, Hub};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-static HUB: OnceLock<Arc<Hub>> = OnceLock::new();
-
 /// Starts the listener when `--web` was given and prints its URL, even with --quiet: without
-/// it the page cannot be opened.
-pub fn start(args: &WebArgs) -> Result<()> {
+/// it the page cannot be opened. Returns the page's hub, for the runs to publish to.
+pub fn start(args: &WebArgs) -> Result<Option<Arc<Hub>>> {
     let Some(addr) = args.web else {
         if args.load.is_some() {
             anyhow::bail!("--load manual: the run waits for its live page to set the users; give --web to serve it");
         }
-        return Ok(());
+        return Ok(None);
     };
     let token = match args
         .web_token
@@ -33,25 +31,12 @@ pub fn start(args: &WebArgs) -> Result<()> {
     let hub = Arc::new(Hub::new());
     let server = crest_live::serve(addr, token, Arc::clone(&hub)).context("--web")?;
     eprintln!("web: {}", server.url());
-    let _ = HUB.set(hub);
-    Ok(())
-}
-
-/// Makes `hub` this process's, as `--web` would (a collector's, fed the merged run), so that
-/// [`ended`] shows its report.
-pub fn adopt(hub: Arc<Hub>) {
-    let _ = HUB.set(hub);
-}
-
-/// The hub runs publish to, when `--web` was given.
-pub fn hub() -> Option<&'static Arc<Hub>> {
-    HUB.get()
+    Ok(Some(hub))
 }
 
 /// The run ended and its files are in `dir`: the page shows its report. Waits a little for a
 /// page that is open to read it, as the process is about to end.
-pub fn ended(dir: &Path, reason: String) {
-    let Some(hub) = hub() else { return };
+pub fn ended(hub: &Hub, dir: &Path, reason: String) {
     hub.finish(Ended {
         reason,
         dir: Some(dir.display().to_string()),

@@ -1,7 +1,7 @@
 //! `crest worker`: joins a collector (`crest collect`), takes its plan, resolves it with this
 //! machine's environment, starts at the instant the collector gives (on this machine's clock,
 //! corrected by the offset measured against the collector's), and sends its journal's entries
-//! as the run keeps them ([`Link`], a reader of `measure`'s `Running::keep`). See
+//! as the run keeps them ([`Link`], one of the run's [`crate::measure::Readers`]). See
 //! [`crate::wire`] for what is said.
 
 use crate::cli::{Cli, Command, WorkerArgs};
@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a worker tries to reach its collector, which may start after it (a Kubernetes Job's
@@ -26,13 +26,6 @@ const PINGS: usize = 8;
 
 /// The variable a Kubernetes Indexed Job sets to each pod's completion index.
 const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
-
-static LINK: OnceLock<Link> = OnceLock::new();
-
-/// This process's link to its collector, while it runs as a worker.
-pub fn link() -> Option<&'static Link> {
-    LINK.get()
-}
 
 /// What a running worker's run loop talks to: when to start, where its entries go, and the
 /// collector's order to stop.
@@ -216,16 +209,9 @@ impl Conn {
     }
 }
 
-/// `crest worker`. Returns the exit code: 0 when its part was sent to the end.
-pub fn worker(a: &WorkerArgs) -> Result<u8> {
-    let token = a
-        .token
-        .clone()
-        .or_else(|| std::env::var("CREST_TOKEN").ok())
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .context("give the collector's token with --token, or set CREST_TOKEN")?;
-    let index = match a.worker_index {
+/// The index this worker asks for: `--worker-index`, or a Kubernetes Indexed Job's.
+fn asked_index(given: Option<u32>) -> Result<Option<u32>> {
+    Ok(match given {
         Some(i) => Some(i),
         None => match std::env::var(JOB_INDEX) {
             Ok(v) => Some(
@@ -235,20 +221,12 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
             ),
             Err(_) => None,
         },
-    };
-    let mut conn = Conn::join(&a.collector, &token)?;
-    conn.send(&Up::Hello {
-        crest_version: env!("CARGO_PKG_VERSION").into(),
-        index,
-    })?;
-    let (index, count, plan) = match conn.recv()? {
-        Down::Welcome { index, count, plan } => (index, count, plan),
-        Down::Refused { reason } => bail!("the collector refused this worker: {reason}"),
-        other => bail!("the collector said {other:?} before taking this worker"),
-    };
-    eprintln!("worker {index} of {count}: joined {}", a.collector);
+    })
+}
 
-    let epoch = Instant::now();
+/// Measures the collector's clock against this one's, in µs from `epoch`: returns the round
+/// trip and the offset of the shortest of [`PINGS`] round trips, whose reading is the truest.
+fn clock(conn: &mut Conn, epoch: Instant) -> Result<(u64, i64)> {
     let now_us = || epoch.elapsed().as_micros() as u64;
     let mut best: Option<(u64, i64)> = None;
     for _ in 0..PINGS {
@@ -264,7 +242,33 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
             best = Some((rtt, offset));
         }
     }
-    let (rtt_us, offset_us) = best.unwrap_or_default();
+    Ok(best.unwrap_or_default())
+}
+
+/// `crest worker`. Returns the exit code: 0 when its part was sent to the end.
+pub fn command(a: &WorkerArgs) -> Result<u8> {
+    let token = a
+        .token
+        .clone()
+        .or_else(|| std::env::var("CREST_TOKEN").ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .context("give the collector's token with --token, or set CREST_TOKEN")?;
+    let index = asked_index(a.worker_index)?;
+    let mut conn = Conn::join(&a.collector, &token)?;
+    conn.send(&Up::Hello {
+        crest_version: env!("CARGO_PKG_VERSION").into(),
+        index,
+    })?;
+    let (index, count, plan) = match conn.recv()? {
+        Down::Welcome { index, count, plan } => (index, count, plan),
+        Down::Refused { reason } => bail!("the collector refused this worker: {reason}"),
+        other => bail!("the collector said {other:?} before taking this worker"),
+    };
+    eprintln!("worker {index} of {count}: joined {}", a.collector);
+
+    let epoch = Instant::now();
+    let (rtt_us, offset_us) = clock(&mut conn, epoch)?;
 
     // Its part is kept unless asked not to, so a collector lost mid-run loses its last seconds,
     // not the run: every worker's part is `crest merge` input.
@@ -303,7 +307,7 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
     );
 
     let (tx, lines) = mpsc::channel::<Vec<u8>>();
-    let _ = LINK.set(Link {
+    let link = Arc::new(Link {
         start_at,
         out: Mutex::new(Some(tx)),
         stop: Mutex::new(None),
@@ -312,23 +316,25 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
         collector_gone: AtomicBool::new(false),
         ended: AtomicBool::new(false),
     });
-    let link = link().context("internal: the worker's link was set twice")?;
     let Conn { mut read, write } = conn;
     let mut writer = write.try_clone()?;
+    let sender = Arc::clone(&link);
     let sending = std::thread::Builder::new()
         .name("crest-worker-out".into())
         .spawn(move || {
             for l in lines {
                 if writer.write_all(&l).is_err() {
-                    link.cut();
+                    sender.cut();
                     return;
                 }
             }
             let _ = writer.shutdown(std::net::Shutdown::Write);
         })?;
+    let listener = Arc::clone(&link);
     std::thread::Builder::new()
         .name("crest-worker-in".into())
         .spawn(move || {
+            let link = listener;
             let mut l = String::new();
             loop {
                 l.clear();
@@ -345,7 +351,11 @@ pub fn worker(a: &WorkerArgs) -> Result<u8> {
                 }
             }
         })?;
-    let ran = prepared.execute(&command_line, &run.output);
+    let readers = crate::measure::Readers {
+        page: None,
+        collector: Some(Arc::clone(&link)),
+    };
+    let ran = prepared.execute(&command_line, &run.output, &readers);
     // Everything kept is sent before the connection is closed.
     lock(&link.out).take();
     let _ = sending.join();

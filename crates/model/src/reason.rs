@@ -213,38 +213,38 @@ pub enum SearchEnd {
 /// figures, the sentence those kept.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
-pub enum Kept<T> {
+pub enum FiguresOrWords<T> {
     /// The figures.
     Figures(T),
     /// The sentence of an older document.
     Words(String),
 }
 
-impl<T> Kept<T> {
+impl<T> FiguresOrWords<T> {
     /// Figures when there are some, else the old words, else nothing.
-    pub fn of(figures: Option<T>, words: Option<&String>) -> Option<Kept<T>> {
+    pub fn of(figures: Option<T>, words: Option<&String>) -> Option<FiguresOrWords<T>> {
         match (figures, words) {
-            (Some(f), _) => Some(Kept::Figures(f)),
-            (None, Some(w)) => Some(Kept::Words(w.clone())),
+            (Some(f), _) => Some(FiguresOrWords::Figures(f)),
+            (None, Some(w)) => Some(FiguresOrWords::Words(w.clone())),
             (None, None) => None,
         }
     }
 
     /// The figures borrowed.
-    pub fn as_ref(&self) -> Kept<&T> {
+    pub fn as_ref(&self) -> FiguresOrWords<&T> {
         match self {
-            Kept::Figures(f) => Kept::Figures(f),
-            Kept::Words(w) => Kept::Words(w.clone()),
+            FiguresOrWords::Figures(f) => FiguresOrWords::Figures(f),
+            FiguresOrWords::Words(w) => FiguresOrWords::Words(w.clone()),
         }
     }
 }
 
-impl<T: Clone> Kept<&T> {
+impl<T: Clone> FiguresOrWords<&T> {
     /// The figures copied.
-    pub fn cloned(self) -> Kept<T> {
+    pub fn cloned(self) -> FiguresOrWords<T> {
         match self {
-            Kept::Figures(f) => Kept::Figures(f.clone()),
-            Kept::Words(w) => Kept::Words(w),
+            FiguresOrWords::Figures(f) => FiguresOrWords::Figures(f.clone()),
+            FiguresOrWords::Words(w) => FiguresOrWords::Words(w),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! configuration with secrets already redacted. The JSON Schema in `schema/results.schema.json`
 //! is generated from these types and checked in tests.
 
-use crate::reason::{Kept, Miss, Probe, SearchEnd, StopReason};
+use crate::reason::{FiguresOrWords, Miss, Probe, SearchEnd, StopReason};
 use crate::{EncodedHistogram, Outcome};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -619,8 +619,8 @@ pub struct FindRecord {
 
 impl FindRecord {
     /// Why the search ended.
-    pub fn why_ended(&self) -> Option<Kept<&SearchEnd>> {
-        Kept::of(self.ended.as_ref(), self.stopped_because.as_ref())
+    pub fn why_ended(&self) -> Option<FiguresOrWords<&SearchEnd>> {
+        FiguresOrWords::of(self.ended.as_ref(), self.stopped_because.as_ref())
     }
 }
 
@@ -723,15 +723,15 @@ pub struct StopRecord {
 
 impl StopRecord {
     /// What the condition saw.
-    pub fn what_held(&self) -> Option<Kept<&StopReason>> {
-        Kept::of(self.saw.as_ref(), self.detail.as_ref())
+    pub fn what_held(&self) -> Option<FiguresOrWords<&StopReason>> {
+        FiguresOrWords::of(self.saw.as_ref(), self.detail.as_ref())
     }
 }
 
 impl ProbeRecord {
     /// What the probe measured and how it fared.
-    pub fn how_it_fared(&self) -> Option<Kept<(&Probe, Option<&Miss>)>> {
-        Kept::of(
+    pub fn how_it_fared(&self) -> Option<FiguresOrWords<(&Probe, Option<&Miss>)>> {
+        FiguresOrWords::of(
             self.measured.as_ref().map(|p| (p, self.miss.as_ref())),
             self.verdict.as_ref(),
         )

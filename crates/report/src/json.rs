@@ -14,7 +14,7 @@ use crest_analysis::summary::{Answer, Answers, ErrorSummary, GroupSummary, Summa
 use crest_analysis::thresholds::ThresholdResult;
 use crest_analysis::workers::WorkerFigures;
 use crest_model::monitor::Unit;
-use crest_model::reason::Kept;
+use crest_model::reason::FiguresOrWords;
 use crest_model::results::EndReason;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -238,7 +238,7 @@ fn search_view(c: &CapacitySummary) -> SearchView<'_> {
         max_throughput_rps: c.max_throughput_rps,
         optimal: c.optimal.as_ref(),
         limit: c.limit.as_ref().map(|l| words::limit(l, c.unit)),
-        stopped_because: words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref), c.unit),
+        stopped_because: words::search_ended(c.stopped_because.as_ref().map(FiguresOrWords::as_ref), c.unit),
         recommended: c.recommended.as_ref().map(words::recommended),
         usl: c.usl.as_ref(),
     }

@@ -5,7 +5,7 @@ use crate::fmt::{bytes, int, ms, num, pct, words};
 use crest_analysis::figures::{Percentiles, WorkUnit};
 use crest_analysis::summary::Summary;
 use crest_analysis::Analysis;
-use crest_model::reason::Kept;
+use crest_model::reason::FiguresOrWords;
 use crest_model::results::Results;
 use std::fmt::Write;
 
@@ -303,7 +303,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(
             out,
             "  Stopped      {}",
-            words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref), c.unit)
+            words::search_ended(c.stopped_because.as_ref().map(FiguresOrWords::as_ref), c.unit)
         )?;
     }
     if let Some(rec) = &s.recovery {

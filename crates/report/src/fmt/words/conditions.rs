@@ -79,8 +79,8 @@ pub fn stop_detail(r: &StopReason) -> String {
 /// What made a run's stop condition hold, as its results keep it.
 pub fn stop_held(st: &StopRecord) -> String {
     match st.what_held() {
-        Some(Kept::Figures(r)) => stop_detail(r),
-        Some(Kept::Words(w)) => w,
+        Some(FiguresOrWords::Figures(r)) => stop_detail(r),
+        Some(FiguresOrWords::Words(w)) => w,
         None => String::new(),
     }
 }

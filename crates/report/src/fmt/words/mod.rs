@@ -18,7 +18,7 @@ use crest_analysis::validity::{ClientLimit, CoreWait};
 use crest_analysis::workers::{WorkerFigures, WorkerVerdict};
 use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
-use crest_model::reason::{Kept, SearchEnd};
+use crest_model::reason::{FiguresOrWords, SearchEnd};
 use crest_model::results::{EndReason, ProbeRecord, Results, RunConfig, StopRecord};
 
 mod bottleneck;

@@ -38,8 +38,8 @@ pub fn probe(p: &Probe, miss: Option<&Miss>, unit: WorkUnit) -> String {
 /// A probe as results.json keeps it, in words.
 pub fn probe_record(r: &ProbeRecord, unit: WorkUnit) -> String {
     match r.how_it_fared() {
-        Some(Kept::Figures((p, miss))) => probe(p, miss, unit),
-        Some(Kept::Words(w)) => w,
+        Some(FiguresOrWords::Figures((p, miss))) => probe(p, miss, unit),
+        Some(FiguresOrWords::Words(w)) => w,
         None => String::new(),
     }
 }
@@ -89,10 +89,10 @@ pub fn search_end(e: &SearchEnd, unit: WorkUnit) -> String {
 }
 
 /// Why a capacity search ended, as a document keeps it.
-pub fn search_ended(e: Option<Kept<&SearchEnd>>, unit: WorkUnit) -> String {
+pub fn search_ended(e: Option<FiguresOrWords<&SearchEnd>>, unit: WorkUnit) -> String {
     match e {
-        Some(Kept::Figures(e)) => search_end(e, unit),
-        Some(Kept::Words(w)) => w,
+        Some(FiguresOrWords::Figures(e)) => search_end(e, unit),
+        Some(FiguresOrWords::Words(w)) => w,
         None => String::new(),
     }
 }
