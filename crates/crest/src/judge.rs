@@ -101,3 +101,152 @@ fn starts(segments: &[Segment]) -> Vec<Duration> {
         .map(|s| Duration::from_secs_f64(s.start_s.max(0.0)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_model::hist;
+    use crest_model::journal::{IntervalRecord, JOURNAL_SCHEMA, JOURNAL_VERSION};
+    use crest_model::results::{Interval, LoadKind, RunConfig};
+    use crest_model::EncodedHistogram;
+
+    fn opening(segments: &[(f64, f64)]) -> Start {
+        Start {
+            schema: JOURNAL_SCHEMA.into(),
+            version: JOURNAL_VERSION,
+            crest_version: "test".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            config: RunConfig {
+                command_line: vec![],
+                model: LoadKind::Closed,
+                concurrency: 10,
+                rate: None,
+                on_cap: None,
+                requests: None,
+                iterations: None,
+                duration_s: None,
+                threads: 1,
+                worker: None,
+                http: None,
+                scenario: None,
+                thresholds: vec![],
+                stop_conditions: vec![],
+            },
+            environment: None,
+            names: vec!["a".into()],
+            part_of: vec![],
+            flows: vec![],
+            segments: segments
+                .iter()
+                .map(|&(start_s, end_s)| Segment {
+                    name: format!("from {start_s}"),
+                    start_s,
+                    end_s,
+                    users: Some(10),
+                    rate: None,
+                    setup: None,
+                })
+                .collect(),
+            interval_s: 1.0,
+            target_rps: None,
+            part: None,
+        }
+    }
+
+    /// One second of `requests`, `failures` of them failed, each taking `ms`.
+    fn second(t_s: f64, requests: u64, failures: u64, ms: u64) -> Entry {
+        let mut h = hist::new_histogram();
+        for _ in 0..requests {
+            hist::record(&mut h, Duration::from_millis(ms));
+        }
+        let latency = EncodedHistogram::encode(&h);
+        Entry::Interval(IntervalRecord {
+            interval: Interval {
+                t_s,
+                requests,
+                failures,
+                bytes_sent: 0,
+                bytes_received: 0,
+                dropped: 0,
+                outcomes: Default::default(),
+                latency: latency.clone(),
+                ttfb: latency,
+                iterations: None,
+            },
+            stats: vec![],
+            iterations: vec![],
+            status_codes: Default::default(),
+            errors: vec![],
+            send_lag: None,
+            service: None,
+            failed: vec![],
+        })
+    }
+
+    fn judge(opening: &Start, condition: &str) -> Judge {
+        Judge::new(opening, vec![StopCondition::parse(condition).unwrap()])
+    }
+
+    /// A condition holds once: the run is stopped by the first interval it holds in, and
+    /// what it saw is kept however many more intervals come.
+    #[test]
+    fn a_condition_holds_once_at_the_first_interval_it_sees() {
+        let mut j = judge(&opening(&[(0.0, 10.0)]), "error_rate > 10%");
+        assert!(j.read(&second(0.0, 100, 0, 5)).is_none());
+        let held = j
+            .read(&second(1.0, 100, 90, 5))
+            .cloned()
+            .expect("45% of the window failed");
+        // At the end of the second it held in.
+        assert_eq!(held.at_s, 2.0);
+        assert!(j.read(&second(2.0, 100, 90, 5)).is_none(), "it held already");
+        assert_eq!(j.stopped().map(|s| s.at_s), Some(2.0));
+        assert_eq!(j.take().map(|s| s.at_s), Some(2.0));
+    }
+
+    /// A step started by hand is a step to the rules that compare steps: `p95 > 3x first`
+    /// compares the step set by hand with the first, as it would a planned step.
+    #[test]
+    fn a_step_started_by_hand_ends_the_step_before_it() {
+        let start = opening(&[(0.0, 100.0)]);
+        let mut by_hand = judge(&start, "p95 > 3x first");
+        let mut unsteered = judge(&start, "p95 > 3x first");
+        for t in 0..5 {
+            assert!(by_hand.read(&second(t as f64, 50, 0, 5)).is_none());
+            assert!(unsteered.read(&second(t as f64, 50, 0, 5)).is_none());
+        }
+        let step = Step {
+            index: 1,
+            name: "20 users".into(),
+            start_s: 5.0,
+            users: Some(20),
+            rate: None,
+        };
+        by_hand.read(&Entry::Step(step));
+        assert_eq!(by_hand.starts(), &[Duration::ZERO, Duration::from_secs(5)]);
+        let mut held = None;
+        // Five slow seconds, then one more to end the step and have it judged.
+        for t in 5..11 {
+            let slow = second(t as f64, 50, 0, 50);
+            held = held.or(by_hand.read(&slow).cloned());
+            assert!(
+                unsteered.read(&slow).is_none(),
+                "one step is never compared with itself"
+            );
+        }
+        assert!(held.is_none(), "the step set by hand has not ended yet");
+        let step = Step {
+            index: 2,
+            name: "30 users".into(),
+            start_s: 11.0,
+            users: Some(30),
+            rate: None,
+        };
+        by_hand.read(&Entry::Step(step));
+        let held = by_hand.read(&second(11.0, 50, 0, 50)).cloned();
+        assert!(
+            held.is_some(),
+            "the second step's p95 (50 ms) is 10x the first's (5 ms)"
+        );
+    }
+}
