@@ -17,7 +17,28 @@ pub fn render(results: &Results, a: &Analysis) -> String {
     out
 }
 
+/// The summary's sections, in the order a reader checks them.
 fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
+    header(out, r, s)?;
+    totals(out, s)?;
+    latency(out, s)?;
+    open_model(out, s)?;
+    responses(out, s)?;
+    steps(out, s)?;
+    answers(out, s)?;
+    requests(out, s)?;
+    workers(out, s)?;
+    validity(out, s)?;
+    resources(out, r, s)?;
+    leaks(out, s)?;
+    capacity(out, s)?;
+    recovery(out, s)?;
+    stopped_by(out, s)?;
+    thresholds(out, s)
+}
+
+/// What was run and how it ended, after a warning when nothing succeeded.
+fn header(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
     let c = &r.config;
     if s.successes == 0 {
         // Every figure below describes failures; say so before any of them.
@@ -40,6 +61,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out, "scenario {}: {}", sc.path, flows.join(", "))?;
     }
     writeln!(out, "  {}, ended by {}", words::run_load(r), words::ended(r))?;
+    Ok(())
+}
+
+/// What was sent and how it fared: units of work, iterations, users, requests cut off.
+fn totals(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
@@ -87,6 +113,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             int(s.abandoned)
         )?;
     }
+    Ok(())
+}
+
+/// Latency's percentiles, total and by phase.
+fn latency(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
@@ -99,6 +130,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         row(out, "dns", dns)?;
     }
     writeln!(out, "  ({} connections opened)", int(s.connections))?;
+    Ok(())
+}
+
+/// The open model's schedule against what was sent, and how late.
+fn open_model(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let (Some(target), Some(achieved), Some(at_cap)) = (s.target_rps, s.achieved_rps, crate::fmt::words::at_cap(s)) {
         writeln!(out)?;
         writeln!(
@@ -126,6 +162,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?;
         }
     }
+    Ok(())
+}
+
+/// What came back: status codes, error classes, bytes.
+fn responses(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     if !s.status_codes.is_empty() {
         let codes: Vec<String> = s
@@ -156,6 +197,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             bytes(s.bytes_received)
         )?;
     }
+    Ok(())
+}
+
+/// Each step's row, and its iterations' when the run has flows.
+fn steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     if s.segments.len() > 1 {
         writeln!(out)?;
         writeln!(
@@ -202,7 +248,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             }
         }
     }
-    answers(out, s)?;
+    Ok(())
+}
+
+/// Each named request's row.
+fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
     if s.names.len() > 1 {
         writeln!(out)?;
         writeln!(
@@ -213,7 +263,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             group_row(out, g)?;
         }
     }
-    workers(out, s)?;
+    Ok(())
+}
+
+/// How crest itself may have limited the run.
+fn validity(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.client_bound.is_empty() {
         writeln!(out)?;
         writeln!(out, "  Validity     crest itself may have limited this run:")?;
@@ -221,6 +275,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             writeln!(out, "    - {}", words::client_limit(reason))?;
         }
     }
+    Ok(())
+}
+
+/// What the monitor saw of the target's resources, and its notes.
+fn resources(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
     if !s.resources.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -247,12 +306,22 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     {
         writeln!(out, "  Monitor      {} {}: {}", n.0.kind, n.0.label, n.1)?;
     }
+    Ok(())
+}
+
+/// Resources that grew through the run.
+fn leaks(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.leaks.is_empty() {
         writeln!(out)?;
         for l in &s.leaks {
             writeln!(out, "  Leak         {}", words::leak(l))?;
         }
     }
+    Ok(())
+}
+
+/// A capacity search's findings.
+fn capacity(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(c) = &s.capacity {
         writeln!(out)?;
         let rate = words::unit_rate(c.unit);
@@ -306,6 +375,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             words::search_ended(c.stopped_because.as_ref().map(Kept::as_ref), c.unit)
         )?;
     }
+    Ok(())
+}
+
+/// How long the service took to recover from a spike.
+fn recovery(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(rec) = &s.recovery {
         writeln!(out)?;
         match rec.seconds {
@@ -321,6 +395,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?,
         }
     }
+    Ok(())
+}
+
+/// The stop condition that ended the run, and what held.
+fn stopped_by(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(st) = &s.stopped_by {
         writeln!(out)?;
         writeln!(
@@ -331,6 +410,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             words::stop_held(st)
         )?;
     }
+    Ok(())
+}
+
+/// Each threshold, passed or failed, with what was measured.
+fn thresholds(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.thresholds.is_empty() {
         writeln!(out)?;
         writeln!(out, "  Thresholds")?;
