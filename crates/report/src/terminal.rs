@@ -3,7 +3,7 @@
 
 use crate::fmt::{bytes, int, ms, num, pct, words};
 use crest_analysis::figures::{Percentiles, WorkUnit};
-use crest_analysis::summary::Summary;
+use crest_analysis::summary::{Answer, Answers, Summary};
 use crest_analysis::Analysis;
 use crest_model::reason::Kept;
 use crest_model::results::Results;
@@ -335,9 +335,11 @@ fn capacity(out: &mut String, s: &Summary) -> std::fmt::Result {
                 num(c.max_throughput_rps)
             )?;
         }
-        // The steps' answers above already name the optimum and the limit with their figures;
-        // the search says them only when the steps could not.
-        if let Some(o) = c.optimal.as_ref().filter(|_| s.answers.optimal.is_none()) {
+        // The optimum and the limit are said here, once: the steps' own, with the figures they rest
+        // on, or the search's where the steps could not name one.
+        let a = &s.answers;
+        answer(out, "Optimal", a.optimal.as_ref(), a.unit)?;
+        if let Some(o) = c.optimal.as_ref().filter(|_| a.optimal.is_none()) {
             let at = match (o.concurrency, o.rate) {
                 (Some(n), _) => format!("{n:.0} users"),
                 (None, Some(r)) => format!("{}/s", num(r)),
@@ -353,8 +355,12 @@ fn capacity(out: &mut String, s: &Summary) -> std::fmt::Result {
         if let Some(r) = &c.recommended {
             writeln!(out, "  Recommended  {}", words::recommended(r))?;
         }
-        if let Some(l) = c.limit.as_ref().filter(|_| s.answers.limit.is_none()) {
+        answer(out, "Limit", a.limit.as_ref(), a.unit)?;
+        if let Some(l) = c.limit.as_ref().filter(|_| a.limit.is_none()) {
             writeln!(out, "  Limit        {}", words::limit(l, c.unit))?;
+        }
+        if a.optimal.is_some() || a.limit.is_some() {
+            unjudged(out, a)?;
         }
         if let Some(u) = &c.usl {
             let peak = u
@@ -431,26 +437,35 @@ fn thresholds(out: &mut String, s: &Summary) -> std::fmt::Result {
     Ok(())
 }
 
-/// The optimum and the limit in the run's unit, each with the step and figures it rests on.
+/// The optimum and the limit in the run's unit, each with the step and figures it rests on, after
+/// the steps; a capacity search says them in its own section instead (see [`capacity`]).
 fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
     let a = &s.answers;
-    if a.optimal.is_none() && a.limit.is_none() {
+    if s.capacity.is_some() || (a.optimal.is_none() && a.limit.is_none()) {
         return Ok(());
     }
     writeln!(out)?;
-    let rate = words::unit_rate(a.unit);
-    for (label, p) in [("Optimal", &a.optimal), ("Limit", &a.limit)] {
-        if let Some(p) = p {
-            writeln!(
-                out,
-                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {} failed",
-                p.name,
-                num(p.per_s),
-                ms(p.latency_ms.p95),
-                pct(p.error_rate)
-            )?;
-        }
-    }
+    answer(out, "Optimal", a.optimal.as_ref(), a.unit)?;
+    answer(out, "Limit", a.limit.as_ref(), a.unit)?;
+    unjudged(out, a)
+}
+
+/// One answer's line, when there is one: its step, and the figures it rests on.
+fn answer(out: &mut String, label: &str, p: Option<&Answer>, unit: WorkUnit) -> std::fmt::Result {
+    let Some(p) = p else { return Ok(()) };
+    writeln!(
+        out,
+        "  {label:<12} {}: {} {} successful, p95 {} ms, {} failed",
+        p.name,
+        num(p.per_s),
+        words::unit_rate(unit),
+        ms(p.latency_ms.p95),
+        pct(p.error_rate)
+    )
+}
+
+/// The steps the answers leave out, when any are.
+fn unjudged(out: &mut String, a: &Answers) -> std::fmt::Result {
     if !a.unjudged.is_empty() {
         writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
     }
