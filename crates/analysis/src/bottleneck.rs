@@ -396,6 +396,20 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             busy_elsewhere: busy_elsewhere.clone(),
         });
     }
+    knee_figures(i, knee, m, others(None), pinned, busy_elsewhere)
+}
+
+/// With no resource at its ceiling, what the knee's own steps say: refused connections (unless
+/// a process of the service ended then), or else the service's own concurrency. Nothing when the
+/// run has no knee.
+fn knee_figures(
+    i: &Inputs,
+    knee: &SegmentAnalysis,
+    m: Option<&MonitorRecord>,
+    others: Vec<Usage>,
+    pinned: Vec<Usage>,
+    busy_elsewhere: Option<BusyElsewhere>,
+) -> Option<Bottleneck> {
     // Only a knee says the service stopped scaling; one step at no ceiling says nothing.
     if i.capacity.saturation.is_none() && i.capacity.breaking.is_none() {
         return None;
@@ -414,9 +428,9 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             subject: "service".into(),
             at: Some(knee.load()),
             figures: c,
-            others: others(None),
+            others,
             pinned,
-            busy_elsewhere: busy_elsewhere.clone(),
+            busy_elsewhere,
         });
     }
     // The request steps count a SQL run's transactions, each once; anything else's requests.
@@ -434,7 +448,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         subject: "service".into(),
         at: Some(knee.load()),
         figures: c,
-        others: others(None),
+        others,
         pinned,
         busy_elsewhere,
     })

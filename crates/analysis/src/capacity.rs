@@ -482,6 +482,22 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
         .copied()
         .filter(|s| s.load_value() >= from && below_breaking(s))
         .collect();
+    let saturation = saturation(&span, &steps);
+    Ok(Capacity {
+        unit: WorkUnit::Requests,
+        levels: loaded.len(),
+        steps,
+        no_optimal,
+        optimal,
+        saturation,
+        breaking,
+    })
+}
+
+/// The first step of `span` (the judged levels from the optimum on, below the breaking point, by
+/// load) where more load no longer brought more successful throughput beyond noise while
+/// latency rose beyond noise, or where throughput fell; `steps` holds each step's noise.
+fn saturation(span: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<CapacityPoint> {
     let latency_se = |s: &SegmentAnalysis| steps.get(s.index).and_then(|n| n.p95_se_ms);
     let mut saturation = None;
     let mut top = span.first().copied();
@@ -533,15 +549,7 @@ fn capacity(unit: WorkUnit, r: &Results, segments: &[SegmentAnalysis]) -> Result
             break;
         }
     }
-    Ok(Capacity {
-        unit: WorkUnit::Requests,
-        levels: loaded.len(),
-        steps,
-        no_optimal,
-        optimal,
-        saturation,
-        breaking,
-    })
+    saturation
 }
 
 /// The steps that are load levels and completed requests, by load, one per load.

@@ -444,26 +444,7 @@ pub fn summarize(
         stopped_by: r.stopped_by.clone(),
         thresholds: evaluate(r, &r.config.thresholds)?,
         // Steps use their steady state, as the report and the capacity figures do.
-        segments: segments
-            .iter()
-            .map(|g| GroupSummary {
-                name: g.name.clone(),
-                users: g.users,
-                rate: g.rate,
-                duration_s: Some(g.whole.duration_s),
-                steady_s: Some(g.steady_end_s - g.steady_start_s),
-                part_of: None,
-                requests: g.requests,
-                failures: g.failures,
-                throughput_rps: g.throughput_rps,
-                success_per_s: Some(g.success_rps),
-                success_per_s_se: Some(g.success_rps_se),
-                latency_ms: g.latency_ms,
-                bytes_received: g.bytes_received,
-                size_bytes: None,
-                iterations: None,
-            })
-            .collect(),
+        segments: step_groups(segments),
         recovery: recovery(r, capacity.unit)?,
         users: match &r.users {
             Some(u) => Some(UsersDone {
@@ -488,23 +469,52 @@ pub fn summarize(
         events: crate::events::events(r),
         sizing: Vec::new(),
         no_sizing: Vec::new(),
-        names: groups(
-            r,
-            |s| s.name as usize,
-            r.names.len(),
-            |i| (r.names[i].clone(), None, None, None),
-        )?
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut g)| {
-            g.part_of = r.parent(i as u32).and_then(|p| r.names.get(p as usize).cloned());
-            g
-        })
-        .collect(),
+        names: name_groups(r)?,
         unit: WorkUnit::Requests,
         iterations: None,
         answers: Answers::default(),
     })
+}
+
+/// Each step's row, from its steady state, as the report and the capacity figures use it.
+fn step_groups(segments: &[SegmentAnalysis]) -> Vec<GroupSummary> {
+    segments
+        .iter()
+        .map(|g| GroupSummary {
+            name: g.name.clone(),
+            users: g.users,
+            rate: g.rate,
+            duration_s: Some(g.whole.duration_s),
+            steady_s: Some(g.steady_end_s - g.steady_start_s),
+            part_of: None,
+            requests: g.requests,
+            failures: g.failures,
+            throughput_rps: g.throughput_rps,
+            success_per_s: Some(g.success_rps),
+            success_per_s_se: Some(g.success_rps_se),
+            latency_ms: g.latency_ms,
+            bytes_received: g.bytes_received,
+            size_bytes: None,
+            iterations: None,
+        })
+        .collect()
+}
+
+/// Each named request's row, a sub-measure with the name it is a part of.
+fn name_groups(r: &Results) -> Result<Vec<GroupSummary>, HistError> {
+    Ok(groups(
+        r,
+        |s| s.name as usize,
+        r.names.len(),
+        |i| (r.names[i].clone(), None, None, None),
+    )?
+    .into_iter()
+    .enumerate()
+    .map(|(i, mut g)| {
+        g.part_of = r.parent(i as u32).and_then(|p| r.names.get(p as usize).cloned());
+        g
+    })
+    .collect())
 }
 
 type Label = (String, Option<u64>, Option<f64>, Option<f64>);

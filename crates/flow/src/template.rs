@@ -16,7 +16,7 @@ pub struct Template {
 #[derive(Clone, Debug, PartialEq)]
 enum Part {
     Lit(String),
-    /// A value resolved when the plan was built: an environment variable. FiguresOrWords apart so that it
+    /// A value resolved when the plan was built: an environment variable. Kept apart so that it
     /// is never shown.
     Secret(String),
     Var(String),

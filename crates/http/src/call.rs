@@ -1,7 +1,8 @@
 //! One measured HTTP exchange on a user's session.
 
-use crate::endpoint::{Endpoint, Opened};
-use crate::h1::{self, H1Error, Response};
+use crate::endpoint::Endpoint;
+use crate::exchange::{Opened, Progress, Response};
+use crate::h1::{self, H1Error};
 use crate::http2::{self, H2Fail};
 use crate::io::Stream;
 use crate::{Detail, Failure};
@@ -123,7 +124,7 @@ struct Attempt<'a, 'c> {
     started: Instant,
     deadline: Instant,
     opened: &'a mut Opened,
-    p: &'a mut h1::Progress,
+    p: &'a mut Progress,
     keep: Option<&'a mut Response>,
 }
 
@@ -160,7 +161,7 @@ impl Endpoint {
     async fn call_as_is(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
         let started = Instant::now();
         let deadline = started + call.timeout;
-        let mut p = h1::Progress::default();
+        let mut p = Progress::default();
         let mut opened = Opened::default();
         let result = {
             let Session { conn, h2, timer, .. } = &mut *session;

@@ -8,7 +8,7 @@ use crate::call::{Call, Exchange, Session};
 use crate::cookies::CookieJar;
 use crate::decode::{self, ACCEPT_ENCODING};
 use crate::endpoint::Endpoint;
-use crate::h1::Response;
+use crate::exchange::Response;
 use crate::Detail;
 use crest_model::Outcome;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Content-Encoding: decoding gzip, deflate and brotli bodies so checks read what the service
 //! meant, while the bytes on the wire stay what was counted.
 
-use crate::h1::{Response, MAX_KEPT_BODY};
+use crate::exchange::{Response, MAX_KEPT_BODY};
 use std::io::Read;
 
 /// What `Accept-Encoding` offers when compression is asked for.

@@ -1,6 +1,7 @@
 //! Where requests go: scheme, resolved addresses, TLS, and the Host header; and building the
 //! bytes of a request to it.
 
+use crate::exchange::Opened;
 use crate::http2;
 use crate::io::Stream;
 use crate::tls;
@@ -13,7 +14,7 @@ use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
@@ -449,15 +450,6 @@ async fn tcp_connect(addrs: &[SocketAddr], turn: usize) -> Result<TcpStream, Fai
     Err(Failure::io(
         last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
     ))
-}
-
-/// How long opening a connection took, by phase.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Opened {
-    /// Resolving the host, when this connection did (failed lookups included).
-    pub dns: Option<Duration>,
-    /// TCP, the proxy's tunnel and TLS.
-    pub connect: Option<Duration>,
 }
 
 /// RFC 9110 token characters, which header names and methods are made of.

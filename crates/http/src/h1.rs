@@ -9,6 +9,7 @@
 //! It is a client for load testing, not a general one: no pipelining, no upgrades, no
 //! decompression. Bodies are counted, not kept.
 
+use crate::exchange::{Opened, Progress, Response};
 use crate::io::Stream;
 use std::io;
 use std::time::Instant;
@@ -48,62 +49,6 @@ fn give_buf(buf: Vec<u8>) {
 const MAX_HEAD: usize = 256 * 1024;
 /// Most headers parsed in one response.
 const MAX_HEADERS: usize = 100;
-
-/// Most response body bytes kept for extraction and checks; the rest is counted, not kept.
-pub const MAX_KEPT_BODY: usize = 32 * 1024 * 1024;
-
-/// A response kept for extraction and checks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Response {
-    /// Status code.
-    pub status: u16,
-    /// Header names and values, in order; values that are not UTF-8 are converted lossily.
-    pub headers: Vec<(String, String)>,
-    /// The body, up to [`MAX_KEPT_BODY`] bytes.
-    pub body: Vec<u8>,
-    /// True when the body was longer than what was kept.
-    pub truncated: bool,
-}
-
-impl Response {
-    /// The first header with this name, compared without case.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub(crate) fn keep(&mut self, bytes: &[u8]) {
-        let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
-        if bytes.len() > room {
-            self.truncated = true;
-        }
-        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-}
-
-/// What one exchange measured so far; kept when it fails part-way.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    pub written: u64,
-    pub read: u64,
-    pub first_byte: Option<Instant>,
-    pub status: Option<u16>,
-    /// Held from the first byte written until the exchange ends, so that a run's end counts
-    /// the requests it cut off.
-    sent: Option<crest_engine::Unanswered>,
-}
-
-impl Progress {
-    /// `n` more bytes of the request left.
-    pub fn wrote(&mut self, n: u64) {
-        self.written += n;
-        if self.sent.is_none() {
-            self.sent = Some(crest_engine::Unanswered::sent());
-        }
-    }
-}
 
 /// Why an exchange failed.
 #[derive(Debug)]
@@ -157,7 +102,7 @@ pub(crate) struct Conn {
     pub uses: u64,
     /// How opening it went, when it was opened ahead of its first exchange
     /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect.
-    pub ahead: Option<crate::endpoint::Opened>,
+    pub ahead: Option<Opened>,
 }
 
 impl Conn {

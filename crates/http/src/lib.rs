@@ -19,6 +19,7 @@ mod client;
 mod cookies;
 mod decode;
 mod endpoint;
+mod exchange;
 mod h1;
 mod http2;
 mod io;
@@ -30,7 +31,7 @@ pub use client::Hop;
 pub use cookies::CookieJar;
 pub use decode::ACCEPT_ENCODING;
 pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
-pub use h1::{Response, MAX_KEPT_BODY};
+pub use exchange::{Response, MAX_KEPT_BODY};
 pub use workload::HttpWorkload;
 
 use crest_model::Outcome;

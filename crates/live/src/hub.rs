@@ -259,7 +259,7 @@ pub struct Monitored {
 
 /// Everything kept; behind the hub's lock.
 #[derive(Debug, Default)]
-pub(crate) struct FiguresOrWords {
+pub(crate) struct Kept {
     series: Series,
     /// The part running now folded as its results will be, for the verdict so far. Its
     /// requests one by one are left out: the analysis of a run going on does not need them.
@@ -346,7 +346,7 @@ pub struct State {
 /// Publishes a run's journal entries to its readers.
 #[derive(Debug, Default)]
 pub struct Hub {
-    kept: Mutex<FiguresOrWords>,
+    kept: Mutex<Kept>,
     /// The last verdict, and when and over what it was judged; its lock is held while judging,
     /// so readers asking at once judge once.
     pub(crate) verdict: Mutex<Option<crate::verdict::Cached>>,
@@ -358,7 +358,7 @@ impl Hub {
         Self::default()
     }
 
-    pub(crate) fn kept(&self) -> MutexGuard<'_, FiguresOrWords> {
+    pub(crate) fn kept(&self) -> MutexGuard<'_, Kept> {
         // The data stays whole if a reader panicked while holding the lock.
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -589,7 +589,7 @@ fn names_table(by: &BTreeMap<(String, String), Tally>, seconds: f64) -> Vec<Row>
     names.into_iter().map(|(n, t)| t.row(n.to_string(), seconds)).collect()
 }
 
-impl FiguresOrWords {
+impl Kept {
     /// The send lag p99 of the latest point, in seconds.
     pub(crate) fn last_send_lag_p99_s(&self) -> Option<f64> {
         let last = self

@@ -2,8 +2,10 @@
 //! (a `crest_` prefix, base units, `_total` on counters). Its counters are the sums of the
 //! intervals published so far, so at the end of the run they equal results.json's.
 
-use crate::hub::Hub;
+use crate::hub::{Hub, Kept};
+use crest_engine::Control;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
 const BUCKETS_S: [f64; 14] = [
@@ -32,8 +34,18 @@ pub fn render(hub: &Hub) -> String {
     let model = hub.model();
     let k = hub.kept();
     let mut out = String::new();
+    requests(&mut out, &k);
+    totals(&mut out, &k);
+    run_state(&mut out, &k, &control, &model);
+    process(&mut out);
+    monitored(&mut out, &k);
+    out
+}
+
+/// Requests and failures by name and outcome, and the latency histogram.
+fn requests(out: &mut String, k: &Kept) {
     head(
-        &mut out,
+        out,
         "crest_requests_total",
         "counter",
         "Requests ended, by name and outcome.",
@@ -48,7 +60,7 @@ pub fn render(hub: &Hub) -> String {
         );
     }
     head(
-        &mut out,
+        out,
         "crest_request_failures_total",
         "counter",
         "Requests that failed, by name and outcome.",
@@ -64,7 +76,7 @@ pub fn render(hub: &Hub) -> String {
     }
     let h = k.total.latency.histogram();
     head(
-        &mut out,
+        out,
         "crest_request_duration_seconds",
         "histogram",
         "Time of each request, from its intended start.",
@@ -90,37 +102,45 @@ pub fn render(hub: &Hub) -> String {
     };
     let _ = writeln!(out, "crest_request_duration_seconds_sum {sum}");
     let _ = writeln!(out, "crest_request_duration_seconds_count {}", k.total.count);
+}
+
+/// Bytes, iterations and drops so far.
+fn totals(out: &mut String, k: &Kept) {
     head(
-        &mut out,
+        out,
         "crest_sent_bytes_total",
         "counter",
         "Bytes sent by requests that ended.",
     );
     let _ = writeln!(out, "crest_sent_bytes_total {}", k.total.bytes_sent);
     head(
-        &mut out,
+        out,
         "crest_received_bytes_total",
         "counter",
         "Bytes received by requests that ended.",
     );
     let _ = writeln!(out, "crest_received_bytes_total {}", k.total.bytes_received);
     head(
-        &mut out,
+        out,
         "crest_iterations_total",
         "counter",
         "Scenario iterations that ended.",
     );
     let _ = writeln!(out, "crest_iterations_total {}", k.iterations);
     head(
-        &mut out,
+        out,
         "crest_dropped_arrivals_total",
         "counter",
         "Open model: arrivals dropped at the cap on iterations in flight.",
     );
     let _ = writeln!(out, "crest_dropped_arrivals_total {}", k.dropped);
+}
+
+/// What the run is doing now: its users or rate, its send lag, whether it is paused.
+fn run_state(out: &mut String, k: &Kept, control: &Option<Arc<Control>>, model: &Option<String>) {
     let last = k.parts.last();
     if model.as_deref() == Some("closed") {
-        head(&mut out, "crest_users", "gauge", "Virtual users running.");
+        head(out, "crest_users", "gauge", "Virtual users running.");
         let _ = writeln!(out, "crest_users {}", control.as_ref().map_or(0, |c| c.users_now()));
     }
     let rate = control
@@ -129,7 +149,7 @@ pub fn render(hub: &Hub) -> String {
         .or(last.and_then(|p| p.start.target_rps));
     if let Some(r) = rate {
         head(
-            &mut out,
+            out,
             "crest_arrival_rate_per_second",
             "gauge",
             "Open model: arrivals per second asked for.",
@@ -138,28 +158,32 @@ pub fn render(hub: &Hub) -> String {
     }
     if let Some(lag) = k.last_send_lag_p99_s() {
         head(
-            &mut out,
+            out,
             "crest_send_lag_p99_seconds",
             "gauge",
             "Open model: send lag p99 in the last interval.",
         );
         let _ = writeln!(out, "crest_send_lag_p99_seconds {lag}");
     }
-    head(&mut out, "crest_paused", "gauge", "1 while the run is paused by hand.");
+    head(out, "crest_paused", "gauge", "1 while the run is paused by hand.");
     let _ = writeln!(
         out,
         "crest_paused {}",
         u8::from(control.as_ref().is_some_and(|c| c.paused()))
     );
+}
+
+/// crest's own CPU and memory.
+fn process(out: &mut String) {
     head(
-        &mut out,
+        out,
         "crest_process_cpu_seconds_total",
         "counter",
         "CPU time crest has used.",
     );
     let _ = writeln!(out, "crest_process_cpu_seconds_total {}", crest_monitor::own::cpu_s());
     head(
-        &mut out,
+        out,
         "crest_process_resident_memory_bytes",
         "gauge",
         "crest's resident memory.",
@@ -169,12 +193,16 @@ pub fn render(hub: &Hub) -> String {
         "crest_process_resident_memory_bytes {}",
         crest_monitor::own::rss_bytes()
     );
+}
+
+/// The monitor's latest values, one gauge per metric.
+fn monitored(out: &mut String, k: &Kept) {
     let mut named = std::collections::BTreeSet::new();
     for m in k.monitor.values() {
         let name = format!("crest_monitor_{}", metric_name(&m.key.metric));
         if named.insert(name.clone()) {
             head(
-                &mut out,
+                out,
                 &name,
                 "gauge",
                 &format!("Monitored: {} ({}).", m.title.replace('\n', " "), m.unit),
@@ -188,5 +216,4 @@ pub fn render(hub: &Hub) -> String {
             .collect();
         let _ = writeln!(out, "{name}{{{}}} {}", labels.join(","), m.value);
     }
-    out
 }

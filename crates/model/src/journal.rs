@@ -513,7 +513,7 @@ impl Fold {
                 f.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
                 f
             },
-            // FiguresOrWords only when they are every request of the run: a journal cut short, or a
+            // Kept only when they are every request of the run: a journal cut short, or a
             // run past the cap, keeps none.
             points: if self.samples <= crate::results::POINTS_KEPT && self.points.len() as u64 == self.samples {
                 let mut p = self.points;

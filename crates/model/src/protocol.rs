@@ -1,6 +1,6 @@
 //! How HTTP requests are spoken: the version and the client features a plan turns on.
 //!
-//! FiguresOrWords apart from the plan types so that quick mode and scenarios share one description, and
+//! Kept apart from the plan types so that quick mode and scenarios share one description, and
 //! the HTTP driver reads the same options whichever front end produced them.
 
 use std::fmt;

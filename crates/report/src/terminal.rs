@@ -3,7 +3,7 @@
 
 use crate::fmt::{bytes, int, ms, num, pct, words};
 use crest_analysis::figures::{Percentiles, WorkUnit};
-use crest_analysis::summary::Summary;
+use crest_analysis::summary::{Answer, Answers, Summary};
 use crest_analysis::Analysis;
 use crest_model::reason::FiguresOrWords;
 use crest_model::results::Results;
@@ -17,7 +17,28 @@ pub fn render(results: &Results, a: &Analysis) -> String {
     out
 }
 
+/// The summary's sections, in the order a reader checks them.
 fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
+    header(out, r, s)?;
+    totals(out, s)?;
+    latency(out, s)?;
+    open_model(out, s)?;
+    responses(out, s)?;
+    steps(out, s)?;
+    answers(out, s)?;
+    requests(out, s)?;
+    workers(out, s)?;
+    validity(out, s)?;
+    resources(out, r, s)?;
+    leaks(out, s)?;
+    capacity(out, s)?;
+    recovery(out, s)?;
+    stopped_by(out, s)?;
+    thresholds(out, s)
+}
+
+/// What was run and how it ended, after a warning when nothing succeeded.
+fn header(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
     let c = &r.config;
     if s.successes == 0 {
         // Every figure below describes failures; say so before any of them.
@@ -40,6 +61,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         writeln!(out, "scenario {}: {}", sc.path, flows.join(", "))?;
     }
     writeln!(out, "  {}, ended by {}", words::run_load(r), words::ended(r))?;
+    Ok(())
+}
+
+/// What was sent and how it fared: units of work, iterations, users, requests cut off.
+fn totals(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
@@ -87,6 +113,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             int(s.abandoned)
         )?;
     }
+    Ok(())
+}
+
+/// Latency's percentiles, total and by phase.
+fn latency(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
@@ -99,6 +130,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         row(out, "dns", dns)?;
     }
     writeln!(out, "  ({} connections opened)", int(s.connections))?;
+    Ok(())
+}
+
+/// The open model's schedule against what was sent, and how late.
+fn open_model(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let (Some(target), Some(achieved), Some(at_cap)) = (s.target_rps, s.achieved_rps, crate::fmt::words::at_cap(s)) {
         writeln!(out)?;
         writeln!(
@@ -126,6 +162,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?;
         }
     }
+    Ok(())
+}
+
+/// What came back: status codes, error classes, bytes.
+fn responses(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     if !s.status_codes.is_empty() {
         let codes: Vec<String> = s
@@ -156,6 +197,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             bytes(s.bytes_received)
         )?;
     }
+    Ok(())
+}
+
+/// Each step's row, and its iterations' when the run has flows.
+fn steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     if s.segments.len() > 1 {
         writeln!(out)?;
         writeln!(
@@ -202,7 +248,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             }
         }
     }
-    answers(out, s)?;
+    Ok(())
+}
+
+/// Each named request's row.
+fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
     if s.names.len() > 1 {
         writeln!(out)?;
         writeln!(
@@ -213,7 +263,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             group_row(out, g)?;
         }
     }
-    workers(out, s)?;
+    Ok(())
+}
+
+/// How crest itself may have limited the run.
+fn validity(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.client_bound.is_empty() {
         writeln!(out)?;
         writeln!(out, "  Validity     crest itself may have limited this run:")?;
@@ -221,6 +275,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             writeln!(out, "    - {}", words::client_limit(reason))?;
         }
     }
+    Ok(())
+}
+
+/// What the monitor saw of the target's resources, and its notes.
+fn resources(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
     if !s.resources.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -247,12 +306,22 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     {
         writeln!(out, "  Monitor      {} {}: {}", n.0.kind, n.0.label, n.1)?;
     }
+    Ok(())
+}
+
+/// Resources that grew through the run.
+fn leaks(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.leaks.is_empty() {
         writeln!(out)?;
         for l in &s.leaks {
             writeln!(out, "  Leak         {}", words::leak(l))?;
         }
     }
+    Ok(())
+}
+
+/// A capacity search's findings.
+fn capacity(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(c) = &s.capacity {
         writeln!(out)?;
         let rate = words::unit_rate(c.unit);
@@ -266,9 +335,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
                 num(c.max_throughput_rps)
             )?;
         }
-        // The steps' answers above already name the optimum and the limit with their figures;
-        // the search says them only when the steps could not.
-        if let Some(o) = c.optimal.as_ref().filter(|_| s.answers.optimal.is_none()) {
+        // The optimum and the limit are said here, once: the steps' own, with the figures they rest
+        // on, or the search's where the steps could not name one.
+        let a = &s.answers;
+        answer(out, "Optimal", a.optimal.as_ref(), a.unit)?;
+        if let Some(o) = c.optimal.as_ref().filter(|_| a.optimal.is_none()) {
             let at = match (o.concurrency, o.rate) {
                 (Some(n), _) => format!("{n:.0} users"),
                 (None, Some(r)) => format!("{}/s", num(r)),
@@ -284,8 +355,12 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         if let Some(r) = &c.recommended {
             writeln!(out, "  Recommended  {}", words::recommended(r))?;
         }
-        if let Some(l) = c.limit.as_ref().filter(|_| s.answers.limit.is_none()) {
+        answer(out, "Limit", a.limit.as_ref(), a.unit)?;
+        if let Some(l) = c.limit.as_ref().filter(|_| a.limit.is_none()) {
             writeln!(out, "  Limit        {}", words::limit(l, c.unit))?;
+        }
+        if a.optimal.is_some() || a.limit.is_some() {
+            unjudged(out, a)?;
         }
         if let Some(u) = &c.usl {
             let peak = u
@@ -306,6 +381,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             words::search_ended(c.stopped_because.as_ref().map(FiguresOrWords::as_ref), c.unit)
         )?;
     }
+    Ok(())
+}
+
+/// How long the service took to recover from a spike.
+fn recovery(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(rec) = &s.recovery {
         writeln!(out)?;
         match rec.seconds {
@@ -321,6 +401,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             )?,
         }
     }
+    Ok(())
+}
+
+/// The stop condition that ended the run, and what held.
+fn stopped_by(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(st) = &s.stopped_by {
         writeln!(out)?;
         writeln!(
@@ -331,6 +416,11 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             words::stop_held(st)
         )?;
     }
+    Ok(())
+}
+
+/// Each threshold, passed or failed, with what was measured.
+fn thresholds(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.thresholds.is_empty() {
         writeln!(out)?;
         writeln!(out, "  Thresholds")?;
@@ -347,26 +437,35 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
     Ok(())
 }
 
-/// The optimum and the limit in the run's unit, each with the step and figures it rests on.
+/// The optimum and the limit in the run's unit, each with the step and figures it rests on, after
+/// the steps; a capacity search says them in its own section instead (see [`capacity`]).
 fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
     let a = &s.answers;
-    if a.optimal.is_none() && a.limit.is_none() {
+    if s.capacity.is_some() || (a.optimal.is_none() && a.limit.is_none()) {
         return Ok(());
     }
     writeln!(out)?;
-    let rate = words::unit_rate(a.unit);
-    for (label, p) in [("Optimal", &a.optimal), ("Limit", &a.limit)] {
-        if let Some(p) = p {
-            writeln!(
-                out,
-                "  {label:<12} {}: {} {rate} successful, p95 {} ms, {} failed",
-                p.name,
-                num(p.per_s),
-                ms(p.latency_ms.p95),
-                pct(p.error_rate)
-            )?;
-        }
-    }
+    answer(out, "Optimal", a.optimal.as_ref(), a.unit)?;
+    answer(out, "Limit", a.limit.as_ref(), a.unit)?;
+    unjudged(out, a)
+}
+
+/// One answer's line, when there is one: its step, and the figures it rests on.
+fn answer(out: &mut String, label: &str, p: Option<&Answer>, unit: WorkUnit) -> std::fmt::Result {
+    let Some(p) = p else { return Ok(()) };
+    writeln!(
+        out,
+        "  {label:<12} {}: {} {} successful, p95 {} ms, {} failed",
+        p.name,
+        num(p.per_s),
+        words::unit_rate(unit),
+        ms(p.latency_ms.p95),
+        pct(p.error_rate)
+    )
+}
+
+/// The steps the answers leave out, when any are.
+fn unjudged(out: &mut String, a: &Answers) -> std::fmt::Result {
     if !a.unjudged.is_empty() {
         writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
     }

@@ -283,3 +283,38 @@ fn the_why_it_saturates_section_matches_its_golden_files() {
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("cache exited") && html.contains("cache restarted"));
 }
+
+/// The terminal summary of a capacity search (the stepping fixture's steps as its probes, the
+/// last missing the service level): the optimum and the limit are said once, in the Capacity
+/// section, each with the step and figures it rests on.
+#[test]
+fn a_searchs_terminal_summary_says_its_answers_once_under_capacity() {
+    use crest_model::results::{FindRecord, LoadKind, ProbeRecord};
+    let mut r = stepping_fixture();
+    let levels = [10.0, 20.0, 40.0, 80.0, 160.0];
+    r.find = Some(FindRecord {
+        model: LoadKind::Closed,
+        slo: vec!["error_rate < 1%".into()],
+        probes: levels
+            .iter()
+            .map(|&level| ProbeRecord {
+                level,
+                passed: level < 160.0,
+                measured: None,
+                miss: None,
+                verdict: None,
+            })
+            .collect(),
+        unit: Default::default(),
+        ended: None,
+        stopped_because: Some("the search budget was used".into()),
+    });
+    let a = crest_analysis::analyze(&r).unwrap();
+    let term = crest_report::terminal::render(&r, &a);
+    golden("summary.txt", &term);
+    let capacity = term.find("  Capacity ").expect("a Capacity section");
+    for label in ["  Optimal ", "  Limit "] {
+        assert_eq!(term.matches(label).count(), 1, "{label:?} said once:\n{term}");
+        assert!(term.find(label) > Some(capacity), "{label:?} under Capacity:\n{term}");
+    }
+}

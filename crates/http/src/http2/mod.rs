@@ -34,7 +34,7 @@ pub(crate) use conn::Conn;
 #[cfg(test)]
 pub(crate) use frame::Malformed;
 
-use crate::h1::{Progress, Response};
+use crate::exchange::{Progress, Response};
 use crate::{Detail, Failure};
 use bytes::Bytes;
 use std::fmt;

@@ -8,7 +8,7 @@
 
 use super::guard::{Guarded, Tripped, Tripwire};
 use super::{frame, H2Error, H2Fail, H2Request};
-use crate::h1::{Progress, Response};
+use crate::exchange::{Progress, Response};
 use crate::Failure;
 use bytes::Bytes;
 use h2::client::SendRequest;

@@ -18,7 +18,7 @@ mod vars;
 
 use crate::error::Problem;
 use crate::raw::{self, Sp};
-use crest_flow::feeder::FeedMode;
+use crest_flow::feeder::{FeedMode, Feeder};
 use crest_flow::plan::{Flow, FlowPlan, OnFailure};
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec};
@@ -348,25 +348,7 @@ impl<'a> Cx<'a> {
         let (monitor, monitor_interval) = self.monitor(s.monitor.as_ref());
         let stop_when = self.stop_when(s.stop_when.as_deref());
         let thresholds = self.thresholds(s.thresholds.as_deref());
-        if let (Some(users), true) = (
-            load.as_ref().and_then(|(l, _, _)| l.max_users()),
-            feeders.iter().any(|f| f.mode == FeedMode::Unique),
-        ) {
-            for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
-                if (f.len() as u64) < users {
-                    self.err(
-                        None,
-                        format!(
-                            "data {}: mode unique needs a row per user: {} rows for {} users",
-                            f.name,
-                            f.len(),
-                            users
-                        ),
-                        None,
-                    );
-                }
-            }
-        }
+        self.unique_rows(load.as_ref().and_then(|(l, _, _)| l.max_users()), &feeders);
         let (load, stop, segments) = load?;
         if let Some(p) = stop.duration.and_then(plan::duration_problem) {
             self.err(s.load.at(), format!("load: the run lasts too long: {p}"), None);
@@ -407,6 +389,27 @@ impl<'a> Cx<'a> {
                 .and_then(|o| o.log_requests.as_ref())
                 .is_some_and(|l| **l),
         })
+    }
+
+    /// A `unique` data file needs a row per user: one with fewer rows than the load's most
+    /// users (`users`, when the load gives them) is reported.
+    fn unique_rows(&mut self, users: Option<u64>, feeders: &[Feeder]) {
+        if let (Some(users), true) = (users, feeders.iter().any(|f| f.mode == FeedMode::Unique)) {
+            for f in feeders.iter().filter(|f| f.mode == FeedMode::Unique) {
+                if (f.len() as u64) < users {
+                    self.err(
+                        None,
+                        format!(
+                            "data {}: mode unique needs a row per user: {} rows for {} users",
+                            f.name,
+                            f.len(),
+                            users
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -60,7 +60,78 @@ impl Cx<'_> {
         let r: &raw::Request = sp;
         let at = sp.at();
         // Where it goes: a path under `target`, or an absolute URL whose scheme and host are fixed.
-        let (endpoint, path) = match (&r.path, &r.url) {
+        let (endpoint, path) = self.destination(r, at, known)?;
+        let bodies = [
+            r.json.is_some(),
+            r.body.is_some(),
+            r.body_file.is_some(),
+            r.form.is_some(),
+            r.multipart.is_some(),
+        ];
+        let has_body = bodies.contains(&true);
+        if bodies.iter().filter(|b| **b).count() > 1 {
+            self.err(
+                at,
+                "a request has one body: `json`, `body`, `body_file`, `form` or `multipart`",
+                None,
+            );
+        }
+        let method = crest_model::plan::method(r.method.as_deref().map(String::as_str), has_body);
+        if let Some(m) = r.method.as_ref().filter(|_| !crest_http::is_token(&method)) {
+            self.err(m.at(), format!("{:?} is not an HTTP method", m.as_str()), None);
+        }
+        let mut query = Vec::new();
+        for (k, v) in r.query.iter().flatten() {
+            if let Some(t) = self.template(v, known) {
+                query.push((k.clone(), t));
+            }
+        }
+        let headers = self.headers(r.headers.as_ref(), known);
+        let body = self.body(r, known);
+        let timeout = r.timeout.as_ref().and_then(|t| self.positive_duration(t, "timeout"));
+        let checks = r.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
+        let mut extract = Vec::new();
+        for (var, e) in r.extract.iter().flatten() {
+            if let Some(x) = self.extractor(var, e) {
+                extract.push((var.clone(), x));
+            }
+        }
+        let name = match &r.name {
+            Some(n) => n.to_string(),
+            None => {
+                let shown = path.as_ref().map(|p| p.to_string()).unwrap_or_default();
+                format!("{method} {}", shown.split('?').next().unwrap_or(""))
+            }
+        };
+        let name = self.name_id(&name);
+        // Extracted values are usable from the next step on.
+        for (var, _) in &extract {
+            known.add(var);
+        }
+        Some(RequestStep {
+            name,
+            endpoint: endpoint?,
+            method,
+            path: path?,
+            query,
+            headers,
+            body,
+            extract,
+            checks,
+            timeout,
+        })
+    }
+
+    /// Where a request goes: a path under `target`, or an absolute URL whose scheme and host are
+    /// fixed. Its endpoint and its path, each `None` when at fault (and reported); `None` when it
+    /// gives neither or both, or a URL that cannot be used at all.
+    fn destination(
+        &mut self,
+        r: &raw::Request,
+        at: Option<(usize, usize)>,
+        known: &Known,
+    ) -> Option<(Option<usize>, Option<Template>)> {
+        let place = match (&r.path, &r.url) {
             (Some(_), Some(u)) => {
                 self.err(u.at(), "a request has either `path` or `url`, not both", None);
                 return None;
@@ -108,33 +179,13 @@ impl Cx<'_> {
                 (self.endpoint(&base, u.at()), self.template_at(&rest, u.at(), known))
             }
         };
-        let bodies = [
-            r.json.is_some(),
-            r.body.is_some(),
-            r.body_file.is_some(),
-            r.form.is_some(),
-            r.multipart.is_some(),
-        ];
-        let has_body = bodies.contains(&true);
-        if bodies.iter().filter(|b| **b).count() > 1 {
-            self.err(
-                at,
-                "a request has one body: `json`, `body`, `body_file`, `form` or `multipart`",
-                None,
-            );
-        }
-        let method = crest_model::plan::method(r.method.as_deref().map(String::as_str), has_body);
-        if let Some(m) = r.method.as_ref().filter(|_| !crest_http::is_token(&method)) {
-            self.err(m.at(), format!("{:?} is not an HTTP method", m.as_str()), None);
-        }
-        let mut query = Vec::new();
-        for (k, v) in r.query.iter().flatten() {
-            if let Some(t) = self.template(v, known) {
-                query.push((k.clone(), t));
-            }
-        }
-        let headers = self.headers(r.headers.as_ref(), known);
-        let body = if let Some(j) = &r.json {
+        Some(place)
+    }
+
+    /// A request's body, of whichever kind it gives; [`Body::None`] when it gives none or the one
+    /// it gives is at fault (reported).
+    fn body(&mut self, r: &raw::Request, known: &Known) -> Body {
+        if let Some(j) = &r.json {
             let at = j.at();
             // serde sees every YAML scalar as a string; the node tree knows which were quoted.
             let typed = at.and_then(|at| self.node_at(at)).map(yaml_to_json);
@@ -178,39 +229,7 @@ impl Cx<'_> {
             Body::Multipart(parts.iter().filter_map(|p| self.part(p, known)).collect())
         } else {
             Body::None
-        };
-        let timeout = r.timeout.as_ref().and_then(|t| self.positive_duration(t, "timeout"));
-        let checks = r.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
-        let mut extract = Vec::new();
-        for (var, e) in r.extract.iter().flatten() {
-            if let Some(x) = self.extractor(var, e) {
-                extract.push((var.clone(), x));
-            }
         }
-        let name = match &r.name {
-            Some(n) => n.to_string(),
-            None => {
-                let shown = path.as_ref().map(|p| p.to_string()).unwrap_or_default();
-                format!("{method} {}", shown.split('?').next().unwrap_or(""))
-            }
-        };
-        let name = self.name_id(&name);
-        // Extracted values are usable from the next step on.
-        for (var, _) in &extract {
-            known.add(var);
-        }
-        Some(RequestStep {
-            name,
-            endpoint: endpoint?,
-            method,
-            path: path?,
-            query,
-            headers,
-            body,
-            extract,
-            checks,
-            timeout,
-        })
     }
 
     /// One multipart part: a templated value, or a file read now.

@@ -4,7 +4,7 @@
 use super::frame;
 use super::stream::Phase;
 use super::{Conn, State};
-use crate::h1::{Progress, Response};
+use crate::exchange::{Progress, Response};
 use crate::http2::{H2Error, H2Fail, H2Request};
 use std::task::{Context, Poll};
 use std::time::Instant;

@@ -24,7 +24,7 @@
 use super::frame::{self, Malformed};
 use super::hpack::Decoder;
 use super::{H2Error, H2Fail, H2Request};
-use crate::h1::{Progress, Response};
+use crate::exchange::{Progress, Response};
 use crate::io::Stream;
 use std::io;
 use std::pin::Pin;

@@ -3,7 +3,7 @@
 
 use super::frame::{self, Malformed};
 use super::{State, STREAM_WINDOW};
-use crate::h1::Response;
+use crate::exchange::Response;
 use crate::http2::{H2Error, H2Request};
 use std::task::Waker;
 use std::time::Instant;

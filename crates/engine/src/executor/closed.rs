@@ -1,0 +1,155 @@
+//! The closed model: each thread keeps its lane's share of the profile's users running, each
+//! user looping over its iterations.
+
+use super::{Local, Workload};
+use crate::Stop;
+use crest_model::plan::{share, UsersProfile};
+use crest_schedule::{interleaved, users_at};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How often the closed model's controller matches the users running to the profile.
+const CONTROL_EVERY: Duration = Duration::from_millis(50);
+
+/// Closed model: this thread keeps its lane's share of the profile's users running (see
+/// [`Shard`](crest_model::plan::Shard)). Each user loops until the stop rule says no, it has run its iterations, or the
+/// profile retires it.
+pub(super) async fn closed<W: Workload>(
+    lane: usize,
+    lanes: usize,
+    profile: &UsersProfile,
+    iterations: Option<u64>,
+    local: &Rc<Local<W>>,
+    stop: &Stop,
+) {
+    let live = Rc::new(Cell::new(0u64));
+    let changed = Rc::new(Notify::new());
+    // Users started, in order, each with the flag that retires it after its current iteration.
+    let mut running: Vec<Rc<Cell<bool>>> = Vec::new();
+    let mut spawned = 0u64;
+    // Users of this thread last added to the control's count.
+    let mut counted = 0u64;
+    let final_share = share(profile.stages.last().map_or(profile.start, |s| s.to), lane, lanes);
+    let profile_end: Duration = profile.stages.iter().map(|s| s.duration).sum();
+    loop {
+        let now = Instant::now();
+        if stop.is_stopped(now) {
+            break;
+        }
+        let elapsed = now.saturating_duration_since(local.start);
+        let asked = local.control.as_ref().and_then(|c| c.users_at(elapsed));
+        let target = share(asked.unwrap_or_else(|| users_at(profile, elapsed)), lane, lanes);
+        match iterations {
+            None => {
+                running.retain(|r| !r.get());
+                while (running.len() as u64) < target {
+                    running.push(spawn_user(
+                        interleaved(lane, lanes, spawned),
+                        None,
+                        local,
+                        stop,
+                        &live,
+                        &changed,
+                    ));
+                    spawned += 1;
+                }
+                while running.len() as u64 > target {
+                    if let Some(r) = running.pop() {
+                        r.set(true);
+                    }
+                }
+                if let Some(c) = &local.control {
+                    c.add_users_now(running.len() as i64 - counted as i64);
+                    counted = running.len() as u64;
+                }
+            }
+            Some(n) => {
+                // Users that finished their iterations are not replaced.
+                while spawned < target {
+                    spawn_user(interleaved(lane, lanes, spawned), Some(n), local, stop, &live, &changed);
+                    spawned += 1;
+                }
+                if live.get() == 0 && spawned >= final_share && elapsed >= profile_end {
+                    break;
+                }
+            }
+        }
+        let waiting = changed.notified();
+        // Wake at the next step's start too: users of a step that ended must stop starting
+        // iterations then, not up to a control period later (after a spike, a period of 40
+        // users failing fast would otherwise land in the recovery step).
+        let next_step = local.segments.iter().find(|s| **s > elapsed).map(|s| local.start + *s);
+        let mut wake = now + CONTROL_EVERY;
+        for t in [stop.deadline(), next_step].into_iter().flatten() {
+            wake = wake.min(t);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = waiting => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    if let Some(c) = &local.control {
+        c.add_users_now(-(counted as i64));
+    }
+}
+
+/// Starts one user; returns the flag that retires it.
+fn spawn_user<W: Workload>(
+    id: u64,
+    iterations: Option<u64>,
+    local: &Rc<Local<W>>,
+    stop: &Stop,
+    live: &Rc<Cell<u64>>,
+    changed: &Rc<Notify>,
+) -> Rc<Cell<bool>> {
+    let retire = Rc::new(Cell::new(false));
+    live.set(live.get() + 1);
+    let (local, stop, live, changed, flag) = (
+        Rc::clone(local),
+        stop.clone(),
+        Rc::clone(live),
+        Rc::clone(changed),
+        Rc::clone(&retire),
+    );
+    tokio::task::spawn_local(async move {
+        let mut user = local.workload.new_user(id);
+        let mut done = 0u64;
+        let mut first = None;
+        while !flag.get() && iterations.is_none_or(|n| done < n) {
+            let now = Instant::now();
+            if local.control.as_ref().is_some_and(|c| c.paused()) {
+                local.unpaused(&stop).await;
+                continue;
+            }
+            if !stop.claim(now) {
+                break;
+            }
+            first.get_or_insert(now);
+            // Reserved here rather than in an async wrapper: each layer of async fn keeps its
+            // own copy of the arguments in the user's task for as long as the iteration runs,
+            // and at 10,000 users a task's size is memory (issue 35).
+            local.reserve();
+            local.run_reserved(&mut user, (id, done), now).await;
+            done += 1;
+            if local.workload.stopped(&user) {
+                break;
+            }
+        }
+        local.finish(&mut user, (id, done)).await;
+        if let Some(n) = iterations {
+            match first {
+                Some(first) if done == n && !local.workload.stopped(&user) => local
+                    .user_times
+                    .borrow_mut()
+                    .push((first.saturating_duration_since(local.start), first.elapsed())),
+                _ => local.users_cut_short.set(local.users_cut_short.get() + 1),
+            }
+        }
+        live.set(live.get() - 1);
+        changed.notify_waiters();
+    });
+    retire
+}
