@@ -13,6 +13,7 @@ use crate::measure::{measure, Interrupt};
 use crate::{output, plan, rundir};
 use anyhow::{bail, Context, Result};
 use crest_model::results::{self, EndReason, Results, RunConfig, Segment, SetupRecord};
+use crest_model::step::StepKind;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -159,7 +160,7 @@ pub fn sweep(a: &SweepArgs, command_line: &[String]) -> Result<u8> {
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
         let segment = Segment {
             setup: setup.clone(),
-            name: label.clone(),
+            kind: StepKind::Point(label.clone()),
             start_s: 0.0,
             end_s: 0.0,
             users: None,

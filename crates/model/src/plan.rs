@@ -12,6 +12,7 @@
 use crate::expr::{StopCondition, Threshold};
 use crate::monitor::{MetricError, MonitorPlan};
 use crate::protocol::{HttpOptions, HttpVersion, Network};
+use crate::step::StepKind;
 use std::fmt;
 use std::time::Duration;
 
@@ -204,7 +205,7 @@ pub enum LoadDraft {
         max_in_flight: Option<u64>,
     },
     /// Steered by hand (`--load manual`): no users until the live page or its API sets them,
-    /// as one step named `manual`; with no duration given, the run lasts until it is stopped.
+    /// as one step, [`StepKind::Manual`]; with no duration given, the run lasts until it is stopped.
     Manual,
 }
 
@@ -255,16 +256,16 @@ impl LoadDraft {
         }
     }
 
-    /// The one step a load of a single level runs as, named `name`: its users or rate when
+    /// The one step a load of a single level runs as, of kind `kind`: its users or rate when
     /// they are constant.
-    fn step(&self, name: String) -> SegmentPlan {
+    fn step(&self, kind: StepKind) -> SegmentPlan {
         let (users, rate) = match self {
             LoadDraft::Closed { users, .. } => (users.as_ref().filter(|u| u.stages.is_empty()).map(|u| u.start), None),
             LoadDraft::Open { rate, .. } => (None, rate.stages.is_empty().then_some(rate.start)),
             LoadDraft::Manual => (Some(0), None),
         };
         SegmentPlan {
-            name,
+            kind,
             start: Duration::ZERO,
             users,
             rate,
@@ -425,11 +426,11 @@ impl fmt::Display for PlanProblem {
 pub struct PlanError(pub Vec<PlanProblem>);
 
 impl Draft {
-    /// This draft at one load alone, run as one step named `step`: a level of quick mode
+    /// This draft at one load alone, run as one step of kind `step`: a level of quick mode
     /// (`-c 10,20,40`) or a probe of a search. Each is resolved on its own, so that what the
     /// resolver chooses by the load (the open model's threads, the default duration) is chosen
     /// for that load rather than kept from another.
-    pub fn at(&self, load: LoadDraft, step: String) -> Draft {
+    pub fn at(&self, load: LoadDraft, step: StepKind) -> Draft {
         Draft {
             segments: vec![load.step(step)],
             load,
@@ -507,7 +508,7 @@ impl Draft {
         }
         let manual = self.load == LoadDraft::Manual;
         let segments = if manual {
-            vec![self.load.step("manual".into())]
+            vec![self.load.step(StepKind::Manual)]
         } else {
             self.segments
         };
@@ -938,8 +939,8 @@ impl RateProfile {
 /// One step of a run, for reports: statistics are kept per segment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentPlan {
-    /// A short label: `run`, `40 users`, `ramp to 100 users`, `spike`.
-    pub name: String,
+    /// What the step is: the whole run, a level, a ramp, a spike; put in words by reports.
+    pub kind: StepKind,
     /// When the segment starts, from the start of the run.
     pub start: Duration,
     /// Users at the segment's level (closed model).
@@ -952,7 +953,7 @@ impl SegmentPlan {
     /// The single segment of a run without steps.
     pub fn whole_run() -> Self {
         SegmentPlan {
-            name: "run".into(),
+            kind: StepKind::Run,
             start: Duration::ZERO,
             users: None,
             rate: None,

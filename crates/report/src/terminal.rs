@@ -182,7 +182,7 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
             for g in &s.segments {
                 if let Some(it) = &g.iterations {
                     let ended = it.completed + it.failed;
-                    let name = column(g.name.clone());
+                    let name = column(words::group_name(g));
                     writeln!(
                         out,
                         "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>15}",
@@ -360,7 +360,7 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
             writeln!(
                 out,
                 "  {label:<12} {}: {} {rate} successful, p95 {} ms, {} failed",
-                p.name,
+                words::step_kind(&p.kind),
                 num(p.per_s),
                 ms(p.latency_ms.p95),
                 pct(p.error_rate)
@@ -368,7 +368,11 @@ fn answers(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
     }
     if !a.unjudged.is_empty() {
-        writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
+        writeln!(
+            out,
+            "  Not judged   {} (cut short or empty)",
+            a.unjudged.iter().map(words::step_kind).collect::<Vec<_>>().join(", ")
+        )?;
     }
     Ok(())
 }
@@ -422,7 +426,7 @@ fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std:
     writeln!(
         out,
         "    {:<34}{:>9} {:>STEP_OK$} {:>10} {:>9} {:>9} {:>9} {:>8}",
-        column(g.name.clone()),
+        column(words::group_name(g)),
         int(g.requests),
         ok,
         num(g.throughput_rps),
