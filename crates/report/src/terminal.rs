@@ -245,7 +245,13 @@ fn write_summary(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result
         .flat_map(|m| m.sources.iter())
         .flat_map(|s| s.notes.iter().map(move |n| (s, n)))
     {
-        writeln!(out, "  Monitor      {} {}: {}", n.0.kind, n.0.label, n.1)?;
+        writeln!(
+            out,
+            "  Monitor      {} {}: {}",
+            n.0.kind,
+            n.0.label,
+            words::monitor_note(n.1)
+        )?;
     }
     if !s.leaks.is_empty() {
         writeln!(out)?;

@@ -82,8 +82,16 @@ pub(crate) struct RunView<'a> {
     /// Why there is no such chart, when the run had requests.
     each_request_absent: Option<String>,
     /// What the monitor watched, with its notes.
-    sources: Vec<&'a crest_model::monitor::SourceRecord>,
+    sources: Vec<SourceView<'a>>,
     resource_charts: Vec<Chart>,
+}
+
+/// A watched source with its notes in words.
+#[derive(Serialize)]
+struct SourceView<'a> {
+    kind: &'a str,
+    label: &'a str,
+    notes: Vec<String>,
 }
 
 /// A capacity search's service level and probes, with each probe's verdict in words.
@@ -238,7 +246,16 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         charts: marked(charts(r, a), a),
         each_request: each_request(r, a),
         each_request_absent: words::each_request_absent(&a.each_request),
-        sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
+        sources: r
+            .monitor
+            .iter()
+            .flat_map(|m| m.sources.iter())
+            .map(|s| SourceView {
+                kind: &s.kind,
+                label: &s.label,
+                notes: s.notes.iter().map(words::monitor_note).collect(),
+            })
+            .collect(),
         resource_charts: marked(resource_charts(r), a),
     }
 }

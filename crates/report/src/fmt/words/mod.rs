@@ -253,4 +253,83 @@ mod tests {
         );
         assert_eq!(rate(1e300), "1e300/s");
     }
+
+    #[test]
+    fn every_monitor_note_has_its_words() {
+        use crest_model::monitor::MonitorNote;
+        let what = || "pid 12".to_string();
+        let cases = [
+            (
+                MonitorNote::Unresolved {
+                    error: "cannot read /run/app.pid".into(),
+                    at_s: 0.0,
+                },
+                "cannot read /run/app.pid (at 0.0 s)",
+            ),
+            (
+                MonitorNote::NotFound {
+                    what: what(),
+                    at_s: 0.0,
+                },
+                "no process found for pid 12 at 0.0 s",
+            ),
+            (
+                MonitorNote::Gone {
+                    what: what(),
+                    at_s: 4.0,
+                },
+                "pid 12: no longer running at 4.0 s",
+            ),
+            (
+                MonitorNote::Back {
+                    what: "processes named \"api\"".into(),
+                    pids: vec![30, 31],
+                    at_s: 6.5,
+                },
+                "processes named \"api\": running again at 6.5 s (pid 30, 31)",
+            ),
+            (
+                MonitorNote::NewPid {
+                    what: what(),
+                    pids: vec![13],
+                    at_s: 2.0,
+                },
+                "pid 12: now pid 13 at 2.0 s",
+            ),
+            (
+                MonitorNote::CouldNotStart {
+                    error: "no runtime".into(),
+                },
+                "the monitor could not start: no runtime",
+            ),
+            (MonitorNote::ReadAgain { at_s: 9.0 }, "read again from 9.0 s"),
+            (
+                MonitorNote::Unreadable {
+                    error: "connection refused".into(),
+                    at_s: 3.0,
+                },
+                "could not be read at 3.0 s: connection refused",
+            ),
+            (
+                MonitorNote::TooManySeries { most: 200 },
+                "more than 200 series: the rest are left out; choose metrics by name",
+            ),
+            (
+                MonitorNote::InPart {
+                    from_s: 30.0,
+                    note: Box::new(MonitorNote::Gone {
+                        what: what(),
+                        at_s: 4.0,
+                    }),
+                },
+                "pid 12: no longer running at 4.0 s (in the part from 30 s)",
+            ),
+            (MonitorNote::Written("as it was".into()), "as it was"),
+        ];
+        for (note, words) in cases {
+            assert_eq!(monitor_note(&note), words, "{note:?}");
+        }
+        assert!(monitor_note(&MonitorNote::NoPrivateMemory { what: what() })
+            .starts_with("pid 12: the kernel gives no RssAnon"));
+    }
 }
