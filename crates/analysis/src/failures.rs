@@ -3,6 +3,7 @@
 
 use crate::figures::Percentiles;
 use crest_model::results::Results;
+use crest_model::step::StepKind;
 use crest_model::{HistError, Outcome};
 use serde::Serialize;
 
@@ -130,7 +131,7 @@ pub struct FailureAnalysis {
     /// When the first ended, seconds from the start.
     pub first_at_s: Option<f64>,
     /// The segment it ended in.
-    pub first_segment: Option<String>,
+    pub first_segment: Option<StepKind>,
     /// How long the failed requests took, ms.
     pub duration_ms: Percentiles,
     /// Set when the durations cluster, e.g. a server or proxy timeout near 37 s.
@@ -178,7 +179,7 @@ pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
                 .iter()
                 .rev()
                 .find(|g| g.start_s <= t + 1e-9)
-                .map(|g| g.name.clone())
+                .map(|g| g.kind.clone())
         });
         let duration_ms = Percentiles::from_micros(&h);
         out.push(FailureAnalysis {

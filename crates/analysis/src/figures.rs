@@ -2,6 +2,7 @@
 //! a step's load as a value. A leaf: it imports nothing from the crate, so every stage can use
 //! it without reaching back into the stage that produced it.
 
+use crest_model::step::StepKind;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -133,8 +134,8 @@ pub const MIN_UNITS: u64 = 20;
 pub struct SegmentAnalysis {
     /// Index in the run.
     pub index: usize,
-    /// Its label.
-    pub name: String,
+    /// What the step is; reports put it in words.
+    pub kind: StepKind,
     /// Load level: users (closed model).
     pub users: Option<u64>,
     /// Load level: arrivals per second (open model).
@@ -280,8 +281,8 @@ pub enum StepLoad {
     Users(u64),
     /// Arrivals per second of the open model.
     Rate(f64),
-    /// A step without a load level, by its name.
-    Named(String),
+    /// A step without a load level, by its kind.
+    Named(StepKind),
 }
 
 impl SegmentAnalysis {
@@ -295,7 +296,7 @@ impl SegmentAnalysis {
         match (self.users, self.rate) {
             (Some(u), _) => StepLoad::Users(u),
             (None, Some(r)) => StepLoad::Rate(r),
-            _ => StepLoad::Named(self.name.clone()),
+            _ => StepLoad::Named(self.kind.clone()),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::summary::{ErrorSummary, Summary};
 use crate::thresholds::ThresholdResult;
 use crate::validity::ClientLimit;
 use crest_model::results::StopRecord;
+use crest_model::step::StepKind;
 use serde::Serialize;
 
 /// One finding, with its figures.
@@ -21,7 +22,7 @@ use serde::Serialize;
 pub enum Finding {
     /// What limits the service, when it is a resource or a limit of the service's own (crest's
     /// own limits are [`Finding::ClientBound`]).
-    Bottleneck(crate::bottleneck::Bottleneck),
+    Bottleneck(Box<crate::bottleneck::Bottleneck>),
     /// A watched process exited, was OOM-killed or restarted.
     ProcessEvent(crate::events::ProcessEvent),
     /// No request succeeded; the most frequent failure, when any request completed.
@@ -77,9 +78,9 @@ pub enum Finding {
         /// Slowest point's mean over the first's.
         ratio: f64,
         /// The first point.
-        from: String,
+        from: StepKind,
         /// The slowest point.
-        to: String,
+        to: StepKind,
         /// Mean latency at the first, ms.
         from_ms: f64,
         /// Mean latency at the slowest, ms.
@@ -214,7 +215,7 @@ pub fn findings(
             crate::bottleneck::Kind::LoadGenerator | crate::bottleneck::Kind::None
         )
     }) {
-        out.push(Finding::Bottleneck(b.clone()));
+        out.push(Finding::Bottleneck(Box::new(b.clone())));
     }
     // A process that died changes what every later figure describes.
     out.extend(s.events.iter().cloned().map(Finding::ProcessEvent));
@@ -371,8 +372,8 @@ fn latency_growth(loaded: &[&SegmentAnalysis], steps: &[StepNoise], unit: WorkUn
         return whole.then(|| Finding::PointsDiffer {
             unit,
             ratio: slowest.success_latency_ms.mean / first.success_latency_ms.mean,
-            from: first.name.clone(),
-            to: slowest.name.clone(),
+            from: first.kind.clone(),
+            to: slowest.kind.clone(),
             from_ms: first.success_latency_ms.mean,
             to_ms: slowest.success_latency_ms.mean,
             from_requests: first.steady_requests - first.steady_failures,

@@ -5,6 +5,7 @@
 
 use crate::figures::{interval_units, WorkUnit};
 use crest_model::results::{Results, Segment};
+use crest_model::step::StepKind;
 use crest_model::HistError;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -41,7 +42,10 @@ pub struct Recovery {
 /// 80, 200, then 60 users; the steps before them, an idle start or a pause, are no baseline).
 fn spike_steps(segments: &[Segment]) -> Option<(&Segment, &Segment, &Segment)> {
     if let [b, s, a] = segments {
-        if b.name.starts_with("baseline") && s.name.starts_with("spike") && a.name.starts_with("recovery") {
+        if matches!(
+            (&b.kind, &s.kind, &a.kind),
+            (StepKind::Baseline(_), StepKind::Spike(_), StepKind::Recovery(_))
+        ) {
             return Some((b, s, a));
         }
     }

@@ -16,6 +16,7 @@
 use crate::figures::{SegmentAnalysis, StepLoad};
 use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, SourceRecord, Unit};
 use crest_model::results::Results;
+use crest_model::step::StepKind;
 use serde::Serialize;
 
 /// Fewest samples in a steady state before a trend is judged.
@@ -189,7 +190,7 @@ pub struct Leak {
     /// Its unit.
     pub unit: Unit,
     /// The step it was seen in.
-    pub step: String,
+    pub step: StepKind,
     /// That step's load, when the run had several steps to tell apart.
     pub step_load: Option<StepLoad>,
     /// Growth per minute, in the series' unit.
@@ -292,7 +293,7 @@ fn leak(
         metric: s.key.metric.clone(),
         title: s.title.clone(),
         unit: s.unit,
-        step: g.name.clone(),
+        step: g.kind.clone(),
         step_load: several_steps.then(|| g.load()),
         per_minute: t.slope * 60.0,
         per_second: t.slope,

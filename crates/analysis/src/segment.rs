@@ -333,7 +333,7 @@ fn segment(r: &Results, index: usize, unit: WorkUnit) -> Result<SegmentAnalysis,
     });
     Ok(SegmentAnalysis {
         index,
-        name: g.name.clone(),
+        kind: g.kind.clone(),
         users: g.users,
         rate: g.rate,
         start_s: g.start_s,

@@ -11,6 +11,7 @@ use crate::resources::{leaks, resources, Leak, ResourceRow};
 use crate::thresholds::{evaluate, ThresholdResult};
 use crate::validity::{client_limits, ClientLimit};
 use crest_model::results::{EndReason, Results};
+use crest_model::step::StepKind;
 use crest_model::{HistError, Outcome};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -203,7 +204,7 @@ pub struct Answers {
     pub limit: Option<Answer>,
     /// Steps left out of the answers because they could not be judged (cut short, empty, too
     /// little data).
-    pub unjudged: Vec<String>,
+    pub unjudged: Vec<StepKind>,
 }
 
 /// One step named as an answer, with its figures.
@@ -211,8 +212,8 @@ pub struct Answers {
 pub struct Answer {
     /// Index of the step.
     pub segment: usize,
-    /// The step's name.
-    pub name: String,
+    /// What the step is; reports put it in words.
+    pub kind: StepKind,
     /// Users there (closed model).
     pub users: Option<u64>,
     /// Arrivals per second there (open model).
@@ -234,7 +235,7 @@ pub fn answers(unit: WorkUnit, steps: &[SegmentAnalysis], capacity: &Capacity) -
     let answer = |p: &CapacityPoint| {
         steps.iter().find(|s| s.index == p.segment).map(|s| Answer {
             segment: s.index,
-            name: s.name.clone(),
+            kind: s.kind.clone(),
             users: s.users,
             rate: s.rate,
             per_s: s.success_rps,
@@ -262,7 +263,7 @@ pub fn answers(unit: WorkUnit, steps: &[SegmentAnalysis], capacity: &Capacity) -
         unjudged: steps
             .iter()
             .filter(|s| s.judged != Judged::Yes)
-            .map(|s| s.name.clone())
+            .map(|s| s.kind.clone())
             .collect(),
     }
 }
@@ -284,8 +285,12 @@ pub struct UsersDone {
 /// Figures for one segment or one request name.
 #[derive(Clone, Debug, Serialize)]
 pub struct GroupSummary {
-    /// The segment's or request's name.
+    /// The request's name; empty for a segment, which has its kind.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// What the segment is (segments only); reports put it in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<StepKind>,
     /// Users at the segment's level (segments of the closed model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub users: Option<u64>,
@@ -481,7 +486,8 @@ fn step_groups(segments: &[SegmentAnalysis]) -> Vec<GroupSummary> {
     segments
         .iter()
         .map(|g| GroupSummary {
-            name: g.name.clone(),
+            name: String::new(),
+            kind: Some(g.kind.clone()),
             users: g.users,
             rate: g.rate,
             duration_s: Some(g.whole.duration_s),
@@ -546,6 +552,7 @@ fn groups(
         let secs = duration_s.unwrap_or(r.duration_s);
         out.push(GroupSummary {
             name,
+            kind: None,
             users,
             rate,
             duration_s,

@@ -9,6 +9,7 @@
 use crate::capacity::StepNoise;
 use crate::figures::{Percentiles, SegmentAnalysis};
 use crest_model::results::{ClientStats, Results};
+use crest_model::step::StepKind;
 use crest_model::Outcome;
 use serde::Serialize;
 
@@ -105,7 +106,7 @@ pub enum ClientLimit {
     /// Users spent their time inside crest rather than in a request (Little's law).
     WaitingUsers {
         /// The step it was seen in.
-        step: String,
+        step: StepKind,
         /// Requests in flight on average: throughput x mean latency.
         in_flight: f64,
         /// Users there were.
@@ -330,7 +331,7 @@ pub fn client_limits(
         .find_map(|g| g.littles_law.as_ref().filter(|l| l.flagged).map(|l| (g, l)));
     if let Some((g, l)) = waiting {
         out.push(ClientLimit::WaitingUsers {
-            step: g.name.clone(),
+            step: g.kind.clone(),
             in_flight: l.in_flight,
             users: l.users,
             throughput_rps: g.throughput_rps,

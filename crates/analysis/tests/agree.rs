@@ -119,7 +119,7 @@ fn too_little_data_is_labelled_and_not_judged() {
         (4, Second::ok(200, 10.0)),
     ]);
     assert_eq!(a.segments[0].judged, Judged::TooLittle { units: 10, min: 20 });
-    assert!(a.summary.answers.unjudged.contains(&a.segments[0].name));
+    assert!(a.summary.answers.unjudged.contains(&a.segments[0].kind));
     // The growth finding's baseline is a judged step.
     for f in &a.findings {
         if let Finding::LatencyGrew { from, .. } = f {

@@ -9,6 +9,7 @@ use crest_analysis::findings::Finding;
 use crest_model::hist::{new_histogram, record};
 use crest_model::monitor::{MonitorRecord, MonitorSeries, SeriesKey, Unit};
 use crest_model::results::{EndReason, Results, UserTimes};
+use crest_model::step::StepKind;
 use crest_model::{EncodedHistogram, Outcome};
 use crest_testkit::results::{ResultsBuilder, Second};
 use std::time::Duration;
@@ -233,7 +234,7 @@ fn sweep(first_ms: f64, then_ms: f64) -> Results {
         .build();
     for (g, name) in r.segments.iter_mut().zip(["1 x 1", "50 x 1"]) {
         g.users = None;
-        g.name = name.into();
+        g.kind = StepKind::Point(name.into());
     }
     r
 }
@@ -244,7 +245,7 @@ fn a_sweep_of_whole_points_is_judged_on_what_they_have_by_the_same_noise_rule() 
     let g = grew(&sweep(1001.0, 5763.0)).expect("the points differ");
     assert!(
         matches!(&g, Finding::PointsDiffer { from, to, from_requests: 1, to_requests: 50, .. }
-            if from == "1 x 1" && to == "50 x 1"),
+            if *from == StepKind::Point("1 x 1".into()) && *to == StepKind::Point("50 x 1".into())),
         "{g:?}"
     );
     assert!(grew(&sweep(0.4, 1.1)).is_none());

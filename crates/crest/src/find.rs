@@ -15,6 +15,7 @@ use crest_model::number::short;
 use crest_model::plan::{defaults, Draft, LoadDraft, Plan, StopRule};
 use crest_model::reason::{SearchEnd, WorkUnit};
 use crest_model::results::{FindRecord, LoadKind, ProbeRecord, Segment, StopRecord};
+use crest_model::step::StepKind;
 use crest_report::fmt::words;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -182,11 +183,10 @@ pub fn search<W: Workload>(
         let plan = probe_plan(&subject.base, Level { value: level, open }, cap, probe_len)?;
         let label = Segment {
             setup: None,
-            name: format!(
-                "probe {}: {}",
-                probes.len() + 1,
-                words::level(Level { value: level, open })
-            ),
+            kind: StepKind::Probe {
+                number: probes.len() as u32 + 1,
+                level: Level { value: level, open }.step(),
+            },
             start_s: 0.0,
             end_s: 0.0,
             users: (!open).then_some(level as u64),
@@ -296,7 +296,7 @@ fn probe_plan(base: &Draft, level: Level, cap: u64, len: Duration) -> Result<Pla
     } else {
         LoadDraft::users(level.value.max(1.0) as u64)
     };
-    let mut draft = base.at(load, words::level(level));
+    let mut draft = base.at(load, StepKind::Level(level.step()));
     draft.stop = StopRule {
         requests: None,
         duration: Some(len),

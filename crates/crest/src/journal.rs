@@ -174,9 +174,9 @@ pub fn rebuild(dir: &Path) -> Result<Option<crest_model::Results>> {
         parts.push((label, results));
     }
     let mut it = parts.into_iter().map(|(label, r)| {
-        let label = label.unwrap_or_else(|| crest_model::results::Segment {
+        let label = label.unwrap_or(crest_model::results::Segment {
             setup: None,
-            name: "run".into(),
+            kind: crest_model::step::StepKind::Run,
             start_s: 0.0,
             end_s: 0.0,
             users: None,

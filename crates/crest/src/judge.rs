@@ -108,6 +108,7 @@ mod tests {
     use crest_model::hist;
     use crest_model::journal::{IntervalRecord, JOURNAL_SCHEMA, JOURNAL_VERSION};
     use crest_model::results::{Interval, LoadKind, RunConfig};
+    use crest_model::step::{Level, StepKind};
     use crest_model::EncodedHistogram;
 
     fn opening(segments: &[(f64, f64)]) -> Start {
@@ -139,7 +140,7 @@ mod tests {
             segments: segments
                 .iter()
                 .map(|&(start_s, end_s)| Segment {
-                    name: format!("from {start_s}"),
+                    kind: StepKind::Level(Level::Users(10)),
                     start_s,
                     end_s,
                     users: Some(10),
@@ -217,7 +218,7 @@ mod tests {
         }
         let step = Step {
             index: 1,
-            name: "20 users".into(),
+            kind: StepKind::Level(Level::Users(20)),
             start_s: 5.0,
             users: Some(20),
             rate: None,
@@ -237,7 +238,7 @@ mod tests {
         assert!(held.is_none(), "the step set by hand has not ended yet");
         let step = Step {
             index: 2,
-            name: "30 users".into(),
+            kind: StepKind::Level(Level::Users(30)),
             start_s: 11.0,
             users: Some(30),
             rate: None,

@@ -11,6 +11,7 @@ use anyhow::Result;
 use crest_analysis::find::Level;
 use crest_model::plan::{Draft, LoadDraft, UsersProfile};
 use crest_model::results::Segment;
+use crest_model::step::StepKind;
 use crest_report::fmt::words;
 use std::sync::Arc;
 
@@ -32,17 +33,17 @@ pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String],
             users: Some(UsersProfile::constant(users)),
             iterations: crate::plan::per_user(args),
         };
-        let plan = crate::plan::finish(base.at(load, words::level(level)))?;
+        let plan = crate::plan::finish(base.at(load, StepKind::Level(level.step())))?;
         let label = Segment {
             setup: None,
-            name: words::level(level),
+            kind: StepKind::Level(level.step()),
             start_s: 0.0,
             end_s: 0.0,
             users: Some(users),
             rate: None,
         };
         if !out.quiet {
-            eprintln!("level {} of {}: {}", k + 1, levels.len(), label.name);
+            eprintln!("level {} of {}: {}", k + 1, levels.len(), words::step_kind(&label.kind));
         }
         let results = parts.measure(&plan, Arc::clone(&workload), label, out.quiet)?;
         // A stop condition or a signal ends the study, not just its level.

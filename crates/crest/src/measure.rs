@@ -613,7 +613,7 @@ fn planned_segments(plan: &Plan) -> Vec<results::Segment> {
         .enumerate()
         .map(|(i, s)| results::Segment {
             setup: None,
-            name: s.name.clone(),
+            kind: s.kind.clone(),
             start_s: starts[i],
             end_s: starts.get(i + 1).copied().unwrap_or(end),
             users: s.users,

@@ -455,6 +455,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use crest_model::plan::{defaults, LoadModel};
+    use crest_model::step::StepKind;
 
     fn args(extra: &[&str]) -> Result<Plan> {
         run_args(extra, resolve)
@@ -731,7 +732,7 @@ mod tests {
         let base = run_args(&["http://127.0.0.1:1/"], draft).unwrap();
         let rate = 40_000.0;
         let probe = base
-            .at(LoadDraft::rate(rate, Some(500)), "40000/s".into())
+            .at(LoadDraft::rate(rate, Some(500)), StepKind::at(None, Some(rate)))
             .resolve()
             .unwrap();
         assert_eq!(probe.threads(), defaults::open_threads(rate));
@@ -740,7 +741,10 @@ mod tests {
             (probe.segments()[0].users, probe.segments()[0].rate),
             (None, Some(rate))
         );
-        let level = base.at(LoadDraft::users(7), "7 users".into()).resolve().unwrap();
+        let level = base
+            .at(LoadDraft::users(7), StepKind::at(Some(7), None))
+            .resolve()
+            .unwrap();
         assert_eq!(level.threads(), defaults::threads());
         assert_eq!(level.segments()[0].users, Some(7));
     }
@@ -763,7 +767,7 @@ mod tests {
             panic!("{:?}", p.load())
         };
         assert_eq!((users.start, users.stages.len()), (0, 0));
-        assert_eq!(p.segments()[0].name, "manual");
+        assert_eq!(p.segments()[0].kind, StepKind::Manual);
         assert_eq!(p.stop().duration, None);
         assert_eq!(manual(&["-d", "30s"]).stop().duration, Some(Duration::from_secs(30)));
     }

@@ -14,6 +14,7 @@ use crate::parts::Parts;
 use crate::{output, plan, rundir};
 use anyhow::{bail, Context, Result};
 use crest_model::results::{EndReason, Results, RunConfig, Segment, SetupRecord};
+use crest_model::step::StepKind;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -157,7 +158,7 @@ pub fn command(a: &SweepArgs, command_line: &[String], readers: &Readers) -> Res
         let workload = Arc::new(crest_flow::FlowWorkload::new(s.flow));
         let segment = Segment {
             setup: setup.clone(),
-            name: label.clone(),
+            kind: StepKind::Point(label.clone()),
             start_s: 0.0,
             end_s: 0.0,
             users: None,

@@ -50,7 +50,13 @@ pub fn command(file: &std::path::Path) -> Result<u8> {
         .plan
         .segments()
         .iter()
-        .map(|g| format!("{} (from {} s)", g.name, g.start.as_secs()))
+        .map(|g| {
+            format!(
+                "{} (from {} s)",
+                crest_report::fmt::words::step_kind(&g.kind),
+                g.start.as_secs()
+            )
+        })
         .collect();
     let _ = writeln!(out, "  steps: {}", segments.join(", "));
     if let Some(d) = s.plan.stop().duration {

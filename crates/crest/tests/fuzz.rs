@@ -357,7 +357,7 @@ fn mutated_journals_never_panic_the_reports() {
                 let Ok(r) = j.results() else { return };
                 let label = crest_model::results::Segment {
                     setup: None,
-                    name: format!("part {k}"),
+                    kind: crest_model::step::StepKind::Named(format!("part {k}")),
                     start_s: 0.0,
                     end_s: 0.0,
                     users: None,

@@ -381,7 +381,7 @@ fn the_arrival_rate_set_by_hand_paces_the_open_model() {
     post(&l, "/api/stop", "{}");
     let (results, _l) = finished(l);
     let steps = step_names(&results);
-    assert_eq!(steps, ["run", "rate 200/s", "rate 0/s"]);
+    assert_eq!(steps, ["run", "200/s", "0/s"]);
     let rates: Vec<Value> = results["segments"]
         .as_array()
         .unwrap()

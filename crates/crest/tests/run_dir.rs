@@ -356,13 +356,7 @@ fn a_sweep_whose_setup_fails_keeps_the_points_before_it() {
     let rep = crest().arg("report").arg(&out).output().unwrap();
     assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
     let v = results(&out);
-    let names: Vec<&str> = v["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["n=1", "n=2"]);
+    assert_eq!(common::step_names(&v), ["n=1", "n=2"]);
     let requests: u64 = v["stats"]
         .as_array()
         .unwrap()

@@ -6,6 +6,7 @@
 //! change sit under a lock read only by the closed model's controller (every 50 ms) and by the
 //! open model when the setting's generation moves.
 
+use crest_model::step::{Level, StepKind};
 use crest_schedule::segment_at;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -16,8 +17,8 @@ use std::time::{Duration, Instant};
 pub struct LiveStep {
     /// Its segment index: the requests sent in it carry it.
     pub index: u32,
-    /// What it set: `20 users`, `rate 50/s`, `paused`.
-    pub name: String,
+    /// What it set: a level of users or of rate, paused, resumed; reports put it in words.
+    pub kind: StepKind,
     /// Start, from the start of the run.
     pub start: Duration,
     /// Users asked for (closed model).
@@ -31,7 +32,7 @@ impl From<LiveStep> for crest_model::journal::Step {
     fn from(s: LiveStep) -> Self {
         crest_model::journal::Step {
             index: s.index,
-            name: s.name,
+            kind: s.kind,
             start_s: s.start.as_secs_f64(),
             users: s.users,
             rate: s.rate,
@@ -280,7 +281,7 @@ impl Control {
             Change::Resume { .. } if !self.paused() => return None,
             _ => {}
         }
-        let (name, users, rate) = {
+        let (kind, users, rate) = {
             let shown = match &mut change {
                 Change::Users {
                     users,
@@ -288,13 +289,13 @@ impl Control {
                     from,
                 } => {
                     s.users = Some((*users, *spawn_rate, *from, at));
-                    (format!("{users} users"), Some(*users), None)
+                    (StepKind::Level(Level::Users(*users)), Some(*users), None)
                 }
                 Change::Rate { rate } => {
                     s.rate = Some(*rate);
-                    (format!("rate {rate}/s"), None, Some(*rate))
+                    (StepKind::Level(Level::Rate(*rate)), None, Some(*rate))
                 }
-                Change::Pause => ("paused".into(), Some(0), None),
+                Change::Pause => (StepKind::Paused, Some(0), None),
                 Change::Resume { users: running } => {
                     // Nothing set by hand: the users the plan had running come back.
                     let users = s
@@ -303,12 +304,11 @@ impl Control {
                         .or(*running)
                         .or(Some(self.users_now()).filter(|n| *n > 0));
                     *running = users;
-                    let name = match (users, s.rate) {
-                        (Some(u), _) => format!("{u} users"),
-                        (None, Some(r)) => format!("rate {r}/s"),
-                        (None, None) => "resumed".into(),
+                    let kind = match (users, s.rate) {
+                        (None, None) => StepKind::Resumed,
+                        (u, r) => StepKind::at(u, r),
                     };
-                    (name, users, s.rate)
+                    (kind, users, s.rate)
                 }
             };
             s.since = at;
@@ -321,7 +321,7 @@ impl Control {
         });
         steps.push(LiveStep {
             index,
-            name,
+            kind,
             start: at,
             users,
             rate,
@@ -500,8 +500,9 @@ mod tests {
         assert!(!c.pause().unwrap(), "a second pause changes nothing");
         assert!(c.resume().unwrap());
         assert_eq!(c.step(), Some(4));
-        let names: Vec<String> = c.steps().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["40 users", "paused", "40 users"]);
+        let kinds: Vec<StepKind> = c.steps().into_iter().map(|s| s.kind).collect();
+        let forty = StepKind::Level(Level::Users(40));
+        assert_eq!(kinds, [forty.clone(), StepKind::Paused, forty]);
         let indices: Vec<u32> = c.steps().into_iter().map(|s| s.index).collect();
         assert_eq!(indices, [2, 3, 4], "each step carries the index its requests get");
         assert_eq!(c.steps_from(2).len(), 1);

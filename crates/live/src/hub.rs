@@ -560,10 +560,7 @@ impl Hub {
 /// The rows of a part's steps, named as the results will name them.
 fn part_rows(p: &Part) -> Vec<Row> {
     let segments = steered(&p.start.segments, &p.by_hand);
-    let label = |s: &Segment| match &p.start.part {
-        Some(part) => format!("{} / {}", part.name, s.name),
-        None => s.name.clone(),
-    };
+    let label = |s: &Segment| crest_report::fmt::words::step_in_part(p.start.part.as_ref().map(|x| &x.kind), &s.kind);
     let reached = p.reached;
     let mut rows = Vec::new();
     for (i, s) in segments.iter().enumerate() {

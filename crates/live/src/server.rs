@@ -267,7 +267,7 @@ fn not_running() -> Response {
 /// What a control call changed.
 fn done(control: &crest_engine::Control) -> Response {
     Json(serde_json::json!({
-        "step": control.steps().pop().map(|s| s.name),
+        "step": control.steps().pop().map(|s| crest_report::fmt::words::step_kind(&s.kind)),
         "paused": control.paused(),
         "users_asked": control.users_asked(),
         "rate": control.rate_asked(),

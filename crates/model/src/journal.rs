@@ -66,8 +66,10 @@ pub struct Step {
     /// Its segment index: the plan's steps before the first change keep theirs, each change
     /// takes the next.
     pub index: u32,
-    /// What it set: `20 users`, `rate 50/s`, `paused`.
-    pub name: String,
+    /// What it set: a level, paused, resumed. Journals written before it was kept carry the
+    /// step's words as `name`, read back as the kind they stand for.
+    #[serde(alias = "name")]
+    pub kind: crate::step::StepKind,
     /// Start, in seconds from the start of the run.
     pub start_s: f64,
     /// Users asked for (closed model).
@@ -87,7 +89,7 @@ pub fn steered(planned: &[Segment], steps: &[Step]) -> Vec<Segment> {
     let end = planned.last().map_or(0.0, |s| s.end_s);
     out.extend(steps.iter().map(|s| Segment {
         setup: None,
-        name: s.name.clone(),
+        kind: s.kind.clone(),
         start_s: s.start_s,
         end_s: end.max(s.start_s),
         users: s.users,
@@ -549,11 +551,12 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::{Level, StepKind};
 
     fn seg(name: &str, start_s: f64, end_s: f64, users: u64) -> Segment {
         Segment {
             setup: None,
-            name: name.into(),
+            kind: StepKind::from_name(name.into()),
             start_s,
             end_s,
             users: Some(users),
@@ -568,7 +571,7 @@ mod tests {
             seg("20 users", 10.0, 20.0, 20),
             seg("30 users", 20.0, 30.0, 30),
         ];
-        let names = |v: &[Segment]| v.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        let names = |v: &[Segment]| v.iter().map(|s| s.kind.clone()).collect::<Vec<_>>();
         assert_eq!(
             names(&steered(&planned, &[])),
             names(&planned),
@@ -576,21 +579,28 @@ mod tests {
         );
         let step = |index: u32, name: &str, start_s: f64, users: u64| Step {
             index,
-            name: name.into(),
+            kind: StepKind::from_name(name.into()),
             start_s,
             users: Some(users),
             rate: None,
         };
         // Changed at 15 s, in the plan's step 1: its step 2 never ran.
         let run = steered(&planned, &[step(2, "40 users", 15.0, 40), step(3, "5 users", 18.5, 5)]);
-        assert_eq!(names(&run), ["10 users", "20 users", "40 users", "5 users"]);
+        let users = |n| StepKind::Level(Level::Users(n));
+        assert_eq!(names(&run), [users(10), users(20), users(40), users(5)]);
         let ends: Vec<f64> = run.iter().map(|s| s.end_s).collect();
         assert_eq!(ends, [10.0, 15.0, 18.5, 30.0]);
         // The journal line as written.
         let line = serde_json::to_string(&Entry::Step(step(2, "40 users", 15.0, 40))).unwrap();
         assert_eq!(
             line,
-            r#"{"entry":"step","index":2,"name":"40 users","start_s":15.0,"users":40,"rate":null}"#
+            r#"{"entry":"step","index":2,"kind":{"level":{"users":40}},"start_s":15.0,"users":40,"rate":null}"#
         );
+        // A journal written before kinds were kept names its steps in words.
+        let old = r#"{"entry":"step","index":2,"name":"rate 50/s","start_s":15.0,"users":null,"rate":50.0}"#;
+        let Entry::Step(old) = serde_json::from_str(old).unwrap() else {
+            panic!("a step")
+        };
+        assert_eq!(old.kind, StepKind::Level(Level::Rate(50.0)));
     }
 }

@@ -24,6 +24,7 @@ pub mod reason;
 pub mod redact;
 pub mod results;
 pub mod sample;
+pub mod step;
 
 pub use hist::{EncodedHistogram, HistError};
 pub use outcome::Outcome;

@@ -305,6 +305,113 @@ pub enum EventKind {
     Restarted,
 }
 
+/// Something seen while watching a source, kept as figures: only the report's words module
+/// puts it in words. Errors are kept as their messages, which is all a read error says.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MonitorNote {
+    /// The watched processes could not be looked up (an unreadable pid file), at `at_s`.
+    Unresolved {
+        /// Why.
+        error: String,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// No process matched the spec at its first read.
+    NotFound {
+        /// The spec: `pid 12`, `api`.
+        what: String,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// Every process of the spec had ended.
+    Gone {
+        /// The spec.
+        what: String,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// Processes of the spec run again after none did.
+    Back {
+        /// The spec.
+        what: String,
+        /// Their pids.
+        pids: Vec<i32>,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// The spec's single process has another pid.
+    NewPid {
+        /// The spec.
+        what: String,
+        /// The pids now.
+        pids: Vec<i32>,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// The kernel gives no private memory (RssAnon) for the spec's processes.
+    NoPrivateMemory {
+        /// The spec.
+        what: String,
+    },
+    /// The monitor could not start.
+    CouldNotStart {
+        /// Why.
+        error: String,
+    },
+    /// A source that could not be read was read again.
+    ReadAgain {
+        /// From when, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// A source could not be read.
+    Unreadable {
+        /// Why.
+        error: String,
+        /// When, seconds from the start of the run.
+        at_s: f64,
+    },
+    /// An endpoint gave more series than are kept; the rest are left out.
+    TooManySeries {
+        /// The most kept.
+        most: usize,
+    },
+    /// A note of one part of a run made of several, the part starting `from_s` into the whole.
+    InPart {
+        /// Where the part starts, seconds from the start of the whole run.
+        from_s: f64,
+        /// The part's note.
+        note: Box<MonitorNote>,
+    },
+    /// A note as a document written before notes were kept as figures says it: a bare string
+    /// (see [`StoredNote`] for its schema).
+    #[serde(untagged)]
+    #[schemars(skip)]
+    Written(String),
+}
+
+/// The schema of a note as stored: tagged, or the bare string of a document written before
+/// notes were kept as figures, which a document rebuilt from such a journal keeps. schemars
+/// leaves serde's untagged variants out, so it is said here.
+struct StoredNote;
+
+impl JsonSchema for StoredNote {
+    fn schema_name() -> String {
+        "StoredMonitorNote".into()
+    }
+
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        schemars::schema::SchemaObject {
+            subschemas: Some(Box::new(schemars::schema::SubschemaValidation {
+                any_of: Some(vec![g.subschema_for::<MonitorNote>(), g.subschema_for::<String>()]),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+        .into()
+    }
+}
+
 /// One watched source.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -319,7 +426,8 @@ pub struct SourceRecord {
     pub name: Option<String>,
     /// Events seen while watching: a process that exited or could not be found, a scrape that
     /// failed. Each says when.
-    pub notes: Vec<String>,
+    #[schemars(with = "Vec<StoredNote>")]
+    pub notes: Vec<MonitorNote>,
     /// For a process: what the kernel bounds it by, as last read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<ProcessLimits>,
@@ -362,7 +470,10 @@ impl MonitorRecord {
             };
             self.sources[i].notes.extend(s.notes.into_iter().map(|n| {
                 if offset_s > 0.0 {
-                    format!("{n} (in the part from {offset_s:.0} s)")
+                    MonitorNote::InPart {
+                        from_s: offset_s,
+                        note: Box::new(n),
+                    }
                 } else {
                     n
                 }
@@ -490,7 +601,7 @@ pub struct MonitorSample {
     pub points: Vec<MonitorPoint>,
     /// Notes on sources made in this round, by source index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<(u32, String)>,
+    pub notes: Vec<(u32, MonitorNote)>,
     /// Limits read in this round that differ from those known, by source index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<(u32, ProcessLimits)>,
@@ -565,9 +676,9 @@ impl MonitorBuilder {
     }
 
     /// Adds a note to a source.
-    pub fn note(&mut self, source: u32, note: &str) {
+    pub fn note(&mut self, source: u32, note: &MonitorNote) {
         if let Some(s) = self.record.sources.get_mut(source as usize) {
-            s.notes.push(note.to_string());
+            s.notes.push(note.clone());
         }
     }
 
@@ -718,6 +829,11 @@ mod tests {
                 limits: None,
             }],
         };
+        let now_7 = MonitorNote::NewPid {
+            what: "pid 6".into(),
+            pids: vec![7],
+            at_s: 1.0,
+        };
         let samples = [
             MonitorSample {
                 t_s: 0.0,
@@ -729,7 +845,7 @@ mod tests {
                 t_s: 1.0,
                 opening: None,
                 points: vec![point("fds", Some(1024.0), 12.0), point("threads", None, 4.0)],
-                notes: vec![(0, "now pid 7 at 1.0 s".into())],
+                notes: vec![(0, now_7.clone())],
                 ..Default::default()
             },
         ];
@@ -741,7 +857,10 @@ mod tests {
         }
         let r = b.finish();
         assert_eq!(r.interval_s, 1.0);
-        assert_eq!(r.sources[0].notes, vec!["now pid 7 at 1.0 s".to_string()]);
+        assert_eq!(r.sources[0].notes, vec![now_7]);
+        // A note of a journal written before notes were kept as figures reads as written.
+        let old: MonitorSample = serde_json::from_str(r#"{"t_s":1.0,"notes":[[0,"now pid 7 at 1.0 s"]]}"#).unwrap();
+        assert_eq!(old.notes, vec![(0, MonitorNote::Written("now pid 7 at 1.0 s".into()))]);
         assert_eq!(r.series.len(), 2);
         assert_eq!(r.series[0].points, vec![(0.0, 10.0), (1.0, 12.0)]);
         assert_eq!(r.series[0].limit, Some(1024.0));

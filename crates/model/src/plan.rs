@@ -12,6 +12,7 @@
 use crate::expr::{StopCondition, Threshold};
 use crate::monitor::MonitorPlan;
 use crate::protocol::{HttpOptions, HttpVersion, Network};
+use crate::step::StepKind;
 use std::time::Duration;
 
 mod bounds;
@@ -110,7 +111,7 @@ pub enum LoadDraft {
         max_in_flight: Option<u64>,
     },
     /// Steered by hand (`--load manual`): no users until the live page or its API sets them,
-    /// as one step named `manual`; with no duration given, the run lasts until it is stopped.
+    /// as one step, [`StepKind::Manual`]; with no duration given, the run lasts until it is stopped.
     Manual,
 }
 
@@ -486,8 +487,8 @@ impl RateProfile {
 /// One step of a run, for reports: statistics are kept per segment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentPlan {
-    /// A short label: `run`, `40 users`, `ramp to 100 users`, `spike`.
-    pub name: String,
+    /// What the step is: the whole run, a level, a ramp, a spike; put in words by reports.
+    pub kind: StepKind,
     /// When the segment starts, from the start of the run.
     pub start: Duration,
     /// Users at the segment's level (closed model).
@@ -500,7 +501,7 @@ impl SegmentPlan {
     /// The single segment of a run without steps.
     pub fn whole_run() -> Self {
         SegmentPlan {
-            name: "run".into(),
+            kind: StepKind::Run,
             start: Duration::ZERO,
             users: None,
             rate: None,

@@ -117,6 +117,17 @@ pub struct Level {
     pub open: bool,
 }
 
+impl Level {
+    /// The level a step runs at: whole users (at least 1, as a probe runs them), or a rate.
+    pub fn step(self) -> crate::step::Level {
+        if self.open {
+            crate::step::Level::Rate(self.value)
+        } else {
+            crate::step::Level::Users(self.value.max(1.0) as u64)
+        }
+    }
+}
+
 /// What one probe of a capacity search measured (its steady state).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -25,7 +25,7 @@ pub use error::MonitorError;
 use error::SampleError;
 pub use store::Reading;
 
-use crest_model::monitor::{MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
+use crest_model::monitor::{MonitorNote, MonitorPlan, MonitorRecord, MonitorSample, SeriesKey, Unit};
 use std::collections::HashSet;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -134,7 +134,7 @@ impl Sampler {
             Ok(rt) => rt,
             Err(e) => {
                 for i in 0..self.store_sources() {
-                    self.store.note(i, format!("the monitor could not start: {e}"));
+                    self.store.note(i, MonitorNote::CouldNotStart { error: e.to_string() });
                 }
                 return self.store.finish();
             }
@@ -215,7 +215,7 @@ impl Sampler {
             match result {
                 Ok(readings) => {
                     if self.failing.remove(&source) {
-                        self.store.note(source, format!("read again from {t_s:.1} s"));
+                        self.store.note(source, MonitorNote::ReadAgain { at_s: t_s });
                     }
                     for r in readings {
                         if scrapers.contains(&source)
@@ -225,10 +225,9 @@ impl Sampler {
                             if self.capped.insert(source) {
                                 self.store.note(
                                     source,
-                                    format!(
-                                        "more than {} series: the rest are left out; choose metrics by name",
-                                        prometheus::MAX_SERIES
-                                    ),
+                                    MonitorNote::TooManySeries {
+                                        most: prometheus::MAX_SERIES,
+                                    },
                                 );
                             }
                             continue;
@@ -239,7 +238,13 @@ impl Sampler {
                 }
                 Err(e) => {
                     if self.failing.insert(source) {
-                        self.store.note(source, format!("could not be read at {t_s:.1} s: {e}"));
+                        self.store.note(
+                            source,
+                            MonitorNote::Unreadable {
+                                error: e.to_string(),
+                                at_s: t_s,
+                            },
+                        );
                     }
                 }
             }
@@ -362,7 +367,7 @@ mod tests {
         assert_eq!(scraped, prometheus::MAX_SERIES);
         assert!(record.series.iter().any(|s| s.source == 0));
         assert_eq!(record.sources[1].notes.len(), 1, "{:?}", record.sources[1].notes);
-        assert!(record.sources[1].notes[0].contains("more than 200 series"));
+        assert_eq!(record.sources[1].notes[0], MonitorNote::TooManySeries { most: 200 });
     }
 
     /// Issue 34: limits and events travel in the samples the run journals (limits only when

@@ -15,7 +15,7 @@ use crate::error::{MonitorError, SampleError};
 use crate::events::Fates;
 use crate::limits::Bounds;
 use crate::store::Reading;
-use crest_model::monitor::{ProcessEvent, ProcessLimits, ProcessSelect, ProcessSpec, SeriesKey, Unit};
+use crest_model::monitor::{MonitorNote, ProcessEvent, ProcessLimits, ProcessSelect, ProcessSpec, SeriesKey, Unit};
 use procfs::process::Process;
 use procfs::WithCurrentSystemInfo;
 use regex::Regex;
@@ -52,7 +52,7 @@ pub(crate) struct Watched {
 #[derive(Debug, Default)]
 pub(crate) struct ProcessSample {
     pub(crate) readings: Vec<Reading>,
-    pub(crate) notes: Vec<String>,
+    pub(crate) notes: Vec<MonitorNote>,
     /// What bounds the processes, when any could be read.
     pub(crate) limits: Option<ProcessLimits>,
     /// What happened to them since the last sample; their `source` is left for the caller.
@@ -161,7 +161,10 @@ impl Watched {
             Ok(p) => p,
             Err(e) => {
                 if self.pids.as_ref().is_none_or(|p| !p.is_empty()) {
-                    out.notes.push(format!("{e} (at {t_s:.1} s)"));
+                    out.notes.push(MonitorNote::Unresolved {
+                        error: e.to_string(),
+                        at_s: t_s,
+                    });
                 }
                 self.pids = Some(BTreeSet::new());
                 out.events = self.fates.update(BTreeMap::new(), &self.cgroups, t_s, alive);
@@ -180,16 +183,24 @@ impl Watched {
         let throttled = self.throttling(&bounds);
         let cores_busy = self.cores_busy(&bounds);
         match (&self.pids, pids.is_empty()) {
-            (None, true) => out.notes.push(format!("no process found for {what} at {t_s:.1} s")),
-            (Some(before), true) if !before.is_empty() => {
-                out.notes.push(format!("{what}: no longer running at {t_s:.1} s"))
-            }
-            (Some(before), false) if before.is_empty() => out
-                .notes
-                .push(format!("{what}: running again at {t_s:.1} s (pid {})", join(&pids))),
-            (Some(before), false) if self.single() && *before != pids => {
-                out.notes.push(format!("{what}: now pid {} at {t_s:.1} s", join(&pids)))
-            }
+            (None, true) => out.notes.push(MonitorNote::NotFound {
+                what: what.clone(),
+                at_s: t_s,
+            }),
+            (Some(before), true) if !before.is_empty() => out.notes.push(MonitorNote::Gone {
+                what: what.clone(),
+                at_s: t_s,
+            }),
+            (Some(before), false) if before.is_empty() => out.notes.push(MonitorNote::Back {
+                what: what.clone(),
+                pids: pids.iter().copied().collect(),
+                at_s: t_s,
+            }),
+            (Some(before), false) if self.single() && *before != pids => out.notes.push(MonitorNote::NewPid {
+                what: what.clone(),
+                pids: pids.iter().copied().collect(),
+                at_s: t_s,
+            }),
             _ => {}
         }
         let grouped = matches!(self.spec.select, ProcessSelect::Name(_) | ProcessSelect::Pattern(_));
@@ -296,9 +307,7 @@ impl Watched {
             }),
             Private::NotGiven if !self.said_no_private => {
                 self.said_no_private = true;
-                out.notes.push(format!(
-                    "{what}: the kernel gives no RssAnon in /proc/PID/status (Linux 4.5 or later does), so private memory is not recorded and leaks of memory are not judged"
-                ));
+                out.notes.push(MonitorNote::NoPrivateMemory { what: what.clone() });
             }
             Private::NotGiven | Private::Unread => {}
         }
@@ -429,10 +438,6 @@ fn command_label(argv: &[String]) -> Option<String> {
     Some(name.join(" "))
 }
 
-fn join(pids: &BTreeSet<i32>) -> String {
-    pids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
-}
-
 fn all() -> Result<impl Iterator<Item = Process>, SampleError> {
     Ok(procfs::process::all_processes()
         .map_err(SampleError::ListProcesses)?
@@ -530,7 +535,13 @@ mod tests {
         drop(child);
         let gone = by_pid.sample(2.0);
         assert!(gone.readings.is_empty());
-        assert_eq!(gone.notes, vec![format!("pid {pid}: no longer running at 2.0 s")]);
+        assert_eq!(
+            gone.notes,
+            vec![MonitorNote::Gone {
+                what: format!("pid {pid}"),
+                at_s: 2.0
+            }]
+        );
         assert_eq!(value(&by_pattern.sample(2.0), "process_count"), Some(0.0));
     }
 
@@ -550,7 +561,10 @@ mod tests {
         assert!(s.readings.is_empty());
         assert_eq!(
             s.notes,
-            vec![format!("pid {own} is crest itself, which is never watched (at 0.0 s)")]
+            vec![MonitorNote::Unresolved {
+                error: format!("pid {own} is crest itself, which is never watched"),
+                at_s: 0.0
+            }]
         );
     }
 
@@ -668,7 +682,11 @@ mod tests {
     fn a_missing_pid_file_or_bad_pattern_says_so() {
         let mut w = Watched::new(spec("x", ProcessSelect::PidFile("/nonexistent/app.pid".into()))).unwrap();
         let s = w.sample(0.0);
-        assert!(s.notes[0].contains("cannot read /nonexistent/app.pid"), "{:?}", s.notes);
+        assert!(
+            matches!(&s.notes[0], MonitorNote::Unresolved { error, .. } if error.contains("cannot read /nonexistent/app.pid")),
+            "{:?}",
+            s.notes
+        );
         assert!(w.sample(1.0).notes.is_empty(), "the same problem is noted once");
         let e = Watched::new(spec("x", ProcessSelect::Pattern("(".into()))).unwrap_err();
         assert!(e.to_string().contains("not a valid regular expression"), "{e}");
@@ -841,7 +859,13 @@ mod tests {
         assert_eq!(e.pid, Some(pid));
         assert!(e.oom_kills.unwrap() >= 1);
         assert_eq!(e.memory_limit_bytes, Some(LIMIT as f64));
-        assert_eq!(after.notes, vec![format!("pid {pid}: no longer running at 1.0 s")]);
+        assert_eq!(
+            after.notes,
+            vec![MonitorNote::Gone {
+                what: format!("pid {pid}"),
+                at_s: 1.0
+            }]
+        );
         assert!(w.sample(2.0).events.is_empty(), "said once");
     }
 

@@ -1,8 +1,8 @@
 //! The series being recorded, and what each round of sampling added to them.
 
 use crest_model::monitor::{
-    MonitorBuilder, MonitorOpening, MonitorPoint, MonitorRecord, MonitorSample, ProcessEvent, ProcessLimits, SeriesKey,
-    SourceRecord, Unit,
+    MonitorBuilder, MonitorNote, MonitorOpening, MonitorPoint, MonitorRecord, MonitorSample, ProcessEvent,
+    ProcessLimits, SeriesKey, SourceRecord, Unit,
 };
 
 /// A reading of one series at one time.
@@ -93,7 +93,7 @@ impl Store {
         self.pending.events.push(event);
     }
 
-    pub(crate) fn note(&mut self, source: u32, note: String) {
+    pub(crate) fn note(&mut self, source: u32, note: MonitorNote) {
         self.builder().note(source, &note);
         self.pending.notes.push((source, note));
     }

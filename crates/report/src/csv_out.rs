@@ -84,7 +84,7 @@ pub fn requests<W: Write>(r: &Results, a: &Analysis, w: W) -> Result<(), CsvErro
         let segment = r
             .segments
             .get(s.segment as usize)
-            .map_or(String::new(), |g| g.name.clone());
+            .map_or(String::new(), |g| crate::fmt::words::step_kind(&g.kind));
         let name = r.names.get(s.name as usize).cloned().unwrap_or_default();
         let [size_p50, size_p95, size_max] = row.size_bytes.map(|z| z.map(|b| b.to_string())).unwrap_or_default();
         // Names come from URLs and scenarios: one starting with `=` must stay text.
@@ -132,7 +132,12 @@ pub fn failures<W: Write>(a: &Analysis, w: W) -> Result<(), CsvError> {
             x.description.clone(),
             x.count.to_string(),
             x.first_at_s.map(f).unwrap_or_default(),
-            crate::fmt::csv_text(x.first_segment.as_deref().unwrap_or_default()),
+            crate::fmt::csv_text(
+                &x.first_segment
+                    .as_ref()
+                    .map(crate::fmt::words::step_kind)
+                    .unwrap_or_default(),
+            ),
             f(x.duration_ms.p50),
             f(x.duration_ms.p90),
             f(x.duration_ms.max),

@@ -61,7 +61,7 @@ pub struct SummaryView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_by: Option<StopView<'a>>,
     thresholds: Vec<ThresholdView<'a>>,
-    segments: &'a [GroupSummary],
+    segments: Vec<Worded<'a, GroupSummary>>,
     names: &'a [GroupSummary],
     #[serde(skip_serializing_if = "Option::is_none")]
     recovery: Option<&'a Recovery>,
@@ -138,16 +138,33 @@ struct ThresholdView<'a> {
 #[derive(Debug, Serialize)]
 struct CapacityView<'a> {
     unit: WorkUnit,
-    optimal: Option<&'a Answer>,
+    optimal: Option<Worded<'a, Answer>>,
     /// Why there is no optimal point, when there is none.
     optimal_reason: Option<String>,
-    limit: Option<&'a Answer>,
+    limit: Option<Worded<'a, Answer>>,
     /// Why there is no limit, when there is none.
     limit_reason: Option<String>,
     /// Steps shown but not judged (cut short, empty, too little data).
-    unjudged: &'a [String],
+    unjudged: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     search: Option<SearchView<'a>>,
+}
+
+/// A step's figures with the step in words: the figures keep its kind, which readers of the
+/// JSON would otherwise have to put in words themselves.
+#[derive(Debug, Serialize)]
+struct Worded<'a, T> {
+    name: String,
+    #[serde(flatten)]
+    figures: &'a T,
+}
+
+fn worded<T>(name: String, figures: &T) -> Worded<'_, T> {
+    Worded { name, figures }
+}
+
+fn answer(a: &Answer) -> Worded<'_, Answer> {
+    worded(words::step_kind(&a.kind), a)
 }
 
 /// A stop condition that ended the run, with its figures in words.
@@ -194,7 +211,7 @@ struct StatsView {
 struct LeakView<'a> {
     key: &'a str,
     title: &'a str,
-    step: &'a str,
+    step: String,
     per_minute: f64,
     from: f64,
     to: f64,
@@ -219,15 +236,15 @@ fn threshold(t: &ThresholdResult) -> ThresholdView<'_> {
 fn capacity<'a>(a: &'a Answers, search: Option<&'a CapacitySummary>) -> CapacityView<'a> {
     CapacityView {
         unit: a.unit,
-        optimal: a.optimal.as_ref(),
+        optimal: a.optimal.as_ref().map(answer),
         optimal_reason: match (&a.optimal, &a.no_optimal) {
             (Some(_), _) => None,
             (None, Some(n)) => Some(words::no_optimal(n, a.unit)),
             (None, None) => Some(words::no_answer(a)),
         },
-        limit: a.limit.as_ref(),
+        limit: a.limit.as_ref().map(answer),
         limit_reason: a.limit.is_none().then(|| words::no_answer(a)),
-        unjudged: &a.unjudged,
+        unjudged: a.unjudged.iter().map(words::step_kind).collect(),
         search: search.map(search_view),
     }
 }
@@ -269,7 +286,7 @@ fn leak(l: &Leak) -> LeakView<'_> {
     LeakView {
         key: &l.key,
         title: &l.title,
-        step: &l.step,
+        step: words::step_kind(&l.step),
         per_minute: l.per_minute,
         from: l.from,
         to: l.to,
@@ -316,7 +333,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
             detail: words::stop_held(st),
         }),
         thresholds: s.thresholds.iter().map(threshold).collect(),
-        segments: &s.segments,
+        segments: s.segments.iter().map(|g| worded(words::group_name(g), g)).collect(),
         names: &s.names,
         recovery: s.recovery.as_ref(),
         unit: s.unit,

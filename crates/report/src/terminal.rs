@@ -228,7 +228,7 @@ fn steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             for g in &s.segments {
                 if let Some(it) = &g.iterations {
                     let ended = it.completed + it.failed;
-                    let name = column(g.name.clone());
+                    let name = column(words::group_name(g));
                     writeln!(
                         out,
                         "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>15}",
@@ -304,7 +304,13 @@ fn resources(out: &mut String, r: &Results, s: &Summary) -> std::fmt::Result {
         .flat_map(|m| m.sources.iter())
         .flat_map(|s| s.notes.iter().map(move |n| (s, n)))
     {
-        writeln!(out, "  Monitor      {} {}: {}", n.0.kind, n.0.label, n.1)?;
+        writeln!(
+            out,
+            "  Monitor      {} {}: {}",
+            n.0.kind,
+            n.0.label,
+            words::monitor_note(n.1)
+        )?;
     }
     Ok(())
 }
@@ -456,7 +462,7 @@ fn answer(out: &mut String, label: &str, p: Option<&Answer>, unit: WorkUnit) -> 
     writeln!(
         out,
         "  {label:<12} {}: {} {} successful, p95 {} ms, {} failed",
-        p.name,
+        words::step_kind(&p.kind),
         num(p.per_s),
         words::unit_rate(unit),
         ms(p.latency_ms.p95),
@@ -467,7 +473,11 @@ fn answer(out: &mut String, label: &str, p: Option<&Answer>, unit: WorkUnit) -> 
 /// The steps the answers leave out, when any are.
 fn unjudged(out: &mut String, a: &Answers) -> std::fmt::Result {
     if !a.unjudged.is_empty() {
-        writeln!(out, "  Not judged   {} (cut short or empty)", a.unjudged.join(", "))?;
+        writeln!(
+            out,
+            "  Not judged   {} (cut short or empty)",
+            a.unjudged.iter().map(words::step_kind).collect::<Vec<_>>().join(", ")
+        )?;
     }
     Ok(())
 }
@@ -521,7 +531,7 @@ fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std:
     writeln!(
         out,
         "    {:<34}{:>9} {:>STEP_OK$} {:>10} {:>9} {:>9} {:>9} {:>8}",
-        column(g.name.clone()),
+        column(words::group_name(g)),
         int(g.requests),
         ok,
         num(g.throughput_rps),

@@ -63,6 +63,8 @@ pub(crate) struct RunView<'a> {
     findings: Vec<String>,
     /// Each step's load in words, in step order.
     step_loads: Vec<String>,
+    /// Each step of the run in words, by its index in the run.
+    step_names: Vec<String>,
     /// What the per-step table counts (`requests`, or `transactions` for SQL), and its rate.
     counted: &'static str,
     counted_rate: &'static str,
@@ -80,8 +82,16 @@ pub(crate) struct RunView<'a> {
     /// Why there is no such chart, when the run had requests.
     each_request_absent: Option<String>,
     /// What the monitor watched, with its notes.
-    sources: Vec<&'a crest_model::monitor::SourceRecord>,
+    sources: Vec<SourceView<'a>>,
     resource_charts: Vec<Chart>,
+}
+
+/// A watched source with its notes in words.
+#[derive(Serialize)]
+struct SourceView<'a> {
+    kind: &'a str,
+    label: &'a str,
+    notes: Vec<String>,
 }
 
 /// A capacity search's service level and probes, with each probe's verdict in words.
@@ -127,7 +137,7 @@ struct FailureView<'a> {
     count: u64,
     example: &'a str,
     first_at_s: Option<f64>,
-    first_segment: Option<&'a str>,
+    first_segment: Option<String>,
     duration_ms: &'a crest_analysis::figures::Percentiles,
     cluster: Option<String>,
 }
@@ -187,6 +197,7 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         unit_rate: words::unit_rate(a.unit),
         counted: words::counted(a.unit),
         counted_rate: words::counted_rate(a.unit),
+        step_names: r.segments.iter().map(|g| words::step_kind(&g.kind)).collect(),
         step_notes: a
             .segments
             .iter()
@@ -226,7 +237,7 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
                 count: f.count,
                 example: &f.example,
                 first_at_s: f.first_at_s,
-                first_segment: f.first_segment.as_deref(),
+                first_segment: f.first_segment.as_ref().map(words::step_kind),
                 duration_ms: &f.duration_ms,
                 cluster: f.cluster.as_ref().map(words::cluster),
             })
@@ -235,7 +246,16 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
         charts: marked(charts(r, a), a),
         each_request: each_request(r, a),
         each_request_absent: words::each_request_absent(&a.each_request),
-        sources: r.monitor.iter().flat_map(|m| m.sources.iter()).collect(),
+        sources: r
+            .monitor
+            .iter()
+            .flat_map(|m| m.sources.iter())
+            .map(|s| SourceView {
+                kind: &s.kind,
+                label: &s.label,
+                notes: s.notes.iter().map(words::monitor_note).collect(),
+            })
+            .collect(),
         resource_charts: marked(resource_charts(r), a),
     }
 }
@@ -308,7 +328,7 @@ pub fn charts(r: &Results, a: &Analysis) -> Vec<Chart> {
         .collect();
     let dots: Vec<(f64, f64, String)> = steps
         .iter()
-        .map(|s| (s.success_rps, s.success_latency_ms.p95, s.name.clone()))
+        .map(|s| (s.success_rps, s.success_latency_ms.p95, words::step_kind(&s.kind)))
         .collect();
     out.push(chart(
         "latency-throughput",

@@ -4,6 +4,7 @@
 
 use crest_analysis::compare::Comparison;
 use crest_analysis::Analysis;
+use crest_model::step::{Level, StepKind};
 use crest_model::{Outcome, Results};
 use crest_report::fmt::words;
 use crest_testkit::results::{shared_core_fixture, stepping_fixture, ResultsBuilder, Second};
@@ -90,7 +91,7 @@ fn failures_clustered_near_a_duration_are_named_as_a_timeout() {
     let f = &a.failures[0];
     assert_eq!((f.outcome.as_str(), f.count), ("http_500", 40));
     assert_eq!(f.first_at_s, Some(40.0));
-    assert_eq!(f.first_segment.as_deref(), Some("160 users"));
+    assert_eq!(f.first_segment, Some(StepKind::Level(Level::Users(160))));
     let c = words::cluster(f.cluster.as_ref().unwrap());
     assert!(
         c.contains("server or proxy timeout near 35 s") || c.contains("near 36 s"),
@@ -244,7 +245,7 @@ fn sweep_points_are_compared_by_name() {
         .build();
     for (i, g) in r.segments.iter_mut().enumerate() {
         g.users = None;
-        g.name = format!("entities={}", [11_000, 60_000, 200_000][i]);
+        g.kind = StepKind::Point(format!("entities={}", [11_000, 60_000, 200_000][i]));
     }
     let a = analyze(&r).unwrap();
     assert_eq!(a.capacity.levels, 0);

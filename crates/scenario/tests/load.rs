@@ -3,6 +3,7 @@
 
 use crest_flow::plan::{Body, JsonTemplate, Step};
 use crest_model::plan::{LoadModel, OnCap};
+use crest_model::step::{Level, StepKind};
 use crest_scenario::{load_str, Scenario, ScenarioError};
 use std::path::Path;
 use std::time::Duration;
@@ -141,7 +142,7 @@ fn profiles_become_segments() {
             ..
         }
     ));
-    assert_eq!(s.plan.segments()[0].name, "5 threads x 10 loops");
+    assert_eq!(s.plan.segments()[0].kind, StepKind::Loops { threads: 5, loops: 10 });
     assert_eq!(
         s.plan.stop().duration,
         None,
@@ -161,8 +162,8 @@ fn profiles_become_segments() {
         "{base}  stages:\n    - {{ramp_to: 100, over: 1m}}\n    - {{hold: 5m}}\n"
     ));
     assert_eq!(
-        s.plan.segments().iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
-        vec!["ramp to 100 users", "hold 100 users"]
+        s.plan.segments().iter().map(|g| g.kind.clone()).collect::<Vec<_>>(),
+        vec![StepKind::Ramp(Level::Users(100)), StepKind::Hold(Level::Users(100))]
     );
     assert_eq!(s.plan.stop().duration, Some(Duration::from_secs(360)));
 
@@ -609,7 +610,7 @@ fn every_number_of_the_load_may_come_from_the_environment() {
         "{base}  threads: ${{env:THREADS}}\n  loops: ${{env:LOOPS:-4}}\n  ramp_up: \"${{env:UP:-2s}}\"\n"
     ))
     .unwrap();
-    assert_eq!(s.plan.segments()[0].name, "25 threads x 4 loops");
+    assert_eq!(s.plan.segments()[0].kind, StepKind::Loops { threads: 25, loops: 4 });
     assert!(matches!(
         s.plan.load(),
         LoadModel::Closed {

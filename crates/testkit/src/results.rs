@@ -93,7 +93,7 @@ impl ResultsBuilder {
         let seg = self.segments.len() as u32;
         self.segments.push(Segment {
             setup: None,
-            name: format!("{users} users"),
+            kind: crest_model::step::StepKind::Level(crest_model::step::Level::Users(users)),
             start_s: self.t as f64,
             end_s: (self.t + secs) as f64,
             users: Some(users),

@@ -190,7 +190,11 @@ impl Collecting {
         for s in self.control.steps_from(self.by_hand.len()) {
             let step = crest_model::journal::Step::from(s);
             if !self.quiet {
-                eprintln!("collector: {} from {:.1} s, on every worker", step.name, step.start_s);
+                eprintln!(
+                    "collector: {} from {:.1} s, on every worker",
+                    crest_report::fmt::words::step_kind(&step.kind),
+                    step.start_s
+                );
             }
             self.by_hand.push(step.clone());
             self.hand_on(Entry::Step(step));

@@ -44,7 +44,7 @@ fn journal_steps(dir: &Path) -> Vec<(u64, String, f64)> {
         .map(|e| {
             (
                 e["index"].as_u64().unwrap(),
-                e["name"].as_str().unwrap().to_string(),
+                common::step_name(&e),
                 e["start_s"].as_f64().unwrap(),
             )
         })
@@ -156,7 +156,7 @@ fn a_rate_set_on_a_collected_runs_page_is_one_schedule_over_the_workers() {
     let [(_, name, since)] = steps.as_slice() else {
         panic!("{steps:?}")
     };
-    assert_eq!(name, "rate 250/s");
+    assert_eq!(name, "250/s");
     let since_us = since * 1e6;
     let mut slots = Vec::new();
     for (i, p) in parts.iter().enumerate() {

@@ -590,13 +590,15 @@ pub fn requests_in_step(results: &Value, i: u64) -> u64 {
         .sum()
 }
 
+/// Each step of results.json in the reports' words: results.json keeps its kind.
 pub fn step_names(results: &Value) -> Vec<String> {
-    results["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_string())
-        .collect()
+    results["segments"].as_array().unwrap().iter().map(step_name).collect()
+}
+
+/// A step of results.json in the reports' words.
+pub fn step_name(segment: &Value) -> String {
+    let kind: crest_model::step::StepKind = serde_json::from_value(segment["kind"].clone()).unwrap();
+    crest_report::fmt::words::step_kind(&kind)
 }
 
 /// A process that never sleeps, on one core, killed however the test ends.

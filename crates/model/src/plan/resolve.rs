@@ -6,6 +6,7 @@ use super::{
     PlanProblem, SegmentPlan, Shard, StopRule, Target, UsersProfile,
 };
 use crate::protocol::{HttpOptions, HttpVersion};
+use crate::step::StepKind;
 use std::time::Duration;
 
 impl LoadDraft {
@@ -31,16 +32,16 @@ impl LoadDraft {
         }
     }
 
-    /// The one step a load of a single level runs as, named `name`: its users or rate when
+    /// The one step a load of a single level runs as, of kind `kind`: its users or rate when
     /// they are constant.
-    fn step(&self, name: String) -> SegmentPlan {
+    fn step(&self, kind: StepKind) -> SegmentPlan {
         let (users, rate) = match self {
             LoadDraft::Closed { users, .. } => (users.as_ref().filter(|u| u.stages.is_empty()).map(|u| u.start), None),
             LoadDraft::Open { rate, .. } => (None, rate.stages.is_empty().then_some(rate.start)),
             LoadDraft::Manual => (Some(0), None),
         };
         SegmentPlan {
-            name,
+            kind,
             start: Duration::ZERO,
             users,
             rate,
@@ -49,11 +50,11 @@ impl LoadDraft {
 }
 
 impl Draft {
-    /// This draft at one load alone, run as one step named `step`: a level of quick mode
+    /// This draft at one load alone, run as one step of kind `step`: a level of quick mode
     /// (`-c 10,20,40`) or a probe of a search. Each is resolved on its own, so that what the
     /// resolver chooses by the load (the open model's threads, the default duration) is chosen
     /// for that load rather than kept from another.
-    pub fn at(&self, load: LoadDraft, step: String) -> Draft {
+    pub fn at(&self, load: LoadDraft, step: StepKind) -> Draft {
         Draft {
             segments: vec![load.step(step)],
             load,
@@ -131,7 +132,7 @@ impl Draft {
         }
         let manual = self.load == LoadDraft::Manual;
         let segments = if manual {
-            vec![self.load.step("manual".into())]
+            vec![self.load.step(StepKind::Manual)]
         } else {
             self.segments
         };

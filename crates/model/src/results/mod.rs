@@ -417,8 +417,11 @@ pub struct ScenarioConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Segment {
-    /// A short label: `run`, `40 users`, `ramp to 100 users`, `spike`.
-    pub name: String,
+    /// What the step is: the whole run, a level, a ramp, a spike; reports put it in words.
+    /// Documents written before it was kept carry the step's words as `name`, read back as the
+    /// kind they stand for.
+    #[serde(alias = "name")]
+    pub kind: crate::step::StepKind,
     /// Start, in seconds from the start of the run.
     pub start_s: f64,
     /// End, in seconds from the start of the run (the last one ends with the run).

@@ -5,6 +5,7 @@ use crate::raw::{self, Sp};
 use crest_model::plan::{
     Given, LoadDraft, OnCap, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage,
 };
+use crest_model::step::{Level, StepKind};
 use std::time::Duration;
 
 /// The load shapes a file may give, each with what it is given.
@@ -84,7 +85,7 @@ impl Cx<'_> {
                 Some((
                     LoadDraft::users(n),
                     stop,
-                    vec![seg(format!("{n} users"), Duration::ZERO, Some(n), None)],
+                    vec![seg(StepKind::Level(Level::Users(n)), Duration::ZERO, Some(n), None)],
                 ))
             }
             Shape::Rate(rate) => {
@@ -95,7 +96,7 @@ impl Cx<'_> {
                 Some((
                     LoadDraft::rate(r, cap),
                     stop,
-                    vec![seg(format!("{r}/s"), Duration::ZERO, None, Some(r))],
+                    vec![seg(StepKind::Level(Level::Rate(r)), Duration::ZERO, None, Some(r))],
                 ))
             }
             Shape::Stages(given) => {
@@ -158,9 +159,9 @@ impl Cx<'_> {
                         );
                         return None;
                     };
-                    (loops, format!("{n} threads x {loops} loops"))
+                    (loops, StepKind::Loops { threads: n, loops })
                 } else {
-                    (1, format!("{n} users, once"))
+                    (1, StepKind::Once(n))
                 };
                 self.positive(n, at, "users")?;
                 self.users(n, at, "load")?;
@@ -210,23 +211,24 @@ impl Cx<'_> {
         }
     }
 
-    /// Stages as (duration, level at the end) plus segments (name, start, level).
+    /// Stages as (duration, level at the end) plus segments (kind, start, level).
     #[allow(clippy::type_complexity)]
     fn stages(
         &mut self,
         stages: &[Sp<raw::Stage>],
         start: f64,
         unit: &str,
-    ) -> Option<(Vec<(Duration, f64)>, Vec<(String, Duration, f64)>)> {
+    ) -> Option<(Vec<(Duration, f64)>, Vec<(StepKind, Duration, f64)>)> {
         if stages.is_empty() {
             self.err(None, "load: stages are empty", None);
             return None;
         }
+        // A level of users is checked whole below, before the step is kept.
         let label = |lvl: f64| {
             if unit == "users" {
-                format!("{lvl} users")
+                Level::Users(lvl as u64)
             } else {
-                format!("{lvl}/s")
+                Level::Rate(lvl)
             }
         };
         let (mut level, mut t) = (start, Duration::ZERO);
@@ -238,22 +240,14 @@ impl Cx<'_> {
                         self.err(s.at(), format!("stage: over {over:?} is not a duration"), None);
                         return None;
                     };
-                    (
-                        self.bounded(d, s.at(), "stage")?,
-                        *to,
-                        format!("ramp to {}", label(*to)),
-                    )
+                    (self.bounded(d, s.at(), "stage")?, *to, StepKind::Ramp(label(*to)))
                 }
                 (None, None, Some(hold)) => {
                     let Some(d) = parse_duration_str(hold) else {
                         self.err(s.at(), format!("stage: hold {hold:?} is not a duration"), None);
                         return None;
                     };
-                    (
-                        self.bounded(d, s.at(), "stage")?,
-                        level,
-                        format!("hold {}", label(level)),
-                    )
+                    (self.bounded(d, s.at(), "stage")?, level, StepKind::Hold(label(level)))
                 }
                 _ => {
                     self.err(s.at(), "a stage is `{ramp_to: N, over: 1m}` or `{hold: 5m}`", None);
@@ -324,9 +318,9 @@ impl Cx<'_> {
                     },
                 ];
                 let segs = vec![
-                    seg(format!("baseline {base} users"), Duration::ZERO, Some(base), None),
-                    seg(format!("spike {to} users"), after, Some(to), None),
-                    seg(format!("recovery {base} users"), after + lasts, Some(base), None),
+                    seg(StepKind::Baseline(Level::Users(base)), Duration::ZERO, Some(base), None),
+                    seg(StepKind::Spike(Level::Users(to)), after, Some(to), None),
+                    seg(StepKind::Recovery(Level::Users(base)), after + lasts, Some(base), None),
                 ];
                 Some((
                     LoadDraft::Closed {
@@ -361,9 +355,9 @@ impl Cx<'_> {
                     },
                 ];
                 let segs = vec![
-                    seg(format!("baseline {base}/s"), Duration::ZERO, None, Some(base)),
-                    seg(format!("spike {to}/s"), after, None, Some(to)),
-                    seg(format!("recovery {base}/s"), after + lasts, None, Some(base)),
+                    seg(StepKind::Baseline(Level::Rate(base)), Duration::ZERO, None, Some(base)),
+                    seg(StepKind::Spike(Level::Rate(to)), after, None, Some(to)),
+                    seg(StepKind::Recovery(Level::Rate(base)), after + lasts, None, Some(base)),
                 ];
                 let model = LoadDraft::Open {
                     rate: RateProfile { start: base, stages },
@@ -409,7 +403,12 @@ impl Cx<'_> {
             duration: every,
             to: s.start,
         }];
-        let mut segs = vec![seg(format!("{} users", s.start), Duration::ZERO, Some(s.start), None)];
+        let mut segs = vec![seg(
+            StepKind::Level(Level::Users(s.start)),
+            Duration::ZERO,
+            Some(s.start),
+            None,
+        )];
         for (i, lvl) in levels.iter().enumerate().skip(1) {
             stages.push(UsersStage {
                 duration: Duration::ZERO,
@@ -419,7 +418,12 @@ impl Cx<'_> {
                 duration: every,
                 to: *lvl,
             });
-            segs.push(seg(format!("{lvl} users"), every * i as u32, Some(*lvl), None));
+            segs.push(seg(
+                StepKind::Level(Level::Users(*lvl)),
+                every * i as u32,
+                Some(*lvl),
+                None,
+            ));
         }
         stop.duration = Some(every * levels.len() as u32);
         Some((
@@ -434,9 +438,9 @@ impl Cx<'_> {
 }
 
 /// A step of the run, for reports.
-fn seg(name: String, start: Duration, users: Option<u64>, rate: Option<f64>) -> SegmentPlan {
+fn seg(kind: StepKind, start: Duration, users: Option<u64>, rate: Option<f64>) -> SegmentPlan {
     SegmentPlan {
-        name,
+        kind,
         start,
         users,
         rate,

@@ -218,7 +218,9 @@ pub fn finding(f: &Finding) -> String {
             from_requests,
             to_requests,
         } => format!(
-            "Mean latency grew {ratio:.1}x from {from} to {to} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}, successful {} only).",
+            "Mean latency grew {ratio:.1}x from {} to {} ({from_ms:.1} ms over {} to {to_ms:.1} ms over {}, successful {} only).",
+            step_kind(from),
+            step_kind(to),
             crate::fmt::int(*from_requests),
             crate::fmt::int(*to_requests),
             unit_plural(*unit)

@@ -13,6 +13,7 @@ use crest_analysis::findings::Finding;
 use crest_analysis::recovery::Recovery;
 use crest_analysis::resources::Leak;
 use crest_analysis::stop::StopReason;
+use crest_analysis::summary::GroupSummary;
 use crest_analysis::thresholds::Measured;
 use crest_analysis::validity::{ClientLimit, CoreWait};
 use crest_analysis::workers::{WorkerFigures, WorkerVerdict};
@@ -20,6 +21,7 @@ use crest_model::expr::Metric;
 use crest_model::monitor::Unit;
 use crest_model::reason::{FiguresOrWords, SearchEnd};
 use crest_model::results::{EndReason, ProbeRecord, Results, RunConfig, StopRecord};
+use crest_model::step::{Level as StepLevel, StepKind};
 
 mod bottleneck;
 mod capacity;
@@ -125,7 +127,7 @@ mod tests {
             metric: "process_open_fds".into(),
             title: "open files of api".into(),
             unit: Unit::Count,
-            step: "40 users".into(),
+            step: StepKind::Level(StepLevel::Users(40)),
             step_load: None,
             per_minute: 40.3,
             per_second: 40.3 / 60.0,
@@ -206,5 +208,128 @@ mod tests {
             }),
             "closed model, 4 users x 10 iterations"
         );
+    }
+
+    #[test]
+    fn every_kind_of_step_has_its_words_and_a_rate_one_spelling() {
+        let (u, r) = (StepLevel::Users(40), StepLevel::Rate(50.0));
+        let cases = [
+            (StepKind::Run, "run"),
+            (StepKind::Level(u), "40 users"),
+            (StepKind::Level(StepLevel::Users(1)), "1 user"),
+            (StepKind::Level(r), "50/s"),
+            (StepKind::Level(StepLevel::Rate(12.5)), "12.5/s"),
+            (StepKind::Level(StepLevel::Rate(1000.0 / 3.0)), "333.333/s"),
+            (StepKind::Level(StepLevel::Rate(0.0)), "0/s"),
+            (StepKind::Ramp(u), "ramp to 40 users"),
+            (StepKind::Hold(r), "hold 50/s"),
+            (StepKind::Baseline(r), "baseline 50/s"),
+            (StepKind::Spike(StepLevel::Rate(500.0)), "spike 500/s"),
+            (StepKind::Recovery(u), "recovery 40 users"),
+            (StepKind::Loops { threads: 5, loops: 10 }, "5 threads x 10 loops"),
+            (StepKind::Once(3), "3 users, once"),
+            (StepKind::Paused, "paused"),
+            (StepKind::Resumed, "resumed"),
+            (StepKind::Manual, "manual"),
+            (StepKind::Probe { number: 2, level: r }, "probe 2: 50/s"),
+            (StepKind::Point("conns=8".into()), "conns=8"),
+            (StepKind::Named("warm up".into()), "warm up"),
+        ];
+        for (kind, words) in cases {
+            assert_eq!(step_kind(&kind), words, "{kind:?}");
+        }
+        // A capacity search's level and a step's load read as the step does.
+        assert_eq!(
+            level(crest_model::reason::Level {
+                value: 250.0,
+                open: true
+            }),
+            "250/s"
+        );
+        assert_eq!(step(&StepLoad::Rate(50.0)), "50/s");
+        assert_eq!(
+            step_in_part(Some(&StepKind::Level(u)), &StepKind::Ramp(r)),
+            "40 users / ramp to 50/s"
+        );
+        assert_eq!(rate(1e300), "1e300/s");
+    }
+
+    #[test]
+    fn every_monitor_note_has_its_words() {
+        use crest_model::monitor::MonitorNote;
+        let what = || "pid 12".to_string();
+        let cases = [
+            (
+                MonitorNote::Unresolved {
+                    error: "cannot read /run/app.pid".into(),
+                    at_s: 0.0,
+                },
+                "cannot read /run/app.pid (at 0.0 s)",
+            ),
+            (
+                MonitorNote::NotFound {
+                    what: what(),
+                    at_s: 0.0,
+                },
+                "no process found for pid 12 at 0.0 s",
+            ),
+            (
+                MonitorNote::Gone {
+                    what: what(),
+                    at_s: 4.0,
+                },
+                "pid 12: no longer running at 4.0 s",
+            ),
+            (
+                MonitorNote::Back {
+                    what: "processes named \"api\"".into(),
+                    pids: vec![30, 31],
+                    at_s: 6.5,
+                },
+                "processes named \"api\": running again at 6.5 s (pid 30, 31)",
+            ),
+            (
+                MonitorNote::NewPid {
+                    what: what(),
+                    pids: vec![13],
+                    at_s: 2.0,
+                },
+                "pid 12: now pid 13 at 2.0 s",
+            ),
+            (
+                MonitorNote::CouldNotStart {
+                    error: "no runtime".into(),
+                },
+                "the monitor could not start: no runtime",
+            ),
+            (MonitorNote::ReadAgain { at_s: 9.0 }, "read again from 9.0 s"),
+            (
+                MonitorNote::Unreadable {
+                    error: "connection refused".into(),
+                    at_s: 3.0,
+                },
+                "could not be read at 3.0 s: connection refused",
+            ),
+            (
+                MonitorNote::TooManySeries { most: 200 },
+                "more than 200 series: the rest are left out; choose metrics by name",
+            ),
+            (
+                MonitorNote::InPart {
+                    from_s: 30.0,
+                    note: Box::new(MonitorNote::Gone {
+                        what: what(),
+                        at_s: 4.0,
+                    }),
+                },
+                "pid 12: no longer running at 4.0 s (in the part from 30 s)",
+            ),
+            (MonitorNote::Written("as it was".into()), "as it was"),
+        ];
+        for (note, words) in cases {
+            assert_eq!(monitor_note(&note), words, "{note:?}");
+        }
+        assert!(monitor_note(&MonitorNote::NoPrivateMemory { what: what() })
+            .starts_with("pid 12: the kernel gives no RssAnon"));
     }
 }

@@ -1,6 +1,34 @@
 //! Monitored resources: leaks and their limits.
 
 use super::*;
+use crest_model::monitor::MonitorNote;
+
+/// What the monitor saw of a source, in words: `pid 12: no longer running at 4.0 s`.
+pub fn monitor_note(n: &MonitorNote) -> String {
+    let pids = |p: &[i32]| p.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+    match n {
+        MonitorNote::Unresolved { error, at_s } => format!("{error} (at {at_s:.1} s)"),
+        MonitorNote::NotFound { what, at_s } => format!("no process found for {what} at {at_s:.1} s"),
+        MonitorNote::Gone { what, at_s } => format!("{what}: no longer running at {at_s:.1} s"),
+        MonitorNote::Back { what, pids: p, at_s } => {
+            format!("{what}: running again at {at_s:.1} s (pid {})", pids(p))
+        }
+        MonitorNote::NewPid { what, pids: p, at_s } => format!("{what}: now pid {} at {at_s:.1} s", pids(p)),
+        MonitorNote::NoPrivateMemory { what } => format!(
+            "{what}: the kernel gives no RssAnon in /proc/PID/status (Linux 4.5 or later does), so private memory is not recorded and leaks of memory are not judged"
+        ),
+        MonitorNote::CouldNotStart { error } => format!("the monitor could not start: {error}"),
+        MonitorNote::ReadAgain { at_s } => format!("read again from {at_s:.1} s"),
+        MonitorNote::Unreadable { error, at_s } => format!("could not be read at {at_s:.1} s: {error}"),
+        MonitorNote::TooManySeries { most } => {
+            format!("more than {most} series: the rest are left out; choose metrics by name")
+        }
+        MonitorNote::InPart { from_s, note } => {
+            format!("{} (in the part from {from_s:.0} s)", monitor_note(note))
+        }
+        MonitorNote::Written(words) => words.clone(),
+    }
+}
 
 /// Two significant digits, as "about" deserves.
 pub(super) fn round2(v: f64) -> f64 {

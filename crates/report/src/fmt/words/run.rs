@@ -153,12 +153,72 @@ pub fn ended_by(e: EndReason) -> &'static str {
     }
 }
 
-/// A step by its load (`40 users`, `250/s`), or by its name when it has none.
+/// A step by its load (`40 users`, `250/s`), or by its kind when it has none.
 pub fn step(l: &StepLoad) -> String {
     match l {
         StepLoad::Users(u) => count(*u, "user"),
-        StepLoad::Rate(r) => format!("{r}/s"),
-        StepLoad::Named(n) => n.clone(),
+        StepLoad::Rate(r) => rate(*r),
+        StepLoad::Named(k) => step_kind(k),
+    }
+}
+
+/// A row of the summary's tables: a step by its kind, a request by its name.
+pub fn group_name(g: &GroupSummary) -> String {
+    g.kind.as_ref().map_or_else(|| g.name.clone(), step_kind)
+}
+
+/// A step of one part of a run made of several (a level of quick mode, a probe, a sweep's
+/// point) under that part: `20 users / ramp to 40 users`; a step of a whole run alone.
+pub fn step_in_part(part: Option<&StepKind>, step: &StepKind) -> String {
+    match part {
+        Some(p) => format!("{} / {}", step_kind(p), step_kind(step)),
+        None => step_kind(step),
+    }
+}
+
+/// An arrival rate, the one spelling of a rate in every report and message: `50/s`,
+/// `12.5/s`, `333.333/s`; a whole rate without `.0`, a fraction to three places at most.
+pub fn rate(r: f64) -> String {
+    let text = if r.is_finite() && r.abs() < 1e15 {
+        let t = format!("{r:.3}");
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        if t == "-0" {
+            "0".to_string()
+        } else {
+            t.to_string()
+        }
+    } else {
+        crest_model::number::short(r)
+    };
+    format!("{text}/s")
+}
+
+/// A load level: `12 users`, `250/s`.
+pub fn load_level(l: StepLevel) -> String {
+    match l {
+        StepLevel::Users(u) => count(u, "user"),
+        StepLevel::Rate(r) => rate(r),
+    }
+}
+
+/// What a step is, in the words every report and message names it by: `run`, `40 users`,
+/// `ramp to 100 users`, `spike 500/s`, `paused`, `probe 2: 40 users`.
+pub fn step_kind(k: &StepKind) -> String {
+    match k {
+        StepKind::Run => "run".into(),
+        StepKind::Level(l) => load_level(*l),
+        StepKind::Ramp(l) => format!("ramp to {}", load_level(*l)),
+        StepKind::Hold(l) => format!("hold {}", load_level(*l)),
+        StepKind::Baseline(l) => format!("baseline {}", load_level(*l)),
+        StepKind::Spike(l) => format!("spike {}", load_level(*l)),
+        StepKind::Recovery(l) => format!("recovery {}", load_level(*l)),
+        StepKind::Loops { threads, loops } => format!("{threads} threads x {loops} loops"),
+        StepKind::Once(n) => format!("{}, once", count(*n, "user")),
+        StepKind::Paused => "paused".into(),
+        StepKind::Resumed => "resumed".into(),
+        StepKind::Manual => "manual".into(),
+        StepKind::Probe { number, level } => format!("probe {number}: {}", load_level(*level)),
+        StepKind::Point(label) | StepKind::Named(label) => label.clone(),
     }
 }
 

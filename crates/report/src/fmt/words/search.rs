@@ -2,10 +2,10 @@
 
 use super::*;
 
-/// A level of a capacity search: `12 users`, `250.0/s`.
+/// A level of a capacity search: `12 users`, `250/s`.
 pub fn level(l: Level) -> String {
     if l.open {
-        format!("{:.1}/s", l.value)
+        rate(l.value)
     } else {
         count(l.value.round() as u64, "user")
     }

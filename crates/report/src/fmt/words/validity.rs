@@ -74,7 +74,8 @@ pub fn client_limit(l: &ClientLimit) -> String {
             throughput_rps,
             mean_ms,
         } => format!(
-            "in {step} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
+            "in {} only {in_flight:.1} of {} had a request in flight on average ({} req/s x a mean of {mean_ms:.1} ms), with no think time and no request count to explain the rest: they waited inside crest",
+            step_kind(step),
             count(*users, "user"),
             num(*throughput_rps)
         ),
@@ -189,7 +190,7 @@ fn limit_figure(l: &ClientLimit) -> String {
             crate::fmt::int(*arrivals)
         ),
         ClientLimit::LocalExhaustion { failed } => format!("{} out of ports or files", count(*failed, "request")),
-        ClientLimit::WaitingUsers { step, .. } => format!("users waiting in {step}"),
+        ClientLimit::WaitingUsers { step, .. } => format!("users waiting in {}", step_kind(step)),
         ClientLimit::Worker { index, .. } => format!("worker {index}"),
     }
 }
