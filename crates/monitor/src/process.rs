@@ -153,6 +153,73 @@ impl Watched {
         })
     }
 
+    /// The note for what changed in the processes found since the last sample, if anything did.
+    fn presence(&self, what: &str, pids: &BTreeSet<i32>, t_s: f64) -> Option<MonitorNote> {
+        let what = what.to_string();
+        let listed = || pids.iter().copied().collect();
+        match (&self.pids, pids.is_empty()) {
+            (None, true) => Some(MonitorNote::NotFound { what, at_s: t_s }),
+            (Some(before), true) if !before.is_empty() => Some(MonitorNote::Gone { what, at_s: t_s }),
+            (Some(before), false) if before.is_empty() => Some(MonitorNote::Back {
+                what,
+                pids: listed(),
+                at_s: t_s,
+            }),
+            (Some(before), false) if self.single() && before != pids => Some(MonitorNote::NewPid {
+                what,
+                pids: listed(),
+                at_s: t_s,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The processes' name in their series' titles. A name as its own label would read as one
+    /// program (`crest` as the load generator, which is never among the processes it sums).
+    fn label(&self, by_name: bool) -> String {
+        match (&self.spec.select, &self.name) {
+            (ProcessSelect::Pid(p), Some(name)) if self.spec.label == p.to_string() => format!("{name} (pid {p})"),
+            (ProcessSelect::Pid(p), None) if self.spec.label == p.to_string() => format!("pid {p}"),
+            _ if by_name => format!("processes named {}", self.spec.label),
+            _ => self.spec.label.clone(),
+        }
+    }
+
+    /// Reads `pids` and sums them; none when not one of them could be read (all ended since
+    /// they were found). Keeps each one's CPU ticks for the next sample's rate.
+    fn read(&mut self, pids: &BTreeSet<i32>) -> Option<Totals> {
+        let now = Instant::now();
+        let mut t = Totals {
+            rss: 0,
+            private: Private::Bytes(0),
+            fds: 0,
+            threads: 0,
+            cpu_ticks: 0,
+            cpu_secs: 0.0,
+            timed: false,
+        };
+        let mut read_any = false;
+        let mut last = HashMap::new();
+        for &pid in pids {
+            let Ok(p) = Process::new(pid) else { continue };
+            let Ok(stat) = p.stat() else { continue };
+            read_any = true;
+            let ticks = stat.utime + stat.stime;
+            if let Some((t0, at)) = self.last.get(&pid) {
+                t.cpu_ticks += ticks.saturating_sub(*t0);
+                t.cpu_secs = t.cpu_secs.max(now.duration_since(*at).as_secs_f64());
+                t.timed = true;
+            }
+            last.insert(pid, (ticks, now));
+            t.rss += stat.rss_bytes().get();
+            t.private = t.private.add(private_memory(&p));
+            t.threads += stat.num_threads.max(0) as u64;
+            t.fds += p.fd_count().unwrap_or(0) as u64;
+        }
+        self.last = last;
+        read_any.then_some(t)
+    }
+
     /// Reads every matched process; `t_s` is the time of the sample in the run.
     pub(crate) fn sample(&mut self, t_s: f64) -> ProcessSample {
         let mut out = ProcessSample::default();
@@ -182,38 +249,12 @@ impl Watched {
         let bounds = read.clone().unwrap_or_default();
         let throttled = self.throttling(&bounds);
         let cores_busy = self.cores_busy(&bounds);
-        match (&self.pids, pids.is_empty()) {
-            (None, true) => out.notes.push(MonitorNote::NotFound {
-                what: what.clone(),
-                at_s: t_s,
-            }),
-            (Some(before), true) if !before.is_empty() => out.notes.push(MonitorNote::Gone {
-                what: what.clone(),
-                at_s: t_s,
-            }),
-            (Some(before), false) if before.is_empty() => out.notes.push(MonitorNote::Back {
-                what: what.clone(),
-                pids: pids.iter().copied().collect(),
-                at_s: t_s,
-            }),
-            (Some(before), false) if self.single() && *before != pids => out.notes.push(MonitorNote::NewPid {
-                what: what.clone(),
-                pids: pids.iter().copied().collect(),
-                at_s: t_s,
-            }),
-            _ => {}
-        }
+        out.notes.extend(self.presence(&what, &pids, t_s));
         let grouped = matches!(self.spec.select, ProcessSelect::Name(_) | ProcessSelect::Pattern(_));
-        let key = |m: &str| SeriesKey::new(m).with("process", &self.spec.label);
-        // A name as its own label would read as one program: `crest` as the load generator,
-        // which is never among the processes it sums.
+        let process = self.spec.label.clone();
+        let key = |m: &str| SeriesKey::new(m).with("process", &process);
         let by_name = matches!(&self.spec.select, ProcessSelect::Name(n) if *n == self.spec.label);
-        let label = &match (&self.spec.select, &self.name) {
-            (ProcessSelect::Pid(p), Some(name)) if self.spec.label == p.to_string() => format!("{name} (pid {p})"),
-            (ProcessSelect::Pid(p), None) if self.spec.label == p.to_string() => format!("pid {p}"),
-            _ if by_name => format!("processes named {}", self.spec.label),
-            _ => self.spec.label.clone(),
-        };
+        let label = &self.label(by_name);
         if grouped {
             out.readings.push(Reading {
                 key: key("process_count"),
@@ -227,33 +268,20 @@ impl Watched {
                 value: pids.len() as f64,
             });
         }
-        let now = Instant::now();
-        let (mut rss, mut fds, mut threads) = (0u64, 0u64, 0u64);
-        let mut private = Private::Bytes(0);
-        let (mut cpu_ticks, mut cpu_secs, mut timed) = (0u64, 0.0f64, false);
-        let mut read_any = false;
-        let mut last = HashMap::new();
-        for &pid in &pids {
-            let Ok(p) = Process::new(pid) else { continue };
-            let Ok(stat) = p.stat() else { continue };
-            read_any = true;
-            let ticks = stat.utime + stat.stime;
-            if let Some((t0, at)) = self.last.get(&pid) {
-                cpu_ticks += ticks.saturating_sub(*t0);
-                cpu_secs = cpu_secs.max(now.duration_since(*at).as_secs_f64());
-                timed = true;
-            }
-            last.insert(pid, (ticks, now));
-            rss += stat.rss_bytes().get();
-            private = private.add(private_memory(&p));
-            threads += stat.num_threads.max(0) as u64;
-            fds += p.fd_count().unwrap_or(0) as u64;
-        }
-        self.last = last;
+        let totals = self.read(&pids);
         self.pids = Some(pids.clone());
-        if !read_any {
+        let Some(Totals {
+            rss,
+            private,
+            fds,
+            threads,
+            cpu_ticks,
+            cpu_secs,
+            timed,
+        }) = totals
+        else {
             return out;
-        }
+        };
         // rlimits are per process, so they only bound a series that is one process; a cgroup's
         // memory limit bounds what its processes hold together, which resident memory summed
         // over processes overstates (each counts the shared pages it touched).
@@ -466,6 +494,19 @@ fn name_matches(p: &Process, name: &str) -> bool {
 /// reaped is gone for every purpose of a monitor).
 fn alive(pid: i32) -> bool {
     Process::new(pid).is_ok_and(|p| p.stat().is_ok_and(|s| s.state != 'Z'))
+}
+
+/// What the matched processes add up to at one sample.
+struct Totals {
+    rss: u64,
+    private: Private,
+    fds: u64,
+    threads: u64,
+    /// CPU ticks since each one's last sample, over the longest time between two samples.
+    cpu_ticks: u64,
+    cpu_secs: f64,
+    /// False until some process was read twice: there is no rate yet.
+    timed: bool,
 }
 
 #[cfg(test)]
