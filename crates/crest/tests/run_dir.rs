@@ -311,13 +311,42 @@ fn a_results_document_of_another_version_is_refused() {
     let r = crest().arg("report").arg(dir.path()).output().unwrap();
     assert_eq!(r.status.code(), Some(2));
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains("version 99") && err.contains("reads version 1"), "{err}");
+    assert!(
+        err.contains("version 99") && err.contains("reads versions 1 to 2"),
+        "{err}"
+    );
     v["version"] = serde_json::json!(1);
     v["schema"] = serde_json::json!("something.else");
     std::fs::write(dir.path().join("results.json"), v.to_string()).unwrap();
     let r = crest().arg("report").arg(dir.path()).output().unwrap();
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("something.else"));
+}
+
+/// A document of the first version, whose steps carry their words (`name`) where later ones
+/// carry their kind, is still read: each name is taken for the kind it stands for.
+#[test]
+fn a_results_document_of_the_first_version_is_read_with_its_step_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = serde_json::to_value(crest_testkit::results::stepping_fixture()).unwrap();
+    v["version"] = serde_json::json!(1);
+    for (i, seg) in v["segments"].as_array_mut().unwrap().iter_mut().enumerate() {
+        let seg = seg.as_object_mut().unwrap();
+        seg.remove("kind");
+        let name = if i == 0 {
+            "rate 50/s".to_string()
+        } else {
+            format!("{} users", 10 * i)
+        };
+        seg.insert("name".into(), serde_json::json!(name));
+    }
+    std::fs::write(dir.path().join("results.json"), v.to_string()).unwrap();
+    let r = crest().arg("report").arg(dir.path()).output().unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    // The first name in today's words (a rate is "50/s"), the others as they were.
+    assert!(md.contains("50/s") && !md.contains("rate 50/s"), "{md}");
+    assert!(md.contains("10 users") && md.contains("20 users"), "{md}");
 }
 
 /// A sweep whose setup fails at its third point keeps the two points measured before it: their

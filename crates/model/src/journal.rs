@@ -29,8 +29,9 @@ pub const JOURNAL_SCHEMA: &str = "crest.journal";
 /// requests one by one, version 4 the iterations of a scenario's flows, version 5 the steps as
 /// run when they were steered by hand (in its end), version 6 each of those steps as it starts
 /// (a [`Step`] entry, so a run killed after a change keeps it) and the workers of a merged run at
-/// its end; an older journal (which has none) is read as it is, a later version refused.
-pub const JOURNAL_VERSION: u32 = 6;
+/// its end, version 7 a step's kind where its words were; an older journal (which has none) is
+/// read as it is, a later version refused.
+pub const JOURNAL_VERSION: u32 = 7;
 const OLDEST_VERSION: u32 = 1;
 
 /// One line of a journal.

@@ -21,7 +21,12 @@ use std::collections::BTreeMap;
 /// The value of [`Results::schema`].
 pub const SCHEMA_ID: &str = "crest.results";
 /// The current version of the results format. Additive changes keep it; others bump it.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 keeps a step's kind (`segments[].kind`) where version 1 kept its words (`name`),
+/// and the monitor's notes typed; a version 1 document is read as it is, its names taken for the
+/// kinds they stand for.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version of the results format this crest reads.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// Everything measured in one run.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -648,7 +653,7 @@ pub enum ParseError {
     #[error("its schema is {0:?}, not {SCHEMA_ID:?}")]
     Schema(String),
     /// It was written in another version of the format.
-    #[error("it is version {0} of the results format; this crest reads version {SCHEMA_VERSION}")]
+    #[error("it is version {0} of the results format; this crest reads versions {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}")]
     Version(u64),
     /// Its fields do not hold together (a time that is negative, an index past its list).
     #[error(transparent)]
@@ -690,7 +695,7 @@ pub fn parse(text: &str) -> Result<Results, ParseError> {
         other => return Err(ParseError::Schema(other.unwrap_or("missing").to_string())),
     }
     match v.get("version").and_then(serde_json::Value::as_u64) {
-        Some(n) if n == u64::from(SCHEMA_VERSION) => {}
+        Some(n) if (u64::from(OLDEST_SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&n) => {}
         other => return Err(ParseError::Version(other.unwrap_or(0))),
     }
     let r: Results = serde_json::from_value(v)?;
