@@ -27,6 +27,7 @@ mod exit;
 mod journal;
 mod judge;
 mod limits;
+mod link;
 mod measure;
 mod output;
 mod parts;

@@ -44,7 +44,7 @@ pub struct Readers {
     /// The live page: `--web`'s, or a collector's (which shows the merged run's report).
     pub page: Option<Arc<crest_live::Hub>>,
     /// A worker's collector, which also starts and stops the run.
-    pub collector: Option<Arc<crate::worker::Link>>,
+    pub collector: Option<Arc<crate::link::Link>>,
 }
 
 impl Readers {

@@ -1,20 +1,18 @@
 //! `crest worker`: joins a collector (`crest collect`), takes its plan, resolves it with this
 //! machine's environment, starts at the instant the collector gives (on this machine's clock,
 //! corrected by the offset measured against the collector's), and sends its journal's entries
-//! as the run keeps them ([`Link`], one of the run's [`crate::measure::Readers`]). See
+//! as the run keeps them ([`crate::link::Link`], one of the run's [`crate::measure::Readers`]). See
 //! [`crate::wire`] for what is said.
 
 use crate::cli::{Cli, Command, WorkerArgs};
+use crate::link::Link;
 use crate::wire::{self, Down, PlanText, Up};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use crest_engine::{Control, Stop};
-use crest_model::journal::Entry;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// How long a worker tries to reach its collector, which may start after it (a Kubernetes Job's
@@ -26,110 +24,6 @@ const PINGS: usize = 8;
 
 /// The variable a Kubernetes Indexed Job sets to each pod's completion index.
 const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
-
-/// What a running worker's run loop talks to: when to start, where its entries go, and the
-/// collector's order to stop.
-#[derive(Debug)]
-pub struct Link {
-    start_at: Instant,
-    out: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    stop: Mutex<Option<Stop>>,
-    /// The run's control, or the changes that came before it (`Err`).
-    control: Mutex<Result<Arc<Control>, Vec<crest_engine::Changed>>>,
-    told_to_stop: AtomicBool,
-    collector_gone: AtomicBool,
-    /// The run's end was handed on: the collector may close once it has every worker's.
-    ended: AtomicBool,
-}
-
-impl Link {
-    /// Waits until `lead_in` before the start instant, and returns the start: the collector's,
-    /// or now if that has passed.
-    pub fn wait_start(&self, lead_in: Duration) -> Instant {
-        let until = self.start_at.checked_sub(lead_in).unwrap_or(self.start_at);
-        std::thread::sleep(until.saturating_duration_since(Instant::now()));
-        self.start_at.max(Instant::now())
-    }
-
-    /// The run's stop, for the collector to cancel, and its control, for the collector to
-    /// steer.
-    pub fn steer(&self, stop: Stop, control: Option<Arc<Control>>) {
-        if self.told_to_stop.load(Ordering::SeqCst) {
-            stop.cancel();
-        }
-        *lock(&self.stop) = Some(stop);
-        if let Some(c) = control {
-            let mut held = lock(&self.control);
-            if let Err(early) = std::mem::replace(&mut *held, Ok(Arc::clone(&c))) {
-                for changed in &early {
-                    follow(&c, changed);
-                }
-            }
-        }
-    }
-
-    /// The collector's page steered the run; a change made as the run started is held until
-    /// the run has its control.
-    fn follow(&self, changed: &crest_engine::Changed) {
-        match &mut *lock(&self.control) {
-            Ok(c) => follow(c, changed),
-            Err(early) => early.push(changed.clone()),
-        }
-    }
-
-    /// Sends one journal entry to the collector.
-    pub fn send(&self, entry: &Entry) {
-        if matches!(entry, Entry::End(_)) {
-            self.ended.store(true, Ordering::SeqCst);
-        }
-        if let Some(out) = lock(&self.out).as_ref() {
-            let _ = out.send(wire::entry_line(entry));
-        }
-    }
-
-    /// True once the connection to the collector was cut before the run's end was sent.
-    pub fn collector_lost(&self) -> bool {
-        self.collector_gone.load(Ordering::SeqCst)
-    }
-
-    /// True once the collector said stop.
-    pub fn told_to_stop(&self) -> bool {
-        self.told_to_stop.load(Ordering::SeqCst)
-    }
-
-    /// The collector said stop.
-    fn stop_now(&self) {
-        self.told_to_stop.store(true, Ordering::SeqCst);
-        self.cancel();
-    }
-
-    /// The connection to the collector was cut: nothing sent would reach it.
-    fn cut(&self) {
-        if !self.ended.load(Ordering::SeqCst) {
-            self.collector_gone.store(true, Ordering::SeqCst);
-            self.cancel();
-        }
-    }
-
-    fn cancel(&self) {
-        if let Some(s) = lock(&self.stop).as_ref() {
-            s.cancel();
-        }
-    }
-}
-
-fn follow(c: &Control, changed: &crest_engine::Changed) {
-    if let Err(e) = c.follow(changed) {
-        eprintln!(
-            "worker: could not make the collector's change {:?}: {e}",
-            changed.change
-        );
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// One connection to the collector, upgraded, read line by line.
 struct Conn {
@@ -307,15 +201,7 @@ pub fn command(a: &WorkerArgs) -> Result<u8> {
     );
 
     let (tx, lines) = mpsc::channel::<Vec<u8>>();
-    let link = Arc::new(Link {
-        start_at,
-        out: Mutex::new(Some(tx)),
-        stop: Mutex::new(None),
-        control: Mutex::new(Err(Vec::new())),
-        told_to_stop: AtomicBool::new(false),
-        collector_gone: AtomicBool::new(false),
-        ended: AtomicBool::new(false),
-    });
+    let link = Arc::new(Link::new(start_at, tx));
     let Conn { mut read, write } = conn;
     let mut writer = write.try_clone()?;
     let sender = Arc::clone(&link);
@@ -357,9 +243,9 @@ pub fn command(a: &WorkerArgs) -> Result<u8> {
     };
     let ran = prepared.execute(&command_line, &run.output, &readers);
     // Everything kept is sent before the connection is closed.
-    lock(&link.out).take();
+    link.close();
     let _ = sending.join();
-    let cut = link.collector_gone.load(Ordering::SeqCst);
+    let cut = link.collector_lost();
     drop(write);
     let _ = std::fs::remove_dir_all(&files);
     if a.no_keep {

@@ -87,13 +87,9 @@ impl Change {
     fn check(&self) -> Result<(), ControlError> {
         match self {
             Change::Users { spawn_rate, .. } if !(*spawn_rate > 0.0 && spawn_rate.is_finite()) => {
-                Err(ControlError::Invalid(format!(
-                    "spawn_rate must be a positive number of users per second, not {spawn_rate}"
-                )))
+                Err(ControlError::SpawnRate(*spawn_rate))
             }
-            Change::Rate { rate } if !(*rate >= 0.0 && rate.is_finite()) => Err(ControlError::Invalid(format!(
-                "rate must be a number of arrivals per second of at least 0, not {rate}"
-            ))),
+            Change::Rate { rate } if !(*rate >= 0.0 && rate.is_finite()) => Err(ControlError::Rate(*rate)),
             _ => Ok(()),
         }
     }
@@ -119,9 +115,27 @@ pub enum ControlError {
     /// The run has not started or has ended.
     #[error("the run is not sending")]
     NotRunning,
-    /// A value out of range.
-    #[error("{0}")]
-    Invalid(String),
+    /// A spawn rate that is not a positive number of users per second.
+    #[error("spawn_rate must be a positive number of users per second, not {0}")]
+    SpawnRate(f64),
+    /// A rate that is not a number of arrivals per second of at least 0.
+    #[error("rate must be a number of arrivals per second of at least 0, not {0}")]
+    Rate(f64),
+    /// More users than this process can hold connections for.
+    #[error(
+        "{users} users: each holds a connection, and this process's open-file limit (RLIMIT_NOFILE) of {limit} leaves room for {most}"
+    )]
+    TooManyUsers {
+        /// The users asked for.
+        users: u64,
+        /// The open-file limit.
+        limit: u64,
+        /// The most users it leaves room for.
+        most: u64,
+    },
+    /// A change made by another control at an instant that is no time in the run.
+    #[error("a change at {0} s")]
+    Instant(f64),
 }
 
 /// The shared handle on a running run. Create one, hand it to [`crate::Shape::control`], keep a
@@ -358,10 +372,11 @@ impl Control {
     /// for now. `current` is how many the run has at this moment (what the profile asks).
     pub fn set_users(&self, users: u64, spawn_rate: f64, current: u64) -> Result<(), ControlError> {
         if let Some((most, limit)) = self.max_users.get().filter(|(most, _)| users > *most) {
-            return Err(ControlError::Invalid(format!(
-                "{users} users: each holds a connection, and this process's open-file limit \
-                 (RLIMIT_NOFILE) of {limit} leaves room for {most}"
-            )));
+            return Err(ControlError::TooManyUsers {
+                users,
+                limit: *limit,
+                most: *most,
+            });
         }
         Change::Users {
             users,
@@ -403,8 +418,7 @@ impl Control {
             return Err(ControlError::NotRunning);
         }
         made.change.check()?;
-        let at = Duration::try_from_secs_f64(made.at_s)
-            .map_err(|_| ControlError::Invalid(format!("a change at {} s", made.at_s)))?;
+        let at = Duration::try_from_secs_f64(made.at_s).map_err(|_| ControlError::Instant(made.at_s))?;
         self.make(made.change.clone(), at, Some(made.index));
         Ok(())
     }
@@ -470,9 +484,16 @@ mod tests {
         let c = Control::new();
         c.begin(Instant::now(), &[Duration::ZERO]);
         c.limit_users(960, 1024);
-        let Err(ControlError::Invalid(why)) = c.set_users(961, 10.0, 0) else {
-            panic!("961 users were taken")
-        };
+        let refused = c.set_users(961, 10.0, 0);
+        assert_eq!(
+            refused,
+            Err(ControlError::TooManyUsers {
+                users: 961,
+                limit: 1024,
+                most: 960
+            })
+        );
+        let why = refused.unwrap_err().to_string();
         assert!(
             why.contains("961 users") && why.contains("1024") && why.contains("960"),
             "{why}"
@@ -508,6 +529,6 @@ mod tests {
         assert_eq!(c.steps_from(2).len(), 1);
         c.end();
         assert_eq!(c.set_rate(3.0), Err(ControlError::NotRunning));
-        assert!(matches!(c.set_users(1, 0.0, 0), Err(ControlError::Invalid(_))));
+        assert_eq!(c.set_users(1, 0.0, 0), Err(ControlError::SpawnRate(0.0)));
     }
 }

@@ -278,7 +278,7 @@ fn done(control: &crest_engine::Control) -> Response {
 fn control_error(e: crest_engine::ControlError) -> Response {
     match e {
         crest_engine::ControlError::NotRunning => not_running(),
-        crest_engine::ControlError::Invalid(why) => bad(why),
+        invalid => bad(invalid),
     }
 }
 
