@@ -21,6 +21,12 @@ pub struct Cli {
     /// their values are never written or shown. Repeatable.
     #[arg(long = "redact", value_name = "NAME", global = true)]
     pub redact: Vec<String>,
+
+    /// Read environment variables from this dotenv file (NAME=value lines, as `crest import`
+    /// writes its secrets) for `${env:NAME}` in scenarios; variables already set in the
+    /// environment win. Their values are secrets: never written or shown.
+    #[arg(long = "env-file", value_name = "FILE", global = true)]
+    pub env_file: Option<PathBuf>,
 }
 
 pub const EXIT_CODES: &str = "\
@@ -69,6 +75,85 @@ pub enum Command {
     /// Kubernetes: the manifests of a run spread over pods (docs/distributed.md).
     #[command(subcommand)]
     Kube(KubeCommand),
+    /// Make a scenario from what you have: a curl command, a browser's HAR recording, an
+    /// OpenAPI spec. Values the server hands out are carried to the requests that send them
+    /// back, and secrets go to a .env file beside the scenario (docs/import.md).
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A curl command (as API docs and browsers' "copy as cURL" give), or a file of several,
+    /// one request step each.
+    Curl(ImportCurlArgs),
+    /// A browser's recorded session (HAR 1.2, from the devtools' network tab) as one flow.
+    Har(ImportHarArgs),
+    /// An OpenAPI 3.0 or 3.1 spec (YAML or JSON): one request per operation, chained.
+    Openapi(ImportOpenapiArgs),
+}
+
+/// Where an import writes, for every importer.
+#[derive(Debug, Args)]
+pub struct ImportOut {
+    /// Write the scenario to this file, and its secrets to the .env file beside it (mode
+    /// 0600); without it the scenario is printed
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportCurlArgs {
+    /// The curl command (quoted as one argument), or `-` to read commands from stdin
+    #[arg(value_name = "COMMAND", required_unless_present = "file", conflicts_with = "file")]
+    pub command: Option<String>,
+
+    /// Read the curl commands from this file (one or more, as "copy all as cURL" gives)
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub out: ImportOut,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportHarArgs {
+    /// The HAR file (HAR 1.2, as browsers save it)
+    pub file: PathBuf,
+
+    /// Keep static assets (images, scripts, stylesheets, fonts, favicons) and requests to
+    /// other hosts, which are left out by default
+    #[arg(long)]
+    pub keep_static: bool,
+
+    /// Leave out the recorded gaps between requests (think times)
+    #[arg(long, conflicts_with = "max_think")]
+    pub no_think: bool,
+
+    /// The longest recorded gap kept as a think time; longer ones are cut to it
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub max_think: Duration,
+
+    #[command(flatten)]
+    pub out: ImportOut,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportOpenapiArgs {
+    /// The spec (OpenAPI 3.0 or 3.1, YAML or JSON)
+    pub file: PathBuf,
+
+    /// Take only this operation, by operationId or as "METHOD /path"; repeatable, in the order
+    /// given [default: every operation, in the spec's order]
+    #[arg(long = "operation", value_name = "OPERATION")]
+    pub operations: Vec<String>,
+
+    /// The base URL requests go to, instead of the spec's first server
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+
+    #[command(flatten)]
+    pub out: ImportOut,
 }
 
 /// `crest collect`: the run's flags, as `crest run` takes them, and where workers join.

@@ -1,12 +1,13 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 // One module per subcommand, each entered by its `command`: run (with levels), find, sweep,
-// report, merge, compare, validate, demo, target, pg, kube, and a run over several machines:
-// collect and its workers.
+// report, merge, compare, validate, demo, target, pg, kube, import, and a run over several
+// machines: collect and its workers.
 mod collect;
 mod compare;
 mod demo;
 mod find;
+mod import;
 mod kube;
 mod levels;
 mod merge;
@@ -22,6 +23,7 @@ mod worker;
 // exit codes, and what a run leaves on disk (the outputs, the journal and the request log above
 // the run directory's layout and safe writes).
 mod cli;
+mod env_file;
 mod environment;
 mod exit;
 mod journal;
@@ -46,6 +48,13 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     crest_model::redact::also_secret(&cli.redact);
+    if let Some(path) = &cli.env_file {
+        // Before any thread starts: the environment is the process's, read by every part.
+        if let Err(e) = env_file::load(path) {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    }
     let args: Vec<String> = std::env::args().collect();
     match dispatch(cli, &args) {
         Ok(code) => ExitCode::from(code),
@@ -93,5 +102,6 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Collect(a) => collect::command(*a, args),
         Command::Worker(a) => worker::command(&a),
         Command::Kube(cli::KubeCommand::Render(a)) => kube::render(&a, args),
+        Command::Import(c) => import::command(&c),
     }
 }
