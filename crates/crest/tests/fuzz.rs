@@ -377,3 +377,45 @@ fn mutated_journals_never_panic_the_reports() {
         },
     );
 }
+
+/// HAR recordings are whatever a browser, a proxy or a hand edit made of them: the golden
+/// recordings, their JSON mutated (hostile values anywhere) or their text cut and spliced, go
+/// through `crest import har` and its writer.
+#[test]
+fn mutated_har_recordings_never_panic_the_import() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/golden/har");
+    let mut bases: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "har"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    bases.sort();
+    let values: Vec<Value> = bases.iter().map(|b| serde_json::from_str(b).unwrap()).collect();
+    fuzz(
+        "har",
+        |rng| {
+            if rng.below(2) == 0 {
+                let mut v = values[rng.below(values.len())].clone();
+                for _ in 0..1 + rng.below(6) {
+                    mutate_json(rng, &mut v, 0);
+                }
+                v.to_string()
+            } else {
+                let base = &bases[rng.below(bases.len())];
+                mutate_text(rng, base)
+            }
+        },
+        |text| {
+            for keep_static in [false, true] {
+                let options = crest_import::har::HarOptions {
+                    keep_static,
+                    max_think_ms: Some(5000),
+                };
+                if let Ok(imported) = crest_import::har::import(text, "fuzz.har", &options) {
+                    let _ = crest_import::write::files(&imported, "fuzz.yaml", "fuzz.env");
+                }
+            }
+        },
+    );
+}
