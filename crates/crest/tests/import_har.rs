@@ -52,14 +52,27 @@ impl Recorder {
     }
 
     /// Sends one request and records it; `kind` is the browser's resource type.
-    fn send(&mut self, method: &str, path: &str, extra: &[(&str, &str)], body: Option<(&str, &str)>, kind: &str) -> Resp {
+    fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        body: Option<(&str, &str)>,
+        kind: &str,
+    ) -> Resp {
         let mut headers: Vec<(String, String)> = vec![
             ("Host".into(), self.addr.clone()),
-            ("User-Agent".into(), "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0".into()),
+            (
+                "User-Agent".into(),
+                "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0".into(),
+            ),
             ("Accept-Language".into(), "en-GB,en;q=0.5".into()),
             ("Accept-Encoding".into(), "gzip, deflate, br".into()),
             ("Connection".into(), "close".into()),
-            ("Sec-Fetch-Mode".into(), if kind == "document" { "navigate" } else { "cors" }.into()),
+            (
+                "Sec-Fetch-Mode".into(),
+                if kind == "document" { "navigate" } else { "cors" }.into(),
+            ),
         ];
         headers.extend(extra.iter().map(|(n, v)| (n.to_string(), v.to_string())));
         if !self.cookies.is_empty() {
@@ -91,7 +104,11 @@ impl Recorder {
                 self.cookies.insert(name.trim().into(), value.trim().into());
             }
         }
-        let hs = |h: &[(String, String)]| h.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>();
+        let hs = |h: &[(String, String)]| {
+            h.iter()
+                .map(|(n, v)| json!({"name": n, "value": v}))
+                .collect::<Vec<_>>()
+        };
         let url = format!("{}{path}", self.base);
         let query: Vec<Value> = url::Url::parse(&url)
             .unwrap()
@@ -144,7 +161,14 @@ fn read_response(s: &mut TcpStream) -> Resp {
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
@@ -177,7 +201,13 @@ fn read_response(s: &mut TcpStream) -> Resp {
 /// `crest import har REC --out DIR/s.yaml`; the scenario's text and path.
 fn import(har: &Path, dir: &Path) -> (String, PathBuf) {
     let out = dir.join("s.yaml");
-    let r = common::crest().args(["import", "har"]).arg(har).arg("--out").arg(&out).output().unwrap();
+    let r = common::crest()
+        .args(["import", "har"])
+        .arg(har)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "crest import har failed: {stderr}");
     let text = std::fs::read_to_string(&out).unwrap();
@@ -265,7 +295,9 @@ impl Shop {
                 if !form.get("csrf").is_some_and(|c| self.csrf.remove(c)) {
                     return self.refuse("csrf", 403);
                 }
-                if form.get("user").map(String::as_str) != Some("ann") || form.get("password").map(String::as_str) != Some("s3cret-pw") {
+                if form.get("user").map(String::as_str) != Some("ann")
+                    || form.get("password").map(String::as_str) != Some("s3cret-pw")
+                {
                     return self.refuse("password", 401);
                 }
                 let sid = format!("s{:016x}", self.fresh());
@@ -278,7 +310,11 @@ impl Shop {
                 if !self.session(r) {
                     return self.refuse("session", 401);
                 }
-                full(200, &[("Content-Type", "text/html")], "<html><body>Welcome back</body></html>")
+                full(
+                    200,
+                    &[("Content-Type", "text/html")],
+                    "<html><body>Welcome back</body></html>",
+                )
             }
             ("POST", ["carts"]) => {
                 if !self.session(r) {
@@ -313,7 +349,11 @@ impl Shop {
                     return self.refuse("token", 403);
                 }
                 *self.ok.entry("PUT /carts/{id}/items").or_default() += 1;
-                full(200, &[("Content-Type", "application/json")], &format!(r#"{{"id":"{id}","items":[{body}]}}"#))
+                full(
+                    200,
+                    &[("Content-Type", "application/json")],
+                    &format!(r#"{{"id":"{id}","items":[{body}]}}"#),
+                )
             }
             ("GET", ["carts", id]) => {
                 if !self.session(r) {
@@ -323,7 +363,11 @@ impl Shop {
                     return self.refuse("cart", 404);
                 }
                 *self.ok.entry("GET /carts/{id}").or_default() += 1;
-                full(200, &[("Content-Type", "application/json")], &format!(r#"{{"cart":{{"id":"{id}"}}}}"#))
+                full(
+                    200,
+                    &[("Content-Type", "application/json")],
+                    &format!(r#"{{"cart":{{"id":"{id}"}}}}"#),
+                )
             }
             _ => full(404, &[], ""),
         }
@@ -342,16 +386,39 @@ fn a_recorded_shop_session_runs_with_fresh_values_for_every_user() {
     let mut b = Recorder::new(&base);
     let page = b.send("GET", "/login", &[("Accept", "text/html")], None, "document");
     b.send("GET", "/static/site.css", &[("Accept", "text/css")], None, "stylesheet");
-    let csrf = page.body.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    let csrf = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
     std::thread::sleep(Duration::from_millis(300));
     let form = format!("user=ann&password=s3cret-pw&csrf={csrf}");
-    let login = b.send("POST", "/login", &[("Accept", "text/html")], Some(("application/x-www-form-urlencoded", &form)), "document");
+    let login = b.send(
+        "POST",
+        "/login",
+        &[("Accept", "text/html")],
+        Some(("application/x-www-form-urlencoded", &form)),
+        "document",
+    );
     assert_eq!(login.status, 303);
     b.send("GET", "/home", &[("Accept", "text/html")], None, "document");
-    let cart = b.send("POST", "/carts", &[("Accept", "application/json")], Some(("application/json", r#"{"currency":"EUR"}"#)), "fetch");
+    let cart = b.send(
+        "POST",
+        "/carts",
+        &[("Accept", "application/json")],
+        Some(("application/json", r#"{"currency":"EUR"}"#)),
+        "fetch",
+    );
     assert_eq!(cart.status, 201);
     let token = cart.header("x-request-token").unwrap().to_string();
-    let cart_id = serde_json::from_str::<Value>(&cart.body).unwrap()["cart"]["id"].as_str().unwrap().to_string();
+    let cart_id = serde_json::from_str::<Value>(&cart.body).unwrap()["cart"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let put = b.send(
         "PUT",
         &format!("/carts/{cart_id}/items"),
@@ -360,7 +427,17 @@ fn a_recorded_shop_session_runs_with_fresh_values_for_every_user() {
         "fetch",
     );
     assert_eq!(put.status, 200);
-    assert_eq!(b.send("GET", &format!("/carts/{cart_id}"), &[("Accept", "application/json")], None, "fetch").status, 200);
+    assert_eq!(
+        b.send(
+            "GET",
+            &format!("/carts/{cart_id}"),
+            &[("Accept", "application/json")],
+            None,
+            "fetch"
+        )
+        .status,
+        200
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let har = dir.path().join("rec.har");
@@ -385,7 +462,11 @@ fn a_recorded_shop_session_runs_with_fresh_values_for_every_user() {
     }
     with_load(&scenario, &text, 4, 3);
     let env_file = dir.path().join("s.env");
-    let run = common::run_scenario(&scenario, &[("CREST_TARGET", &base)], &["--env-file", env_file.to_str().unwrap()]);
+    let run = common::run_scenario(
+        &scenario,
+        &[("CREST_TARGET", &base)],
+        &["--env-file", env_file.to_str().unwrap()],
+    );
     let summary = run.summary();
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(summary["failures"], 0, "{}", run.stdout);
@@ -394,7 +475,11 @@ fn a_recorded_shop_session_runs_with_fresh_values_for_every_user() {
     let requests = summary["requests"].as_u64().unwrap();
     let served: u64 = s.ok.values().sum();
     assert!(requests >= 5 * 4, "{}", run.stdout);
-    assert_eq!(served, requests, "the server's successes {:?}, crest's requests {requests}", s.ok);
+    assert_eq!(
+        served, requests,
+        "the server's successes {:?}, crest's requests {requests}",
+        s.ok
+    );
     drop(server);
 }
 
@@ -414,17 +499,33 @@ fn a_recorded_plans_session_runs_against_crest_target() {
     assert_eq!(token.status, 200, "{}", token.body);
     let bearer = format!(
         "Bearer {}",
-        serde_json::from_str::<Value>(&token.body).unwrap()["access_token"].as_str().unwrap()
+        serde_json::from_str::<Value>(&token.body).unwrap()["access_token"]
+            .as_str()
+            .unwrap()
     );
     std::thread::sleep(Duration::from_millis(200));
     let auth = [("Accept", json), ("Authorization", bearer.as_str())];
-    let plan = b.send("POST", "/plans", &auth, Some((json, r#"{"name":"nightly-batch"}"#)), "fetch");
+    let plan = b.send(
+        "POST",
+        "/plans",
+        &auth,
+        Some((json, r#"{"name":"nightly-batch"}"#)),
+        "fetch",
+    );
     assert_eq!(plan.status, 201, "{}", plan.body);
-    let id = serde_json::from_str::<Value>(&plan.body).unwrap()["id"].as_u64().unwrap();
+    let id = serde_json::from_str::<Value>(&plan.body).unwrap()["id"]
+        .as_u64()
+        .unwrap();
     assert_eq!(b.send("GET", &format!("/plans/{id}"), &auth, None, "fetch").status, 200);
     for state in ["approved", "running"] {
         let body = format!(r#"{{"state":"{state}"}}"#);
-        let r = b.send("PUT", &format!("/plans/{id}/state"), &auth, Some((json, &body)), "fetch");
+        let r = b.send(
+            "PUT",
+            &format!("/plans/{id}/state"),
+            &auth,
+            Some((json, &body)),
+            "fetch",
+        );
         assert_eq!(r.status, 200, "{}", r.body);
     }
 

@@ -238,7 +238,8 @@ impl Correlator {
                 let end = at + value.len();
                 let before = text[..at].chars().next_back();
                 let after = text[end..].chars().next();
-                if before.is_some_and(|c| c.is_ascii_alphanumeric()) || after.is_some_and(|c| c.is_ascii_alphanumeric()) {
+                if before.is_some_and(|c| c.is_ascii_alphanumeric()) || after.is_some_and(|c| c.is_ascii_alphanumeric())
+                {
                     continue;
                 }
                 hits.push((at, end, ci));
@@ -323,7 +324,11 @@ impl Correlator {
     }
 
     fn unique(&self, base: &str) -> String {
-        let base = if FUNCTIONS.contains(&base) { format!("{base}_value") } else { base.to_string() };
+        let base = if FUNCTIONS.contains(&base) {
+            format!("{base}_value")
+        } else {
+            base.to_string()
+        };
         let mut n = 1;
         loop {
             let name = if n == 1 { base.clone() } else { format!("{base}_{n}") };
@@ -354,7 +359,11 @@ impl Correlator {
                 crate::Correlation {
                     variable: v.name.clone(),
                     from,
-                    to: v.to.iter().map(|(step, what)| format!("{what} of {}", describe(*step))).collect(),
+                    to: v
+                        .to
+                        .iter()
+                        .map(|(step, what)| format!("{what} of {}", describe(*step)))
+                        .collect(),
                 }
             })
             .collect()
@@ -388,7 +397,10 @@ fn is_id_key(k: &str) -> bool {
 
 /// A short id worth carrying whole: digits or letters, no sign, not a word.
 fn is_short_id(v: &str) -> bool {
-    !v.is_empty() && v.len() < 64 && v.chars().all(|c| c.is_ascii_alphanumeric()) && v.chars().any(|c| c.is_ascii_digit())
+    !v.is_empty()
+        && v.len() < 64
+        && v.chars().all(|c| c.is_ascii_alphanumeric())
+        && v.chars().any(|c| c.is_ascii_digit())
 }
 
 /// Every leaf of `v` that could be an id: strings, and numbers as crest's JSON extract gives
@@ -502,10 +514,25 @@ mod tests {
 
     #[test]
     fn common_values_are_not_carried() {
-        for v in ["true", "false", "null", "1234", "en", "active", "pending", "12.50", "a b c d e"] {
+        for v in [
+            "true",
+            "false",
+            "null",
+            "1234",
+            "en",
+            "active",
+            "pending",
+            "12.50",
+            "a b c d e",
+        ] {
             assert!(!worth_carrying(v), "{v}");
         }
-        for v in ["c0ffee-42", "12345", "3f2a9c1e-8d7b-4c1a-9e2f-0a1b2c3d4e5f", "abcdefghijklmnopq"] {
+        for v in [
+            "c0ffee-42",
+            "12345",
+            "3f2a9c1e-8d7b-4c1a-9e2f-0a1b2c3d4e5f",
+            "abcdefghijklmnopq",
+        ] {
             assert!(worth_carrying(v), "{v}");
         }
     }
@@ -517,7 +544,14 @@ mod tests {
     #[test]
     fn the_longest_match_wins_and_literals_stay_literal() {
         let mut c = Correlator::default();
-        c.response(0, ("GET /", &[]), &[], "application/json", Some(r#"{"a":{"id":"abc12"},"b":{"id":"abc12-xyz99"}}"#), true);
+        c.response(
+            0,
+            ("GET /", &[]),
+            &[],
+            "application/json",
+            Some(r#"{"a":{"id":"abc12"},"b":{"id":"abc12-xyz99"}}"#),
+            true,
+        );
         assert_eq!(c.template("abc12-xyz99", &place(1)).unwrap(), "${b_id}");
         assert_eq!(c.template("x=abc12;${y}", &place(1)).unwrap(), "x=${a_id};$${y}");
         // A part of a longer word is no match.
@@ -530,7 +564,14 @@ mod tests {
     fn echoes_and_values_sent_first_are_not_carried() {
         let mut c = Correlator::default();
         c.sent("GET /?app=build-20240101", &["build-20240101".into()]);
-        c.response(0, ("POST /login user=ann-77", &[]), &[], "application/json", Some(r#"{"user":"ann-77","app":"build-20240101","sid":"s-99887"}"#), true);
+        c.response(
+            0,
+            ("POST /login user=ann-77", &[]),
+            &[],
+            "application/json",
+            Some(r#"{"user":"ann-77","app":"build-20240101","sid":"s-99887"}"#),
+            true,
+        );
         assert_eq!(c.template("ann-77", &place(1)), None);
         assert_eq!(c.template("build-20240101", &place(1)), None);
         assert_eq!(c.template("s-99887", &place(1)).unwrap(), "${sid}");
@@ -540,7 +581,14 @@ mod tests {
     fn a_short_id_is_carried_whole_only() {
         let mut c = Correlator::default();
         c.sent("POST /auth/token HTTP/1.1", &["ann".into()]);
-        c.response(0, ("POST /plans", &["nightly".into()]), &[], "application/json", Some(r#"{"id":7,"count":7,"name":"nightly"}"#), true);
+        c.response(
+            0,
+            ("POST /plans", &["nightly".into()]),
+            &[],
+            "application/json",
+            Some(r#"{"id":7,"count":7,"name":"nightly"}"#),
+            true,
+        );
         assert_eq!(c.template("7", &place(1)).unwrap(), "${id}");
         assert_eq!(c.template("v7", &place(1)), None);
         assert_eq!(c.template("a-7", &place(1)), None);
@@ -549,8 +597,22 @@ mod tests {
     #[test]
     fn a_value_given_again_is_taken_from_the_latest_response() {
         let mut c = Correlator::default();
-        c.response(0, ("GET /a", &[]), &[], "application/json", Some(r#"{"csrf":"t0k-1234"}"#), true);
-        c.response(1, ("GET /b", &[]), &[], "application/json", Some(r#"{"csrf":"t0k-1234"}"#), true);
+        c.response(
+            0,
+            ("GET /a", &[]),
+            &[],
+            "application/json",
+            Some(r#"{"csrf":"t0k-1234"}"#),
+            true,
+        );
+        c.response(
+            1,
+            ("GET /b", &[]),
+            &[],
+            "application/json",
+            Some(r#"{"csrf":"t0k-1234"}"#),
+            true,
+        );
         assert_eq!(c.template("t0k-1234", &place(2)).unwrap(), "${csrf}");
         assert_eq!(c.extracts(0).len(), 0);
         assert_eq!(c.extracts(1).get("csrf"), Some(&Extract::Json("$.csrf".into())));

@@ -18,9 +18,8 @@ pub(super) struct Field {
 }
 
 static TAG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?is)<(input|meta)\b[^>]*>").ok());
-static ATTR: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r#"(?s)([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*("([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"#).ok()
-});
+static ATTR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?s)([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*("([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"#).ok());
 
 /// The hidden inputs and meta tokens of `page`, the first of each name only: a fresh page's
 /// regular expression finds the first.
@@ -30,24 +29,42 @@ pub(super) fn fields(page: &str) -> Vec<Field> {
     };
     let mut out: Vec<Field> = Vec::new();
     for t in tag.captures_iter(page) {
-        let (Some(whole), Some(kind)) = (t.get(0), t.get(1)) else { continue };
+        let (Some(whole), Some(kind)) = (t.get(0), t.get(1)) else {
+            continue;
+        };
         let meta = kind.as_str().eq_ignore_ascii_case("meta");
         // (name, raw attribute text as written) in the order written.
         let mut attrs: Vec<(String, String, String)> = Vec::new();
         for a in attr.captures_iter(whole.as_str()) {
-            let (Some(n), Some(raw)) = (a.get(1), a.get(2)) else { continue };
-            let value = a.get(3).or_else(|| a.get(4)).or_else(|| a.get(5)).map_or("", |m| m.as_str());
-            attrs.push((n.as_str().to_ascii_lowercase(), raw.as_str().to_string(), value.to_string()));
+            let (Some(n), Some(raw)) = (a.get(1), a.get(2)) else {
+                continue;
+            };
+            let value = a
+                .get(3)
+                .or_else(|| a.get(4))
+                .or_else(|| a.get(5))
+                .map_or("", |m| m.as_str());
+            attrs.push((
+                n.as_str().to_ascii_lowercase(),
+                raw.as_str().to_string(),
+                value.to_string(),
+            ));
         }
         let get = |n: &str| attrs.iter().position(|(a, _, _)| a == n);
-        let (value_attr, what) = if meta { ("content", "meta") } else { ("value", "hidden input") };
+        let (value_attr, what) = if meta {
+            ("content", "meta")
+        } else {
+            ("value", "hidden input")
+        };
         if !meta {
             let hidden = get("type").is_some_and(|i| attrs[i].2.eq_ignore_ascii_case("hidden"));
             if !hidden {
                 continue;
             }
         }
-        let (Some(ni), Some(vi)) = (get("name"), get(value_attr)) else { continue };
+        let (Some(ni), Some(vi)) = (get("name"), get(value_attr)) else {
+            continue;
+        };
         let (name, value) = (attrs[ni].2.clone(), attrs[vi].2.clone());
         // An entity (`&amp;`) is decoded by the browser but not by a regular expression: the
         // value sent back would differ from the one found, so such values are not carried.

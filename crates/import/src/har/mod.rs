@@ -228,7 +228,9 @@ pub fn import(text: &str, source_name: &str, options: &HarOptions) -> Result<Imp
             Some(Why::Preflight) => left_out.preflight += 1,
             Some(Why::Static) => left_out.statics += 1,
             Some(Why::OtherHost) => {
-                left_out.other_hosts.insert(e.url.host_str().unwrap_or_default().to_string());
+                left_out
+                    .other_hosts
+                    .insert(e.url.host_str().unwrap_or_default().to_string());
                 left_out.other_host_entries += 1;
             }
             None => kept.push((i, hops.chain[i].clone())),
@@ -240,7 +242,11 @@ pub fn import(text: &str, source_name: &str, options: &HarOptions) -> Result<Imp
             message: format!(
                 "every one of its {total} entries was left out ({}){}",
                 left_out.words(&origin).join(", "),
-                if options.keep_static { "" } else { "; --keep-static keeps static assets and other hosts" }
+                if options.keep_static {
+                    ""
+                } else {
+                    "; --keep-static keeps static assets and other hosts"
+                }
             ),
         });
     }
@@ -343,7 +349,9 @@ fn describe(r: &Request, k: usize) -> String {
 
 /// Headers every request sends the same go to `defaults.headers`, said once.
 fn move_common_headers(imported: &mut Imported, requests: &mut [Request]) {
-    let Some((first, rest)) = requests.split_first() else { return };
+    let Some((first, rest)) = requests.split_first() else {
+        return;
+    };
     if rest.is_empty() {
         return;
     }
@@ -353,11 +361,9 @@ fn move_common_headers(imported: &mut Imported, requests: &mut [Request]) {
         .filter(|(n, v)| {
             !n.eq_ignore_ascii_case("content-type")
                 && !v.contains("${")
-                && rest.iter().all(|r| {
-                    r.headers
-                        .iter()
-                        .any(|(n2, v2)| n2.eq_ignore_ascii_case(n) && v2 == *v)
-                })
+                && rest
+                    .iter()
+                    .all(|r| r.headers.iter().any(|(n2, v2)| n2.eq_ignore_ascii_case(n) && v2 == *v))
         })
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
@@ -431,7 +437,10 @@ impl LeftOut {
             ));
         }
         if self.not_http > 0 {
-            out.push(format!("{} not HTTP (data:, blob:, WebSocket, extensions)", self.not_http));
+            out.push(format!(
+                "{} not HTTP (data:, blob:, WebSocket, extensions)",
+                self.not_http
+            ));
         }
         out
     }
@@ -478,8 +487,10 @@ fn is_static(e: &Entry, kind: Option<&str>) -> bool {
         return false;
     }
     match kind {
-        Some("image" | "script" | "stylesheet" | "font" | "media" | "manifest" | "texttrack" | "ping"
-        | "cspviolationreport") => return true,
+        Some(
+            "image" | "script" | "stylesheet" | "font" | "media" | "manifest" | "texttrack" | "ping"
+            | "cspviolationreport",
+        ) => return true,
         Some("document" | "xhr" | "fetch" | "eventsource") => return false,
         _ => {}
     }
@@ -501,8 +512,30 @@ fn is_static(e: &Entry, kind: Option<&str>) -> bool {
     let ext = last.rsplit_once('.').map(|(_, x)| x).unwrap_or_default();
     matches!(
         ext,
-        "png" | "jpg" | "jpeg" | "gif" | "svg" | "ico" | "webp" | "avif" | "bmp" | "css" | "js" | "mjs" | "map"
-            | "woff" | "woff2" | "ttf" | "otf" | "eot" | "mp4" | "webm" | "mp3" | "wav" | "ogg" | "m4a"
+        "png"
+            | "jpg"
+            | "jpeg"
+            | "gif"
+            | "svg"
+            | "ico"
+            | "webp"
+            | "avif"
+            | "bmp"
+            | "css"
+            | "js"
+            | "mjs"
+            | "map"
+            | "woff"
+            | "woff2"
+            | "ttf"
+            | "otf"
+            | "eot"
+            | "mp4"
+            | "webm"
+            | "mp3"
+            | "wav"
+            | "ogg"
+            | "m4a"
     )
 }
 
@@ -693,7 +726,13 @@ impl Build<'_> {
         let raw = e.url.path();
         let mut out = String::new();
         let mut rest = raw;
-        if let Some((var, len)) = self.corr.path_prefix(raw, &Place { step: k, what: "the path" }) {
+        if let Some((var, len)) = self.corr.path_prefix(
+            raw,
+            &Place {
+                step: k,
+                what: "the path",
+            },
+        ) {
             out.push_str(&var);
             rest = &raw[len..];
         }
@@ -701,7 +740,13 @@ impl Build<'_> {
             .split('/')
             .map(|seg| {
                 self.corr
-                    .template(seg, &Place { step: k, what: "the path" })
+                    .template(
+                        seg,
+                        &Place {
+                            step: k,
+                            what: "the path",
+                        },
+                    )
                     .unwrap_or_else(|| crate::literal(seg))
             })
             .collect();
@@ -715,10 +760,11 @@ impl Build<'_> {
                         let place = format!("query parameter {n}");
                         let v = match self.corr.template(v, &Place { step: k, what: &place }) {
                             Some(t) => t,
-                            None => self
-                                .imported
-                                .secrets
-                                .keep_or_hide(n, v, &format!("query parameter {n} of {words}")),
+                            None => {
+                                self.imported
+                                    .secrets
+                                    .keep_or_hide(n, v, &format!("query parameter {n} of {words}"))
+                            }
                         };
                         format!("{}={v}", crate::literal(n))
                     }
@@ -810,7 +856,13 @@ impl Build<'_> {
         }
         let body = self
             .corr
-            .template(text, &Place { step: k, what: "the body" })
+            .template(
+                text,
+                &Place {
+                    step: k,
+                    what: "the body",
+                },
+            )
             .unwrap_or_else(|| crate::literal(text));
         Some(Body::Text(body))
     }
@@ -871,7 +923,11 @@ fn read(text: &str, source_name: &str) -> Result<(String, Vec<Entry>), ImportErr
         None => {}
         Some(Value::String(v)) if v == "1.2" => {}
         Some(Value::String(v)) => return Err(not(format!("HAR {v} is not supported: crest reads HAR 1.2"))),
-        Some(other) => return Err(not(format!("HAR version {other} is not supported: crest reads HAR 1.2"))),
+        Some(other) => {
+            return Err(not(format!(
+                "HAR version {other} is not supported: crest reads HAR 1.2"
+            )))
+        }
     }
     let Some(list) = log.get("entries").and_then(Value::as_array) else {
         return Err(not("not a HAR recording: it has no log.entries list".to_string()));
@@ -916,7 +972,10 @@ fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry, ImportErr
         .and_then(Value::as_str)
         .filter(|m| !m.is_empty())
         .unwrap_or("GET");
-    if !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
+    if !method
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
         return Err(err(raw, &format!("its method {method:?} is not an HTTP method")));
     }
     let str_of = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();

@@ -55,7 +55,11 @@ impl E {
         self
     }
     fn json(&self) -> Value {
-        let hs = |h: &[(&str, String)]| h.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>();
+        let hs = |h: &[(&str, String)]| {
+            h.iter()
+                .map(|(n, v)| json!({"name": n, "value": v}))
+                .collect::<Vec<_>>()
+        };
         let start = chrono::DateTime::from_timestamp_millis(1_700_000_000_000 + self.at as i64).unwrap();
         let mut v = json!({
             "startedDateTime": start.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -101,11 +105,13 @@ const CART: &str = "3f2a9c1e-8d7b-4c1a-9e2f-0a1b2c3d4e5f";
 #[test]
 fn a_json_id_is_carried_into_a_later_path() {
     let i = import_all(&[
-        e("POST", "/carts", 0).post("application/json", r#"{"items":[]}"#).answer(
-            201,
-            "application/json",
-            &format!(r#"{{"cart":{{"id":"{CART}","total":0}}}}"#),
-        ),
+        e("POST", "/carts", 0)
+            .post("application/json", r#"{"items":[]}"#)
+            .answer(
+                201,
+                "application/json",
+                &format!(r#"{{"cart":{{"id":"{CART}","total":0}}}}"#),
+            ),
         e("GET", &format!("/carts/{CART}?view=full"), 1000),
     ]);
     let r = requests(&i);
@@ -115,19 +121,31 @@ fn a_json_id_is_carried_into_a_later_path() {
     assert_eq!(i.correlated[0].variable, "cart_id");
     assert_eq!(i.correlated[0].from, "$.cart.id of POST /carts (step 1)");
     assert_eq!(i.correlated[0].to, ["the path of GET /carts/{cart_id} (step 2)"]);
-    assert_eq!(i.made_from, ["HAR 1.2 recording s.har (by Firefox 120.0): 2 of 2 entries"]);
+    assert_eq!(
+        i.made_from,
+        ["HAR 1.2 recording s.har (by Firefox 120.0): 2 of 2 entries"]
+    );
     // The recorded gap, less the first request's 20 ms.
-    assert!(matches!(i.flows[0].steps[1], Step::Think(980)), "{:?}", i.flows[0].steps);
+    assert!(
+        matches!(i.flows[0].steps[1], Step::Think(980)),
+        "{:?}",
+        i.flows[0].steps
+    );
 }
 
 #[test]
 fn a_hidden_csrf_input_is_carried_into_a_form_field() {
     let page = r#"<form method="post"><input type="hidden" name="csrf_token" value="Zx9-TOKEN-8812"><input name="user"></form>"#;
     let i = import_all(&[
-        e("GET", "/login", 0).answer(200, "text/html; charset=utf-8", page).kind("document"),
+        e("GET", "/login", 0)
+            .answer(200, "text/html; charset=utf-8", page)
+            .kind("document"),
         e("POST", "/login", 3000)
             .header("Content-Type", "application/x-www-form-urlencoded")
-            .post("application/x-www-form-urlencoded", "user=ann&password=hunter22&csrf_token=Zx9-TOKEN-8812"),
+            .post(
+                "application/x-www-form-urlencoded",
+                "user=ann&password=hunter22&csrf_token=Zx9-TOKEN-8812",
+            ),
     ]);
     let r = requests(&i);
     let Some(Extract::Regex(re)) = r[0].extract.get("csrf_token") else {
@@ -156,7 +174,10 @@ fn a_response_header_token_is_carried_into_a_request_header() {
             .header("Authorization", "Bearer rt-5f6e7d8c9b"),
     ]);
     let r = requests(&i);
-    assert_eq!(r[0].extract.get("x_request_token"), Some(&Extract::Header("X-Request-Token".into())));
+    assert_eq!(
+        r[0].extract.get("x_request_token"),
+        Some(&Extract::Header("X-Request-Token".into()))
+    );
     assert_eq!(r[1].headers["X-Request-Token"], "${x_request_token}");
     // Carried, so not a secret of the file.
     assert_eq!(r[1].headers["Authorization"], "Bearer ${x_request_token}");
@@ -188,12 +209,18 @@ fn a_location_path_is_carried_into_later_paths() {
 fn short_common_and_echoed_values_are_left_alone() {
     let i = import_all(&[
         e("GET", "/app?build=b-2024-11", 0).answer(200, "application/json", r#"{"lang":"en"}"#),
-        e("POST", "/search", 100).post("application/json", r#"{"q":"lamps-42"}"#).answer(
+        e("POST", "/search", 100)
+            .post("application/json", r#"{"q":"lamps-42"}"#)
+            .answer(
+                200,
+                "application/json",
+                r#"{"q":"lamps-42","page":2,"ok":true,"state":"active","build":"b-2024-11","price":"12.50"}"#,
+            ),
+        e(
+            "GET",
+            "/search/2?q=lamps-42&ok=true&state=active&build=b-2024-11&price=12.50&lang=en",
             200,
-            "application/json",
-            r#"{"q":"lamps-42","page":2,"ok":true,"state":"active","build":"b-2024-11","price":"12.50"}"#,
         ),
-        e("GET", "/search/2?q=lamps-42&ok=true&state=active&build=b-2024-11&price=12.50&lang=en", 200),
     ]);
     let r = requests(&i);
     assert!(i.correlated.is_empty(), "{:?}", i.correlated);
@@ -234,10 +261,16 @@ fn the_most_recent_response_gives_a_value_and_recorded_dollars_stay_literal() {
 
 #[test]
 fn static_assets_other_hosts_and_followed_redirects_are_left_out() {
-    let mut redirect = e("POST", "/login", 100).answer(302, "text/html", "").response_header("Location", "/home");
-    redirect.response_headers.push(("Set-Cookie", "sid=abc123xyz; Path=/; HttpOnly".into()));
+    let mut redirect = e("POST", "/login", 100)
+        .answer(302, "text/html", "")
+        .response_header("Location", "/home");
+    redirect
+        .response_headers
+        .push(("Set-Cookie", "sid=abc123xyz; Path=/; HttpOnly".into()));
     let entries = [
-        e("GET", "/", 0).answer(200, "text/html", "<html></html>").kind("document"),
+        e("GET", "/", 0)
+            .answer(200, "text/html", "<html></html>")
+            .kind("document"),
         redirect,
         e("GET", "/home", 150).answer(200, "text/html", "<p>hi</p>"),
         e("GET", "/static/app.js", 160).answer(200, "application/javascript", ""),
@@ -262,20 +295,37 @@ fn static_assets_other_hosts_and_followed_redirects_are_left_out() {
     assert!(!r[2].headers.contains_key("Cookie"));
     assert_eq!(r[3].headers["Cookie"], "${env:COOKIE}");
     assert_eq!(i.secrets.iter().next().unwrap().value, "theme=dark");
-    assert_eq!(i.made_from[0], "HAR 1.2 recording s.har (by Firefox 120.0): 4 of 10 entries");
+    assert_eq!(
+        i.made_from[0],
+        "HAR 1.2 recording s.har (by Firefox 120.0): 4 of 10 entries"
+    );
     let note = &i.notes[0];
     assert!(note.starts_with("Left out 6 of 10 entries: 3 static assets"), "{note}");
-    assert!(note.contains("1 to other hosts than https://shop.example (www.google-analytics.com;"), "{note}");
+    assert!(
+        note.contains("1 to other hosts than https://shop.example (www.google-analytics.com;"),
+        "{note}"
+    );
     assert!(note.contains("1 redirect the browser followed"), "{note}");
     assert!(note.contains("1 CORS preflight"), "{note}");
     // The same User-Agent on every request is said once.
     assert_eq!(i.defaults.headers["User-Agent"], "Mozilla/5.0");
     assert!(r.iter().all(|r| !r.headers.contains_key("User-Agent")));
 
-    let all = import(&har(&entries), "s.har", &HarOptions { keep_static: true, max_think_ms: None }).unwrap();
+    let all = import(
+        &har(&entries),
+        "s.har",
+        &HarOptions {
+            keep_static: true,
+            max_think_ms: None,
+        },
+    )
+    .unwrap();
     let r = requests(&all);
     assert_eq!(r.len(), 8);
-    assert_eq!(r[5].url.as_deref(), Some("https://www.google-analytics.com/collect?v=1"));
+    assert_eq!(
+        r[5].url.as_deref(),
+        Some("https://www.google-analytics.com/collect?v=1")
+    );
     assert!(all.flows[0].steps.iter().all(|s| matches!(s, Step::Request(_))));
 }
 
@@ -311,7 +361,15 @@ fn think_times_are_capped_or_dropped() {
         })
         .collect();
     assert_eq!(thinks, [5000]);
-    let none = import(&har(&entries), "s.har", &HarOptions { keep_static: false, max_think_ms: None }).unwrap();
+    let none = import(
+        &har(&entries),
+        "s.har",
+        &HarOptions {
+            keep_static: false,
+            max_think_ms: None,
+        },
+    )
+    .unwrap();
     assert_eq!(none.flows[0].steps.len(), 3);
 }
 
@@ -325,9 +383,19 @@ fn entries_are_taken_in_the_order_they_started() {
 #[test]
 fn bad_input_is_refused_naming_what_is_wrong() {
     let err = |text: &str| import(text, "rec.har", &HarOptions::default()).unwrap_err().to_string();
-    assert!(err("not json").starts_with("rec.har: not a HAR recording: not JSON"), "{}", err("not json"));
-    assert_eq!(err(r#"{"log":{"version":"1.2"}}"#), "rec.har: not a HAR recording: it has no log.entries list");
-    assert_eq!(err(r#"{"a":1}"#), "rec.har: not a HAR recording: it has no \"log\" object");
+    assert!(
+        err("not json").starts_with("rec.har: not a HAR recording: not JSON"),
+        "{}",
+        err("not json")
+    );
+    assert_eq!(
+        err(r#"{"log":{"version":"1.2"}}"#),
+        "rec.har: not a HAR recording: it has no log.entries list"
+    );
+    assert_eq!(
+        err(r#"{"a":1}"#),
+        "rec.har: not a HAR recording: it has no \"log\" object"
+    );
     assert_eq!(
         err(r#"{"log":{"version":"1.1","entries":[]}}"#),
         "rec.har: HAR 1.1 is not supported: crest reads HAR 1.2"
@@ -339,7 +407,11 @@ fn bad_input_is_refused_naming_what_is_wrong() {
     let mut bad = e("GET", "/a", 0).json();
     bad["request"]["url"] = json!("http://[::1");
     let one = json!({"log": {"version": "1.2", "entries": [bad]}}).to_string();
-    assert!(err(&one).starts_with("rec.har: entry 1 (http://[::1): its URL does not parse"), "{}", err(&one));
+    assert!(
+        err(&one).starts_with("rec.har: entry 1 (http://[::1): its URL does not parse"),
+        "{}",
+        err(&one)
+    );
     assert!(err(r#"{"log":{"version":"1.2","entries":[]}}"#).contains("no HTTP requests"));
 }
 
@@ -348,7 +420,8 @@ fn a_base64_response_is_read_for_values_to_carry() {
     let mut first = e("POST", "/session", 0).json();
     first["response"]["content"] = json!({"mimeType": "application/json", "encoding": "base64",
         "text": base64::engine::general_purpose::STANDARD.encode(r#"{"session":{"id":"s-88812345"}}"#)});
-    let text = json!({"log": {"version": "1.2", "entries": [first, e("GET", "/s/s-88812345", 100).json()]}}).to_string();
+    let text =
+        json!({"log": {"version": "1.2", "entries": [first, e("GET", "/s/s-88812345", 100).json()]}}).to_string();
     let i = import(&text, "s.har", &HarOptions::default()).unwrap();
     assert_eq!(requests(&i)[1].path.as_deref(), Some("/s/${session_id}"));
 }
