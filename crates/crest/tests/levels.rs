@@ -90,10 +90,13 @@ fn levels_run_one_after_another_and_the_break_falls_between_the_right_two() {
         .map(|g| g["duration_s"].as_f64().unwrap())
         .sum();
     let run_s = s["duration_s"].as_f64().unwrap();
-    assert!(
-        (run_s - levels_s).abs() < 1e-6 && run_s < 7.0,
-        "{run_s} s, levels {levels_s} s"
-    );
+    assert!((run_s - levels_s).abs() < 1e-6, "{run_s} s, levels {levels_s} s");
+    // How far past its 2 s a level runs depends on how busy the machine is; what the old rule
+    // got wrong shows whatever the load: each level read as the whole seconds it was laid on.
+    for g in s["segments"].as_array().unwrap() {
+        let d = g["duration_s"].as_f64().unwrap();
+        assert!(d >= 2.0 && (d - d.round()).abs() > 1e-9, "a level of {d} s");
+    }
     let rps = s["throughput_rps"].as_f64().unwrap();
     assert!(
         (rps * run_s / total as f64 - 1.0).abs() < 1e-6,
@@ -174,13 +177,15 @@ fn each_user_sends_its_own_share_however_fast_its_requests_fail() {
         let s = r.summary();
         assert_eq!((s["requests"].as_u64(), s["failures"].as_u64()), (Some(60), Some(30)));
         assert_eq!(r.error_count("http_503"), 30);
-        // Users that ran out of requests are no sign that crest held them back.
-        assert_eq!(
-            s["client_bound"].as_array().map(Vec::len),
-            Some(0),
-            "{}",
-            s["client_bound"]
-        );
+        // Users that ran out of requests are no sign that crest held them back. (A busy
+        // machine may hold crest back for real, in other ways: those are not this test's.)
+        let waiting = s["client_bound"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l.get("waiting_users").is_some())
+            .count();
+        assert_eq!(waiting, 0, "{}", s["client_bound"]);
     });
 }
 
