@@ -564,3 +564,33 @@ fn a_recorded_plans_session_runs_against_crest_target() {
     assert_eq!(rejected("conflict"), 0);
     assert!(summary["requests"].as_u64().unwrap() >= 5 * 4, "{}", run.stdout);
 }
+
+#[test]
+fn a_bad_recording_is_refused_with_exit_status_2_naming_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("not json", "not a HAR recording: not JSON"),
+        (r#"{"log":{"version":"1.1","entries":[]}}"#, "HAR 1.1 is not supported"),
+        (r#"{"log":{"version":"1.2"}}"#, "no log.entries"),
+        (
+            r#"{"log":{"version":"1.2","entries":[{"request":{"method":"GET","url":"http://a.test/"}},{"request":{"method":"GET","url":"::nope"}}]}}"#,
+            "entry 2 (::nope): its URL does not parse",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let har = dir.path().join(format!("bad{i}.har"));
+        std::fs::write(&har, text).unwrap();
+        let out = dir.path().join(format!("bad{i}.yaml"));
+        let r = common::crest()
+            .args(["import", "har"])
+            .arg(&har)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{want} not in: {stderr}");
+        assert!(!out.exists());
+    }
+}

@@ -138,8 +138,10 @@ impl Correlator {
         if let Some(body) = body {
             let mime = mime.to_ascii_lowercase();
             let trimmed = body.trim_start();
+            let mut parsed = false;
             if mime.contains("json") || trimmed.starts_with('{') || trimmed.starts_with('[') {
                 if let Ok(v) = serde_json::from_str::<Value>(body) {
+                    parsed = true;
                     let mut leaves = Vec::new();
                     json_leaves(&v, "$".to_string(), &mut Vec::new(), &mut leaves);
                     for (path, keys, value) in leaves {
@@ -155,8 +157,15 @@ impl Correlator {
                         });
                     }
                 }
-            } else if mime.contains("html") || trimmed.starts_with('<') {
-                for f in html::fields(body) {
+            }
+            if !parsed {
+                let mut fields = if mime.contains("html") || trimmed.starts_with('<') {
+                    html::fields(body)
+                } else {
+                    Vec::new()
+                };
+                fields.extend(html::embedded_json(body));
+                for f in fields {
                     found.push(Candidate {
                         value: f.value,
                         step,

@@ -89,6 +89,41 @@ pub(super) fn fields(page: &str) -> Vec<Field> {
     out
 }
 
+static EMBEDDED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#""([A-Za-z_$][-A-Za-z0-9_$.]*)"\s*:\s*"([^"\\<>]*)""#).ok());
+
+/// String fields of JSON written into a text body (a page's `window.__STATE__ = {...}`, a
+/// script's config), the first of each key only, each with the expression that finds it.
+pub(super) fn embedded_json(body: &str) -> Vec<Field> {
+    let Some(re) = EMBEDDED.as_ref() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Field> = Vec::new();
+    for c in re.captures_iter(body) {
+        let (Some(key), Some(value)) = (c.get(1), c.get(2)) else {
+            continue;
+        };
+        let (key, value) = (key.as_str(), value.as_str());
+        if value.is_empty() || out.iter().any(|f| f.name == key) {
+            continue;
+        }
+        let regex = format!(r#""{}"\s*:\s*"([^"\\<>]*)""#, regex::escape(key));
+        let found = Regex::new(&regex)
+            .ok()
+            .and_then(|re| re.captures(body).and_then(|c| c.get(1).map(|m| m.as_str().to_string())));
+        if found.as_deref() != Some(value) {
+            continue;
+        }
+        out.push(Field {
+            name: key.to_string(),
+            value: value.to_string(),
+            what: format!("\"{key}\" in the body"),
+            regex,
+        });
+    }
+    out
+}
+
 /// The expression for a tag whose `name` attribute is written `name_raw` (quotes included) and
 /// whose value attribute is written `value_raw`; crest's regex extract takes the first group, so
 /// the attributes are matched in the order the page wrote them.
@@ -132,6 +167,16 @@ mod tests {
             let re = Regex::new(&field.regex).unwrap();
             assert_eq!(&re.captures(&fresh).unwrap()[1], "FRESH-1", "{}", field.regex);
         }
+    }
+
+    #[test]
+    fn json_in_a_page_is_found() {
+        let page = r#"<script>window.__STATE__ = {"user":{"csrfToken":"q1w2e3r4t5","name":"a"}, "csrfToken": "other"};</script>"#;
+        let f = embedded_json(page);
+        assert_eq!(f[0].name, "csrfToken");
+        assert_eq!(f[0].value, "q1w2e3r4t5");
+        let fresh = page.replace("q1w2e3r4t5", "zzz999");
+        assert_eq!(&Regex::new(&f[0].regex).unwrap().captures(&fresh).unwrap()[1], "zzz999");
     }
 
     #[test]

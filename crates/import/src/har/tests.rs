@@ -436,3 +436,17 @@ fn the_same_recording_gives_the_same_scenario() {
     let b = crate::write::files(&import_all(&entries), "a.yaml", "a.env").unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn json_written_into_a_page_is_carried() {
+    let page = r#"<html><script>window.__APP__ = {"session":{"apiNonce":"nz-55aa77cc"}};</script></html>"#;
+    let i = import_all(&[
+        e("GET", "/", 0).answer(200, "text/html", page).kind("document"),
+        e("POST", "/api/items", 100)
+            .header("X-Nonce", "nz-55aa77cc")
+            .post("application/json", "{}"),
+    ]);
+    let r = requests(&i);
+    assert_eq!(r[1].headers["X-Nonce"], "${api_nonce}");
+    assert_eq!(i.correlated[0].from, "\"apiNonce\" in the body of GET / (step 1)");
+}
