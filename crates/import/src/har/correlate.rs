@@ -6,7 +6,7 @@ use super::html;
 use crate::Extract;
 use indexmap::IndexMap;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Values shorter than this are too likely to turn up by chance (`1`, `en`, `200`).
 const MIN_LEN: usize = 5;
@@ -78,6 +78,10 @@ struct Candidate {
     whole_only: bool,
     /// A `Location` path, carried to the start of a later path.
     location: bool,
+    /// How much the browser had sent (bytes of [`Correlator::sent`], requests fed) when the
+    /// response came: what it sent before is its own.
+    sent_upto: usize,
+    fed_at: usize,
 }
 
 #[derive(Debug)]
@@ -95,13 +99,25 @@ struct Var {
 #[derive(Debug, Default)]
 pub(super) struct Correlator {
     candidates: Vec<Candidate>,
-    /// Each value handed out so far -> its most recent candidate.
-    latest: BTreeMap<String, usize>,
+    /// Each value handed out -> its candidates, oldest first.
+    by_value: HashMap<String, Vec<usize>>,
+    /// The values found inside longer text, by their first bytes: a request's text is read once
+    /// whatever the number of values (a recording's JSON responses give hundreds of thousands).
+    prefixes: HashMap<Vec<u8>, Vec<String>>,
+    /// `Location` paths handed out.
+    locations: Vec<String>,
     /// What the browser had sent so far: a value it sent before any response gave it was not
     /// the server's to hand out (a constant, the user's own input).
     sent: String,
-    /// ...and each value it sent whole (a path segment, a header, a field).
-    sent_values: std::collections::HashSet<String>,
+    /// ...and each value it sent whole (a path segment, a header, a field), with the number of
+    /// requests fed before it.
+    sent_values: HashMap<String, usize>,
+    fed: usize,
+    /// Per request, its own text and whole values (every hop): a value its response echoes is
+    /// not handed out.
+    own: Vec<(String, HashSet<String>)>,
+    /// Whether a candidate is one to carry, worked out when it is first matched: most never are.
+    valid: HashMap<usize, bool>,
     vars: Vec<Var>,
     var_of: HashMap<usize, usize>,
     /// Per request, the extracts its response gets.
@@ -120,7 +136,10 @@ impl Correlator {
     pub fn sent(&mut self, text: &str, values: &[String]) {
         self.sent.push_str(text);
         self.sent.push('\n');
-        self.sent_values.extend(values.iter().cloned());
+        for v in values {
+            self.sent_values.entry(v.clone()).or_insert(self.fed);
+        }
+        self.fed += 1;
     }
 
     /// The values of the response to request `step`, whose own request (every hop of it) is
@@ -154,6 +173,8 @@ impl Correlator {
                             base: json_name(&keys),
                             whole_only: id,
                             location: false,
+                            sent_upto: 0,
+                            fed_at: 0,
                         });
                     }
                 }
@@ -174,6 +195,8 @@ impl Correlator {
                         base: snake(&f.name),
                         whole_only: false,
                         location: false,
+                        sent_upto: 0,
+                        fed_at: 0,
                     });
                 }
             }
@@ -196,54 +219,111 @@ impl Correlator {
                 base: snake(name),
                 whole_only: false,
                 location: lower == "location" && value.starts_with('/'),
+                sent_upto: 0,
+                fed_at: 0,
             });
         }
         let (request_text, request_values) = request;
+        if self.own.len() <= step {
+            self.own.resize_with(step + 1, Default::default);
+        }
+        self.own[step] = (request_text.to_string(), request_values.iter().cloned().collect());
         for mut c in found {
             // A short value is compared whole, a long one wherever it is.
-            let (echoed, sent_before) = if worth_carrying(&c.value) {
+            if worth_carrying(&c.value) {
                 c.whole_only = false;
-                (request_text.contains(&c.value), self.sent.contains(&c.value))
-            } else if c.whole_only && is_short_id(&c.value) {
-                (request_values.contains(&c.value), self.sent_values.contains(&c.value))
-            } else {
-                continue;
-            };
-            // A value the browser sent before any response gave it is its own; one a response
-            // gave before may be given again, and the most recent giver is the one used.
-            let given_before = self.latest.contains_key(&c.value);
-            if echoed || (!given_before && sent_before) {
+            } else if !(c.whole_only && is_short_id(&c.value)) {
                 continue;
             }
+            let list = self.by_value.entry(c.value.clone()).or_default();
             // The first place in a response that gives a value is the one extracted.
-            if let Some(&prev) = self.latest.get(&c.value) {
-                if self.candidates[prev].step == step {
-                    continue;
+            if list.last().is_some_and(|&prev| self.candidates[prev].step == step) {
+                continue;
+            }
+            if list.is_empty() {
+                if c.location {
+                    self.locations.push(c.value.clone());
+                } else if !c.whole_only {
+                    let key = c.value.as_bytes()[..MIN_LEN].to_vec();
+                    self.prefixes.entry(key).or_default().push(c.value.clone());
                 }
             }
-            self.latest.insert(c.value.clone(), self.candidates.len());
+            list.push(self.candidates.len());
+            c.sent_upto = self.sent.len();
+            c.fed_at = self.fed;
             self.candidates.push(c);
         }
+    }
+
+    /// Whether candidate `ci` is a value the server handed out: not an echo of its own request,
+    /// and not sent by the browser before, unless an earlier response handed it out too (then
+    /// this one gives it again).
+    fn is_valid(&mut self, ci: usize) -> bool {
+        if let Some(&v) = self.valid.get(&ci) {
+            return v;
+        }
+        let c = &self.candidates[ci];
+        let (own_text, own_values) = &self.own[c.step];
+        let (echoed, sent_before) = if c.whole_only {
+            (
+                own_values.contains(&c.value),
+                self.sent_values.get(&c.value).is_some_and(|&at| at < c.fed_at),
+            )
+        } else {
+            (own_text.contains(&c.value), self.sent[..c.sent_upto].contains(&c.value))
+        };
+        let valid = if echoed {
+            false
+        } else if !sent_before {
+            true
+        } else {
+            let step = c.step;
+            let earlier: Vec<usize> = self.by_value[&c.value]
+                .iter()
+                .copied()
+                .filter(|&o| self.candidates[o].step < step)
+                .collect();
+            earlier.into_iter().any(|o| self.is_valid(o))
+        };
+        self.valid.insert(ci, valid);
+        valid
+    }
+
+    /// The most recent response before request `step` that handed `value` out.
+    fn giver(&mut self, value: &str, step: usize) -> Option<usize> {
+        let list: Vec<usize> = self.by_value.get(value)?.clone();
+        for ci in list.into_iter().rev() {
+            if self.candidates[ci].step < step && self.is_valid(ci) {
+                return Some(ci);
+            }
+        }
+        None
     }
 
     /// `text` (a recorded value sent at `place`) as a template with the values handed out so far
     /// as variables, or `None` when it carries none; the literal parts go through
     /// [`crate::literal`].
     pub fn template(&mut self, text: &str, place: &Place<'_>) -> Option<String> {
-        // Every whole-word occurrence of every value handed out so far.
+        // Every whole-word occurrence of every value handed out so far: the text whole, and
+        // each place where a value's first bytes are.
         let mut hits: Vec<(usize, usize, usize)> = Vec::new();
-        for (value, &ci) in &self.latest {
-            let c = &self.candidates[ci];
-            if c.step >= place.step || c.location {
+        if let Some(ci) = self.giver(text, place.step) {
+            if !self.candidates[ci].location {
+                hits.push((0, text.len(), ci));
+            }
+        }
+        let bytes = text.as_bytes();
+        for at in 0..bytes.len().saturating_sub(MIN_LEN - 1) {
+            if !text.is_char_boundary(at) {
                 continue;
             }
-            if c.whole_only {
-                if text == value {
-                    hits.push((0, text.len(), ci));
+            let Some(values) = self.prefixes.get(&bytes[at..at + MIN_LEN]).cloned() else {
+                continue;
+            };
+            for value in values {
+                if !text[at..].starts_with(value.as_str()) {
+                    continue;
                 }
-                continue;
-            }
-            for (at, _) in text.match_indices(value.as_str()) {
                 let end = at + value.len();
                 let before = text[..at].chars().next_back();
                 let after = text[end..].chars().next();
@@ -251,7 +331,9 @@ impl Correlator {
                 {
                     continue;
                 }
-                hits.push((at, end, ci));
+                if let Some(ci) = self.giver(&value, place.step) {
+                    hits.push((at, end, ci));
+                }
             }
         }
         if hits.is_empty() {
@@ -281,17 +363,19 @@ impl Correlator {
     /// A path whose start is a path a response handed out (a `Location: /orders/8812`): that
     /// start as its variable, and the rest of the path; `None` when none is.
     pub fn path_prefix(&mut self, path: &str, place: &Place<'_>) -> Option<(String, usize)> {
-        let best = self
-            .latest
+        let mut starts: Vec<String> = self
+            .locations
             .iter()
-            .filter(|(v, &ci)| {
-                self.candidates[ci].step < place.step
-                    && self.candidates[ci].location
-                    && v.len() > 1
+            .filter(|v| {
+                v.len() > 1
                     && (path == v.as_str() || path.strip_prefix(v.as_str()).is_some_and(|rest| rest.starts_with('/')))
             })
-            .max_by_key(|(v, _)| v.len())
-            .map(|(v, &ci)| (v.len(), ci))?;
+            .cloned()
+            .collect();
+        starts.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        let best = starts
+            .iter()
+            .find_map(|v| self.giver(v, place.step).map(|ci| (v.len(), ci)))?;
         let name = self.use_candidate(best.1, place);
         Some((format!("${{{name}}}"), best.0))
     }
