@@ -291,8 +291,9 @@ impl Correlator {
 
     /// The most recent response before request `step` that handed `value` out.
     fn giver(&mut self, value: &str, step: usize) -> Option<usize> {
-        let list: Vec<usize> = self.by_value.get(value)?.clone();
-        for ci in list.into_iter().rev() {
+        let mut list: Vec<usize> = self.by_value.get(value)?.clone();
+        // Newest first; validity needs `self` mutably, so no iterator adapter holds it.
+        while let Some(ci) = list.pop() {
             if self.candidates[ci].step < step && self.is_valid(ci) {
                 return Some(ci);
             }
