@@ -580,12 +580,9 @@ fn redirect_chains(entries: &[Entry]) -> Hops {
             let same_method = matches!(entries[cur].status, 307 | 308);
             let next = (cur + 1..entries.len()).find(|&j| {
                 let e = &entries[j];
-                let mut u = e.url.clone();
-                u.set_fragment(None);
                 follows[j].is_none()
-                    && u == to
+                    && e.url.as_str().split('#').next() == Some(to.as_str())
                     && (e.method == "GET" || (same_method && e.method == entries[cur].method))
-                    && chain.iter().all(|c: &Vec<usize>| !c.contains(&j))
             });
             let Some(j) = next else { break };
             follows[j] = Some(i);
