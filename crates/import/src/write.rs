@@ -99,6 +99,8 @@ struct DocDefaults<'a> {
     compression: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cookies: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -169,22 +171,29 @@ struct DocCheck<'a> {
 /// (`crest run FILE -c 10 -d 1m`).
 #[derive(Serialize)]
 struct DocLoad {
-    users: u64,
-    iterations: u64,
+    // `users` would need a `duration`, which the resolver asks for; threads x loops runs the
+    // flow exactly so many times and ends.
+    threads: u64,
+    loops: u64,
 }
 
 impl<'a> Doc<'a> {
     fn of(imported: &'a Imported) -> Doc<'a> {
         let d = &imported.defaults;
-        let defaults =
-            (!d.headers.is_empty() || d.insecure || d.redirects.is_some() || d.compression || d.cookies.is_some())
-                .then_some(DocDefaults {
-                    headers: &d.headers,
-                    insecure: d.insecure,
-                    redirects: d.redirects,
-                    compression: d.compression,
-                    cookies: d.cookies,
-                });
+        let defaults = (!d.headers.is_empty()
+            || d.insecure
+            || d.redirects.is_some()
+            || d.compression
+            || d.cookies.is_some()
+            || d.http.is_some())
+        .then_some(DocDefaults {
+            headers: &d.headers,
+            insecure: d.insecure,
+            redirects: d.redirects,
+            compression: d.compression,
+            cookies: d.cookies,
+            http: d.http.as_deref(),
+        });
         let (steps, flows) = match imported.flows.as_slice() {
             [one] => (Some(steps(one)), None),
             many => (
@@ -204,10 +213,7 @@ impl<'a> Doc<'a> {
             defaults,
             steps,
             flows,
-            load: DocLoad {
-                users: 1,
-                iterations: 1,
-            },
+            load: DocLoad { threads: 1, loops: 1 },
         }
     }
 }
