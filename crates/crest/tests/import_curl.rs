@@ -171,7 +171,15 @@ fn parts(r: &Received) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn curl_commands_run_as_curl_sends_them() {
     let rt = common::rt();
-    let server = rt.block_on(Server::start(|_, _| Reply::ok()));
+    // A HEAD's answer has no body: the test server would otherwise send one after it.
+    let server = rt.block_on(Server::start(|r, _| match r.method.as_str() {
+        "HEAD" => Reply::Full {
+            status: 200,
+            headers: Vec::new(),
+            body: Vec::new(),
+        },
+        _ => Reply::ok(),
+    }));
     let t = server.url("");
 
     // --json: POST, its JSON (as a value: crest writes JSON without the spaces), the JSON
@@ -330,4 +338,45 @@ fn an_option_crest_cannot_send_exits_2_naming_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a curl command"));
+}
+
+#[test]
+fn commands_from_stdin_run_in_order() {
+    use std::io::Write;
+    let rt = common::rt();
+    let server = rt.block_on(Server::start(|_, _| Reply::ok()));
+    let dir = tempfile::Builder::new().prefix("curlh-stdin-").tempdir().unwrap();
+    let yaml = dir.path().join("s.yaml");
+    let mut child = crest()
+        .args(["import", "curl", "-", "--out"])
+        .arg(&yaml)
+        .env("CREST_TARGET", server.url(""))
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"curl https://api.example.com/first -X PATCH --data-raw $'{\\'a\\':1}' && \\\ncurl https://api.example.com/second?x=1\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let i = Imported {
+        work: dir.path().to_path_buf(),
+        env: dir.path().join("s.env"),
+        yaml,
+        _dir: dir,
+    };
+    assert!(!i.env.exists(), "no secrets, no .env file");
+    let got = run(&i, &server);
+    let seen: Vec<(&str, &str, &[u8])> = got
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str(), r.body.as_slice()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![("PATCH", "/first", &b"{'a':1}"[..]), ("GET", "/second?x=1", &b""[..])]
+    );
 }
