@@ -108,7 +108,7 @@ fn shown(words: &[String], hidden: &[String]) -> String {
         .map(|w| {
             let mut w = w.clone();
             for h in hidden {
-                w = w.replace(h.as_str(), crest_model::redact::REDACTED);
+                w = redact(&w, h);
             }
             if w.chars().count() > SHOWN_WORD {
                 let total = w.len();
@@ -118,6 +118,33 @@ fn shown(words: &[String], hidden: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `word` with `secret` replaced where it stands as a value: between the start or a
+/// delimiter (`=`, `:`, `;`, a quote...) and the end or one, so that a short secret (`pin=1`)
+/// does not blank every `1` of the command. A secret of 4 characters or more is replaced
+/// wherever it is, even inside other text: the comment never shows it.
+fn redact(word: &str, secret: &str) -> String {
+    const BEFORE: &[u8] = b"=:;&,/@ \t\"'({[";
+    const AFTER: &[u8] = b";&, \t\"')}]@";
+    let bytes = word.as_bytes();
+    let mut out = String::with_capacity(word.len());
+    let mut at = 0;
+    let mut from = 0;
+    while let Some(i) = word[from..].find(secret).map(|i| i + from) {
+        let end = i + secret.len();
+        let bounded = (i == 0 || BEFORE.contains(&bytes[i - 1])) && (end == bytes.len() || AFTER.contains(&bytes[end]));
+        if bounded || secret.len() >= 4 {
+            out.push_str(&word[at..i]);
+            out.push_str(crest_model::redact::REDACTED);
+            at = end;
+            from = end;
+        } else {
+            from = i + word[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out.push_str(&word[at..]);
+    out
 }
 
 #[derive(Default)]

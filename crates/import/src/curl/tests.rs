@@ -259,3 +259,15 @@ fn form_params_split_only_at_known_parameters() {
         ("a\"b;c".to_string(), vec![("type".into(), "x".into())])
     );
 }
+
+#[test]
+fn a_short_secret_is_redacted_where_it_is_a_value_only() {
+    assert_eq!(
+        redact("https://a.example/v1?pin=1", "1"),
+        "https://a.example/v1?pin=<redacted>"
+    );
+    assert_eq!(redact("-u ann:pw", "pw"), "-u ann:<redacted>");
+    assert_eq!(redact("xs3cr3tx", "s3cr3t"), "x<redacted>x");
+    let (imported, _) = one("curl https://a.example/v1 -d 'pin=1'");
+    assert_eq!(imported.made_from[0], "curl https://a.example/v1 -d 'pin=<redacted>'");
+}
