@@ -64,6 +64,11 @@ pub fn import(text: &str, source_name: &str) -> Result<Imported, ImportError> {
         };
         b.command(opts, &prefix)
             .map_err(|e| in_command(e, c.line, commands.len()))?;
+        for v in &c.variables {
+            b.notes.push(format!(
+                "{prefix}${v} is a shell variable: it is sent as the text `${v}`; write ${{env:{v}}} in the scenario to read it from the environment"
+            ));
+        }
     }
     b.defaults(&parsed);
     let mut imported = Imported {

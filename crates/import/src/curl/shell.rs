@@ -8,6 +8,9 @@
 pub(crate) struct Command {
     pub line: usize,
     pub words: Vec<String>,
+    /// Shell variables it reads (`$TOKEN`, `${TOKEN}` outside single quotes), which are sent
+    /// as written since nothing is expanded.
+    pub variables: Vec<String>,
 }
 
 /// The commands of `text`, empty ones left out.
@@ -16,22 +19,32 @@ pub(crate) fn commands(text: &str) -> Result<Vec<Command>, String> {
         chars: text.chars().collect(),
         at: 0,
         line: 1,
+        variables: Vec::new(),
     };
     let mut out = Vec::new();
     let mut current: Option<Command> = None;
+    let mut finish = |current: &mut Option<Command>, variables: &mut Vec<String>| {
+        if let Some(mut c) = current.take() {
+            c.variables = std::mem::take(variables);
+            c.variables.dedup();
+            out.push(c);
+        }
+        variables.clear();
+    };
     while let Some(token) = lexer.next_token()? {
         match token {
             Token::Word(line, w) => current
                 .get_or_insert_with(|| Command {
                     line,
                     words: Vec::new(),
+                    variables: Vec::new(),
                 })
                 .words
                 .push(w),
-            Token::End => out.extend(current.take()),
+            Token::End => finish(&mut current, &mut lexer.variables),
         }
     }
-    out.extend(current);
+    finish(&mut current, &mut lexer.variables);
     Ok(out)
 }
 
@@ -46,9 +59,22 @@ struct Lexer {
     chars: Vec<char>,
     at: usize,
     line: usize,
+    variables: Vec<String>,
 }
 
 impl Lexer {
+    /// Notes the shell variable a `$` at the current place would expand.
+    fn variable(&mut self) {
+        let start = self.at + 1 + usize::from(self.peek(1) == Some('{'));
+        let name: String = self.chars[start.min(self.chars.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+            .collect();
+        if name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            self.variables.push(name);
+        }
+    }
+
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.at + ahead).copied()
     }
@@ -142,6 +168,9 @@ impl Lexer {
                     ))
                 }
                 c => {
+                    if c == '$' {
+                        self.variable();
+                    }
                     self.bump();
                     push(&mut word, c);
                 }
@@ -165,6 +194,9 @@ impl Lexer {
 
     fn double(&mut self, word: &mut Vec<u8>, line: usize) -> Result<(), String> {
         loop {
+            if self.peek(0) == Some('$') {
+                self.variable();
+            }
             match self.bump() {
                 None => return Err(format!("line {line}: a double quote is never closed")),
                 Some('"') => return Ok(()),
@@ -343,6 +375,14 @@ mod tests {
             ]
         );
         assert_eq!(cmds.iter().map(|c| c.line).collect::<Vec<_>>(), vec![1, 3, 7, 7]);
+    }
+
+    #[test]
+    fn shell_variables_are_kept_and_named() {
+        let c = commands("curl -H \"Authorization: Bearer $TOKEN\" '$NOT' ${HOST}/x $1 \\$ESC\ncurl b").unwrap();
+        assert_eq!(c[0].words[2], "Authorization: Bearer $TOKEN");
+        assert_eq!(c[0].variables, vec!["TOKEN", "HOST"]);
+        assert!(c[1].variables.is_empty());
     }
 
     #[test]

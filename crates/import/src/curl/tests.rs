@@ -271,3 +271,17 @@ fn a_short_secret_is_redacted_where_it_is_a_value_only() {
     let (imported, _) = one("curl https://a.example/v1 -d 'pin=1'");
     assert_eq!(imported.made_from[0], "curl https://a.example/v1 -d 'pin=<redacted>'");
 }
+
+#[test]
+fn a_shell_variable_is_noted() {
+    let (imported, r) = one("curl -H \"X-Id: $ID\" https://a.example/");
+    assert_eq!(r.headers["X-Id"], "$ID");
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("$ID is a shell variable") && n.contains("${env:ID}")),
+        "{:?}",
+        imported.notes
+    );
+}
