@@ -318,20 +318,24 @@ pub struct RunArgs {
 
     /// Concurrent users, each with its own connection (closed model). A list (-c 10,20,50)
     /// runs one level after another into one run, a step per level, -n or -d applying to each.
-    /// With --rate: the most requests in flight at once [default: 50, or 1000 with --rate]
+    /// With --rate: the most requests in flight at once [default: 50, or 1000 with --rate].
+    /// With a scenario: its users, over the file's constant load (docs/cli.md)
     #[arg(short = 'c', long = "concurrency", value_name = "N[,N...]", value_parser = parse_levels)]
     pub concurrency: Option<Levels>,
 
     /// Stop after N requests; `10x` for 10 per user (-c 20 -n 10x sends 200, as `ab -c 20 -n
-    /// 200` does). With several -c levels, per level.
+    /// 200` does). With several -c levels, per level. With a scenario: iterations, replacing the
+    /// file's stop rule
     #[arg(short = 'n', long = "requests", value_name = "N|Nx", value_parser = parse_count)]
     pub requests: Option<Count>,
 
-    /// Stop after this long, e.g. 30s, 5m, 250ms [default: 10s when -n is not given]
+    /// Stop after this long, e.g. 30s, 5m, 250ms [default: 10s when -n is not given]. With a
+    /// scenario: replaces the file's stop rule, or ends its profile sooner
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
 
-    /// Open model: send R requests per second on a fixed schedule, whatever the latency.
+    /// Open model: send R requests per second on a fixed schedule, whatever the latency. With
+    /// a scenario: R iterations per second, over the file's constant load
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 

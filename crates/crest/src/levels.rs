@@ -1,5 +1,5 @@
-//! Quick-mode levels (`crest run URL -c 10,20,50 -n 10x`): one level after another, as an `ab`
-//! loop over concurrency runs them, joined into one run with a step per level, so that the
+//! Levels (`crest run URL -c 10,20,50 -n 10x`, or a scenario of constant load with the same
+//! flags): one level after another, as an `ab` loop over concurrency runs them, joined into one run with a step per level, so that the
 //! per-step analysis (optimal load, saturation, breaking point) reads them as it reads a
 //! stepping profile. Each level is measured like a probe of `crest find`, by the same code.
 
@@ -9,16 +9,24 @@ use crate::parts::Parts;
 use crate::{output, rundir};
 use anyhow::Result;
 use crest_analysis::find::Level;
+use crest_engine::Workload;
 use crest_model::plan::{Draft, LoadDraft, UsersProfile};
 use crest_model::results::Segment;
 use crest_model::step::StepKind;
 use crest_report::fmt::words;
 use std::sync::Arc;
 
-/// Runs `base` (quick mode's draft at the first level) at each of `levels` users in turn, each
-/// level resolved from it on its own, and writes the joined results. Returns the exit code.
-pub fn run(base: Draft, levels: &[u64], args: &RunArgs, command_line: &[String], readers: &Readers) -> Result<u8> {
-    let workload = Arc::new(crate::plan::http_workload(&crate::plan::finish(base.clone())?)?);
+/// Runs `base` (the draft at the first level, with every flag) with `workload` at each of
+/// `levels` users in turn, each level resolved from it on its own, and writes the joined
+/// results. Returns the exit code.
+pub fn run<W: Workload>(
+    base: Draft,
+    workload: Arc<W>,
+    levels: &[u64],
+    args: &RunArgs,
+    command_line: &[String],
+    readers: &Readers,
+) -> Result<u8> {
     let out = &args.output;
     let dir = rundir::prepare_dir(out.out.as_deref(), out.force)?;
     let mut parts = Parts::new(&dir, command_line, readers);

@@ -9,10 +9,11 @@ use crest_model::address;
 use crest_model::expr::{StopCondition, Threshold};
 use crest_model::monitor::{MonitorPlan, PostgresSpec, ProcessSelect, ProcessSpec, PrometheusSpec};
 use crest_model::plan::{
-    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, Origin, Plan, SegmentPlan, Shard, StopRule, Target,
-    TlsOptions, UsersProfile,
+    self, ConnectionDraft, Draft, Given, HttpRequest, LoadDraft, LoadShape, Origin, Plan, SegmentPlan, Shard, StopRule,
+    Target, TlsOptions, UsersProfile,
 };
 use crest_model::protocol::{HttpVersion, Network};
+use crest_model::step::StepKind;
 use crest_monitor::spec;
 use std::time::Duration;
 
@@ -370,17 +371,15 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         monitor_interval: None,
         log_requests: false,
         on_cap: None,
+        shape: None,
     })
 }
 
-/// Quick-mode flags given with a scenario file, which sets these itself (the others add to it).
+/// Quick-mode flags that describe the request, given with a scenario file, which describes its
+/// own requests. The load flags (`-c`, `-n`, `-d`, `--rate`, `--on-cap`) are not among them:
+/// the load is the user's to set at run time (see [`load_over`]).
 pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 22] = [
-        ("-c", a.concurrency.is_some()),
-        ("-n", a.requests.is_some()),
-        ("-d", a.duration.is_some()),
-        ("--rate", a.rate.is_some()),
-        ("--on-cap", a.on_cap.is_some()),
+    let checks: [(&'static str, bool); 17] = [
         ("-m", a.request.method.is_some()),
         ("-H", !a.request.headers.is_empty()),
         ("--body", a.request.body.is_some()),
@@ -406,8 +405,8 @@ pub fn quick_flags_given(a: &RunArgs) -> Vec<&'static str> {
         .collect()
 }
 
-/// The scenario file a run names, refused when it does not exist or when flags of a URL's run
-/// are given with it.
+/// The scenario file a run names, refused when it does not exist or when flags of a URL's
+/// request are given with it.
 pub fn scenario_path(a: &RunArgs) -> Result<&std::path::Path> {
     let path = std::path::Path::new(&a.url);
     if !path.exists() {
@@ -417,14 +416,149 @@ pub fn scenario_path(a: &RunArgs) -> Result<&std::path::Path> {
             a.url
         );
     }
+    refuse_request_flags(a)?;
+    Ok(path)
+}
+
+/// Refuses the flags of a URL's request given with a scenario, which writes its own requests.
+pub fn refuse_request_flags(a: &RunArgs) -> Result<()> {
     let given = quick_flags_given(a);
     if !given.is_empty() {
         bail!(
-            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
+            "{}: these flags describe a URL's request; a scenario writes its own (see docs/scenario.md)",
             given.join(", ")
         );
     }
-    Ok(path)
+    Ok(())
+}
+
+/// Sets a scenario's load from the run's load flags, over the file's: flags over the file, as
+/// k6's are over its script. On a constant load (`users` or `rate`) `-c`, `--rate`, `-n` and
+/// `-d` mean what they mean in quick mode, and the file fills only what they leave out: `-c`
+/// alone makes it closed, `--rate` open, and `-d` or `-n` replace its whole stop rule. A
+/// profile keeps its shape: `-d` may end it sooner, and `-c`, `--rate` and `-n` are refused
+/// with where the profile is written. `--on-cap` is set on either. With several `-c` levels,
+/// the load is the first's (see [`crate::levels`]).
+pub fn load_over(draft: &mut Draft, a: &RunArgs) -> Result<()> {
+    let levels = levels(a)?;
+    if a.duration == Some(Duration::ZERO) {
+        bail!("-d 0s: the duration must be above 0");
+    }
+    if matches!(a.requests, Some(Count::Requests(0) | Count::PerUser(0))) {
+        bail!("-n 0: the number of requests must be at least 1");
+    }
+    match draft.shape.as_ref().map(|s| s.value) {
+        Some(LoadShape::Staged(key) | LoadShape::Loops(key)) => profile_over(draft, a, key)?,
+        _ => constant_over(draft, a, levels.first().copied())?,
+    }
+    if let Some(on_cap) = a.on_cap {
+        draft.on_cap = Some(given("--on-cap")(on_cap));
+    }
+    Ok(())
+}
+
+/// [`load_over`] on a constant load; `users` is `-c`'s first level.
+fn constant_over(draft: &mut Draft, a: &RunArgs, users: Option<u64>) -> Result<()> {
+    let file_cap = match &draft.load {
+        LoadDraft::Open { max_in_flight, .. } => Some(*max_in_flight),
+        _ => None,
+    };
+    let load = match (a.rate, users) {
+        (Some(rate), _) => {
+            if let Some(problem) = plan::rate_problem(rate) {
+                bail!("--rate {}: {problem}", crest_model::number::short(rate));
+            }
+            Some(LoadDraft::rate(rate, users.or(file_cap.flatten())))
+        }
+        (None, None) if file_cap.is_some() => {
+            if let Some(n) = per_user(a) {
+                bail!(
+                    "-n {n}x: {}: the load is a rate (open model), whose iterations belong to no \
+                     user; give -n N for N in all, or -c for users",
+                    place(draft)
+                );
+            }
+            None
+        }
+        (None, _) if users.is_some() || per_user(a).is_some() => {
+            let file_users = match &draft.load {
+                LoadDraft::Closed { users: Some(u), .. } => Some(u.start),
+                _ => None,
+            };
+            Some(LoadDraft::Closed {
+                users: users.or(file_users).map(UsersProfile::constant),
+                iterations: per_user(a),
+            })
+        }
+        (None, _) => None,
+    };
+    if let Some(load) = load {
+        let closed = matches!(load, LoadDraft::Closed { .. });
+        let step = match &load {
+            LoadDraft::Closed { users, .. } => StepKind::at(users.as_ref().map(|u| u.start), None),
+            LoadDraft::Open { rate, .. } => StepKind::at(None, Some(rate.start)),
+            LoadDraft::Manual => StepKind::Manual,
+        };
+        *draft = draft.at(load, step);
+        // The file's on_cap was about the rate the flags replaced with users.
+        if closed
+            && matches!(
+                draft.on_cap,
+                Some(Given {
+                    origin: Origin::File { .. },
+                    ..
+                })
+            )
+        {
+            draft.on_cap = None;
+        }
+    }
+    if a.duration.is_some() || a.requests.is_some() {
+        draft.stop = stop_at(a)?;
+    }
+    Ok(())
+}
+
+/// [`load_over`] on a profile given by `key`.
+fn profile_over(draft: &mut Draft, a: &RunArgs, key: &str) -> Result<()> {
+    let at = place(draft);
+    for (flag, given, sets) in [
+        ("-c", a.concurrency.is_some(), "the users"),
+        ("--rate", a.rate.is_some(), "the arrival rate"),
+        ("-n", a.requests.is_some(), "the iterations"),
+    ] {
+        if given {
+            bail!(
+                "{flag}: {at}: the load is a `{key}` profile; {flag} sets {sets} of a constant \
+                 load only (edit the profile, or use crest find)"
+            );
+        }
+    }
+    let Some(d) = a.duration else { return Ok(()) };
+    // A profile's stages are its length: a stop after `-d` ends it sooner, and a longer run
+    // would hold its last level for a time the file never asked for.
+    if let (Some(LoadShape::Staged(_)), Some(length)) = (draft.shape.as_ref().map(|s| s.value), draft.stop.duration) {
+        if d > length {
+            bail!(
+                "-d {}: {at}: the `{key}` profile lasts {}; -d can end it sooner, not lengthen it",
+                humantime::format_duration(d),
+                humantime::format_duration(length)
+            );
+        }
+    }
+    draft.stop.duration = Some(d);
+    Ok(())
+}
+
+/// Where a scenario's load is written, as `file:line:column`.
+fn place(draft: &Draft) -> String {
+    match draft.shape.as_ref().map(|s| &s.origin) {
+        Some(Origin::File {
+            file, at: Some((l, c)), ..
+        }) => format!("{file}:{l}:{c}"),
+        Some(Origin::File { file, at: None, .. }) => file.clone(),
+        _ => "the scenario".to_string(),
+    }
 }
 
 /// Marks a value as given by `flag`.
@@ -770,5 +904,163 @@ mod tests {
         assert_eq!(p.segments()[0].kind, StepKind::Manual);
         assert_eq!(p.stop().duration, None);
         assert_eq!(manual(&["-d", "30s"]).stop().duration, Some(Duration::from_secs(30)));
+    }
+    /// `crest run scenario.yaml FLAGS...` on a file whose `load:` is `load`: the plan, the run's
+    /// load flags set over the file's.
+    fn over(load: &str, flags: &[&str]) -> Result<Plan> {
+        let text = format!("{HEAD}load: {load}\n");
+        let d = crest_scenario::draft_str("scenario.yaml", &text, std::path::Path::new("."), &|_| None)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .draft;
+        run_args(&[&["scenario.yaml"], flags].concat(), |a| {
+            refuse_request_flags(a)?;
+            let mut d = d.clone();
+            load_over(&mut d, a)?;
+            finish(d)
+        })
+    }
+
+    fn closed(users: u64, iterations: Option<u64>) -> LoadModel {
+        LoadModel::Closed {
+            users: plan::UsersProfile::constant(users),
+            iterations,
+        }
+    }
+
+    fn stop(requests: Option<u64>, secs: Option<u64>) -> StopRule {
+        StopRule {
+            requests,
+            duration: secs.map(Duration::from_secs),
+        }
+    }
+
+    #[test]
+    fn the_load_flags_replace_a_constant_load_field_by_field() {
+        let file = "{users: 1, iterations: 1}";
+        let p = over(file, &[]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(1, None), stop(Some(1), None)));
+        // -c alone keeps the file's stop rule.
+        let p = over(file, &["-c", "10"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(10, None), stop(Some(1), None)));
+        assert_eq!(
+            p.segments()[0].kind,
+            StepKind::at(Some(10), None),
+            "the step is the flag's"
+        );
+        // -d or -n replace the whole stop rule: duration and iterations both.
+        let p = over(file, &["-c", "10", "-d", "1m"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(10, None), stop(None, Some(60))));
+        let p = over("{users: 4, duration: 1m, iterations: 9}", &["-n", "100"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(4, None), stop(Some(100), None)));
+        let p = over(file, &["-n", "7x", "-c", "3"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(3, Some(7)), stop(None, None)));
+        let p = over("{users: 5, duration: 1m}", &["-n", "2x"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(5, Some(2)), stop(None, None)));
+        // --rate makes it open; -c is then the most in flight, as in quick mode.
+        let p = over(file, &["--rate", "20", "-d", "1s"]).unwrap();
+        assert_eq!(
+            (p.load().clone(), p.stop()),
+            (LoadModel::rate(20.0, 1000), stop(None, Some(1)))
+        );
+        assert_eq!(p.segments()[0].rate, Some(20.0));
+        let p = over(file, &["--rate", "20", "-c", "30", "--on-cap", "queue", "-d", "1s"]).unwrap();
+        let LoadModel::Open {
+            max_in_flight: 30,
+            on_cap: plan::OnCap::Queue,
+            ..
+        } = p.load()
+        else {
+            panic!("{:?}", p.load())
+        };
+        // A rate file keeps its cap and on_cap under --rate, and becomes closed under -c alone.
+        let rate = "{rate: 5, duration: 1m, max_in_flight: 40, on_cap: queue}";
+        let p = over(rate, &["--rate", "50"]).unwrap();
+        let LoadModel::Open {
+            rate: r,
+            max_in_flight: 40,
+            on_cap: plan::OnCap::Queue,
+        } = p.load()
+        else {
+            panic!("{:?}", p.load())
+        };
+        assert_eq!((r.start, p.stop()), (50.0, stop(None, Some(60))));
+        let p = over(rate, &["-c", "8"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(8, None), stop(None, Some(60))));
+        let p = over(rate, &["-n", "500"]).unwrap();
+        assert_eq!(p.stop(), stop(Some(500), None));
+        // The flags are held to quick mode's rules, and named.
+        for (load, flags, needle) in [
+            (file, vec!["-c", "0"], "-c 0"),
+            (file, vec!["--rate", "0"], "--rate"),
+            (file, vec!["-n", "0"], "-n 0"),
+            (file, vec!["-d", "0s"], "-d 0s"),
+            (file, vec!["--rate", "5", "-n", "3x"], "-n ...x"),
+            (
+                file,
+                vec!["--on-cap", "queue"],
+                "--on-cap applies to the open model only",
+            ),
+            (rate, vec!["-n", "3x"], "-n 3x: scenario.yaml:4:"),
+        ] {
+            let err = format!("{:#}", over(load, &flags).unwrap_err());
+            assert!(err.contains(needle), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_profile_refuses_the_flags_of_a_constant_load_and_says_where_it_is() {
+        let stepping = "\n  stepping: {start: 1, step: 1, every: 10s, max: 3}";
+        for (flag, value) in [("-c", "5"), ("--rate", "5"), ("-n", "10")] {
+            let err = format!("{:#}", over(stepping, &[flag, value]).unwrap_err());
+            assert!(
+                err.starts_with(&format!(
+                    "{flag}: scenario.yaml:5:13: the load is a `stepping` profile; {flag} sets"
+                )),
+                "{err}"
+            );
+            assert!(err.contains("use crest find"), "{err}");
+        }
+        let err = format!("{:#}", over("{threads: 2, loops: 3}", &["-c", "5"]).unwrap_err());
+        assert!(err.contains("the load is a `threads` profile"), "{err}");
+        let stages = "\n  stages:\n    - {ramp_to: 5, over: 10s}\n    - {hold: 20s}";
+        let err = format!("{:#}", over(stages, &["-n", "5x"]).unwrap_err());
+        assert!(
+            err.starts_with("-n: scenario.yaml:6:7: the load is a `stages` profile"),
+            "{err}"
+        );
+        // -d ends a profile sooner, never later.
+        assert_eq!(over(stepping, &["-d", "15s"]).unwrap().stop(), stop(None, Some(15)));
+        let err = format!("{:#}", over(stepping, &["-d", "1m"]).unwrap_err());
+        assert!(
+            err.contains("-d 1m: scenario.yaml:5:13: the `stepping` profile lasts 30s; -d can end it sooner"),
+            "{err}"
+        );
+        let p = over("{threads: 2, loops: 3}", &["-d", "5s"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(2, Some(3)), stop(None, Some(5))));
+        let p = over("{rate_stages: [{ramp_to: 10, over: 5s}]}", &["--on-cap", "queue"]).unwrap();
+        assert!(matches!(
+            p.load(),
+            LoadModel::Open {
+                on_cap: plan::OnCap::Queue,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_flags_of_a_request_are_still_refused_with_a_scenario() {
+        for flag in [
+            &["-H", "x: y"][..],
+            &["-m", "POST"],
+            &["--body", "{}"],
+            &["--timeout", "1s"],
+            &["--http", "2"],
+        ] {
+            let err = format!("{:#}", over("{users: 1, iterations: 1}", flag).unwrap_err());
+            assert!(
+                err.starts_with(&format!("{}: these flags describe a URL's request", flag[0])),
+                "{err}"
+            );
+        }
     }
 }

@@ -12,11 +12,22 @@ use std::sync::Arc;
 
 /// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
 pub fn command(a: &RunArgs, args: &[String], readers: &Readers) -> Result<u8> {
+    let levels = plan::levels(a)?;
     if a.url.contains("://") {
-        return match plan::levels(a)?.as_slice() {
+        return match levels.as_slice() {
             [] | [_] => quick(plan::resolve(a)?, args, &a.output, readers),
-            levels => crate::levels::run(plan::draft_of_run(a)?, levels, a, args, readers),
+            levels => {
+                let base = plan::draft_of_run(a)?;
+                let workload = Arc::new(plan::http_workload(&plan::finish(base.clone())?)?);
+                crate::levels::run(base, workload, levels, a, args, readers)
+            }
         };
+    }
+    if levels.len() > 1 {
+        let scenario = scenario(a, None)?;
+        let plan = plan::finish(scenario.draft.clone())?;
+        let workload = Arc::new(crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?));
+        return crate::levels::run(scenario.draft, workload, &levels, a, args, readers);
     }
     prepare(a, None)?.execute(args, &a.output, readers)
 }
@@ -43,37 +54,18 @@ impl Prepared {
 /// Resolves the plan of `a`: its URL's (one level), or its scenario's, read from the file or,
 /// with `text`, from that text and the files beside it in `dir` (a collector's, handed on).
 pub fn prepare(a: &RunArgs, text: Option<(&str, &Path)>) -> Result<Prepared> {
+    if plan::levels(a)?.len() > 1 {
+        bail!("-c: levels run one after another; give one level here");
+    }
     if a.url.contains("://") {
-        if plan::levels(a)?.len() > 1 {
-            bail!("-c: levels run one after another; give one level here");
-        }
         return Ok(Prepared {
             plan: plan::resolve(a)?,
             flows: None,
             files: Vec::new(),
         });
     }
-    let given = plan::quick_flags_given(a);
-    if text.is_none() && !Path::new(&a.url).exists() {
-        // Neither a URL nor a file: saying which flags need a URL would hide that.
-        bail!(
-            "{:?} is not a URL (http://host/path) nor a scenario file that exists",
-            a.url
-        );
-    }
-    if !given.is_empty() {
-        bail!(
-            "{}: these flags apply to a URL; a scenario sets them itself (see docs/scenario.md)",
-            given.join(", ")
-        );
-    }
-    let scenario = match text {
-        Some((text, dir)) => crest_scenario::draft_str(&a.url, text, dir, &|name| std::env::var(name).ok())?,
-        None => crest_scenario::draft(Path::new(&a.url))?,
-    };
-    crate::validate::warn(&a.url, &scenario.warnings);
-    let mut draft = scenario.draft;
-    plan::add_flags(&mut draft, &plan::Flags::of_run(a))?;
+    let scenario = scenario(a, text)?;
+    let draft = scenario.draft;
     let plan = plan::finish(draft)?;
     let flows = crest_flow::FlowWorkload::new(scenario.flow.finish(&plan)?);
     Ok(Prepared {
@@ -81,6 +73,24 @@ pub fn prepare(a: &RunArgs, text: Option<(&str, &Path)>) -> Result<Prepared> {
         flows: Some(flows),
         files: scenario.files,
     })
+}
+
+/// A scenario's draft with the run's flags over the file's load (at the first `-c` level) and
+/// added to the rest, not yet resolved; read from the file or, with `text`, from that text and
+/// the files beside it in `dir`.
+fn scenario(a: &RunArgs, text: Option<(&str, &Path)>) -> Result<crest_scenario::Drafted> {
+    if text.is_none() {
+        plan::scenario_path(a)?;
+    }
+    plan::refuse_request_flags(a)?;
+    let mut scenario = match text {
+        Some((text, dir)) => crest_scenario::draft_str(&a.url, text, dir, &|name| std::env::var(name).ok())?,
+        None => crest_scenario::draft(Path::new(&a.url))?,
+    };
+    crate::validate::warn(&a.url, &scenario.warnings);
+    plan::load_over(&mut scenario.draft, a)?;
+    plan::add_flags(&mut scenario.draft, &plan::Flags::of_run(a))?;
+    Ok(scenario)
 }
 
 /// Runs a quick-mode plan.

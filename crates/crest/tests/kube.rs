@@ -574,6 +574,8 @@ fn the_pods_commands_run_as_local_processes() {
     let spawn = |c: &Container, extra: &[(String, String)]| {
         crest()
             .args(c.args.iter().flatten().map(local))
+            // A worker keeps its part in ./crest-results: in the test's directory, not the crate's.
+            .current_dir(results.path())
             .env_clear()
             .envs(pod_env(c, &secrets))
             .envs(extra.iter().cloned())

@@ -452,11 +452,11 @@ fn validate_reports_problems_with_locations_and_exit_2() {
     let out = common::crest()
         .arg("run")
         .arg(&file)
-        .args(["-c", "5"])
+        .args(["-H", "x: y"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("-c: these flags apply to a URL"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-H: these flags describe a URL's request"));
 }
 
 /// `crest validate` describes the load in the words the reports use (it used to say "2 users x

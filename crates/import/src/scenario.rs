@@ -41,6 +41,8 @@ pub struct Defaults {
     pub compression: bool,
     /// Whether each user keeps its cookies; `None` leaves crest's default (kept).
     pub cookies: Option<bool>,
+    /// The HTTP version (`"2"`, `auto`); `None` leaves crest's default (HTTP/1.1).
+    pub http: Option<String>,
 }
 
 /// A named flow of steps.

@@ -99,6 +99,8 @@ struct DocDefaults<'a> {
     compression: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cookies: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -166,7 +168,8 @@ struct DocCheck<'a> {
 }
 
 /// An import runs what was recorded once, by one user: the user sets the load at run time
-/// (`crest run FILE -c 10 -d 1m`).
+/// (`crest run FILE -c 10 -d 1m`). A constant load, not threads x loops (a profile), so that
+/// the run's flags may replace it.
 #[derive(Serialize)]
 struct DocLoad {
     users: u64,
@@ -176,15 +179,20 @@ struct DocLoad {
 impl<'a> Doc<'a> {
     fn of(imported: &'a Imported) -> Doc<'a> {
         let d = &imported.defaults;
-        let defaults =
-            (!d.headers.is_empty() || d.insecure || d.redirects.is_some() || d.compression || d.cookies.is_some())
-                .then_some(DocDefaults {
-                    headers: &d.headers,
-                    insecure: d.insecure,
-                    redirects: d.redirects,
-                    compression: d.compression,
-                    cookies: d.cookies,
-                });
+        let defaults = (!d.headers.is_empty()
+            || d.insecure
+            || d.redirects.is_some()
+            || d.compression
+            || d.cookies.is_some()
+            || d.http.is_some())
+        .then_some(DocDefaults {
+            headers: &d.headers,
+            insecure: d.insecure,
+            redirects: d.redirects,
+            compression: d.compression,
+            cookies: d.cookies,
+            http: d.http.as_deref(),
+        });
         let (steps, flows) = match imported.flows.as_slice() {
             [one] => (Some(steps(one)), None),
             many => (

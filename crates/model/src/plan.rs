@@ -91,6 +91,23 @@ pub struct Draft {
     /// Open model: what an arrival that finds the cap reached does; [`OnCap::Drop`] when not
     /// given, and only with the open model.
     pub on_cap: Option<Given<OnCap>>,
+    /// The shape a scenario file gave the load, and where: the run's load flags may replace a
+    /// constant load, and must name a profile they can't. None for a load made from flags.
+    pub shape: Option<Given<LoadShape>>,
+}
+
+/// The shape of a scenario's `load:`, by what the run's flags may do to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadShape {
+    /// `users` or `rate`, the load quick mode's flags describe: `-c`, `--rate`, `-n` and `-d`
+    /// replace it as they would set it.
+    Constant,
+    /// A profile that lasts as long as its stages (`stages`, `stepping`, `spike`,
+    /// `rate_stages`), by its key: a duration can end it sooner but not lengthen it.
+    Staged(&'static str),
+    /// A profile whose users each run a number of loops (`threads`, `run_once`), by its key:
+    /// it ends when they are done, which a duration can only bring forward.
+    Loops(&'static str),
 }
 
 /// The load as given: the shape checked by its front end, the defaults not yet filled.
@@ -602,6 +619,7 @@ mod tests {
             monitor_interval: None,
             log_requests: false,
             on_cap: None,
+            shape: None,
         }
     }
 

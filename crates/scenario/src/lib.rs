@@ -234,6 +234,7 @@ pub fn draft_str(
                 monitor_interval: c.monitor_interval,
                 log_requests: c.log_requests,
                 on_cap: c.on_cap,
+                shape: c.shape,
             };
             Ok(Drafted {
                 draft,

@@ -57,6 +57,10 @@ fn spec(a: &KubeRenderArgs, args: &[String]) -> Result<Spec> {
             bail!("{flag}: {why}; leave it out");
         }
     }
+    // The collector runs one level; levels are `crest run`'s, one after another.
+    if plan::levels(run)?.len() > 1 {
+        bail!("-c: levels run one after another, and the collector runs one: give one level here");
+    }
     let (target, files) = if run.url.contains("://") {
         check_url_run(run, workers)?;
         (run.url.clone(), Vec::new())
@@ -147,6 +151,9 @@ fn check_scenario_run(run: &RunArgs, workers: u32) -> Result<(String, Vec<File>)
     let scenario = crest_scenario::draft(path)?;
     crate::validate::warn(&run.url, &scenario.warnings);
     let mut draft = scenario.draft;
+    // The load flags reach the collector with the others (see `load_flags`), which sets them
+    // over the file's as `crest run` does.
+    plan::load_over(&mut draft, run)?;
     plan::add_flags(&mut draft, &whole_run_flags(run))?;
     check_split(draft, workers)?;
     let name = path

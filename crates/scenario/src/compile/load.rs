@@ -3,7 +3,7 @@
 use super::{parse_duration_str, Cx};
 use crate::raw::{self, Sp};
 use crest_model::plan::{
-    Given, LoadDraft, OnCap, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage,
+    Given, LoadDraft, LoadShape, OnCap, RateProfile, RateStage, SegmentPlan, StopRule, UsersProfile, UsersStage,
 };
 use crest_model::step::{Level, StepKind};
 use std::time::Duration;
@@ -65,12 +65,14 @@ impl Cx<'_> {
             requests: l.iterations.as_ref().map(|i| **i),
             duration,
         };
-        let duration_given = l.duration.is_some();
+        // Iterations end a constant load as well as a duration does: `crest import` writes
+        // `{users: 1, iterations: 1}`, the run's flags then set the load.
+        let stop_given = l.duration.is_some() || l.iterations.is_some();
         let need_duration = |cx: &mut Self, what: &str| {
-            if !duration_given {
+            if !stop_given {
                 cx.err(
                     at,
-                    format!("load: `{what}` needs `duration`"),
+                    format!("load: `{what}` needs `duration` (or `iterations`)"),
                     Some("e.g. duration: 5m".into()),
                 );
             }
@@ -81,7 +83,10 @@ impl Cx<'_> {
                 need_duration(self, "users");
                 self.positive(n, u.at(), "users")?;
                 self.users(n, u.at(), "load: users")?;
-                duration?;
+                // A duration given but not valid has been reported; none at all is iterations'.
+                if l.duration.is_some() {
+                    duration?;
+                }
                 Some((
                     LoadDraft::users(n),
                     stop,
@@ -92,7 +97,10 @@ impl Cx<'_> {
                 let r = **rate;
                 need_duration(self, "rate");
                 self.rate(r, rate.at(), "load: rate")?;
-                duration?;
+                // A duration given but not valid has been reported; none at all is iterations'.
+                if l.duration.is_some() {
+                    duration?;
+                }
                 Some((
                     LoadDraft::rate(r, cap),
                     stop,
@@ -184,6 +192,23 @@ impl Cx<'_> {
             }
             Shape::Spike(s) => self.spike(s, stop, cap),
         }
+    }
+
+    /// The shape `l` gives and where, for the run's flags to replace or name; none when it
+    /// gives no single shape (reported by [`Self::load`]).
+    pub(super) fn load_shape(&self, l: &Sp<raw::Load>) -> Option<Given<LoadShape>> {
+        let [(key, shape)] = shapes(l)[..] else {
+            return None;
+        };
+        let (shape, at) = match shape {
+            Shape::Users(v) => (LoadShape::Constant, v.at()),
+            Shape::Rate(v) => (LoadShape::Constant, v.at()),
+            Shape::Threads(v) | Shape::RunOnce(v) => (LoadShape::Loops(key), v.at()),
+            Shape::Stepping(v) => (LoadShape::Staged(key), v.at()),
+            Shape::Spike(v) => (LoadShape::Staged(key), v.at()),
+            Shape::Stages(v) | Shape::RateStages(v) => (LoadShape::Staged(key), v.first().and_then(Sp::at)),
+        };
+        Some(self.given(shape, "load", at.or_else(|| l.at())))
     }
 
     /// `load: on_cap`, with where it stands for the resolver, which allows it with a rate only.

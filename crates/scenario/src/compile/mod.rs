@@ -53,6 +53,8 @@ pub(crate) struct Compiled {
     pub log_requests: bool,
     /// `load: on_cap`.
     pub on_cap: Option<Given<plan::OnCap>>,
+    /// The load's shape and where it is written.
+    pub shape: Option<Given<plan::LoadShape>>,
 }
 
 /// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
@@ -345,6 +347,7 @@ impl<'a> Cx<'a> {
         let on_stop = self.steps(s.on_stop.as_deref().unwrap_or(&[]), &mut after_flows);
         let load = self.load(&s.load);
         let on_cap = self.on_cap(&s.load);
+        let shape = self.load_shape(&s.load);
         let (monitor, monitor_interval) = self.monitor(s.monitor.as_ref());
         let stop_when = self.stop_when(s.stop_when.as_deref());
         let thresholds = self.thresholds(s.thresholds.as_deref());
@@ -383,6 +386,7 @@ impl<'a> Cx<'a> {
             monitor,
             monitor_interval,
             on_cap,
+            shape,
             log_requests: s
                 .output
                 .as_ref()
