@@ -97,7 +97,10 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
             bail!("the scenario made from this input does not validate; please report it:\n{e}");
         }
         for p in unresolved {
-            eprintln!("note: not resolved from this machine ({}); `crest run` looks it up where it runs", p.message);
+            eprintln!(
+                "note: not resolved from this machine ({}); `crest run` looks it up where it runs",
+                p.message
+            );
         }
     }
     let requests = requests(&imported);
