@@ -87,19 +87,7 @@ pub const MAX_VALUE: usize = 4 << 20;
 const NUMBER_TEXT: u64 = 20;
 
 /// Names of the functions, for "did you mean" hints.
-pub const FUNCTIONS: &[&str] = &[
-    "uuid",
-    "now",
-    "now_epoch",
-    "now_ms",
-    "user",
-    "iteration",
-    "seq",
-    "random_int",
-    "random_choice",
-    "random_string",
-    "base64",
-];
+pub use crest_model::template::FUNCTIONS;
 
 /// Where rendering looks values up.
 pub trait Scope {

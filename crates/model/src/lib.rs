@@ -25,6 +25,7 @@ pub mod redact;
 pub mod results;
 pub mod sample;
 pub mod step;
+pub mod template;
 
 pub use hist::{EncodedHistogram, HistError};
 pub use outcome::Outcome;

@@ -505,20 +505,24 @@ impl Builder {
         let Some((p, q)) = path.split_once('?') else {
             return crate::literal(path);
         };
-        let pairs: Vec<String> = q
+        format!("{}?{}", crate::literal(p), self.hide_pairs(q, "query parameter", from))
+    }
+
+    /// `name=value&...` as a template, each value whose name looks secret read from the
+    /// environment as it was written (still encoded); `what` says what the pairs are.
+    fn hide_pairs(&mut self, text: &str, what: &str, from: &dyn Fn(&str) -> String) -> String {
+        let pairs: Vec<String> = text
             .split('&')
             .map(|pair| match pair.split_once('=') {
                 Some((k, v)) => {
                     let name = decode(k);
-                    let kept = self
-                        .secrets
-                        .keep_or_hide(&name, v, &from(&format!("query parameter {name}")));
+                    let kept = self.secrets.keep_or_hide(&name, v, &from(&format!("{what} {name}")));
                     format!("{}={kept}", crate::literal(k))
                 }
                 None => crate::literal(pair),
             })
             .collect();
-        format!("{}?{}", crate::literal(p), pairs.join("&"))
+        pairs.join("&")
     }
 
     /// One `Cookie` header of the cookies given (`-b` and `Cookie:` headers), each secret-looking
@@ -619,20 +623,7 @@ impl Builder {
             }
             set_type(headers);
             // Not a form crest would write the same: the text, its secret fields still hidden.
-            let pairs: Vec<String> = text
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, v)) => {
-                        let name = decode(k);
-                        let kept = self
-                            .secrets
-                            .keep_or_hide(&name, v, &from(&format!("form field {name}")));
-                        format!("{}={kept}", crate::literal(k))
-                    }
-                    None => crate::literal(pair),
-                })
-                .collect();
-            return Ok(Some(Body::Text(pairs.join("&"))));
+            return Ok(Some(Body::Text(self.hide_pairs(&text, "form field", from))));
         }
         set_type(headers);
         Ok(Some(Body::Text(crate::literal(&text))))

@@ -13,22 +13,6 @@ const MIN_LEN: usize = 5;
 /// Responses this large are not searched whole (a JSON body's leaves are capped instead).
 const MAX_LEAVES: usize = 20_000;
 
-/// Crest's template functions: a variable named like one would be read as the function.
-const FUNCTIONS: &[&str] = &[
-    "uuid",
-    "now",
-    "now_epoch",
-    "now_ms",
-    "user",
-    "iteration",
-    "seq",
-    "random_int",
-    "random_choice",
-    "random_string",
-    "base64",
-    "env",
-];
-
 /// Response headers that describe the response, never a value handed out to be sent back.
 const PLAIN_HEADERS: &[&str] = &[
     "date",
@@ -418,7 +402,7 @@ impl Correlator {
     }
 
     fn unique(&self, base: &str) -> String {
-        let base = if FUNCTIONS.contains(&base) {
+        let base = if base == "env" || crest_model::template::FUNCTIONS.contains(&base) {
             format!("{base}_value")
         } else {
             base.to_string()
