@@ -169,8 +169,9 @@ struct DocCheck<'a> {
 /// (`crest run FILE -c 10 -d 1m`).
 #[derive(Serialize)]
 struct DocLoad {
-    users: u64,
-    iterations: u64,
+    // `users` needs a `duration` in the loader; one user's single pass is `threads x loops`.
+    threads: u64,
+    loops: u64,
 }
 
 impl<'a> Doc<'a> {
@@ -203,7 +204,7 @@ impl<'a> Doc<'a> {
             defaults,
             steps,
             flows,
-            load: DocLoad { users: 1, iterations: 1 },
+            load: DocLoad { threads: 1, loops: 1 },
         }
     }
 }

@@ -64,16 +64,18 @@ impl<'a> Gen<'a> {
             Value::Object(m) => m,
             _ => return Ok(Some(Value::String(hint_text(hint, None, None)))),
         };
-        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+        if map.contains_key("$ref") {
             if let Some(e) = own_example(map) {
                 return Ok(Some(e));
             }
-            if self.stack.iter().any(|s| s == r) {
+            // A chain of `$ref`s that only loops is an error; a schema that contains itself
+            // through its properties is cut at the repetition.
+            let (target, target_at) = self.spec.resolve(schema, at)?;
+            if self.stack.iter().any(|s| *s == target_at) {
                 return Ok(None);
             }
-            let target = self.spec.lookup(r, at)?;
-            self.stack.push(r.to_string());
-            let v = self.value_at(target, r, hint, depth + 1);
+            self.stack.push(target_at.clone());
+            let v = self.value_at(target, &target_at, hint, depth + 1);
             self.stack.pop();
             return v;
         }
