@@ -44,12 +44,19 @@ fn the_target_spec_runs_against_the_target_without_a_rejected_request() {
     assert!(text.contains("Authorization: Bearer ${token}"), "{text}");
     assert!(text.contains("/plans/${plan_id}"), "{text}");
     assert!(text.contains("/tasks/submissions/${submission_id}"), "{text}");
-    assert!(!text.contains("password: demo"), "the password is in the .env file:\n{text}");
+    assert!(
+        !text.contains("password: demo"),
+        "the password is in the .env file:\n{text}"
+    );
     let env = std::fs::read_to_string(dir.path().join("s.env")).unwrap();
     assert!(env.contains("PASSWORD='demo'"), "{env}");
 
     let (users, loops) = (3u64, 4u64);
-    std::fs::write(&scenario, with_load(&text, &format!("  threads: {users}\n  loops: {loops}"))).unwrap();
+    std::fs::write(
+        &scenario,
+        with_load(&text, &format!("  threads: {users}\n  loops: {loops}")),
+    )
+    .unwrap();
     let t = target_process(&["--service-time", "1ms", "--pool-work", "1ms"]);
     let target = t.url.trim_end_matches('/').to_string();
     let env_file = dir.path().join("s.env").display().to_string();
@@ -61,7 +68,12 @@ fn the_target_spec_runs_against_the_target_without_a_rejected_request() {
     assert_eq!(s["requests"].as_u64(), Some(iterations * operations), "{s}");
     assert_eq!(s["failures"].as_u64(), Some(0), "{}", s["errors"]);
     let results = run.results();
-    assert_eq!(results["totals"]["failures"].as_u64().unwrap_or(0), 0, "{}", run.results_text());
+    assert_eq!(
+        results["totals"]["failures"].as_u64().unwrap_or(0),
+        0,
+        "{}",
+        run.results_text()
+    );
 
     // What crest sent, by name, is what the target counted, by endpoint.
     let sent = |name: &str| {
@@ -73,11 +85,24 @@ fn the_target_spec_runs_against_the_target_without_a_rejected_request() {
             .and_then(|x| x["requests"].as_u64())
             .unwrap_or_else(|| panic!("{name} not in {}", s["names"]))
     };
-    for name in ["POST /auth/token", "POST /plans", "GET /plans/{id}", "PUT /plans/{id}/state"] {
+    for name in [
+        "POST /auth/token",
+        "POST /plans",
+        "GET /plans/{id}",
+        "PUT /plans/{id}/state",
+    ] {
         let metric = |m: &str| target_metric(&t.url, &format!("{m}{{endpoint=\"{name}\"}}"));
         assert_eq!(sent(name), iterations, "{name}: crest sent");
-        assert_eq!(metric("crest_target_api_requests_total"), iterations, "{name}: the target got");
-        assert_eq!(metric("crest_target_api_served_total"), iterations, "{name}: the target served");
+        assert_eq!(
+            metric("crest_target_api_requests_total"),
+            iterations,
+            "{name}: the target got"
+        );
+        assert_eq!(
+            metric("crest_target_api_served_total"),
+            iterations,
+            "{name}: the target served"
+        );
         for reason in ["bad_request", "unauthorized", "not_found", "conflict"] {
             let rejected = target_metric(
                 &t.url,
@@ -86,8 +111,14 @@ fn the_target_spec_runs_against_the_target_without_a_rejected_request() {
             assert_eq!(rejected, 0, "{name}: {reason}");
         }
     }
-    assert_eq!(target_metric(&t.url, "crest_target_api_requests_total{endpoint=\"other\"}"), 0);
-    assert_eq!(target_metric(&t.url, "crest_target_tasks_submitted_total"), sent("POST /tasks/submissions"));
+    assert_eq!(
+        target_metric(&t.url, "crest_target_api_requests_total{endpoint=\"other\"}"),
+        0
+    );
+    assert_eq!(
+        target_metric(&t.url, "crest_target_tasks_submitted_total"),
+        sent("POST /tasks/submissions")
+    );
     // The target counts every request but /health, /metrics and task reads.
     let uncounted = sent("GET /health") + sent("GET /tasks/submissions/{id}");
     assert_eq!(

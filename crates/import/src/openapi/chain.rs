@@ -95,7 +95,10 @@ pub(super) fn var_name(producer: &Op, source: &Source) -> String {
 }
 
 fn norm(s: &str) -> String {
-    s.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 /// `plan` for `/plans` and `/v1/plans`; `None` when the path ends in a parameter.
@@ -120,27 +123,44 @@ pub(super) fn fields(spec: &Spec, media: &Value, at: &str) -> Result<Vec<String>
     }
     if let Some(schema) = media.get("schema") {
         let mut props = Vec::new();
-        schema_fields(spec, schema, &format!("{at}/schema"), 0, &mut props)?;
+        let mut budget = FIELD_BUDGET;
+        schema_fields(spec, schema, &format!("{at}/schema"), 0, &mut budget, &mut props)?;
         add(&mut props.iter());
     }
     Ok(out)
 }
 
-fn schema_fields(spec: &Spec, schema: &Value, at: &str, depth: usize, out: &mut Vec<String>) -> Result<(), ImportError> {
-    if depth > 6 {
+/// Schemas visited for one response's fields: `allOf`s of `allOf`s grow as a power of their width.
+const FIELD_BUDGET: usize = 200;
+
+fn schema_fields(
+    spec: &Spec,
+    schema: &Value,
+    at: &str,
+    depth: usize,
+    budget: &mut usize,
+    out: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    if depth > 6 || *budget == 0 {
         return Ok(());
     }
+    *budget -= 1;
     let (schema, at) = spec.resolve(schema, at)?;
-    if let Some(Value::Object(e)) = schema.get("example") {
-        out.extend(e.keys().cloned());
-    }
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        out.extend(props.keys().cloned());
+    let keys = schema
+        .get("example")
+        .and_then(Value::as_object)
+        .into_iter()
+        .chain(schema.get("properties").and_then(Value::as_object))
+        .flat_map(|m| m.keys());
+    for k in keys {
+        if !out.contains(k) {
+            out.push(k.clone());
+        }
     }
     for key in ["allOf", "oneOf", "anyOf"] {
         if let Some(parts) = schema.get(key).and_then(Value::as_array) {
             for (i, part) in parts.iter().enumerate() {
-                schema_fields(spec, part, &format!("{at}/{key}/{i}"), depth + 1, out)?;
+                schema_fields(spec, part, &format!("{at}/{key}/{i}"), depth + 1, budget, out)?;
                 if key != "allOf" {
                     break;
                 }
@@ -201,17 +221,17 @@ fn links(spec: &Spec, ops: &[Op], selected: &[usize], a: usize, out: &mut Vec<Ne
             let (link, link_at) = spec.resolve(link, &link_at)?;
             let target = if let Some(id) = link.get("operationId").and_then(Value::as_str) {
                 ops.iter().position(|o| o.id.as_deref() == Some(id)).ok_or_else(|| {
-                    spec.error(&format!("{link_at}/operationId"), format!("no operation has the operationId `{id}`"))
+                    spec.error(
+                        &format!("{link_at}/operationId"),
+                        format!("no operation has the operationId `{id}`"),
+                    )
                 })?
             } else if let Some(r) = link.get("operationRef").and_then(Value::as_str) {
                 let node = spec.lookup(r, &format!("{link_at}/operationRef"))?;
                 match ops.iter().position(|o| std::ptr::eq(o.node, node)) {
                     Some(i) => i,
                     None => {
-                        return Err(spec.error(
-                            &format!("{link_at}/operationRef"),
-                            format!("`{r}` is not an operation"),
-                        ))
+                        return Err(spec.error(&format!("{link_at}/operationRef"), format!("`{r}` is not an operation")))
                     }
                 }
             } else {
@@ -290,7 +310,10 @@ fn by_name(ops: &[Op], selected: &[usize], c: usize, name: &str) -> Option<(usiz
     let n = norm(name);
     let placeholder = format!("{{{name}}}");
     // The collection the parameter names an item of: `/plans` for `/plans/{id}`.
-    let collection = consumer.path.find(&placeholder).map(|at| consumer.path[..at].trim_end_matches('/'));
+    let collection = consumer
+        .path
+        .find(&placeholder)
+        .map(|at| consumer.path[..at].trim_end_matches('/'));
     let before = collection.and_then(resource_of);
     let resource = if matches!(n.as_str(), "id" | "uuid" | "key" | "slug") {
         before.clone()
@@ -344,25 +367,32 @@ pub(super) fn order(ops: &[Op], selected: &[usize], needs: &[Need], token: Optio
             1
         }
     };
+    let mut taken = vec![false; ops.len()];
+    for &i in selected {
+        taken[i] = true;
+    }
+    let mut producers: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+    for n in needs {
+        if n.producer != n.consumer && taken[n.producer] {
+            producers[n.consumer].push(n.producer);
+        }
+    }
+    let mut done = vec![false; ops.len()];
     let mut remaining: Vec<usize> = selected.to_vec();
     let mut out: Vec<usize> = Vec::with_capacity(remaining.len());
     while !remaining.is_empty() {
-        let ready = |i: &usize| {
-            needs
-                .iter()
-                .filter(|n| n.consumer == *i && n.producer != *i && selected.contains(&n.producer))
-                .all(|n| out.contains(&n.producer))
-        };
+        let ready = |i: &&usize| producers[**i].iter().all(|&p| done[p]);
         let key = |i: &&usize| (rank(**i), ops[**i].index);
         // Producers that need each other (a cycle) run in the spec's order.
         let next = remaining
             .iter()
-            .filter(|i| ready(i))
+            .filter(ready)
             .min_by_key(key)
             .or_else(|| remaining.iter().min_by_key(key))
             .copied();
         let Some(next) = next else { break };
         remaining.retain(|&i| i != next);
+        done[next] = true;
         out.push(next);
     }
     out

@@ -126,7 +126,9 @@ pub fn import(text: &str, source_name: &str, options: &OpenApiOptions) -> Result
             // Extracted even if no later request reads it yet: the token op is there for it.
             request.extract.insert(
                 "token".into(),
-                Extract::Json(chain::json_path(&[token.as_ref().map_or("token", |t| t.field.as_str())])),
+                Extract::Json(chain::json_path(&[token
+                    .as_ref()
+                    .map_or("token", |t| t.field.as_str())])),
             );
         }
         b.requests.push(request);
@@ -252,7 +254,9 @@ fn responses(spec: &Spec, op: &Value, at: &str) -> Result<(Vec<u16>, Vec<String>
         .iter()
         .filter_map(|(k, v)| {
             let code: u16 = k.parse().ok()?;
-            (200..400).contains(&code).then(|| (code, v, format!("{at}/responses/{k}")))
+            (200..400)
+                .contains(&code)
+                .then(|| (code, v, format!("{at}/responses/{k}")))
         })
         .collect();
     codes.sort_by_key(|(c, _, _)| *c);
@@ -286,10 +290,18 @@ fn select(spec: &Spec, ops: &[Op], wanted: &[String]) -> Result<Vec<usize>, Impo
     }
     let mut out = Vec::new();
     for w in wanted {
-        let by_method = w.trim().split_once(char::is_whitespace).map(|(m, p)| (m.to_ascii_uppercase(), p.trim()));
-        let found = ops.iter().position(|o| o.id.as_deref() == Some(w.as_str())).or_else(|| {
-            by_method.as_ref().and_then(|(m, p)| ops.iter().position(|o| o.method == *m && o.path == *p))
-        });
+        let by_method = w
+            .trim()
+            .split_once(char::is_whitespace)
+            .map(|(m, p)| (m.to_ascii_uppercase(), p.trim()));
+        let found = ops
+            .iter()
+            .position(|o| o.id.as_deref() == Some(w.as_str()))
+            .or_else(|| {
+                by_method
+                    .as_ref()
+                    .and_then(|(m, p)| ops.iter().position(|o| o.method == *m && o.path == *p))
+            });
         match found {
             Some(i) if !out.contains(&i) => out.push(i),
             Some(_) => {}
@@ -328,7 +340,9 @@ fn server(spec: &Spec, options: &OpenApiOptions, notes: &mut Vec<String>) -> Res
                 (url, Some("#/servers/0/url"))
             }
             None => {
-                notes.push(format!("the spec names no server: requests go to {DEFAULT_ORIGIN} (set CREST_TARGET)"));
+                notes.push(format!(
+                    "the spec names no server: requests go to {DEFAULT_ORIGIN} (set CREST_TARGET)"
+                ));
                 return Ok((DEFAULT_ORIGIN.into(), String::new()));
             }
         },
@@ -341,7 +355,9 @@ fn server(spec: &Spec, options: &OpenApiOptions, notes: &mut Vec<String>) -> Res
         });
     }
     if url.contains("://") {
-        let parsed = url::Url::parse(&url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+        let parsed = url::Url::parse(&url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
         let Some(parsed) = parsed else {
             let message = format!("server URL `{url}` is not an http(s) URL");
             return Err(match at {
@@ -374,17 +390,34 @@ fn server(spec: &Spec, options: &OpenApiOptions, notes: &mut Vec<String>) -> Res
 #[derive(Debug, Clone)]
 enum Auth {
     /// `Authorization: Bearer ...` (http bearer, OAuth 2, OpenID Connect).
-    Bearer { example: String },
+    Bearer {
+        example: String,
+    },
     /// `Authorization: Basic ...`.
-    Basic { example: String },
-    Header { name: String, example: String },
-    Query { name: String, example: String },
-    Cookie { name: String, example: String },
+    Basic {
+        example: String,
+    },
+    Header {
+        name: String,
+        example: String,
+    },
+    Query {
+        name: String,
+        example: String,
+    },
+    Cookie {
+        name: String,
+        example: String,
+    },
 }
 
 fn schemes(spec: &Spec) -> Result<IndexMap<String, Auth>, ImportError> {
     let mut out = IndexMap::new();
-    let Some(map) = spec.root.pointer("/components/securitySchemes").and_then(Value::as_object) else {
+    let Some(map) = spec
+        .root
+        .pointer("/components/securitySchemes")
+        .and_then(Value::as_object)
+    else {
         return Ok(out);
     };
     for (name, s) in map {
@@ -397,7 +430,11 @@ fn schemes(spec: &Spec) -> Result<IndexMap<String, Auth>, ImportError> {
             "oauth2" | "openIdConnect" => Auth::Bearer { example },
             "apiKey" => {
                 let key = get("name");
-                let example = if example.is_empty() { param_example(spec, &key) } else { example };
+                let example = if example.is_empty() {
+                    param_example(spec, &key)
+                } else {
+                    example
+                };
                 match get("in").as_str() {
                     "query" => Auth::Query { name: key, example },
                     "cookie" => Auth::Cookie { name: key, example },
@@ -420,7 +457,10 @@ fn param_example(spec: &Spec, name: &str) -> String {
         match v {
             Value::Object(m) => {
                 if m.get("name").and_then(Value::as_str) == Some(name) && m.contains_key("in") {
-                    if let Some(e) = m.get("example").or_else(|| m.get("schema").and_then(|s| s.get("example"))) {
+                    if let Some(e) = m
+                        .get("example")
+                        .or_else(|| m.get("schema").and_then(|s| s.get("example")))
+                    {
                         return Some(scalar(e));
                     }
                 }
@@ -430,7 +470,10 @@ fn param_example(spec: &Spec, name: &str) -> String {
             _ => None,
         }
     }
-    spec.root.get("paths").and_then(|p| find(p, name, 0)).unwrap_or_default()
+    spec.root
+        .get("paths")
+        .and_then(|p| find(p, name, 0))
+        .unwrap_or_default()
 }
 
 /// A variable carried from a producer to its consumers.
@@ -477,9 +520,13 @@ impl Builder<'_, '_> {
         let mut query: Vec<(String, String)> = Vec::new();
         let mut cookies: Vec<String> = Vec::new();
         for p in &op.params {
-            let need = needs.iter().find(|n| n.consumer == i && n.param == p.name && n.location == p.location);
+            let need = needs
+                .iter()
+                .find(|n| n.consumer == i && n.param == p.name && n.location == p.location);
             let mut carried = match need {
-                Some(n) if self.step_of(n.producer) < step && self.step_of(n.producer) > 0 => self.carry(n, &label, step, p),
+                Some(n) if self.step_of(n.producer) < step && self.step_of(n.producer) > 0 => {
+                    self.carry(n, &label, step, p)
+                }
                 _ => None,
             };
             let was_carried = carried.is_some();
@@ -512,9 +559,11 @@ impl Builder<'_, '_> {
                 "header" => {
                     let v = if has_example(p.node) && !was_carried {
                         let raw = example_of(self.spec, p)?.map(|e| scalar(&e)).unwrap_or_default();
-                        self.imported
-                            .secrets
-                            .keep_or_hide(&p.name, &raw, &format!("header {} of {label} (step {step})", p.name))
+                        self.imported.secrets.keep_or_hide(
+                            &p.name,
+                            &raw,
+                            &format!("header {} of {label} (step {step})", p.name),
+                        )
                     } else {
                         value
                     };
@@ -550,7 +599,11 @@ impl Builder<'_, '_> {
             Source::Constant(v) => Some(encode_template(&crate::literal(&scalar(v)))),
             Source::Param(name) => self.values.get(&(n.producer, name.clone())).cloned(),
             source => {
-                let name = match self.vars.iter_mut().find(|v| v.producer == n.producer && v.source == *source) {
+                let name = match self
+                    .vars
+                    .iter_mut()
+                    .find(|v| v.producer == n.producer && v.source == *source)
+                {
                     Some(v) => {
                         v.to.push(to);
                         v.name.clone()
@@ -634,7 +687,9 @@ impl Builder<'_, '_> {
                         }
                         _ => self.imported.secrets.hide(&hint, example, &from),
                     };
-                    request.headers.insert("Authorization".into(), format!("Bearer {value}"));
+                    request
+                        .headers
+                        .insert("Authorization".into(), format!("Bearer {value}"));
                 }
                 Auth::Basic { example } => {
                     let value = self.imported.secrets.hide(&hint, example, &from);
@@ -657,7 +712,9 @@ impl Builder<'_, '_> {
     }
 
     fn body(&mut self, request: &mut Request, op: &Op, label: &str, step: usize) -> Result<(), ImportError> {
-        let Some(rb) = op.node.get("requestBody") else { return Ok(()) };
+        let Some(rb) = op.node.get("requestBody") else {
+            return Ok(());
+        };
         let (rb, rb_at) = self.spec.resolve(rb, &format!("{}/requestBody", op.pointer))?;
         let Some(content) = rb.get("content").and_then(Value::as_object) else {
             return Ok(());
@@ -738,7 +795,9 @@ impl Builder<'_, '_> {
     fn finish(mut self, source: &str, selected: &[usize]) -> Result<Imported, ImportError> {
         for v in &self.vars {
             let extract = match &v.source {
-                Source::Body(path) => Extract::Json(chain::json_path(&path.iter().map(String::as_str).collect::<Vec<_>>())),
+                Source::Body(path) => {
+                    Extract::Json(chain::json_path(&path.iter().map(String::as_str).collect::<Vec<_>>()))
+                }
                 Source::Header(h) => Extract::Header(h.clone()),
                 Source::Param(_) | Source::Constant(_) => continue,
             };
@@ -759,14 +818,23 @@ impl Builder<'_, '_> {
         }
         let title = self.spec.root.pointer("/info/title").map(scalar).unwrap_or_default();
         let version = self.spec.root.pointer("/info/version").map(scalar).unwrap_or_default();
-        let about = [title, version].iter().filter(|s| !s.is_empty()).cloned().collect::<Vec<_>>().join(" ");
+        let about = [title, version]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
         let n = self.requests.len();
         let count = if selected.len() == self.ops.len() || self.ops.len() == n {
             format!("{n} operation{}", if n == 1 { "" } else { "s" })
         } else {
             format!("{n} of {} operations", self.ops.len())
         };
-        let about = if about.is_empty() { String::new() } else { format!(" ({about})") };
+        let about = if about.is_empty() {
+            String::new()
+        } else {
+            format!(" ({about})")
+        };
         self.imported.made_from = vec![format!("OpenAPI {} spec {source}{about}: {count}", self.spec.version)];
         self.imported.flows = vec![Flow {
             name: "main".into(),
@@ -780,7 +848,8 @@ fn has_example(node: Option<&Value>) -> bool {
     node.is_some_and(|n| {
         n.get("example").is_some()
             || n.get("examples").is_some()
-            || n.get("schema").is_some_and(|s| s.get("example").is_some() || s.get("default").is_some())
+            || n.get("schema")
+                .is_some_and(|s| s.get("example").is_some() || s.get("default").is_some())
     })
 }
 

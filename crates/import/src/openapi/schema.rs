@@ -14,6 +14,9 @@ const MAX_DEPTH: usize = 10;
 /// Optional properties sent besides the required ones, so a body shows its shape without every
 /// field of a large schema.
 const OPTIONAL: usize = 3;
+/// Work for one value, in schemas visited and keys copied: distinct schemas that each hold many
+/// others grow as a power of their width, which no cycle check stops.
+const BUDGET: usize = 5_000;
 
 /// Where a value goes: a JSON body keeps numbers as numbers, so it cannot use a function, which
 /// renders text; a path or query parameter is text anyway.
@@ -28,6 +31,7 @@ pub(super) struct Gen<'a> {
     /// The `$ref`s being expanded: a schema that contains itself is cut there.
     stack: Vec<String>,
     place: Place,
+    budget: usize,
 }
 
 /// Text from the spec as templates: every string literal.
@@ -46,6 +50,7 @@ impl<'a> Gen<'a> {
             spec,
             stack: Vec::new(),
             place,
+            budget: BUDGET,
         }
     }
 
@@ -56,9 +61,10 @@ impl<'a> Gen<'a> {
     }
 
     fn value_at(&mut self, schema: &Value, at: &str, hint: &str, depth: usize) -> Result<Option<Value>, ImportError> {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.budget == 0 {
             return Ok(None);
         }
+        self.budget -= 1;
         let map = match schema {
             Value::Bool(false) => return Ok(None),
             Value::Object(m) => m,
@@ -102,6 +108,10 @@ impl<'a> Gen<'a> {
                         continue;
                     }
                     let Some(alt) = alt.as_object() else { continue };
+                    if self.budget == 0 {
+                        return Ok(None);
+                    }
+                    self.budget = self.budget.saturating_sub(1 + merged.len() + alt.len());
                     merged.extend(alt.iter().map(|(k, v)| (k.clone(), v.clone())));
                     self.stack.push(alt_at.clone());
                     let v = self.value_at(&Value::Object(merged), &alt_at, hint, depth + 1);
@@ -135,6 +145,7 @@ impl<'a> Gen<'a> {
         let Some(props) = map.get("properties").and_then(Value::as_object) else {
             return Ok(out);
         };
+        self.budget = self.budget.saturating_sub(props.len());
         let required: Vec<&str> = map
             .get("required")
             .and_then(Value::as_array)
@@ -188,15 +199,17 @@ impl<'a> Gen<'a> {
     ) -> Result<Map<String, Value>, ImportError> {
         let mut merged = map.clone();
         merged.remove("allOf");
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.budget == 0 {
             return Ok(merged);
         }
+        self.budget -= 1;
         for (i, part) in all.iter().enumerate() {
             let (part, part_at) = self.spec.resolve(part, &format!("{at}/allOf/{i}"))?;
             let Some(part) = part.as_object() else { continue };
-            if self.stack.iter().any(|s| *s == part_at) {
+            if self.stack.iter().any(|s| *s == part_at) || self.budget == 0 {
                 continue;
             }
+            self.budget = self.budget.saturating_sub(1 + part.len());
             self.stack.push(part_at.clone());
             let part = match part.get("allOf").and_then(Value::as_array) {
                 Some(inner) => self.merge_all_of(part, inner, &part_at, depth + 1),
@@ -334,7 +347,10 @@ fn type_of(map: &Map<String, Value>) -> String {
 
 /// Made-up text: the field's name, stretched or cut to the lengths allowed.
 fn hint_text(hint: &str, min: Option<usize>, max: Option<usize>) -> String {
-    let mut s: String = hint.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+    let mut s: String = hint
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
     if s.is_empty() {
         s = "text".into();
     }

@@ -59,7 +59,10 @@ impl Spec {
         };
         let pointer = percent_decode(fragment);
         if !pointer.is_empty() && !pointer.starts_with('/') {
-            return Err(self.error(at, format!("$ref `{reference}` is not a JSON pointer (`#/components/...`)")));
+            return Err(self.error(
+                at,
+                format!("$ref `{reference}` is not a JSON pointer (`#/components/...`)"),
+            ));
         }
         self.root
             .pointer(&pointer)
@@ -108,7 +111,11 @@ fn percent_decode(s: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
             (b'%', Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
                 i += 3;
@@ -187,7 +194,10 @@ fn order_of(text: &str, json: bool, root: &Value) -> Vec<(String, Vec<String>)> 
             paths
                 .iter()
                 .map(|(p, item)| {
-                    let keys = item.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+                    let keys = item
+                        .as_object()
+                        .map(|m| m.keys().cloned().collect())
+                        .unwrap_or_default();
                     (p.clone(), keys)
                 })
                 .collect()

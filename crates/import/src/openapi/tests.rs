@@ -4,7 +4,11 @@
 use super::*;
 
 fn target() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/openapi/target.yaml")).unwrap()
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/openapi/target.yaml"
+    ))
+    .unwrap()
 }
 
 fn yaml(imported: &Imported) -> String {
@@ -68,8 +72,15 @@ fn refs_are_followed_and_a_dangling_one_is_named_where_it_is() {
     assert!(err(&external).contains("in another file"), "{}", err(&external));
 
     // A $ref to a $ref back to the first.
-    let cycle = spec.replace("T: {type: object", "U: {$ref: '#/components/schemas/S'}\n    T: {type: object")
-        .replace("S: {$ref: '#/components/schemas/T'}", "S: {$ref: '#/components/schemas/U'}");
+    let cycle = spec
+        .replace(
+            "T: {type: object",
+            "U: {$ref: '#/components/schemas/S'}\n    T: {type: object",
+        )
+        .replace(
+            "S: {$ref: '#/components/schemas/T'}",
+            "S: {$ref: '#/components/schemas/U'}",
+        );
     let e = err(&cycle);
     assert!(e.contains("leads back to itself"), "{e}");
 }
@@ -141,7 +152,14 @@ fn names_chain_ids_to_the_resource_that_made_them() {
             "/v2/runs/${run_id}",
         ]
     );
-    assert!(imported.notes.iter().any(|n| n.contains("GET /users/{id}: {id} is made up")), "{:?}", imported.notes);
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("GET /users/{id}: {id} is made up")),
+        "{:?}",
+        imported.notes
+    );
 }
 
 #[test]
@@ -154,14 +172,22 @@ fn a_token_issuer_runs_first_and_its_token_is_sent() {
     assert_eq!(reqs[0].path.as_deref(), Some("/v2/login"));
     assert_eq!(reqs[0].extract.get("token"), Some(&Extract::Json("$.token".into())));
     assert_eq!(json_body(reqs[0])["password"], "${env:PASSWORD}");
-    assert_eq!(reqs[1].headers.get("Authorization").map(String::as_str), Some("Bearer ${token}"));
+    assert_eq!(
+        reqs[1].headers.get("Authorization").map(String::as_str),
+        Some("Bearer ${token}")
+    );
     assert_eq!(imported.secrets.iter().next().unwrap().value, "hunter2");
 
     // Without an issuer, the token is the user's to give.
-    let alone = spec.replace("  /login:", "  /nologin:").replace("token: {type: string}", "other: {type: string}");
+    let alone = spec
+        .replace("  /login:", "  /nologin:")
+        .replace("token: {type: string}", "other: {type: string}");
     let imported = run(&alone).unwrap();
     let me = requests(&imported)[0];
-    assert_eq!(me.headers.get("Authorization").map(String::as_str), Some("Bearer ${env:B}"));
+    assert_eq!(
+        me.headers.get("Authorization").map(String::as_str),
+        Some("Bearer ${env:B}")
+    );
 }
 
 #[test]
@@ -190,7 +216,10 @@ fn operations_are_taken_by_id_or_method_and_path_in_the_order_given() {
     assert_eq!(paths, ["/base/b", "/base/a"]);
     assert_eq!(requests(&imported)[1].method, "POST");
     assert_eq!(imported.origin, "http://127.0.0.1:9000");
-    assert_eq!(imported.made_from, ["OpenAPI 3.1.0 spec s.yaml (t 1): 2 of 3 operations"]);
+    assert_eq!(
+        imported.made_from,
+        ["OpenAPI 3.1.0 spec s.yaml (t 1): 2 of 3 operations"]
+    );
 
     let options = OpenApiOptions {
         operations: vec!["DELETE /a".into()],
@@ -242,4 +271,41 @@ fn what_is_not_an_openapi_3_spec_is_refused() {
 #[test]
 fn the_same_spec_gives_the_same_scenario() {
     assert_eq!(ok(&target()), ok(&target()));
+}
+
+// Distinct schemas that each hold many of the next grow as a power of their width, which no
+// cycle check stops; the import stays quick and bounded.
+#[test]
+fn wide_nested_schemas_and_many_operations_stay_bounded() {
+    let mut spec = format!("{HEAD}paths:\n");
+    for i in 0..100 {
+        spec.push_str(&format!(
+            "  /r{i}:\n    post:\n      requestBody: {{content: {{application/json: {{schema: {{$ref: '#/components/schemas/S0'}}}}}}}}\n      responses: {{'201': {{description: x, content: {{application/json: {{schema: {{$ref: '#/components/schemas/S0'}}}}}}}}}}\n  /r{i}/{{id}}:\n    get: {{responses: {{'200': {{description: x}}}}}}\n"
+        ));
+    }
+    spec.push_str("components:\n  schemas:\n");
+    for d in 0..12 {
+        let props: Vec<String> = (0..30)
+            .map(|p| format!("p{p}: {{$ref: '#/components/schemas/S{}'}}", d + 1))
+            .collect();
+        let names: Vec<String> = (0..30).map(|p| format!("p{p}")).collect();
+        spec.push_str(&format!(
+            "    S{d}: {{type: object, required: [{}], properties: {{{}}}, allOf: [{}]}}\n",
+            names.join(", "),
+            props.join(", "),
+            (0..30)
+                .map(|_| format!("{{$ref: '#/components/schemas/S{}'}}", d + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    spec.push_str("    S12: {type: string}\n");
+    let started = std::time::Instant::now();
+    let imported = run(&spec).unwrap();
+    assert_eq!(requests(&imported).len(), 200);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
