@@ -30,10 +30,13 @@ pub fn command(c: &ImportCommand) -> Result<u8> {
         ImportCommand::Har(a) => {
             let options = crest_import::har::HarOptions {
                 keep_static: a.keep_static,
-                max_think_ms: (!a.no_think).then(|| a.max_think.as_millis() as u64),
+                max_think_ms: (!a.no_think).then_some(a.max_think.as_millis() as u64),
             };
             let text = read(&a.file)?;
-            (crest_import::har::import(&text, &a.file.display().to_string(), &options)?, &a.out)
+            (
+                crest_import::har::import(&text, &a.file.display().to_string(), &options)?,
+                &a.out,
+            )
         }
         ImportCommand::Openapi(a) => {
             let options = crest_import::openapi::OpenApiOptions {
@@ -41,7 +44,10 @@ pub fn command(c: &ImportCommand) -> Result<u8> {
                 server: a.server.clone(),
             };
             let text = read(&a.file)?;
-            (crest_import::openapi::import(&text, &a.file.display().to_string(), &options)?, &a.out)
+            (
+                crest_import::openapi::import(&text, &a.file.display().to_string(), &options)?,
+                &a.out,
+            )
         }
     };
     emit(imported, out)
@@ -64,7 +70,10 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
         _ => PathBuf::from("."),
     };
     rebase_files(&mut imported, &cwd, &dir);
-    let file_name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
     let files = write::files(&imported, &file_name(&scenario_path), &file_name(&env_path))?;
     let secrets: Vec<(String, String)> = imported
         .secrets
@@ -100,7 +109,15 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
             if let Some(env) = &files.env {
                 write_private(&env_path, env)?;
             }
-            eprintln!("{}", summary(&imported, requests, path, files.env.as_ref().map(|_| env_path.as_path())));
+            eprintln!(
+                "{}",
+                summary(
+                    &imported,
+                    requests,
+                    path,
+                    files.env.as_ref().map(|_| env_path.as_path())
+                )
+            );
         }
     }
     Ok(0)

@@ -125,9 +125,18 @@ mod tests {
     fn secret_names_are_hidden_and_others_kept() {
         let mut s = Secrets::default();
         assert_eq!(s.keep_or_hide("Accept", "text/html", "x"), "text/html");
-        assert_eq!(s.keep_or_hide("Authorization", "Bearer abc", "x"), "${env:AUTHORIZATION}");
-        assert_eq!(s.keep_or_hide("Authorization", "Bearer abc", "y"), "${env:AUTHORIZATION}");
-        assert_eq!(s.keep_or_hide("Authorization", "Bearer def", "z"), "${env:AUTHORIZATION_2}");
+        assert_eq!(
+            s.keep_or_hide("Authorization", "Bearer abc", "x"),
+            "${env:AUTHORIZATION}"
+        );
+        assert_eq!(
+            s.keep_or_hide("Authorization", "Bearer abc", "y"),
+            "${env:AUTHORIZATION}"
+        );
+        assert_eq!(
+            s.keep_or_hide("Authorization", "Bearer def", "z"),
+            "${env:AUTHORIZATION_2}"
+        );
         assert_eq!(s.keep_or_hide("x-api-key", "k", "z"), "${env:X_API_KEY}");
         assert_eq!(s.iter().count(), 3);
     }

@@ -110,7 +110,7 @@ struct DocFlow<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "snake_case")]
 enum DocStep<'a> {
-    Request(DocRequest<'a>),
+    Request(Box<DocRequest<'a>>),
     Think(String),
 }
 
@@ -177,14 +177,15 @@ struct DocLoad {
 impl<'a> Doc<'a> {
     fn of(imported: &'a Imported) -> Doc<'a> {
         let d = &imported.defaults;
-        let defaults = (!d.headers.is_empty() || d.insecure || d.redirects.is_some() || d.compression || d.cookies.is_some())
-            .then_some(DocDefaults {
-                headers: &d.headers,
-                insecure: d.insecure,
-                redirects: d.redirects,
-                compression: d.compression,
-                cookies: d.cookies,
-            });
+        let defaults =
+            (!d.headers.is_empty() || d.insecure || d.redirects.is_some() || d.compression || d.cookies.is_some())
+                .then_some(DocDefaults {
+                    headers: &d.headers,
+                    insecure: d.insecure,
+                    redirects: d.redirects,
+                    compression: d.compression,
+                    cookies: d.cookies,
+                });
         let (steps, flows) = match imported.flows.as_slice() {
             [one] => (Some(steps(one)), None),
             many => (
@@ -213,7 +214,7 @@ fn steps(flow: &Flow) -> Vec<DocStep<'_>> {
     flow.steps
         .iter()
         .map(|s| match s {
-            Step::Request(r) => DocStep::Request(request(r)),
+            Step::Request(r) => DocStep::Request(Box::new(request(r))),
             Step::Think(ms) => DocStep::Think(format!("{ms}ms")),
         })
         .collect()
@@ -276,7 +277,9 @@ mod tests {
             origin: "https://api.example.com".into(),
             ..Imported::default()
         };
-        let auth = imported.secrets.keep_or_hide("Authorization", "Bearer s3cret", "header Authorization of step 1");
+        let auth = imported
+            .secrets
+            .keep_or_hide("Authorization", "Bearer s3cret", "header Authorization of step 1");
         let mut post = Request {
             method: "POST".into(),
             path: Some("/orders".into()),
@@ -293,7 +296,11 @@ mod tests {
         };
         imported.flows.push(Flow {
             name: "main".into(),
-            steps: vec![Step::Request(Box::new(post)), Step::Think(1500), Step::Request(Box::new(get))],
+            steps: vec![
+                Step::Request(Box::new(post)),
+                Step::Think(1500),
+                Step::Request(Box::new(get)),
+            ],
         });
         imported.correlated.push(Correlation {
             variable: "order_id".into(),
@@ -308,9 +315,18 @@ mod tests {
         let files = files(&sample(), "orders.yaml", "orders.env").unwrap();
         let text = &files.scenario;
         assert!(text.starts_with("# Made by `crest import` from:\n#   curl https://api.example.com/orders\n"));
-        assert!(text.contains("target: ${env:CREST_TARGET:-https://api.example.com}"), "{text}");
-        assert!(text.contains("crest run orders.yaml --env-file orders.env -c 10"), "{text}");
-        assert!(text.contains("${order_id}: from $.id of POST /orders (step 1)"), "{text}");
+        assert!(
+            text.contains("target: ${env:CREST_TARGET:-https://api.example.com}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("crest run orders.yaml --env-file orders.env -c 10"),
+            "{text}"
+        );
+        assert!(
+            text.contains("${order_id}: from $.id of POST /orders (step 1)"),
+            "{text}"
+        );
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("think: 1500ms"), "{text}");
         // A string that looks like a number stays a string.
@@ -322,6 +338,9 @@ mod tests {
     // Deterministic: the same scenario gives the same bytes.
     #[test]
     fn the_same_import_gives_the_same_text() {
-        assert_eq!(files(&sample(), "a.yaml", "a.env").unwrap(), files(&sample(), "a.yaml", "a.env").unwrap());
+        assert_eq!(
+            files(&sample(), "a.yaml", "a.env").unwrap(),
+            files(&sample(), "a.yaml", "a.env").unwrap()
+        );
     }
 }
