@@ -77,7 +77,7 @@ impl<'a> Gen<'a> {
             // A chain of `$ref`s that only loops is an error; a schema that contains itself
             // through its properties is cut at the repetition.
             let (target, target_at) = self.spec.resolve(schema, at)?;
-            if self.stack.iter().any(|s| *s == target_at) {
+            if self.stack.contains(&target_at) {
                 return Ok(None);
             }
             self.stack.push(target_at.clone());
@@ -104,7 +104,7 @@ impl<'a> Gen<'a> {
                     merged.remove(key);
                     // The alternative's own keys, over what the schema says around it.
                     let (alt, alt_at) = self.spec.resolve(alt, &format!("{at}/{key}/{i}"))?;
-                    if self.stack.iter().any(|s| *s == alt_at) {
+                    if self.stack.contains(&alt_at) {
                         continue;
                     }
                     let Some(alt) = alt.as_object() else { continue };
@@ -206,7 +206,7 @@ impl<'a> Gen<'a> {
         for (i, part) in all.iter().enumerate() {
             let (part, part_at) = self.spec.resolve(part, &format!("{at}/allOf/{i}"))?;
             let Some(part) = part.as_object() else { continue };
-            if self.stack.iter().any(|s| *s == part_at) || self.budget == 0 {
+            if self.stack.contains(&part_at) || self.budget == 0 {
                 continue;
             }
             self.budget = self.budget.saturating_sub(1 + part.len());
