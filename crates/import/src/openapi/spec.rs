@@ -138,7 +138,11 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Spec, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let json = text.trim_start().starts_with('{');
     let root: Value = if json {
-        serde_json::from_str(text).map_err(|e| not(format!("not valid JSON: {e}")))?
+        // A YAML flow mapping starts with `{` too.
+        match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => serde_saphyr::from_str(text).map_err(|_| not(format!("not valid JSON: {e}")))?,
+        }
     } else {
         serde_saphyr::from_str(text).map_err(|e| not(format!("not valid YAML: {}", first_line(&e.to_string()))))?
     };

@@ -309,3 +309,11 @@ fn wide_nested_schemas_and_many_operations_stay_bounded() {
         started.elapsed()
     );
 }
+
+// YAML specs write statuses as bare numbers.
+#[test]
+fn bare_number_statuses_are_statuses() {
+    let spec = format!("{HEAD}paths:\n  /a:\n    post:\n      responses:\n        201:\n          description: x\n        default:\n          description: y\n");
+    let imported = run(&spec).unwrap();
+    assert_eq!(requests(&imported)[0].status, vec![201]);
+}
