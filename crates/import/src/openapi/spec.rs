@@ -182,7 +182,9 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Spec, ImportError> {
 /// that is no mapping), the tree's sorted order.
 fn order_of(text: &str, json: bool, root: &Value) -> Vec<(String, Vec<String>)> {
     let read: Option<Order> = if json {
-        serde_json::from_str(text).ok()
+        serde_json::from_str(text)
+            .ok()
+            .or_else(|| serde_saphyr::from_str(text).ok())
     } else {
         serde_saphyr::from_str(text).ok()
     };
