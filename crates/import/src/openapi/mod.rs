@@ -557,15 +557,15 @@ impl Builder<'_, '_> {
                 "path" => path = path.replace(&format!("{{{}}}", p.name), &value),
                 "query" => query.push((encode_template(&p.name), value)),
                 "header" => {
-                    let v = if has_example(p.node) && !was_carried {
-                        let raw = example_of(self.spec, p)?.map(|e| scalar(&e)).unwrap_or_default();
-                        self.imported.secrets.keep_or_hide(
+                    // A header's own example may be a credential (`X-Session`); made-up values are not.
+                    let example = if was_carried { None } else { example_of(self.spec, p)? };
+                    let v = match example {
+                        Some(e) => self.imported.secrets.keep_or_hide(
                             &p.name,
-                            &raw,
+                            &scalar(&e),
                             &format!("header {} of {label} (step {step})", p.name),
-                        )
-                    } else {
-                        value
+                        ),
+                        None => value,
                     };
                     request.headers.insert(p.name.clone(), v);
                 }

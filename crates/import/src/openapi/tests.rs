@@ -317,3 +317,15 @@ fn bare_number_statuses_are_statuses() {
     let imported = run(&spec).unwrap();
     assert_eq!(requests(&imported)[0].status, vec![201]);
 }
+
+#[test]
+fn header_parameters_keep_defaults_and_hide_secret_examples() {
+    let spec = format!(
+        "{HEAD}paths:\n  /a:\n    get:\n      parameters:\n        - {{name: X-Mode, in: header, required: true, schema: {{type: string, default: fast}}}}\n        - {{name: X-Session, in: header, required: true, example: s3cret}}\n      responses: {{'200': {{description: x}}}}\n"
+    );
+    let imported = run(&spec).unwrap();
+    let r = requests(&imported)[0];
+    assert_eq!(r.headers.get("X-Mode").map(String::as_str), Some("fast"));
+    assert_eq!(r.headers.get("X-Session").map(String::as_str), Some("${env:X_SESSION}"));
+    assert!(!yaml(&imported).contains("s3cret"));
+}
