@@ -228,7 +228,13 @@ fn links(spec: &Spec, ops: &[Op], selected: &[usize], a: usize, out: &mut Vec<Ne
                 })?
             } else if let Some(r) = link.get("operationRef").and_then(Value::as_str) {
                 let node = spec.lookup(r, &format!("{link_at}/operationRef"))?;
-                match ops.iter().position(|o| std::ptr::eq(o.node, node)) {
+                // By where it is, or by its pointer when the path item is itself a `$ref`.
+                let decoded = super::spec::percent_decode(r);
+                match ops
+                    .iter()
+                    .position(|o| std::ptr::eq(o.node, node))
+                    .or_else(|| ops.iter().position(|o| o.pointer == decoded))
+                {
                     Some(i) => i,
                     None => {
                         return Err(spec.error(&format!("{link_at}/operationRef"), format!("`{r}` is not an operation")))
