@@ -419,3 +419,57 @@ fn mutated_har_recordings_never_panic_the_import() {
         },
     );
 }
+
+/// Pieces of specs that lead importers astray: `$ref`s to nowhere, to themselves and outside,
+/// schemas that contain themselves, odd types.
+const SPEC_TOKENS: &[&str] = &[
+    "$ref: '#/components/schemas/Step'",
+    "$ref: '#'",
+    "$ref: '#/nowhere'",
+    "$ref: 'other.yaml#/x'",
+    "{\"$ref\": \"#/components/schemas/Step\"}",
+    "allOf: [{$ref: '#/components/schemas/Plan'}]",
+    "oneOf: []",
+    "type: [null]",
+    "{id}",
+    "links: {L: {operationId: getPlan, parameters: {id: $response.body#/}}}",
+    "operationRef: '#/paths'",
+    "swagger: '2.0'",
+];
+
+#[test]
+fn mutated_openapi_specs_never_panic_the_importer() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/openapi");
+    let yaml = std::fs::read_to_string(dir.join("target.yaml")).unwrap();
+    let tree: Value = serde_saphyr::from_str(&yaml).unwrap();
+    let json = serde_json::to_string_pretty(&tree).unwrap();
+    let bases = [yaml, json];
+    fuzz(
+        "openapi",
+        |rng| {
+            let base = &bases[rng.below(bases.len())];
+            let mut text = mutate_text(rng, base);
+            for _ in 0..rng.below(3) {
+                let tok = SPEC_TOKENS[rng.below(SPEC_TOKENS.len())];
+                let mut at = rng.below(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.insert_str(at, tok);
+            }
+            if rng.below(4) == 0 {
+                if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
+                    mutate_json(rng, &mut v, 0);
+                    text = v.to_string();
+                }
+            }
+            text
+        },
+        |input| {
+            let options = crest_import::openapi::OpenApiOptions::default();
+            if let Ok(imported) = crest_import::openapi::import(input, "fuzz.yaml", &options) {
+                let _ = crest_import::write::files(&imported, "s.yaml", "s.env");
+            }
+        },
+    );
+}
