@@ -1,5 +1,6 @@
 use super::*;
 use crate::Extract;
+use base64::Engine as _;
 use serde_json::json;
 
 /// An entry as a browser writes it, started `at` ms into the session and lasting 20 ms.
