@@ -100,6 +100,10 @@ pub struct ImportOut {
     /// 0600); without it the scenario is printed
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+
+    /// Replace the scenario and its .env file when they exist
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -13,17 +13,16 @@ pub fn load(path: &Path) -> Result<usize> {
     let text = crest_model::input::read_text_file(path, crest_model::input::MAX_SCENARIO)
         .with_context(|| format!("--env-file {shown}"))?;
     let mut set = 0;
-    for entry in dotenvy::from_read_iter(text.as_bytes()) {
+    for (read, entry) in dotenvy::from_read_iter(text.as_bytes()).enumerate() {
         let (name, value) = match entry {
             Ok(pair) => pair,
             // The parser's message quotes the line, which may hold a secret: say where only.
-            Err(dotenvy::Error::LineParse(line, index)) => {
-                let n = line_number(&text, &line);
-                bail!(
-                    "--env-file {shown}:{n}:{}: not a NAME=value line (its text is not shown: it may hold a secret)",
-                    index + 1
-                );
-            }
+            Err(dotenvy::Error::LineParse(..)) => match entry_line(&text, read) {
+                Some(n) => {
+                    bail!("--env-file {shown}:{n}: not a NAME=value line (its text is not shown: it may hold a secret)")
+                }
+                None => bail!("--env-file {shown}: a line is not NAME=value (not shown: it may hold a secret)"),
+            },
             Err(e) => bail!("--env-file {shown}: {e}"),
         };
         if std::env::var_os(&name).is_none() {
@@ -34,12 +33,17 @@ pub fn load(path: &Path) -> Result<usize> {
     Ok(set)
 }
 
-/// The line (from 1) on which `line` starts in `text`; 0 when it cannot be found.
-fn line_number(text: &str, line: &str) -> usize {
-    let first = line.lines().next().unwrap_or(line);
+/// The line (from 1) of the entry after the first `read` ones: the parser says which text it
+/// could not read but not where, and its lines other than blanks and comments are its entries.
+fn entry_line(text: &str, read: usize) -> Option<usize> {
     text.lines()
-        .position(|l| !first.is_empty() && l.trim_start().starts_with(first.trim_start()))
-        .map_or(0, |i| i + 1)
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        })
+        .nth(read)
+        .map(|(i, _)| i + 1)
 }
 
 #[cfg(test)]
@@ -50,10 +54,16 @@ mod tests {
     fn a_bad_line_is_located_and_not_quoted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.env");
-        std::fs::write(&path, "# secrets\nCREST_TEST_ENV_FILE_A='x'\nthis is s3cret\n").unwrap();
-        let err = format!("{:#}", load(&path).unwrap_err());
-        assert!(err.contains("s.env:3:"), "{err}");
-        assert!(!err.contains("s3cret"), "{err}");
+        for (text, line) in [
+            ("# secrets\nCREST_TEST_ENV_FILE_A='x'\nthis is s3cret\n", 3),
+            ("CREST_TEST_ENV_FILE_A='x'\n\nPASSWORD=\"de\\qs3cret\"\n", 3),
+            ("PASSWORD='s3cret\n# more\n", 1),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", load(&path).unwrap_err());
+            assert!(err.contains(&format!("s.env:{line}: ")), "{text:?}: {err}");
+            assert!(!err.contains("s3cret"), "{err}");
+        }
     }
 
     #[test]

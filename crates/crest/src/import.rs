@@ -65,6 +65,9 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
         Some(p) => (p.clone(), p.with_extension("env")),
         None => (PathBuf::from("scenario.yaml"), PathBuf::from("scenario.env")),
     };
+    if let Some(p) = &out.out {
+        check_out(p, &env_path, out.force)?;
+    }
     let dir = match scenario_path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -74,7 +77,8 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
         p.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     };
-    let files = write::files(&imported, &file_name(&scenario_path), &file_name(&env_path))?;
+    let env_name = out.out.as_ref().map(|_| file_name(&env_path));
+    let files = write::files(&imported, &file_name(&scenario_path), env_name.as_deref())?;
     let secrets: Vec<(String, String)> = imported
         .secrets
         .iter()
@@ -176,18 +180,45 @@ fn summary(imported: &Imported, requests: usize, scenario: &Path, env: Option<&P
     out
 }
 
+/// The scenario and its .env file are new files unless `--force`: an import never replaces a
+/// scenario, or a .env file of secrets, that someone may have edited, and `--out x.env` would
+/// have the secrets written over the scenario.
+fn check_out(scenario: &Path, env: &Path, force: bool) -> Result<()> {
+    if scenario.extension().is_some_and(|e| e == "env") {
+        bail!(
+            "--out {}: the secrets go to a .env file beside the scenario; name the scenario itself (e.g. {})",
+            scenario.display(),
+            scenario.with_extension("yaml").display()
+        );
+    }
+    if !force {
+        for p in [scenario, env] {
+            if p.exists() {
+                bail!("--out: {} exists; give --force to replace it", p.display());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Files a request sends (`--data-binary @file`) are named relative to where the import ran;
-/// the scenario names them relative to itself, so they are made absolute when it lives
-/// elsewhere.
+/// the scenario names them relative to itself (so the two can move together), or absolutely
+/// when they are not beneath it.
 fn rebase_files(imported: &mut Imported, cwd: &Path, dir: &Path) {
-    let same = std::fs::canonicalize(dir).ok() == std::fs::canonicalize(cwd).ok();
-    if same {
+    let (Ok(cwd), Ok(dir)) = (std::fs::canonicalize(cwd), std::fs::canonicalize(dir)) else {
+        return;
+    };
+    if cwd == dir {
         return;
     }
     let rebase = |f: &mut String| {
         let p = Path::new(f.as_str());
         if p.is_relative() {
-            *f = cwd.join(p).display().to_string();
+            let whole = cwd.join(p);
+            *f = match whole.strip_prefix(&dir) {
+                Ok(under) => under.display().to_string(),
+                Err(_) => whole.display().to_string(),
+            };
         }
     };
     for flow in &mut imported.flows {
@@ -219,4 +250,24 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_import_never_writes_over_a_file_unless_forced() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let yaml = dir.path().join("s.yaml");
+        let env = dir.path().join("s.env");
+        // The secrets would be written over the scenario.
+        let err = check_out(&env, &env, true).unwrap_err().to_string();
+        assert!(err.contains("name the scenario itself"), "{err}");
+        assert!(check_out(&yaml, &env, false).is_ok());
+        std::fs::write(&env, "A='b'\n").unwrap_or_else(|e| panic!("{e}"));
+        let err = check_out(&yaml, &env, false).unwrap_err().to_string();
+        assert!(err.contains("s.env exists; give --force"), "{err}");
+        assert!(check_out(&yaml, &env, true).is_ok());
+    }
 }

@@ -515,6 +515,17 @@ fn constant_over(draft: &mut Draft, a: &RunArgs, users: Option<u64>) -> Result<(
     }
     if a.duration.is_some() || a.requests.is_some() {
         draft.stop = stop_at(a)?;
+    } else if let (Some(n), Some(wanted), None, None) = (draft.stop.requests, users, draft.stop.duration, a.rate) {
+        // The file's count in all would leave users that never start an iteration (an
+        // import's single pass under -c 10): what was asked cannot be what was meant.
+        if n < wanted {
+            bail!(
+                "-c {wanted}: {}: the scenario stops after {} in all, so {} of the {wanted} users would never start one; give -d or -n too (e.g. -c {wanted} -d 1m)",
+                place(draft),
+                crest_report::fmt::words::count(n, "iteration"),
+                wanted - n
+            );
+        }
     }
     Ok(())
 }
@@ -939,13 +950,21 @@ mod tests {
         let file = "{users: 1, iterations: 1}";
         let p = over(file, &[]).unwrap();
         assert_eq!((p.load().clone(), p.stop()), (closed(1, None), stop(Some(1), None)));
-        // -c alone keeps the file's stop rule.
-        let p = over(file, &["-c", "10"]).unwrap();
-        assert_eq!((p.load().clone(), p.stop()), (closed(10, None), stop(Some(1), None)));
+        // -c alone keeps the file's stop rule...
+        let p = over("{users: 1, iterations: 40}", &["-c", "10"]).unwrap();
+        assert_eq!((p.load().clone(), p.stop()), (closed(10, None), stop(Some(40), None)));
         assert_eq!(
             p.segments()[0].kind,
             StepKind::at(Some(10), None),
             "the step is the flag's"
+        );
+        // ...but not one that leaves users without an iteration to start: an import's single
+        // pass under -c 10 is refused, saying what to give.
+        let err = format!("{:#}", over(file, &["-c", "10"]).unwrap_err());
+        assert!(
+            err.contains("-c 10: scenario.yaml:")
+                && err.contains("9 of the 10 users would never start one; give -d or -n too"),
+            "{err}"
         );
         // -d or -n replace the whole stop rule: duration and iterations both.
         let p = over(file, &["-c", "10", "-d", "1m"]).unwrap();

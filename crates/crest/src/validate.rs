@@ -44,7 +44,8 @@ pub fn command(file: &std::path::Path) -> Result<u8> {
             on_cap: *on_cap,
         },
     };
-    let load = crest_report::fmt::words::load(load);
+    // A scenario's arrivals are its flow's iterations.
+    let load = crest_report::fmt::words::load(load, crest_model::reason::WorkUnit::Iterations);
     let _ = writeln!(out, "  load: {load}");
     let segments: Vec<String> = s
         .plan

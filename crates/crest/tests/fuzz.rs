@@ -413,7 +413,7 @@ fn mutated_har_recordings_never_panic_the_import() {
                     max_think_ms: Some(5000),
                 };
                 if let Ok(imported) = crest_import::har::import(text, "fuzz.har", &options) {
-                    let _ = crest_import::write::files(&imported, "fuzz.yaml", "fuzz.env");
+                    let _ = crest_import::write::files(&imported, "fuzz.yaml", Some("fuzz.env"));
                 }
             }
         },
@@ -468,7 +468,7 @@ fn mutated_openapi_specs_never_panic_the_importer() {
         |input| {
             let options = crest_import::openapi::OpenApiOptions::default();
             if let Ok(imported) = crest_import::openapi::import(input, "fuzz.yaml", &options) {
-                let _ = crest_import::write::files(&imported, "s.yaml", "s.env");
+                let _ = crest_import::write::files(&imported, "s.yaml", Some("s.env"));
             }
         },
     );

@@ -534,7 +534,7 @@ fn a_recorded_plans_session_runs_against_crest_target() {
     b.write(&har);
     let (text, scenario) = import(&har, dir.path());
     assert!(text.contains("Bearer ${access_token}"), "{text}");
-    assert!(text.contains("/plans/${id}/state"), "{text}");
+    assert!(text.contains("/plans/${plan_id}/state"), "{text}");
     assert!(!text.contains(&bearer), "{text}");
 
     let rejected = |reason: &str| -> u64 {

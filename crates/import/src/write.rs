@@ -17,8 +17,9 @@ pub struct Files {
 }
 
 /// The files of `imported`; `scenario_file` and `env_file` are the names they will have, said in
-/// the scenario's comment on how to run it.
-pub fn files(imported: &Imported, scenario_file: &str, env_file: &str) -> Result<Files, ImportError> {
+/// the scenario's comment on how to run it (`env_file` is `None` when no dotenv file will be
+/// written: the scenario is printed).
+pub fn files(imported: &Imported, scenario_file: &str, env_file: Option<&str>) -> Result<Files, ImportError> {
     let doc = Doc::of(imported);
     let yaml = serde_saphyr::to_string(&doc).map_err(|e| ImportError::Other(format!("writing the scenario: {e}")))?;
     let mut text = header(imported, scenario_file, env_file);
@@ -30,18 +31,18 @@ pub fn files(imported: &Imported, scenario_file: &str, env_file: &str) -> Result
     Ok(Files { scenario: text, env })
 }
 
-fn header(imported: &Imported, scenario_file: &str, env_file: &str) -> String {
+fn header(imported: &Imported, scenario_file: &str, env_file: Option<&str>) -> String {
     let mut out = String::from("# Made by `crest import` from:\n");
     for line in &imported.made_from {
         out.push_str(&format!("#   {}\n", one_line(line)));
     }
-    let env = if imported.secrets.is_empty() {
-        String::new()
-    } else {
-        format!(" --env-file {env_file}")
+    let env = match env_file {
+        Some(f) if !imported.secrets.is_empty() => format!(" --env-file {f}"),
+        _ => String::new(),
     };
     out.push_str(&format!(
-        "# It runs the recorded requests once; set the load at run time, e.g.\n#   crest run {scenario_file}{env} -c 10 -d 1m\n# and the target with CREST_TARGET (default: the recorded origin).\n"
+        "# One user sends each request once; set the load at run time, e.g.\n#   crest run {scenario_file}{env} -c 10 -d 1m\n# and the target with CREST_TARGET (default: {}).\n",
+        imported.origin
     ));
     if !imported.correlated.is_empty() {
         out.push_str("#\n# Values carried from a response to the requests that send them back:\n");
@@ -54,9 +55,11 @@ fn header(imported: &Imported, scenario_file: &str, env_file: &str) -> String {
         }
     }
     if !imported.secrets.is_empty() {
-        out.push_str(&format!(
-            "#\n# Read from the environment (the recorded values are in {env_file}, never in this file):\n"
-        ));
+        let kept = match env_file {
+            Some(f) => format!("the values found are in {f}, never in this file"),
+            None => "set them, or import with --out to have the values found written to a .env file".to_string(),
+        };
+        out.push_str(&format!("#\n# Read from the environment ({kept}):\n"));
         for s in imported.secrets.iter() {
             out.push_str(&format!("#   ${{env:{}}}: {}\n", s.name, one_line(&s.from)));
         }
@@ -322,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_scenario_is_written_with_its_secrets_apart() {
-        let files = files(&sample(), "orders.yaml", "orders.env").unwrap();
+        let files = files(&sample(), "orders.yaml", Some("orders.env")).unwrap();
         let text = &files.scenario;
         assert!(text.starts_with("# Made by `crest import` from:\n#   curl https://api.example.com/orders\n"));
         assert!(
@@ -349,8 +352,8 @@ mod tests {
     #[test]
     fn the_same_import_gives_the_same_text() {
         assert_eq!(
-            files(&sample(), "a.yaml", "a.env").unwrap(),
-            files(&sample(), "a.yaml", "a.env").unwrap()
+            files(&sample(), "a.yaml", Some("a.env")).unwrap(),
+            files(&sample(), "a.yaml", Some("a.env")).unwrap()
         );
     }
 }

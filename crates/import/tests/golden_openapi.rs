@@ -11,7 +11,7 @@ fn check(spec: &Path, golden: &Path) {
     let text = std::fs::read_to_string(spec).unwrap();
     let name = spec.file_name().unwrap().to_string_lossy().into_owned();
     let imported = import(&text, &name, &OpenApiOptions::default()).unwrap();
-    let files = crest_import::write::files(&imported, "scenario.yaml", "scenario.env").unwrap();
+    let files = crest_import::write::files(&imported, "scenario.yaml", Some("scenario.env")).unwrap();
     let mut got = files.scenario;
     if let Some(env) = files.env {
         got.push_str("\n# --- scenario.env ---\n");

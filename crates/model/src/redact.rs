@@ -9,7 +9,7 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Parts of names that mark a header, query parameter or environment assignment as secret,
 /// matched anywhere in the name, ignoring case (`X-API-Key`, `access_token`, `PGPASSWORD`,
-/// `X-Amz-Signature`, `sig`, `X-JWT`). Listed in docs/measurement.md and docs/scenario.md.
+/// `X-Amz-Signature`, `sig`, `X-JWT`, `PHPSESSID`). Listed in docs/measurement.md and docs/scenario.md.
 pub const SECRET_WORDS: &[&str] = &[
     "auth",
     "token",
@@ -18,6 +18,7 @@ pub const SECRET_WORDS: &[&str] = &[
     "pwd",
     "cookie",
     "session",
+    "sessid",
     "key",
     "sig",
     "jwt",
@@ -27,8 +28,8 @@ pub const SECRET_WORDS: &[&str] = &[
 ];
 
 /// Words that mark a name as secret only as a whole word of it (`code`, `auth_code`,
-/// `otpCode`): as parts they are too common (`zipcode`, `encode`).
-pub const SECRET_WORDS_WHOLE: &[&str] = &["code", "otp", "pin", "nonce", "salt"];
+/// `otpCode`, `connect.sid`): as parts they are too common (`zipcode`, `encode`, `side`).
+pub const SECRET_WORDS_WHOLE: &[&str] = &["code", "otp", "pin", "nonce", "salt", "sid"];
 
 /// Names added with `--redact NAME`, for the whole process.
 static EXTRA: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());

@@ -363,7 +363,9 @@ impl Builder {
                 }
             }
             if !text.is_empty() {
-                extra_query.push(text.join("&"));
+                // curl would refuse a URL with a space in it; crest's request would too, at run
+                // time. A space in -G data is meant as one: sent encoded.
+                extra_query.push(text.join("&").replace(' ', "%20"));
             }
         }
         if !extra_query.is_empty() {
@@ -389,7 +391,13 @@ impl Builder {
         };
         // What curl adds itself, unless a -H gives the same header.
         if !given("Authorization") {
-            let userinfo = o.user.clone().or(target.userinfo.clone());
+            // Credentials in the URL are percent-encoded there (`pw%40x` is `pw@x`); -u's are not.
+            let userinfo = o.user.clone().or_else(|| {
+                target
+                    .userinfo
+                    .as_ref()
+                    .map(|u| percent_encoding::percent_decode_str(u).decode_utf8_lossy().into_owned())
+            });
             if let Some(u) = userinfo {
                 let Some((_, password)) = u.split_once(':') else {
                     return Err(ImportError::CurlOption {
@@ -429,8 +437,17 @@ impl Builder {
         if let Some(r) = o.range.as_ref().filter(|_| !given("Range")) {
             headers.insert("Range".into(), crate::literal(&format!("bytes={r}")));
         }
-        if o.json && !given("Accept") {
-            headers.insert("Accept".into(), "application/json".into());
+        // `-H 'Accept:'` removes curl's own.
+        let removed = |name: &str| {
+            o.headers.iter().any(|h| {
+                h.split_once(':')
+                    .is_some_and(|(n, v)| n.trim().eq_ignore_ascii_case(name) && v.trim().is_empty())
+            })
+        };
+        if !given("Accept") && !removed("Accept") {
+            // curl's own, which some services negotiate on; crest sends none of its own.
+            let accept = if o.json { "application/json" } else { "*/*" };
+            headers.insert("Accept".into(), accept.into());
         }
         let mut host_note = false;
         for h in &o.headers {

@@ -453,17 +453,23 @@ fn urlencode_arg(v: &str, shown: &str) -> Result<String, ImportError> {
         Some(at) if v.as_bytes()[at] == b'=' => {
             let (name, content) = (&v[..at], &v[at + 1..]);
             Ok(if name.is_empty() {
-                escape(content)
+                form_escape(content)
             } else {
-                format!("{name}={}", escape(content))
+                format!("{name}={}", form_escape(content))
             })
         }
         Some(_) => Err(refuse(
             shown,
             "@FILE encodes a file's content, which the import does not read; give the value itself",
         )),
-        None => Ok(escape(v)),
+        None => Ok(form_escape(v)),
     }
+}
+
+/// `--data-urlencode`'s encoding: curl's URL encoding, but a space as `+`, as forms write it
+/// (and curl has since 7.86).
+fn form_escape(s: &str) -> String {
+    escape(s).replace("%20", "+")
 }
 
 /// curl's URL encoding (`curl_easy_escape`): every byte but letters, digits and `-._~` as `%XX`.
@@ -528,9 +534,9 @@ mod tests {
         assert_eq!(
             o.data,
             vec![
-                Data::Text("a%20b".into()),
+                Data::Text("a+b".into()),
                 Data::Text("c%26d".into()),
-                Data::Text("n=x%20y%2Fz".into())
+                Data::Text("n=x+y%2Fz".into())
             ]
         );
     }

@@ -102,9 +102,13 @@ fn basic_auth_is_always_hidden() {
 
 #[test]
 fn cookies_become_one_header_with_secret_values_hidden() {
-    let (imported, r) = one("curl https://a.example/ -b 'theme=dark; session_id=s3cr3t' -H 'Cookie: lang=en'");
-    assert_eq!(r.headers["Cookie"], "lang=en; theme=dark; session_id=${env:SESSION_ID}");
+    let (imported, r) = one("curl https://a.example/ -b 'theme=dark; session_id=s3cr3t; PHPSESSID=p1; connect.sid=s%3Ax' -H 'Cookie: lang=en'");
+    assert_eq!(
+        r.headers["Cookie"],
+        "lang=en; theme=dark; session_id=${env:SESSION_ID}; PHPSESSID=${env:PHPSESSID}; connect.sid=${env:CONNECT_SID}"
+    );
     assert!(!imported.made_from[0].contains("s3cr3t"));
+    assert!(!imported.made_from[0].contains("p1"));
     let (option, message) = option_of("curl -b cookies.txt https://a.example/");
     assert_eq!(option, "-b");
     assert!(message.contains("cookie file"), "{message}");
@@ -117,7 +121,7 @@ fn get_moves_the_data_into_the_query_and_secret_parameters_are_hidden() {
     assert_eq!(r.method, "GET");
     assert_eq!(
         r.path.as_deref(),
-        Some("/s?q=1&page=2&term=a%20b&access_token=${env:ACCESS_TOKEN}")
+        Some("/s?q=1&page=2&term=a+b&access_token=${env:ACCESS_TOKEN}")
     );
     assert!(r.body.is_none());
     assert_eq!(imported.secrets.iter().next().unwrap().value, "t0k");
@@ -235,8 +239,8 @@ fn not_curl_is_said_clearly() {
 #[test]
 fn the_same_input_gives_the_same_scenario() {
     let cmd = "curl -u a:b https://a.example/x -H 'X-Api-Key: k' -d 'a=1'";
-    let a = crate::write::files(&import(cmd, "c").unwrap(), "s.yaml", "s.env").unwrap();
-    let b = crate::write::files(&import(cmd, "c").unwrap(), "s.yaml", "s.env").unwrap();
+    let a = crate::write::files(&import(cmd, "c").unwrap(), "s.yaml", Some("s.env")).unwrap();
+    let b = crate::write::files(&import(cmd, "c").unwrap(), "s.yaml", Some("s.env")).unwrap();
     assert_eq!(a, b);
     assert!(!a.scenario.contains("YTpi") && !a.scenario.contains("a:b") && !a.scenario.contains(": k"));
 }
@@ -284,4 +288,24 @@ fn a_shell_variable_is_noted() {
         "{:?}",
         imported.notes
     );
+}
+
+#[test]
+fn credentials_in_the_url_are_sent_decoded_as_curl_sends_them() {
+    use base64::Engine as _;
+    let (imported, r) = one("curl http://bob:pw%40x@a.example/ui");
+    assert_eq!(r.headers["Authorization"], "${env:AUTHORIZATION}");
+    let sent = &imported.secrets.iter().next().unwrap().value;
+    let expected = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("bob:pw@x"));
+    assert_eq!(sent, &expected);
+}
+
+#[test]
+fn curls_own_accept_is_sent_unless_a_header_says_otherwise() {
+    let (_, r) = one("curl https://a.example/");
+    assert_eq!(r.headers["Accept"], "*/*");
+    let (_, r) = one("curl https://a.example/ -H 'Accept: text/html'");
+    assert_eq!(r.headers["Accept"], "text/html");
+    let (_, r) = one("curl https://a.example/ -H 'Accept:'");
+    assert!(!r.headers.contains_key("Accept"), "{:?}", r.headers);
 }

@@ -106,6 +106,9 @@ pub(super) struct Correlator {
     var_of: HashMap<usize, usize>,
     /// Per request, the extracts its response gets.
     extracts: BTreeMap<usize, IndexMap<String, Extract>>,
+    /// Per request, its URL's path: a value two responses gave alike (two fresh counters both
+    /// at 99) is taken from the one whose resource the later request is about.
+    paths: HashMap<usize, String>,
 }
 
 /// A place in a request a template goes to.
@@ -116,6 +119,12 @@ pub(super) struct Place<'a> {
 }
 
 impl Correlator {
+    /// Says which path request `step` went to, before its values are templated and its
+    /// response read.
+    pub fn path_of(&mut self, step: usize, path: &str) {
+        self.paths.insert(step, path.to_string());
+    }
+
     /// Adds a request the browser sent (kept or not) to what it had sent.
     pub fn sent(&mut self, text: &str, values: &[String]) {
         self.sent.push_str(text);
@@ -149,12 +158,13 @@ impl Correlator {
                     json_leaves(&v, "$".to_string(), &mut Vec::new(), &mut leaves);
                     for (path, keys, value) in leaves {
                         let id = keys.last().is_some_and(|k| is_id_key(k));
+                        let resource = self.paths.get(&step).map(String::as_str);
                         found.push(Candidate {
                             value,
                             step,
                             extract: Extract::Json(path.clone()),
                             what: path,
-                            base: json_name(&keys),
+                            base: json_name(&keys, resource),
                             whole_only: id,
                             location: false,
                             sent_upto: 0,
@@ -273,16 +283,26 @@ impl Correlator {
         valid
     }
 
-    /// The most recent response before request `step` that handed `value` out.
+    /// The response before request `step` that handed `value` out: the most recent of those
+    /// made on the resource request `step` is about (`POST /plans` for `GET /plans/99`), else
+    /// the most recent of all.
     fn giver(&mut self, value: &str, step: usize) -> Option<usize> {
         let mut list: Vec<usize> = self.by_value.get(value)?.clone();
+        let mut valid = Vec::new();
         // Newest first; validity needs `self` mutably, so no iterator adapter holds it.
         while let Some(ci) = list.pop() {
             if self.candidates[ci].step < step && self.is_valid(ci) {
-                return Some(ci);
+                valid.push(ci);
             }
         }
-        None
+        let about = |ci: &usize| {
+            let (Some(giver), Some(taker)) = (self.paths.get(&self.candidates[*ci].step), self.paths.get(&step)) else {
+                return false;
+            };
+            let giver = giver.trim_end_matches('/');
+            !giver.is_empty() && taker.strip_prefix(giver).is_some_and(|rest| rest.starts_with('/'))
+        };
+        valid.iter().copied().find(about).or(valid.first().copied())
     }
 
     /// `text` (a recorded value sent at `place`) as a template with the values handed out so far
@@ -533,10 +553,17 @@ const GENERIC: &[&str] = &[
     "id", "uuid", "guid", "key", "value", "token", "code", "ref", "name", "number", "no", "hash", "href", "url",
 ];
 
-fn json_name(keys: &[String]) -> String {
+/// A JSON value's variable name from its keys, and for a generic key at the top of the body
+/// from the resource the request made (`$.id` of `POST /plans` is `plan_id`).
+fn json_name(keys: &[String], resource: Option<&str>) -> String {
     let last = keys.last().map_or("value", String::as_str);
+    let generic = GENERIC.contains(&snake(last).as_str());
     let name = match keys.len().checked_sub(2).map(|i| &keys[i]) {
-        Some(parent) if GENERIC.contains(&snake(last).as_str()) => format!("{}_{}", snake(parent), snake(last)),
+        Some(parent) if generic => format!("{}_{}", snake(parent), snake(last)),
+        None if generic => match resource.and_then(resource_name) {
+            Some(r) if r != snake(last) => format!("{r}_{}", snake(last)),
+            _ => snake(last),
+        },
         _ => snake(last),
     };
     if name.is_empty() {
@@ -544,6 +571,25 @@ fn json_name(keys: &[String]) -> String {
     } else {
         name
     }
+}
+
+/// The resource a path names, singular: its last segment that is a word, not an id
+/// (`/api/plans` and `/plans/` are `plan`, `/tasks/submissions` is `submission`).
+fn resource_name(path: &str) -> Option<String> {
+    let seg = path
+        .split('/')
+        .rev()
+        .find(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))?;
+    let one = match seg.strip_suffix("ies") {
+        Some(stem) => format!("{stem}y"),
+        None => seg
+            .strip_suffix('s')
+            .filter(|s| !s.ends_with('s'))
+            .unwrap_or(seg)
+            .to_string(),
+    };
+    let name = snake(&one);
+    (!name.is_empty()).then_some(name)
 }
 
 /// A variable name from a key or header name: snake case (`cartId`, `X-Request-Token` ->
@@ -579,10 +625,16 @@ mod tests {
 
     #[test]
     fn names_say_where_a_value_came_from() {
-        assert_eq!(json_name(&["cart".into(), "id".into()]), "cart_id");
-        assert_eq!(json_name(&["items".into(), "id".into()]), "items_id");
-        assert_eq!(json_name(&["accessToken".into()]), "access_token");
-        assert_eq!(json_name(&["session".into(), "csrfToken".into()]), "csrf_token");
+        assert_eq!(json_name(&["cart".into(), "id".into()], None), "cart_id");
+        assert_eq!(json_name(&["items".into(), "id".into()], None), "items_id");
+        assert_eq!(json_name(&["accessToken".into()], None), "access_token");
+        assert_eq!(json_name(&["session".into(), "csrfToken".into()], None), "csrf_token");
+        // A generic key at the top: named after the resource the request made.
+        assert_eq!(json_name(&["id".into()], Some("/api/plans")), "plan_id");
+        assert_eq!(json_name(&["id".into()], Some("/tasks/submissions/")), "submission_id");
+        assert_eq!(json_name(&["id".into()], Some("/categories")), "category_id");
+        assert_eq!(json_name(&["token".into()], Some("/auth/token")), "token");
+        assert_eq!(json_name(&["id".into()], Some("/")), "id");
         assert_eq!(snake("X-Request-Token"), "x_request_token");
         assert_eq!(snake("2fa"), "v_2fa");
         assert_eq!(json_key("a-b"), "['a-b']");
@@ -636,6 +688,24 @@ mod tests {
         assert_eq!(c.template("zabc12", &place(1)), None);
         // Not before the response that gave it.
         assert_eq!(c.template("abc12", &place(0)), None);
+    }
+
+    /// Two fresh counters hand out the same id: each later request takes it from the response
+    /// on its own resource, not from whichever came last.
+    #[test]
+    fn a_value_two_responses_gave_alike_is_taken_from_the_requests_resource() {
+        let mut c = Correlator::default();
+        for (step, path) in [(0, "/plans"), (1, "/tasks/submissions")] {
+            c.path_of(step, path);
+            c.response(step, ("POST", &[]), &[], "application/json", Some(r#"{"id":99}"#), true);
+        }
+        c.path_of(2, "/plans/99");
+        assert_eq!(c.template("99", &place(2)).unwrap(), "${plan_id}");
+        c.path_of(3, "/tasks/submissions/99");
+        assert_eq!(c.template("99", &place(3)).unwrap(), "${submission_id}");
+        // A request on neither takes the latest.
+        c.path_of(4, "/report/99");
+        assert_eq!(c.template("99", &place(4)).unwrap(), "${submission_id}");
     }
 
     #[test]

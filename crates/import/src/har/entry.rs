@@ -233,7 +233,8 @@ pub(super) fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry
     });
     let status = resp
         .and_then(|r| r.get("status"))
-        .and_then(Value::as_f64)
+        // Some tools write the status as text ("201"): it is the same status.
+        .and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|t| t.trim().parse().ok())))
         .filter(|s| (0.0..1000.0).contains(s))
         .map_or(0, |s| s as u16);
     let start_ms = e

@@ -272,6 +272,7 @@ impl Build<'_> {
     /// Request `k` of the scenario, made from entry `i` and its followed hops.
     fn request(&mut self, k: usize, i: usize, chain: &[usize], redirects: bool) -> Request {
         let e = &self.entries[i];
+        self.corr.path_of(k, e.url.path());
         let words = format!("{} {} (step {})", e.method, e.url.path(), k + 1);
         let mut r = Request {
             method: e.method.to_ascii_uppercase(),

@@ -240,8 +240,8 @@ fn a_short_numeric_id_is_carried_into_a_whole_segment() {
         e("PUT", "/plans/7/state", 100).post("application/json", r#"{"state":"approved"}"#),
     ]);
     let r = requests(&i);
-    assert_eq!(r[1].path.as_deref(), Some("/plans/${id}/state"));
-    assert_eq!(r[0].extract.get("id"), Some(&Extract::Json("$.id".into())));
+    assert_eq!(r[1].path.as_deref(), Some("/plans/${plan_id}/state"));
+    assert_eq!(r[0].extract.get("plan_id"), Some(&Extract::Json("$.id".into())));
     let Some(Body::Json(body)) = &r[1].body else { panic!() };
     assert_eq!(body, &json!({"state": "approved"}));
 }
@@ -433,8 +433,8 @@ fn the_same_recording_gives_the_same_scenario() {
         e("POST", "/carts", 0).answer(201, "application/json", &format!(r#"{{"cart":{{"id":"{CART}"}}}}"#)),
         e("GET", &format!("/carts/{CART}"), 100),
     ];
-    let a = crate::write::files(&import_all(&entries), "a.yaml", "a.env").unwrap();
-    let b = crate::write::files(&import_all(&entries), "a.yaml", "a.env").unwrap();
+    let a = crate::write::files(&import_all(&entries), "a.yaml", Some("a.env")).unwrap();
+    let b = crate::write::files(&import_all(&entries), "a.yaml", Some("a.env")).unwrap();
     assert_eq!(a, b);
 }
 
@@ -450,4 +450,19 @@ fn json_written_into_a_page_is_carried() {
     let r = requests(&i);
     assert_eq!(r[1].headers["X-Nonce"], "${api_nonce}");
     assert_eq!(i.correlated[0].from, "\"apiNonce\" in the body of GET / (step 1)");
+}
+
+#[test]
+fn a_status_written_as_text_is_the_same_status() {
+    let text = har(&[
+        e("POST", "/plans", 0).answer(201, "application/json", r#"{"id":"p-12345"}"#),
+        e("GET", "/plans/p-12345", 100).answer(200, "application/json", "{}"),
+    ])
+    .replace(r#""status":201"#, r#""status":"201""#);
+    assert!(text.contains(r#""status":"201""#), "{text}");
+    let i = import(&text, "s.har", &HarOptions::default()).unwrap();
+    let r = requests(&i);
+    assert_eq!(r.len(), 2, "{:?}", i.notes);
+    assert_eq!(r[0].status, vec![201]);
+    assert_eq!(r[1].path.as_deref(), Some("/plans/${plan_id}"));
 }

@@ -12,7 +12,7 @@ fn target() -> String {
 }
 
 fn yaml(imported: &Imported) -> String {
-    crate::write::files(imported, "s.yaml", "s.env").unwrap().scenario
+    crate::write::files(imported, "s.yaml", Some("s.env")).unwrap().scenario
 }
 
 #[test]

@@ -186,26 +186,35 @@ mod tests {
     #[test]
     fn the_load_reads_the_same_wherever_it_is_described() {
         assert_eq!(
-            load(Load::Open {
-                rate: 1500.0,
-                max_in_flight: 1000,
-                on_cap: crest_model::plan::OnCap::Drop,
-            }),
+            load(
+                Load::Open {
+                    rate: 1500.0,
+                    max_in_flight: 1000,
+                    on_cap: crest_model::plan::OnCap::Drop,
+                },
+                WorkUnit::Requests
+            ),
             "open model, up to 1,500.0 req/s, at most 1000 in flight"
         );
         assert_eq!(
-            load(Load::Open {
-                rate: 200.0,
-                max_in_flight: 2,
-                on_cap: crest_model::plan::OnCap::Queue,
-            }),
-            "open model, up to 200.0 req/s, at most 2 in flight, arrivals past it queued (pgbench -R)"
+            load(
+                Load::Open {
+                    rate: 200.0,
+                    max_in_flight: 2,
+                    on_cap: crest_model::plan::OnCap::Queue,
+                },
+                WorkUnit::Iterations
+            ),
+            "open model, up to 200.0 iterations/s, at most 2 in flight, arrivals past it queued (pgbench -R)"
         );
         assert_eq!(
-            load(Load::Closed {
-                users: 4,
-                iterations: Some(10)
-            }),
+            load(
+                Load::Closed {
+                    users: 4,
+                    iterations: Some(10)
+                },
+                WorkUnit::Iterations
+            ),
             "closed model, 4 users x 10 iterations"
         );
     }

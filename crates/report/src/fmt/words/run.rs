@@ -41,8 +41,9 @@ impl Load {
     }
 }
 
-/// The load in words: `closed model, up to 40 users`.
-pub fn load(l: Load) -> String {
+/// The load in words: `closed model, up to 40 users`. `arrival` is what an arrival of the open
+/// model starts: a request, or a flow's iteration.
+pub fn load(l: Load, arrival: WorkUnit) -> String {
     match l {
         Load::Open {
             rate,
@@ -50,8 +51,9 @@ pub fn load(l: Load) -> String {
             on_cap,
         } => {
             format!(
-                "open model, up to {} req/s, at most {max_in_flight} in flight{}",
+                "open model, up to {} {}, at most {max_in_flight} in flight{}",
                 num(rate),
+                unit_rate(arrival),
                 match on_cap {
                     OnCap::Drop => "",
                     OnCap::Queue => ", arrivals past it queued (pgbench -R)",
@@ -82,13 +84,22 @@ fn sweep_points(r: &Results) -> Option<usize> {
 /// The load of a finished run in words, all of it: a sweep's points together, e.g. `closed
 /// model, up to 50 users once each, over 6 points`, never the first point's alone.
 pub fn run_load(r: &Results) -> String {
-    let whole = load(Load::of(&r.config));
+    let whole = load(Load::of(&r.config), arrival(r));
     match sweep_points(r) {
         Some(points) => format!(
             "{}, over {points} points",
             whole.replacen(" model, ", " model, up to ", 1)
         ),
         None => whole,
+    }
+}
+
+/// What the run's load counts, arrivals and `-n` alike: a flow's iterations, else requests.
+fn arrival(r: &Results) -> WorkUnit {
+    if r.iterations.is_empty() {
+        WorkUnit::Requests
+    } else {
+        WorkUnit::Iterations
     }
 }
 
@@ -130,6 +141,8 @@ pub fn ended(r: &Results) -> &'static str {
         // Its journal reached the planned length: it was not cut short, only its last line
         // is missing (a full disk, or crest stopped while writing it).
         "duration, as far as its journal shows (it has no end line: a full disk, or crest was stopped while writing it)"
+    } else if r.ended_by == EndReason::Requests && arrival(r) == WorkUnit::Iterations {
+        "iteration count"
     } else {
         ended_by(r.ended_by)
     }
