@@ -287,7 +287,7 @@ fn curl_commands_run_as_curl_sends_them() {
         &[], &t);
     let r = &run(&i, &server)[0];
     assert_eq!(r.method, "GET");
-    assert_eq!(r.path, "/search?lang=en&q=red%20shoes%26more&page=2&api_key=K3Y");
+    assert_eq!(r.path, "/search?lang=en&q=red+shoes%26more&page=2&api_key=K3Y");
     assert!(r.body.is_empty());
     secrets_kept_apart(&i, &["K3Y"]);
 
