@@ -25,6 +25,34 @@ pub fn literal(value: &str) -> String {
     value.replace("${", "$${")
 }
 
+/// A variable name from a key, header or parameter name: snake case (`cartId`,
+/// `X-Request-Token`, `bearerAuth` -> `cart_id`, `x_request_token`, `bearer_auth`), never
+/// starting with a digit.
+pub(crate) fn snake(s: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
+                out.push('_');
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            out.push(c.to_ascii_lowercase());
+        } else {
+            prev_lower = false;
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    match out.chars().next() {
+        None => "value".to_string(),
+        Some(c) if c.is_ascii_digit() => format!("v_{out}"),
+        Some(_) => out,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! the request, so every user of a run sends its own fresh value instead of the recorded one.
 
 use super::html;
+use crate::snake;
 use crate::Extract;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -590,33 +591,6 @@ fn resource_name(path: &str) -> Option<String> {
     };
     let name = snake(&one);
     (!name.is_empty()).then_some(name)
-}
-
-/// A variable name from a key or header name: snake case (`cartId`, `X-Request-Token` ->
-/// `cart_id`, `x_request_token`), never starting with a digit.
-pub(super) fn snake(s: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            out.push(c.to_ascii_lowercase());
-        } else {
-            prev_lower = false;
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-        }
-    }
-    let out = out.trim_end_matches('_').to_string();
-    match out.chars().next() {
-        None => "value".to_string(),
-        Some(c) if c.is_ascii_digit() => format!("v_{out}"),
-        Some(_) => out,
-    }
 }
 
 #[cfg(test)]

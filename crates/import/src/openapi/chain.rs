@@ -4,7 +4,8 @@
 
 use super::schema::singular;
 use super::spec::{escape, Spec};
-use super::{snake, Op};
+use super::Op;
+use crate::snake;
 use crate::ImportError;
 use serde_json::Value;
 

@@ -10,6 +10,7 @@ mod chain;
 mod schema;
 mod spec;
 
+use crate::snake;
 use crate::{Body, Correlation, Extract, Flow, ImportError, Imported, Part, Request, Step};
 use chain::{Need, Source};
 use indexmap::IndexMap;
@@ -944,32 +945,6 @@ pub(super) fn encode_template(s: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
-}
-
-/// `bearerAuth` -> `bearer_auth`, `X-Plan-ID` -> `x_plan_id`: a variable's name.
-pub(super) fn snake(s: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        } else {
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = false;
-        }
-    }
-    let out = out.trim_matches('_').to_string();
-    match out.chars().next() {
-        None => "value".into(),
-        Some(c) if c.is_ascii_digit() => format!("v_{out}"),
-        Some(_) => out,
-    }
 }
 
 fn one_line(s: &str) -> String {
