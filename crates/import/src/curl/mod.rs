@@ -346,43 +346,90 @@ impl Builder {
             (None, false, false) if has_body => "POST".into(),
             _ => "GET".into(),
         };
-        let mut path = target.path.clone();
-        // -G and --url-query add to the query, which curl joins with `&`.
-        let mut extra_query: Vec<String> = o.url_query.clone();
-        if o.get {
-            let mut text = Vec::new();
-            for d in &o.data {
-                match d {
-                    Data::Text(t) => text.push(t.clone()),
-                    Data::File { option, .. } => {
-                        return Err(ImportError::CurlOption {
-                            option: option.clone(),
-                            message: "with -G the data goes into the query, and the import does not read files".into(),
-                        })
-                    }
-                }
-            }
-            if !text.is_empty() {
-                // curl would refuse a URL with a space in it; crest's request would too, at run
-                // time. A space in -G data is meant as one: sent encoded.
-                extra_query.push(text.join("&").replace(' ', "%20"));
-            }
-        }
-        if !extra_query.is_empty() {
-            let extra = extra_query.join("&");
-            match path.find('?') {
-                Some(q) if q + 1 < path.len() => path = format!("{path}&{extra}"),
-                Some(_) => path.push_str(&extra),
-                None => path = format!("{path}?{extra}"),
-            }
-        }
+        let path = with_query(o, &target.path)?;
         let shown_path = path.split('?').next().unwrap_or("/").to_string();
         let from = |what: &str| format!("{what} of {method} {shown_path} (step {step})");
         let path = self.query(&path, &from);
 
-        let mut headers: IndexMap<String, String> = IndexMap::new();
+        let mut headers = self.own_headers(o, &target, &from)?;
         let mut cookies: Vec<String> = Vec::new();
         let mut content_type: Option<String> = None;
+        let mut host_note = false;
+        for h in &o.headers {
+            let Some((name, value)) = header(h) else {
+                if !h.trim_end().ends_with(':') {
+                    self.notes.push(format!(
+                        "{prefix}-H {h:?}: not a `Name: value` header, left out as curl does"
+                    ));
+                }
+                continue;
+            };
+            if name.eq_ignore_ascii_case("cookie") {
+                cookies.push(value);
+                continue;
+            }
+            if name.eq_ignore_ascii_case("content-length") {
+                // crest counts the body it sends.
+                continue;
+            }
+            if name.eq_ignore_ascii_case("host") {
+                host_note = true;
+                continue;
+            }
+            if name.eq_ignore_ascii_case("content-type") {
+                if !o.form.is_empty() && value.to_ascii_lowercase().starts_with("multipart/") {
+                    // curl adds the boundary of the body it writes; crest does the same.
+                    continue;
+                }
+                content_type = Some(value.clone());
+            }
+            let kept = self
+                .secrets
+                .keep_or_hide(&name, &value, &from(&format!("header {name}")));
+            // A header given twice is sent twice by curl; one header with both values means the
+            // same.
+            match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                Some((_, v)) => *v = format!("{v}, {kept}"),
+                None => {
+                    headers.insert(name, kept);
+                }
+            }
+        }
+        if host_note {
+            self.notes.push(format!(
+                "{prefix}-H Host: left out; crest sends the target's host (CREST_TARGET)"
+            ));
+        }
+        cookies.extend(o.cookies.iter().cloned());
+        if let Some(c) = self.cookies(&cookies, &from)? {
+            headers.insert("Cookie".into(), c);
+        }
+        let body = self.body(o, &mut headers, content_type.as_deref(), prefix, &from)?;
+
+        let mut r = Request {
+            method,
+            headers,
+            body,
+            ..Request::default()
+        };
+        if target.origin == origin {
+            r.path = Some(path);
+        } else {
+            r.url = Some(format!("{}{path}", target.origin));
+        }
+        self.steps.push(Step::Request(Box::new(r)));
+        Ok(())
+    }
+
+    /// The headers curl adds itself (credentials, `-A`, `-e`, `-r`, its `Accept`), unless a
+    /// `-H` gives (or removes) the same.
+    fn own_headers(
+        &mut self,
+        o: &Options,
+        target: &Target,
+        from: &dyn Fn(&str) -> String,
+    ) -> Result<IndexMap<String, String>, ImportError> {
+        let mut headers: IndexMap<String, String> = IndexMap::new();
         let given = |name: &str| {
             o.headers
                 .iter()
@@ -449,71 +496,7 @@ impl Builder {
             let accept = if o.json { "application/json" } else { "*/*" };
             headers.insert("Accept".into(), accept.into());
         }
-        let mut host_note = false;
-        for h in &o.headers {
-            let Some((name, value)) = header(h) else {
-                if !h.trim_end().ends_with(':') {
-                    self.notes.push(format!(
-                        "{prefix}-H {h:?}: not a `Name: value` header, left out as curl does"
-                    ));
-                }
-                continue;
-            };
-            if name.eq_ignore_ascii_case("cookie") {
-                cookies.push(value);
-                continue;
-            }
-            if name.eq_ignore_ascii_case("content-length") {
-                // crest counts the body it sends.
-                continue;
-            }
-            if name.eq_ignore_ascii_case("host") {
-                host_note = true;
-                continue;
-            }
-            if name.eq_ignore_ascii_case("content-type") {
-                if !o.form.is_empty() && value.to_ascii_lowercase().starts_with("multipart/") {
-                    // curl adds the boundary of the body it writes; crest does the same.
-                    continue;
-                }
-                content_type = Some(value.clone());
-            }
-            let kept = self
-                .secrets
-                .keep_or_hide(&name, &value, &from(&format!("header {name}")));
-            // A header given twice is sent twice by curl; one header with both values means the
-            // same.
-            match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-                Some((_, v)) => *v = format!("{v}, {kept}"),
-                None => {
-                    headers.insert(name, kept);
-                }
-            }
-        }
-        if host_note {
-            self.notes.push(format!(
-                "{prefix}-H Host: left out; crest sends the target's host (CREST_TARGET)"
-            ));
-        }
-        cookies.extend(o.cookies.iter().cloned());
-        if let Some(c) = self.cookies(&cookies, &from)? {
-            headers.insert("Cookie".into(), c);
-        }
-        let body = self.body(o, &mut headers, content_type.as_deref(), prefix, &from)?;
-
-        let mut r = Request {
-            method,
-            headers,
-            body,
-            ..Request::default()
-        };
-        if target.origin == origin {
-            r.path = Some(path);
-        } else {
-            r.url = Some(format!("{}{path}", target.origin));
-        }
-        self.steps.push(Step::Request(Box::new(r)));
-        Ok(())
+        Ok(headers)
     }
 
     /// The path and query as a template: every `name=value` of the query whose name looks
@@ -841,6 +824,42 @@ fn form_fields(text: &str) -> Option<IndexMap<String, String>> {
         again.append_pair(k, v);
     }
     (again.finish() == text).then_some(fields)
+}
+
+/// The URL's path and query with what `-G` and `--url-query` add to the query, which curl joins
+/// with `&`.
+fn with_query(o: &Options, path: &str) -> Result<String, ImportError> {
+    let mut path = path.to_string();
+    // -G and --url-query add to the query, which curl joins with `&`.
+    let mut extra_query: Vec<String> = o.url_query.clone();
+    if o.get {
+        let mut text = Vec::new();
+        for d in &o.data {
+            match d {
+                Data::Text(t) => text.push(t.clone()),
+                Data::File { option, .. } => {
+                    return Err(ImportError::CurlOption {
+                        option: option.clone(),
+                        message: "with -G the data goes into the query, and the import does not read files".into(),
+                    })
+                }
+            }
+        }
+        if !text.is_empty() {
+            // curl would refuse a URL with a space in it; crest's request would too, at run
+            // time. A space in -G data is meant as one: sent encoded.
+            extra_query.push(text.join("&").replace(' ', "%20"));
+        }
+    }
+    if !extra_query.is_empty() {
+        let extra = extra_query.join("&");
+        match path.find('?') {
+            Some(q) if q + 1 < path.len() => path = format!("{path}&{extra}"),
+            Some(_) => path.push_str(&extra),
+            None => path = format!("{path}?{extra}"),
+        }
+    }
+    Ok(path)
 }
 
 #[cfg(test)]
