@@ -142,30 +142,11 @@ fn secrets_kept_apart(imported: &Imported, secrets: &[&str]) {
     assert_eq!(mode, 0o600, "the .env file is mode {mode:o}");
 }
 
-/// A multipart body's parts: each head (its header lines) and content.
+/// A multipart body's parts, sent as `multipart/form-data`: each head and content.
 fn parts(r: &Received) -> Vec<(String, Vec<u8>)> {
     let ct = one_header(r, "content-type");
     assert!(ct.starts_with("multipart/form-data; boundary="), "{ct}");
-    let delim = format!("--{}", ct.split("boundary=").nth(1).unwrap());
-    let mut out = Vec::new();
-    let mut rest: &[u8] = &r.body;
-    assert!(rest.starts_with(delim.as_bytes()));
-    loop {
-        rest = &rest[delim.len()..];
-        if rest.starts_with(b"--") {
-            break;
-        }
-        rest = &rest[2..];
-        let end = rest.windows(delim.len()).position(|w| w == delim.as_bytes()).unwrap();
-        let part = &rest[..end - 2];
-        let split = part.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        out.push((
-            String::from_utf8_lossy(&part[..split]).into_owned(),
-            part[split + 4..].to_vec(),
-        ));
-        rest = &rest[end..];
-    }
-    out
+    r.multipart_parts()
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 
 use common::{f, rt, run_async, run_scenario, scenario_file};
 use crest_testkit::proxy::Proxy;
-use crest_testkit::{Received, Reply, Server};
+use crest_testkit::{Reply, Server};
 
 /// Every file of a run's directory, as text, with what it printed.
 fn everything(r: &common::Run) -> String {
@@ -295,38 +295,6 @@ fn form_fields(body: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The parts of a multipart body: (headers, content) by the boundary in the Content-Type.
-fn multipart_parts(r: &Received) -> Vec<(String, Vec<u8>)> {
-    let ct = r
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| v.clone())
-        .unwrap();
-    let boundary = ct.split("boundary=").nth(1).unwrap().to_string();
-    let delim = format!("--{boundary}");
-    let text = r.body.clone();
-    let mut parts = Vec::new();
-    let mut rest: &[u8] = &text;
-    assert!(rest.starts_with(delim.as_bytes()));
-    loop {
-        rest = &rest[delim.len()..];
-        if rest.starts_with(b"--") {
-            break;
-        }
-        rest = &rest[2..];
-        let end = rest.windows(delim.len()).position(|w| w == delim.as_bytes()).unwrap();
-        let part = &rest[..end - 2];
-        let split = part.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        parts.push((
-            String::from_utf8_lossy(&part[..split]).into_owned(),
-            part[split + 4..].to_vec(),
-        ));
-        rest = &rest[end..];
-    }
-    parts
-}
-
 #[test]
 fn issue_15_form_and_multipart_bodies_are_what_the_server_parses() {
     let _serial = common::serial();
@@ -366,7 +334,7 @@ load: {{threads: 1, loops: 2}}
         assert!(fields[1].1.starts_with("user "), "{fields:?}");
         assert_eq!(fields[2], ("sym".into(), "x&y=z".into()));
         let upload = got.iter().find(|q| q.path == "/upload").unwrap();
-        let parts = multipart_parts(upload);
+        let parts = upload.multipart_parts();
         assert_eq!(parts.len(), 2);
         assert!(parts[0].0.contains("name=\"title\""));
         assert!(String::from_utf8_lossy(&parts[0].1).starts_with("report "));

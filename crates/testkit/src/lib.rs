@@ -32,6 +32,47 @@ pub struct Received {
     pub index: u64,
 }
 
+impl Received {
+    /// The parts of a multipart body, each head (its header lines) and content, split at the
+    /// boundary its Content-Type names. Panics on a body that is not one: that is the test's
+    /// failure.
+    pub fn multipart_parts(&self) -> Vec<(String, Vec<u8>)> {
+        let ct = self
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.as_str())
+            .expect("a Content-Type");
+        let boundary = ct.split("boundary=").nth(1).expect("a boundary in the Content-Type");
+        let delim = format!("--{boundary}");
+        let mut parts = Vec::new();
+        let mut rest: &[u8] = &self.body;
+        assert!(rest.starts_with(delim.as_bytes()), "the body starts with its boundary");
+        loop {
+            rest = &rest[delim.len()..];
+            if rest.starts_with(b"--") {
+                break;
+            }
+            rest = &rest[2..];
+            let end = rest
+                .windows(delim.len())
+                .position(|w| w == delim.as_bytes())
+                .expect("a part ends at a boundary");
+            let part = &rest[..end - 2];
+            let split = part
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("a part's head ends with an empty line");
+            parts.push((
+                String::from_utf8_lossy(&part[..split]).into_owned(),
+                part[split + 4..].to_vec(),
+            ));
+            rest = &rest[end..];
+        }
+        parts
+    }
+}
+
 /// What the server does with one request.
 #[derive(Clone, Debug)]
 pub enum Reply {
