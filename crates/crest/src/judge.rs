@@ -132,6 +132,7 @@ mod tests {
                 scenario: None,
                 thresholds: vec![],
                 stop_conditions: vec![],
+                provenance: None,
             },
             environment: None,
             names: vec!["a".into()],

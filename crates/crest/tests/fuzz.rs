@@ -3,8 +3,9 @@
 //! renderer. None may panic.
 //!
 //! Each run lasts `CREST_FUZZ_SECS` seconds (5 by default; CI gives 60). The mutations are
-//! seeded by the clock and the seed is printed, so a failure can be replayed with
-//! `CREST_FUZZ_SEED`; the input that panicked is saved and its path printed.
+//! seeded by `CREST_FUZZ_SEED` (CI fixes it, so a re-run tries the same inputs) or else by the
+//! clock; the seed is printed, so a failure can be replayed, and the input that panicked is
+//! saved and its path printed.
 #![allow(clippy::unwrap_used)]
 
 mod common;

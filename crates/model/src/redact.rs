@@ -63,9 +63,9 @@ pub fn is_secret_name(name: &str) -> bool {
 /// letter meets an upper-case one (`otpCode`).
 fn words(name: &str) -> impl Iterator<Item = &str> {
     let mut cuts = vec![0];
-    let bytes = name.as_bytes();
-    for i in 1..bytes.len() {
-        let (a, b) = (bytes[i - 1], bytes[i]);
+    // Cuts fall between characters, never inside one: a name may hold any text (a BOM, a
+    // non-Latin letter) and every piece is sliced from it.
+    for ((_, a), (i, b)) in name.char_indices().zip(name.char_indices().skip(1)) {
         if !a.is_ascii_alphanumeric()
             || !b.is_ascii_alphanumeric()
             || (a.is_ascii_lowercase() && b.is_ascii_uppercase())
@@ -73,7 +73,7 @@ fn words(name: &str) -> impl Iterator<Item = &str> {
             cuts.push(i);
         }
     }
-    cuts.push(bytes.len());
+    cuts.push(name.len());
     let cuts: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     cuts.into_iter()
         .map(move |(a, b)| name[a..b].trim_matches(|c: char| !c.is_ascii_alphanumeric()))
@@ -439,6 +439,16 @@ mod tests {
         for name in ["Accept", "zipcode", "page", "limit", "X-Request-Id", "user", "entities"] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn names_with_any_text_in_them_are_split_into_words() {
+        // A BOM or a non-Latin letter sits inside a name a recording or a hand edit made.
+        assert!(!is_secret_name("se\u{feff}c-ch-ua"));
+        assert!(is_secret_name("\u{feff}otp"));
+        assert!(is_secret_name("пароль-otp"));
+        assert!(is_secret_name("ß.sid"));
+        assert!(!is_secret_name("ééé"));
     }
 
     #[test]

@@ -234,6 +234,7 @@ impl ResultsBuilder {
                     .map(|t| Threshold::parse(t).expect("a valid threshold"))
                     .into(),
                 stop_conditions: vec![],
+                provenance: None,
             },
             environment: Some(Environment {
                 os: "Test OS".into(),

@@ -285,6 +285,32 @@ pub struct RunConfig {
     pub thresholds: Vec<crate::expr::Threshold>,
     /// Stop conditions evaluated during the run, as written.
     pub stop_conditions: Vec<crate::expr::StopCondition>,
+    /// Which test the run belongs to and which build it measured: what a history of runs is
+    /// grouped and ordered by. Absent when nothing named it and no git checkout was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// The test a run belongs to (`--label`, or a scenario's `label:`) and the build it measured:
+/// the git commit and branch of the directory crest ran in, and the tags given with `--tag`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The test's name: runs with the same label are runs of the same test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The commit checked out where crest ran, in full hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The branch checked out there, when not detached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Whether the checkout had changes not committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirty: Option<bool>,
+    /// `--tag key=value` pairs (secrets redacted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// The load generator's own use of the machine during the run.
