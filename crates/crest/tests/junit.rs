@@ -193,3 +193,40 @@ fn a_junit_file_that_cannot_be_written_exits_4_with_the_results_kept() {
     assert!(out.join("results.json").is_file(), "results.json is written");
     assert!(out.join("report.md").is_file(), "so are the reports");
 }
+
+#[test]
+fn a_capacity_search_adds_whether_a_level_met_its_service_level() {
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let o = crest()
+        .args([
+            "find",
+            &t.url,
+            "--probe",
+            "2s",
+            "--budget",
+            "6s",
+            "--slo",
+            "p99 < 10s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(tmp.path().join("run"))
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    validate(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(attr(&xml, "testsuite", "tests"), "3", "{xml}");
+    assert_eq!(attr(&xml, "testsuite", "failures"), "0", "{xml}");
+    let case = r#"<testcase name="the capacity search found a level that met the service level" classname="checks" time="0.000">"#;
+    let at = xml.find(case).unwrap_or_else(|| panic!("no search case in\n{xml}"));
+    assert!(
+        xml[at..].contains("<system-out>maximum throughput "),
+        "a pass says what the search found:\n{xml}"
+    );
+}
