@@ -539,6 +539,15 @@ pub struct OutputArgs {
 
     #[command(flatten)]
     pub web: WebArgs,
+
+    /// Also write the thresholds and the run's checks as JUnit XML to PATH, for CI.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+
+    /// Append a short Markdown summary (figures, thresholds, top findings) to PATH, such as
+    /// $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_name = "PATH")]
+    pub markdown_summary: Option<PathBuf>,
 }
 
 /// Watching and steering the run from a browser (docs/live.md).

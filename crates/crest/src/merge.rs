@@ -41,6 +41,8 @@ pub fn command(a: &MergeArgs) -> Result<u8> {
         force: a.force,
         log_requests: false,
         web: Default::default(),
+        junit: None,
+        markdown_summary: None,
     };
     let written = output::write_all(&dir, &results, &out, true, None)?;
     Ok(if written.complete { 0 } else { crate::exit::NOT_WRITTEN })

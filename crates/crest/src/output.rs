@@ -98,6 +98,9 @@ pub fn write_all(
         }
         None => {}
     }
+    if !ci_files(results, &analysis, out) {
+        reports_written = false;
+    }
     if let Err(e) = &written {
         let kept = rundir::journals(dir);
         let kept = if kept.is_empty() {
@@ -134,6 +137,39 @@ pub fn write_all(
         summary: analysis.summary,
         complete: reports_written && journaled,
     })
+}
+
+/// Writes `--junit` (atomically, as the summary file) and appends `--markdown-summary`, as CI
+/// jobs append their step summaries; says on stderr what could not be written, and returns
+/// false then.
+fn ci_files(results: &Results, analysis: &crest_analysis::Analysis, out: &OutputArgs) -> bool {
+    let mut ok = true;
+    if let Some(p) = &out.junit {
+        let xml = crest_report::junit::run(results, analysis, out.strict).context("cannot render the JUnit XML");
+        if let Err(e) = xml.and_then(|x| rundir::write_named(p, &x)) {
+            eprintln!("error: --junit {}: {e:#}", p.display());
+            ok = false;
+        }
+    }
+    if let Some(p) = &out.markdown_summary {
+        let md = crest_report::markdown::ci_summary(results, analysis).context("cannot render the Markdown summary");
+        if let Err(e) = md.and_then(|m| append(p, m.as_bytes())) {
+            eprintln!("error: --markdown-summary {}: {e:#}", p.display());
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Appends `bytes` to `path` in one write, creating it when missing.
+fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .with_context(|| format!("cannot append to {}", path.display()))
 }
 
 /// Writes the reports of `results` into `dir`, beside a results.json already there: a sweep's

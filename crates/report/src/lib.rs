@@ -10,6 +10,7 @@ pub mod fmt;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod study;
 pub mod terminal;

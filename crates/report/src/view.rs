@@ -35,6 +35,7 @@ pub(crate) fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_template("compare.md.j2", include_str!("../templates/compare.md.j2"))?;
     env.add_template("compare.html.j2", include_str!("../templates/compare.html.j2"))?;
     env.add_template("study.md.j2", include_str!("../templates/study.md.j2"))?;
+    env.add_template("summary.md.j2", include_str!("../templates/summary.md.j2"))?;
     env.add_template("study.html.j2", include_str!("../templates/study.html.j2"))?;
     Ok(env)
 }
@@ -162,11 +163,7 @@ fn counted_unit(unit: WorkUnit) -> WorkUnit {
 
 pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
     let c = &r.config;
-    let title = match (&c.http, &c.scenario) {
-        (Some(h), _) => format!("{} {}", h.method, h.url),
-        (None, Some(s)) => format!("scenario {}", s.path),
-        _ => "run".into(),
-    };
+    let title = words::run_target(r);
     let capacity = &a.capacity;
     RunView {
         title,

@@ -297,3 +297,34 @@ pub fn unit_plural(u: WorkUnit) -> &'static str {
         WorkUnit::Iterations => "iterations",
     }
 }
+
+/// What a run measured, as its report's title names it: `GET http://host/path` (redacted) or
+/// `scenario load.yaml`.
+pub fn run_target(r: &Results) -> String {
+    match (&r.config.http, &r.config.scenario) {
+        (Some(h), _) => format!("{} {}", h.method, crest_model::redact::url(&h.url)),
+        (None, Some(s)) => format!("scenario {}", s.path),
+        _ => "run".into(),
+    }
+}
+
+/// A run's name: its label (`--label`) when it has one, else what it measured.
+pub fn run_name(r: &Results) -> String {
+    r.config
+        .provenance
+        .as_ref()
+        .and_then(|p| p.label.clone())
+        .unwrap_or_else(|| run_target(r))
+}
+
+/// How many of a run's units of work there were and how they ended: `1,204 requests: 1,204 ok,
+/// 0 failed`.
+pub fn outcome_counts(s: &crest_analysis::Summary) -> String {
+    format!(
+        "{} {}: {} ok, {} failed",
+        crate::fmt::int(s.requests),
+        counted(s.unit),
+        crate::fmt::int(s.successes),
+        crate::fmt::int(s.failures)
+    )
+}

@@ -122,3 +122,17 @@ pub fn recommended(r: &Recommended) -> String {
         Recommended::Between(lo, hi) => format!("{} to {}", level(*lo), level(*hi)),
     }
 }
+
+/// What a capacity search found: its maximum throughput among the probes that met the service
+/// level, and its limit.
+pub fn search_found(c: &crest_analysis::find::CapacitySummary) -> String {
+    let max = format!(
+        "maximum throughput {} {} successful, among the probes that met the service level",
+        num(c.max_per_s),
+        unit_rate(c.unit)
+    );
+    match &c.limit {
+        Some(l) => format!("{max}; limit: {}", limit(l, c.unit)),
+        None => max,
+    }
+}
