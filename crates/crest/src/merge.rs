@@ -40,6 +40,7 @@ pub fn command(a: &MergeArgs) -> Result<u8> {
         strict: false,
         force: a.force,
         log_requests: false,
+        store: None,
         web: Default::default(),
     };
     let written = output::write_all(&dir, &results, &out, true, None)?;
