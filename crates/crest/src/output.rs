@@ -158,7 +158,7 @@ fn store(results: &Results, analysis: &crest_analysis::Analysis, out: &OutputArg
     match crest_store::write_run(&url, results, analysis) {
         Ok(id) => {
             if !out.quiet {
-                eprintln!("stored:  run {id} in {}", crest_model::redact::url(&url));
+                eprintln!("stored:  run {id} in {}", crest_store::shown(&url));
             }
             true
         }

@@ -99,9 +99,12 @@ fn runs_written_to_the_store_read_back_as_their_results_and_the_dashboard_querie
 
     let stored = crest_store::load_runs(&db.url, None).unwrap();
     assert_eq!(stored.len(), 2);
-    assert!(crest_store::load_runs(&db.url, Some("no such label"))
-        .unwrap()
-        .is_empty());
+    assert!(crest_store::load_runs(&db.url, Some("nightly")).unwrap().is_empty());
+    sql(&db.url, "UPDATE crest.runs SET label = 'nightly' WHERE id = 2");
+    let nightly = crest_store::load_runs(&db.url, Some("nightly")).unwrap();
+    assert_eq!(nightly.len(), 1);
+    assert_eq!(nightly[0].0, "store run 2");
+    sql(&db.url, "UPDATE crest.runs SET label = NULL WHERE id = 2");
     for (k, ((place, results), r)) in stored.iter().zip(&runs).enumerate() {
         assert_eq!(place, &format!("store run {}", k + 1));
         let file = std::fs::read_to_string(r.dir.path().join("results.json")).unwrap();

@@ -9,6 +9,10 @@ use tokio_postgres::{Client, NoTls};
 /// How long a connection may take before the store counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest any one statement may take (a lock held elsewhere, a server stalled): a finished
+/// run waits for the store a bounded time.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A connection and the URL as it may be shown.
 pub(crate) struct Store {
     pub client: Client,
@@ -25,9 +29,14 @@ impl Store {
     }
 }
 
-/// The URL as it may be shown: without its password.
-pub(crate) fn shown(url: &str) -> String {
-    crest_model::redact::url(url)
+/// The store's URL (or `key=value` connection string) as it may be shown: without its
+/// password.
+pub fn shown(url: &str) -> String {
+    if url.contains("://") {
+        crest_model::redact::url(url)
+    } else {
+        crest_model::redact::text(url)
+    }
 }
 
 /// Connects; the connection's driver runs on the current runtime.
@@ -45,6 +54,9 @@ pub(crate) async fn connect(url: &str) -> Result<Store, StoreError> {
     }
     config.application_name("crest");
     config.connect_timeout(CONNECT_TIMEOUT);
+    if config.get_options().is_none() {
+        config.options(format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis()));
+    }
     let connecting = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls));
     let (client, connection) = match connecting.await {
         Ok(Ok(c)) => c,
@@ -80,6 +92,23 @@ pub(crate) fn words(e: &tokio_postgres::Error) -> String {
                 src = x.source();
             }
             s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_is_shown_without_its_password_in_either_form() {
+        for url in [
+            "postgres://u:secretpw@db.internal:5432/perf",
+            "host=db.internal user=u password=secretpw dbname=perf",
+        ] {
+            let s = shown(url);
+            assert!(!s.contains("secretpw"), "{s}");
+            assert!(s.contains("db.internal"), "{s}");
         }
     }
 }

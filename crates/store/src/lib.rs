@@ -13,6 +13,7 @@ mod read;
 mod rows;
 mod write;
 
+pub use connect::shown;
 pub use migrate::{migrate, MIGRATIONS};
 pub use read::load_runs;
 pub use write::write_run;
