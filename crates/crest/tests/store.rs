@@ -120,7 +120,7 @@ fn runs_written_to_the_store_read_back_as_their_results_and_the_dashboard_querie
         let row = &sql(
             &db.url,
             &format!(
-                "SELECT requests, successes, failures, p99_ms, throughput_rps, thresholds_passed, unit,
+                "SELECT requests, successes, failures, p99_ms, throughput_rps, thresholds_passed, unit, throughput_per_s,
                         (SELECT sum(requests) FROM crest.series WHERE run_id = {id}),
                         (SELECT count(*) FROM crest.steps WHERE run_id = {id}),
                         (SELECT count(*) FROM crest.answers WHERE run_id = {id} AND answer = 'threshold' AND passed)
@@ -143,10 +143,11 @@ fn runs_written_to_the_store_read_back_as_their_results_and_the_dashboard_querie
         close(&col(4), &s["throughput_rps"]);
         assert_eq!(col(5), "t");
         assert_eq!(col(6), "requests");
+        close(&col(7), &s["success_rps"]);
         let per_interval: u64 = on_disk.intervals.iter().map(|i| i.requests).sum();
-        assert_eq!(col(7), per_interval.to_string());
-        assert_eq!(col(8), s["segments"].as_array().unwrap().len().to_string());
-        assert_eq!(col(9), "1");
+        assert_eq!(col(8), per_interval.to_string());
+        assert_eq!(col(9), s["segments"].as_array().unwrap().len().to_string());
+        assert_eq!(col(10), "1");
     }
 
     // Every query of the dashboard, its Grafana macros and variables given concrete values,

@@ -104,12 +104,12 @@ impl Run {
     pub fn of(r: &Results, a: &Analysis) -> Run {
         let s = &a.summary;
         let p = r.config.provenance.as_ref();
-        // The headline throughput in the run's unit, as the summary gives it: iterations of the
-        // flows per second for a scenario's flows, else (successful and failed) requests or
-        // transactions per second.
+        // The headline throughput in the run's unit, as the summary gives it and as the optimal
+        // point and the limit count: successful iterations of the flows per second for a
+        // scenario's flows, else successful requests (transactions) per second.
         let throughput_per_s = match (s.unit, &s.iterations) {
             (WorkUnit::Iterations, Some(i)) => i.per_s,
-            _ => s.throughput_rps,
+            _ => s.success_rps,
         };
         Run {
             started_at: r.started_at.clone(),
