@@ -37,7 +37,8 @@ Exit codes:
   3    with --strict: crest itself limited the run
   4    the run finished but an output could not be written in full (a full disk): results.json,
        a report, the journal or the request log; what was written is whole. Also a run the full
-       disk stopped before it sent anything (it leaves no directory)
+       disk stopped before it sent anything (it leaves no directory), or a --store that could
+       not be written
   130  interrupted by Ctrl-C (results gathered so far are written)
   143  interrupted by SIGTERM or SIGHUP (results gathered so far are written)";
 
@@ -536,6 +537,11 @@ pub struct OutputArgs {
     /// actual start, name, user, iteration, status, outcome, timings and bytes.
     #[arg(long)]
     pub log_requests: bool,
+
+    /// Also write the run to this PostgreSQL team store (docs/store.md), after results.json
+    /// [default: $CREST_STORE]. A store that cannot be written makes the exit code 4.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 
     #[command(flatten)]
     pub web: WebArgs,

@@ -40,6 +40,7 @@ pub fn command(a: &MergeArgs) -> Result<u8> {
         strict: false,
         force: a.force,
         log_requests: false,
+        store: None,
         web: Default::default(),
         junit: None,
         markdown_summary: None,

@@ -27,7 +27,8 @@ pub struct Written {
     /// The summary, shown and returned whatever was written.
     pub summary: crest_analysis::Summary,
     /// False when a file of the run is not whole on disk: its journal or request log while it
-    /// ran, or results.json, a report or the summary file after. The exit code says so.
+    /// ran, or results.json, a report or the summary file after; or the run is not in the team
+    /// store it was to be written to. The exit code says so.
     pub complete: bool,
 }
 
@@ -77,6 +78,10 @@ pub fn write_all(
             );
             reports_written = false;
         }
+    }
+    // The team store comes after the run's own files, which never wait for it or depend on it.
+    if !store(results, &analysis, out) {
+        reports_written = false;
     }
     let text = crest_report::terminal::render(results, &analysis);
     let summary_json = crest_report::json::summary_json(&analysis.summary).context("cannot serialise the summary")?;
@@ -170,6 +175,39 @@ fn append(path: &Path, bytes: &[u8]) -> Result<()> {
         .open(path)
         .and_then(|mut f| f.write_all(bytes))
         .with_context(|| format!("cannot append to {}", path.display()))
+}
+
+/// The team store a run is written to: `--store`, else `$CREST_STORE`. A worker's share of a
+/// run is not a run of its own (its `$CREST_STORE` would store it beside the whole): the
+/// collector stores the run.
+fn store_url(results: &Results, out: &OutputArgs) -> Option<String> {
+    if results.config.worker.is_some() {
+        return None;
+    }
+    out.store
+        .clone()
+        .or_else(|| std::env::var("CREST_STORE").ok())
+        .filter(|u| !u.is_empty())
+}
+
+/// Writes the run to the team store, when there is one; false when it could not be written, said
+/// in one line that names the store without its password.
+fn store(results: &Results, analysis: &crest_analysis::Analysis, out: &OutputArgs) -> bool {
+    let Some(url) = store_url(results, out) else {
+        return true;
+    };
+    match crest_store::write_run(&url, results, analysis) {
+        Ok(id) => {
+            if !out.quiet {
+                eprintln!("stored:  run {id} in {}", crest_store::shown(&url));
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {}", e.to_string().replace('\n', " "));
+            false
+        }
+    }
 }
 
 /// Writes the reports of `results` into `dir`, beside a results.json already there: a sweep's

@@ -288,9 +288,11 @@ fn resolve(
     run.output.out = Some(out.to_path_buf());
     run.output.quiet = true;
     run.output.summary_json = None;
-    // The collector writes the run's CI files, once, for the whole run.
+    // The collector writes the run's CI files and its row in the team store, once, for the
+    // whole run.
     run.output.junit = None;
     run.output.markdown_summary = None;
+    run.output.store = None;
     run.output.force = false;
     // The page is the collector's; `--load manual` is the worker's plan too.
     run.output.web = crate::cli::WebArgs {
