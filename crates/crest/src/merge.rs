@@ -41,6 +41,7 @@ pub fn command(a: &MergeArgs) -> Result<u8> {
         force: a.force,
         log_requests: false,
         web: Default::default(),
+        provenance: Default::default(),
     };
     let written = output::write_all(&dir, &results, &out, true, None)?;
     Ok(if written.complete { 0 } else { crate::exit::NOT_WRITTEN })

@@ -36,6 +36,7 @@ pub(crate) fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_template("compare.html.j2", include_str!("../templates/compare.html.j2"))?;
     env.add_template("study.md.j2", include_str!("../templates/study.md.j2"))?;
     env.add_template("study.html.j2", include_str!("../templates/study.html.j2"))?;
+    env.add_template("history.html.j2", include_str!("../templates/history.html.j2"))?;
     Ok(env)
 }
 
