@@ -316,8 +316,8 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct HistoryArgs {
-    /// Where to look for runs: every run directory (holding results.json) under it, sweeps'
-    /// points included
+    /// Where to look for runs: every run directory (holding results.json) under it; a sweep or
+    /// a find is one run
     #[arg(value_name = "DIR", default_value = "crest-results")]
     pub dir: PathBuf,
 

@@ -89,8 +89,8 @@ fn load(dir: &Path) -> (Vec<(String, Results)>, Vec<Skipped>) {
 }
 
 /// The run directories under `dir`: those holding results.json. A run directory's own
-/// subdirectories are not searched (a find's probes are in its results already); any other
-/// directory is, so a sweep's points are found. Symbolic links are not followed.
+/// subdirectories are not searched: a sweep's points and a find's probes are in its joined
+/// results already, and one test is one run of the history. Symbolic links are not followed.
 fn run_dirs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     if dir.join(rundir::RESULTS).is_file() {
         out.push(dir.to_path_buf());
