@@ -195,7 +195,7 @@ fn notes(runs: &[(&Analysis, &str)]) -> Vec<Note> {
 }
 
 /// Per-second values of one latency quantile over the run's steady state, for noise estimates.
-fn per_second(a: &Analysis, pick: fn(&Point) -> f64) -> Vec<f64> {
+pub(crate) fn per_second(a: &Analysis, pick: fn(&Point) -> f64) -> Vec<f64> {
     let steady: Vec<(f64, f64)> = a.segments.iter().map(|s| (s.steady_start_s, s.steady_end_s)).collect();
     a.series
         .iter()
@@ -212,7 +212,7 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 }
 
 /// Welch's t on per-second values: beyond noise when |t| > 2 (about 95%).
-fn verdict(a: &[f64], b: &[f64]) -> Verdict {
+pub(crate) fn verdict(a: &[f64], b: &[f64]) -> Verdict {
     if a.len() < 3 || b.len() < 3 {
         return Verdict::TooFewSeconds;
     }

@@ -7,7 +7,7 @@
 //! [`recovery`], [`resources`], [`validity`], [`find`], [`thresholds`]; [`workers`] over
 //! [`validity`]); then [`summary`],
 //! [`findings`] and [`analyze`],
-//! which runs them in order; [`invariants`] and [`compare`] on top. [`stop`] holds the live stop rules the
+//! which runs them in order; [`invariants`], [`compare`] and [`history`] on top. [`stop`] holds the live stop rules the
 //! engine's caller evaluates while a run is in progress; thresholds and stop conditions arrive
 //! parsed, as `crest_model::expr` values.
 #![warn(missing_docs)]
@@ -22,6 +22,7 @@ pub mod failures;
 pub mod figures;
 pub mod find;
 pub mod findings;
+pub mod history;
 pub mod invariants;
 pub mod iterations;
 pub mod recovery;

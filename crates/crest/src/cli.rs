@@ -36,9 +36,11 @@ Exit codes:
   2    bad usage or input, or the run could not start
   3    with --strict: crest itself limited the run
   4    the run finished but an output could not be written in full (a full disk): results.json,
-       a report, the journal or the request log; what was written is whole. Also a run the full
+       a report, --junit, --markdown-summary, the journal or the request log; what was written
+       is whole. Also a run the full
        disk stopped before it sent anything (it leaves no directory), or a --store that could
        not be written
+  5    history --check: a figure of the newest run regressed against its baseline
   130  interrupted by Ctrl-C (results gathered so far are written)
   143  interrupted by SIGTERM or SIGHUP (results gathered so far are written)";
 
@@ -58,6 +60,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Find the maximum sustainable throughput and the optimal operating point.
     Find(Box<FindArgs>),
+    /// The runs of each test (--label) over time, and with --check the regression gate: the
+    /// newest run of each test against the runs before it.
+    History(HistoryArgs),
     /// Run a scenario once per value of a parameter, with a setup command before each.
     Sweep(Box<SweepArgs>),
     /// Start the built-in demo target, find its capacity, and write the report.
@@ -309,6 +314,46 @@ pub struct CompareArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `crest history`: where the runs are, and the gate's settings.
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct HistoryArgs {
+    /// Where to look for runs: every run directory (holding results.json) under it; a sweep or
+    /// a find is one run
+    #[arg(value_name = "DIR", default_value = "crest-results")]
+    pub dir: PathBuf,
+
+    /// Only the runs of this label
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+
+    /// Write the HTML page here [default: DIR/history.html]
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// What stdout shows: a table per label (text), Markdown, or JSON
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "markdown", "json"])]
+    pub format: String,
+
+    /// The regression gate: judge the newest run of each label against the runs before it, and
+    /// exit with 5 when a figure regressed (docs/reports.md gives the rule)
+    #[arg(long)]
+    pub check: bool,
+
+    /// With --check: at most this many runs before the newest make its baseline (runs that
+    /// failed their own thresholds are never a baseline)
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub baseline: u64,
+
+    /// With --check: only runs carrying this tag (--tag) make the baseline
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub baseline_tag: Option<String>,
+
+    /// With --check: the smallest change called a regression, in percent of the baseline
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub min_change: f64,
+}
+
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// The scenario file (YAML).
@@ -554,6 +599,24 @@ pub struct OutputArgs {
     /// $GITHUB_STEP_SUMMARY.
     #[arg(long, value_name = "PATH")]
     pub markdown_summary: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub provenance: ProvenanceArgs,
+}
+
+/// Which test a run belongs to, for `crest history` (docs/reports.md); the git commit, branch
+/// and dirty state of the current directory are added by themselves.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ProvenanceArgs {
+    /// The test this run is: runs with the same label are grouped and compared by `crest
+    /// history` [default: the scenario's `label:`]
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+
+    /// A key=value note kept with the run (build=123, env=staging); secret-looking keys have
+    /// their values redacted. Repeatable.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
 }
 
 /// Watching and steering the run from a browser (docs/live.md).

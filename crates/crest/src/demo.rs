@@ -29,7 +29,8 @@ pub fn command(a: DemoArgs, args: &[String], readers: &Readers) -> Result<u8> {
             humantime::format_duration(a.budget)
         );
     }
-    let base = plan::url_draft(&format!("http://{addr}/"), &demo_request())?;
+    let mut base = plan::url_draft(&format!("http://{addr}/"), &demo_request())?;
+    crate::provenance::add(&mut base.provenance, &a.output.provenance)?;
     let workload = Arc::new(plan::http_workload(&plan::finish(base.clone())?)?);
     let how = find::Search {
         slo: find::slo(&[])?,

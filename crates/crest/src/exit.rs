@@ -8,6 +8,10 @@ use crest_model::results::EndReason;
 /// kept), or a command that stopped at a full disk.
 pub const NOT_WRITTEN: u8 = 4;
 
+/// `crest history --check`: a figure of the newest run of a label regressed against the runs
+/// before it.
+pub const REGRESSED: u8 = 5;
+
 /// The process exit code for a finished run.
 pub fn of_run(ended_by: EndReason, written: &Written, strict: bool) -> u8 {
     let summary = &written.summary;
@@ -30,7 +34,7 @@ mod tests {
     /// Every code a run can exit with is listed in `--help`, the one place a user learns them.
     #[test]
     fn help_lists_every_exit_code_a_run_returns() {
-        for code in [0, 1, 2, 3, NOT_WRITTEN, 130, 143] {
+        for code in [0, 1, 2, 3, NOT_WRITTEN, REGRESSED, 130, 143] {
             assert!(
                 crate::cli::EXIT_CODES.contains(&format!("\n  {code} ")),
                 "exit code {code} is missing from --help"

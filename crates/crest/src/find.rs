@@ -57,6 +57,7 @@ fn flags(a: &FindArgs) -> crate::plan::Flags<'_> {
         collected: false,
         manual: false,
         duration: false,
+        provenance: &a.output.provenance,
     }
 }
 

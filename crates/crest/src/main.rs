@@ -1,12 +1,13 @@
 //! The `crest` binary: the only place that knows about flags, the terminal and exit codes.
 
 // One module per subcommand, each entered by its `command`: run (with levels), find, sweep,
-// report, merge, compare, validate, demo, target, pg, kube, import, and a run over several
+// report, merge, compare, history, validate, demo, target, pg, kube, import, and a run over several
 // machines: collect and its workers.
 mod collect;
 mod compare;
 mod demo;
 mod find;
+mod history;
 mod import;
 mod kube;
 mod levels;
@@ -35,6 +36,7 @@ mod output;
 mod parts;
 mod plan;
 mod progress;
+mod provenance;
 mod reqlog;
 mod rundir;
 mod web;
@@ -97,6 +99,7 @@ fn dispatch(cli: Cli, args: &[String]) -> Result<u8> {
         Command::Report(a) => report::command(&a),
         Command::Merge(a) => merge::command(&a),
         Command::Compare(a) => compare::command(&a),
+        Command::History(a) => history::command(&a),
         Command::Demo(a) => demo::command(a, args, &readers),
         Command::Target(a) => target::command(a),
         Command::Collect(a) => collect::command(*a, args),

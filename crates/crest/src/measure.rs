@@ -599,7 +599,7 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
         },
         thresholds: plan.thresholds().to_vec(),
         stop_conditions: plan.stop_when().to_vec(),
-        provenance: None,
+        provenance: plan.provenance().cloned(),
     }
 }
 

@@ -44,6 +44,7 @@ pub fn command(a: &MergeArgs) -> Result<u8> {
         web: Default::default(),
         junit: None,
         markdown_summary: None,
+        provenance: Default::default(),
     };
     let written = output::write_all(&dir, &results, &out, true, None)?;
     Ok(if written.complete { 0 } else { crate::exit::NOT_WRITTEN })

@@ -119,6 +119,8 @@ pub struct Flags<'a> {
     pub manual: bool,
     /// `-d` was given: a run steered by hand still ends then.
     pub duration: bool,
+    /// `--label` and `--tag`.
+    pub provenance: &'a crate::cli::ProvenanceArgs,
 }
 
 impl<'a> Flags<'a> {
@@ -133,6 +135,7 @@ impl<'a> Flags<'a> {
             collected: a.collected,
             manual: a.output.web.load.as_deref() == Some("manual"),
             duration: a.duration.is_some(),
+            provenance: &a.output.provenance,
         }
     }
 }
@@ -179,6 +182,7 @@ pub fn add_flags(draft: &mut Draft, flags: &Flags<'_>) -> Result<()> {
     }
     // The flag adds the log to a scenario that does not ask for it; it never takes it away.
     draft.log_requests |= flags.log_requests;
+    crate::provenance::add(&mut draft.provenance, flags.provenance)?;
     add_monitor_flags(draft, flags.monitor)?;
     for t in flags.thresholds {
         draft.thresholds.push(Given {
@@ -372,6 +376,7 @@ pub fn url_draft(url: &str, args: &RequestArgs) -> Result<Draft> {
         log_requests: false,
         on_cap: None,
         shape: None,
+        provenance: Default::default(),
     })
 }
 
@@ -832,6 +837,7 @@ mod tests {
                 collected: false,
                 manual: false,
                 duration: false,
+                provenance: &Default::default(),
             };
             add_flags(&mut d, &flags)?;
             finish(d)

@@ -132,6 +132,7 @@ pub fn command(a: &SweepArgs, command_line: &[String], readers: &Readers) -> Res
         let mut drafted = crest_scenario::draft_str(&file, &text, dir_of, &env).with_context(at)?;
         // The flags add to each point's plan as to `crest run`'s, before the one resolver.
         drafted.draft.log_requests |= a.output.log_requests;
+        crate::provenance::add(&mut drafted.draft.provenance, &a.output.provenance).with_context(at)?;
         plan::add_monitor_flags(&mut drafted.draft, &a.monitor).with_context(at)?;
         scenarios.push(drafted.resolve(&file).with_context(at)?);
     }

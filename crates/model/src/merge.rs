@@ -426,6 +426,8 @@ pub fn plan_identity(s: &Start) -> serde_json::Value {
         o.remove("worker");
         // The command lines differ in their worker index.
         o.remove("command_line");
+        // Each worker finds the git checkout of its own machine; the collector's is the run's.
+        o.remove("provenance");
     }
     serde_json::json!({
         "config": config,

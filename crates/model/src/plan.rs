@@ -94,6 +94,9 @@ pub struct Draft {
     /// The shape a scenario file gave the load, and where: the run's load flags may replace a
     /// constant load, and must name a profile they can't. None for a load made from flags.
     pub shape: Option<Given<LoadShape>>,
+    /// See [`Plan::provenance`]: a scenario's `label:`, then the flags' label, tags and the
+    /// git checkout over it.
+    pub provenance: crate::results::Provenance,
 }
 
 /// The shape of a scenario's `load:`, by what the run's flags may do to it.
@@ -275,6 +278,7 @@ pub struct Plan {
     thresholds: Vec<Threshold>,
     monitor: crate::monitor::MonitorPlan,
     log_requests: bool,
+    provenance: Option<crate::results::Provenance>,
 }
 
 impl Plan {
@@ -352,6 +356,12 @@ impl Plan {
     /// `log_requests: true`), beside its journal.
     pub fn log_requests(&self) -> bool {
         self.log_requests
+    }
+
+    /// Which test the run belongs to and which build it measured; None when nothing was given
+    /// or found.
+    pub fn provenance(&self) -> Option<&crate::results::Provenance> {
+        self.provenance.as_ref()
     }
 
     /// This process's part of the run: the whole when it is not spread.
@@ -620,6 +630,7 @@ mod tests {
             log_requests: false,
             on_cap: None,
             shape: None,
+            provenance: Default::default(),
         }
     }
 

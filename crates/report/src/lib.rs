@@ -7,6 +7,7 @@
 mod chart;
 pub mod csv_out;
 pub mod fmt;
+pub mod history;
 pub mod hlog;
 pub mod html;
 pub mod json;

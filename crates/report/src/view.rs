@@ -37,6 +37,7 @@ pub(crate) fn templates() -> Result<Templates<'static>, minijinja::Error> {
     env.add_template("study.md.j2", include_str!("../templates/study.md.j2"))?;
     env.add_template("summary.md.j2", include_str!("../templates/summary.md.j2"))?;
     env.add_template("study.html.j2", include_str!("../templates/study.html.j2"))?;
+    env.add_template("history.html.j2", include_str!("../templates/history.html.j2"))?;
     Ok(env)
 }
 

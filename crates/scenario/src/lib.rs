@@ -235,6 +235,10 @@ pub fn draft_str(
                 log_requests: c.log_requests,
                 on_cap: c.on_cap,
                 shape: c.shape,
+                provenance: crest_model::results::Provenance {
+                    label: c.label,
+                    ..Default::default()
+                },
             };
             Ok(Drafted {
                 draft,

@@ -95,6 +95,9 @@ impl<T: Clone> OneOrMany<T> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// The test this scenario is: runs with the same label are grouped by `crest history` and
+    /// compared by its regression gate. The `--label` flag wins over it.
+    pub label: Option<Sp<String>>,
     /// Base URL that request paths are relative to, e.g. `http://127.0.0.1:8080`.
     pub target: Option<Sp<String>>,
     /// Settings for every request.

@@ -71,6 +71,9 @@ pub(super) struct Collecting {
     pub(super) quiet: bool,
     /// See [`SILENT_FOR`].
     pub(super) silent_for: Duration,
+    /// The collector's own label, tags and git checkout: the run's, whatever machines its
+    /// workers ran on.
+    pub(super) provenance: Option<crest_model::results::Provenance>,
 }
 
 impl Collecting {
@@ -104,6 +107,7 @@ impl Collecting {
             hub,
             quiet,
             silent_for: SILENT_FOR + plan.grace(),
+            provenance: plan.provenance().cloned(),
         }
     }
 
@@ -334,7 +338,10 @@ impl Collecting {
         if self.start_written {
             return;
         }
-        let Some(start) = self.merger.start_entry() else { return };
+        let Some(mut start) = self.merger.start_entry() else {
+            return;
+        };
+        start.config.provenance = self.provenance.clone();
         self.start_written = true;
         if let Some(j) = self.journal.as_mut() {
             j.write(&Entry::Start(start));

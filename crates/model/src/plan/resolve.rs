@@ -170,6 +170,7 @@ impl Draft {
             thresholds: self.thresholds.into_iter().map(|t| t.value).collect(),
             monitor,
             log_requests: self.log_requests,
+            provenance: Some(self.provenance).filter(|p| *p != crate::results::Provenance::default()),
         })
     }
 }

@@ -313,6 +313,46 @@ pub struct Provenance {
     pub tags: BTreeMap<String, String>,
 }
 
+/// The longest label a run may have: it heads a table and names a group of runs.
+pub const MAX_LABEL: usize = 200;
+
+impl Provenance {
+    /// What is wrong with `label` as a run's label, if anything: empty, too long, or holding
+    /// control characters (it is shown on a terminal and in file names' company).
+    pub fn label_problem(label: &str) -> Option<String> {
+        if label.trim().is_empty() {
+            Some("a label cannot be empty".into())
+        } else if label.chars().count() > MAX_LABEL {
+            Some(format!("a label has at most {MAX_LABEL} characters"))
+        } else if label.chars().any(char::is_control) {
+            Some("a label cannot hold control characters (a newline, a tab...)".into())
+        } else {
+            None
+        }
+    }
+
+    /// A tag as written, `key=value`: the key non-empty and both free of control characters.
+    /// The value is kept as written; [`Provenance::tags`] holds it redacted.
+    pub fn parse_tag(tag: &str) -> Result<(String, String), String> {
+        let Some((key, value)) = tag.split_once('=') else {
+            return Err(format!("{tag:?} is not key=value"));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("{tag:?}: the key before = cannot be empty"));
+        }
+        if tag.chars().any(char::is_control) {
+            return Err("a tag cannot hold control characters".into());
+        }
+        if key.chars().count() > MAX_LABEL || value.chars().count() > MAX_LABEL {
+            return Err(format!(
+                "a tag's key and value have at most {MAX_LABEL} characters each"
+            ));
+        }
+        Ok((key.to_string(), value.to_string()))
+    }
+}
+
 /// The load generator's own use of the machine during the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -55,6 +55,8 @@ pub(crate) struct Compiled {
     pub on_cap: Option<Given<plan::OnCap>>,
     /// The load's shape and where it is written.
     pub shape: Option<Given<plan::LoadShape>>,
+    /// `label:`, checked.
+    pub label: Option<String>,
 }
 
 /// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
@@ -266,6 +268,16 @@ impl<'a> Cx<'a> {
         self.connection.tls.insecure = d.and_then(|d| d.insecure.as_ref()).is_some_and(|b| **b);
         self.connection.keepalive = d.and_then(|d| d.keepalive.as_ref()).map(|k| **k);
         self.http_options(d);
+        let label = s
+            .label
+            .as_ref()
+            .and_then(|l| match crest_model::results::Provenance::label_problem(l) {
+                Some(problem) => {
+                    self.err(l.at(), format!("label: {problem}"), None);
+                    None
+                }
+                None => Some(l.to_string()),
+            });
         if let Some(ca) = d.and_then(|d| d.cacert.as_ref()) {
             match crest_model::input::read_file(&self.source(ca), crest_model::input::MAX_DATA_FILE) {
                 Ok(pem) => self.connection.tls.ca_pem = Some(pem),
@@ -392,6 +404,7 @@ impl<'a> Cx<'a> {
                 .as_ref()
                 .and_then(|o| o.log_requests.as_ref())
                 .is_some_and(|l| **l),
+            label,
         })
     }
 

@@ -1,0 +1,110 @@
+//! `crest history`: reads every run under a directory, shows each label's runs over time,
+//! writes history.html, and with `--check` runs the regression gate. The figures and the gate
+//! are `crest_analysis::history`'s, fed runs already loaded, so any other source of runs can
+//! feed them the same way.
+
+use crate::cli::HistoryArgs;
+use crate::rundir;
+use anyhow::{bail, Context, Result};
+use crest_analysis::history::{self, GateOptions, LabelVerdict, Skipped};
+use crest_model::results::{Provenance, Results};
+use std::path::{Path, PathBuf};
+
+/// How deep under DIR run directories are looked for: `crest-results/<run>`, a sweep's
+/// `<sweep>/point-001`, and a level or two of the user's own grouping.
+const MAX_DEPTH: usize = 4;
+
+/// `crest history [DIR]`. Returns the exit code.
+pub fn command(a: &HistoryArgs) -> Result<u8> {
+    if !a.dir.is_dir() {
+        bail!(
+            "{}: not a directory (give where the runs are, e.g. crest-results)",
+            a.dir.display()
+        );
+    }
+    if !(a.min_change.is_finite() && a.min_change >= 0.0) {
+        bail!("--min-change {}: give a percentage of 0 or more", a.min_change);
+    }
+    if let Some(label) = &a.label {
+        if let Some(problem) = Provenance::label_problem(label) {
+            bail!("--label {label:?}: {problem}");
+        }
+    }
+    let baseline_tag = a
+        .baseline_tag
+        .as_deref()
+        .map(|t| Provenance::parse_tag(t).map_err(|m| anyhow::anyhow!("--baseline-tag: {m}")))
+        .transpose()?;
+    let (runs, skipped) = load(&a.dir);
+    let h = history::history(runs, a.label.as_deref(), skipped);
+    let verdicts = a.check.then(|| {
+        history::check(
+            &h,
+            &GateOptions {
+                baseline: a.baseline as usize,
+                baseline_tag,
+                min_change_pct: a.min_change,
+            },
+        )
+    });
+    let text = match a.format.as_str() {
+        "json" => crest_report::history::json(&h, verdicts.as_deref())?,
+        "markdown" => crest_report::history::markdown(&h),
+        _ => crest_report::history::terminal(&h),
+    };
+    print!("{text}");
+    if let (Some(v), false) = (&verdicts, a.format == "json") {
+        print!("{}", crest_report::history::check(v));
+    }
+    let page = a.out.clone().unwrap_or_else(|| a.dir.join("history.html"));
+    let html = crest_report::history::html(&h).context("cannot render history.html")?;
+    rundir::write_named(&page, html.as_bytes())?;
+    eprintln!("wrote {}", page.display());
+    let regressed = verdicts
+        .iter()
+        .flatten()
+        .any(|v| matches!(v, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty()));
+    Ok(if regressed { crate::exit::REGRESSED } else { 0 })
+}
+
+/// Every run under `dir`, each named by its directory, and those that could not be read with
+/// why.
+fn load(dir: &Path) -> (Vec<(String, Results)>, Vec<Skipped>) {
+    let mut found = Vec::new();
+    run_dirs(dir, 0, &mut found);
+    found.sort();
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for d in found {
+        let source = d.display().to_string();
+        match rundir::read_results(&d) {
+            Ok(r) => runs.push((source, r)),
+            Err(e) => skipped.push(Skipped {
+                source,
+                reason: format!("{e:#}"),
+            }),
+        }
+    }
+    (runs, skipped)
+}
+
+/// The run directories under `dir`: those holding results.json. A run directory's own
+/// subdirectories are not searched: a sweep's points and a find's probes are in its joined
+/// results already, and one test is one run of the history. Symbolic links are not followed.
+fn run_dirs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if dir.join(rundir::RESULTS).is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            run_dirs(&e.path(), depth + 1, out);
+        }
+    }
+}

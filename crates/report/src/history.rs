@@ -1,0 +1,272 @@
+//! A history of runs (`crest history`) as a terminal table, Markdown, JSON and an HTML page with
+//! a chart per figure, and the regression gate's verdicts in words. Every cell is put in words
+//! here, once, so the formats show the same figures.
+
+use crate::chart::{chart, Chart};
+use crate::fmt::{self, words};
+use crest_analysis::history::{Figure, History, HistoryRun, LabelVerdict, Regression};
+use crest_analysis::summary::Answer;
+use minijinja::context;
+use serde::Serialize;
+
+/// The columns of a label's table.
+const COLUMNS: [&str; 10] = [
+    "date",
+    "commit",
+    "tags",
+    "throughput",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "errors",
+    "optimum / limit",
+    "bottleneck",
+];
+
+/// The cells of one run's row.
+fn row(r: &HistoryRun) -> Vec<String> {
+    let p = r.provenance.as_ref();
+    let commit = p.and_then(|p| p.commit.as_deref()).map_or_else(
+        || "-".to_string(),
+        |c| {
+            let short: String = c.chars().take(10).collect();
+            if p.and_then(|p| p.dirty) == Some(true) {
+                format!("{short}+dirty")
+            } else {
+                short
+            }
+        },
+    );
+    let tags = p
+        .map(|p| {
+            p.tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "-".into());
+    let answer = |a: &Option<Answer>| {
+        a.as_ref().map_or_else(
+            || "-".to_string(),
+            |a| {
+                let at = match (a.users, a.rate) {
+                    (Some(u), _) => format!("{u} users"),
+                    (None, Some(r)) => format!("{}/s", fmt::num(r)),
+                    _ => String::new(),
+                };
+                format!("{} @ {at}", fmt::num(a.per_s))
+            },
+        )
+    };
+    vec![
+        r.started_at.get(..19).unwrap_or(&r.started_at).replace('T', " "),
+        commit,
+        tags,
+        format!("{} {}", fmt::num(r.throughput), words::unit_rate(r.unit)),
+        fmt::ms(r.p50_ms),
+        fmt::ms(r.p95_ms),
+        fmt::ms(r.p99_ms),
+        fmt::pct(r.error_rate) + if r.failed { " (failed)" } else { "" },
+        format!("{} / {}", answer(&r.optimum), answer(&r.limit)),
+        r.bottleneck
+            .as_ref()
+            .map_or_else(|| "-".to_string(), words::bottleneck_cell),
+    ]
+}
+
+fn skipped(h: &History) -> Vec<String> {
+    h.skipped
+        .iter()
+        .map(|s| format!("{}: {}", s.source, s.reason))
+        .collect()
+}
+
+/// The history as a terminal table per label, with the runs skipped.
+pub fn terminal(h: &History) -> String {
+    let mut out = String::new();
+    if h.groups.is_empty() {
+        out.push_str("no runs found\n");
+    }
+    for g in &h.groups {
+        out.push_str(&format!("{} ({} runs)\n", g.label, g.runs.len()));
+        let rows: Vec<Vec<String>> = g.runs.iter().map(row).collect();
+        let widths: Vec<usize> = (0..COLUMNS.len())
+            .map(|c| {
+                rows.iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([COLUMNS[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}", w = *w))
+                .collect();
+            format!("  {}\n", padded.join("  ").trim_end())
+        };
+        out.push_str(&line(COLUMNS.to_vec()));
+        for r in &rows {
+            out.push_str(&line(r.iter().map(String::as_str).collect()));
+        }
+        out.push('\n');
+    }
+    for s in skipped(h) {
+        out.push_str(&format!("skipped {s}\n"));
+    }
+    out
+}
+
+/// The history as Markdown: a table per label.
+pub fn markdown(h: &History) -> String {
+    let mut out = String::from("# crest history\n\n");
+    for g in &h.groups {
+        out.push_str(&format!("## {}\n\n", fmt::md_text(&g.label)));
+        out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
+        out.push_str(&format!("|{}\n", "---|".repeat(COLUMNS.len())));
+        for r in &g.runs {
+            let cells: Vec<String> = row(r).iter().map(|c| fmt::md_text(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out.push('\n');
+    }
+    let skipped = skipped(h);
+    if !skipped.is_empty() {
+        out.push_str("## Skipped\n\n");
+        for s in skipped {
+            out.push_str(&format!("- {}\n", fmt::md_text(&s)));
+        }
+    }
+    out
+}
+
+/// The history as JSON: the typed figures, and the gate's verdicts when it was asked.
+pub fn json(h: &History, check: Option<&[LabelVerdict]>) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        #[serde(flatten)]
+        history: &'a History,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        check: Option<&'a [LabelVerdict]>,
+    }
+    serde_json::to_string_pretty(&Out { history: h, check }).map(|j| j + "\n")
+}
+
+/// One chart per figure, a line per label over its runs.
+fn charts(h: &History) -> Vec<Chart> {
+    Figure::ALL
+        .iter()
+        .map(|f| {
+            let series: Vec<(&str, Vec<(f64, f64)>)> = h
+                .groups
+                .iter()
+                .map(|g| {
+                    let pts = g
+                        .runs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| {
+                            let v = r.value(*f);
+                            ((i + 1) as f64, if *f == Figure::ErrorRate { v * 100.0 } else { v })
+                        })
+                        .collect();
+                    (g.label.as_str(), pts)
+                })
+                .collect();
+            let (title, y) = match f {
+                Figure::Throughput => ("Throughput", "successful units/s"),
+                Figure::P50 => ("p50 latency", "ms"),
+                Figure::P95 => ("p95 latency", "ms"),
+                Figure::P99 => ("p99 latency", "ms"),
+                Figure::ErrorRate => ("Error rate", "%"),
+            };
+            chart(&format!("history-{}", f.name()), title, "run", y, &series, &[])
+        })
+        .collect()
+}
+
+/// The history as one self-contained HTML page (no script, no outside resource).
+pub fn html(h: &History) -> Result<String, minijinja::Error> {
+    #[derive(Serialize)]
+    struct GroupView {
+        label: String,
+        rows: Vec<Vec<String>>,
+    }
+    let groups: Vec<GroupView> = h
+        .groups
+        .iter()
+        .map(|g| GroupView {
+            label: g.label.clone(),
+            rows: g.runs.iter().map(row).collect(),
+        })
+        .collect();
+    crate::view::templates()?
+        .get_template("history.html.j2")?
+        .render(context! {
+            h => context! {
+                columns => COLUMNS.to_vec(),
+                groups => groups,
+                skipped => skipped(h),
+                charts => charts(h),
+            }
+        })
+}
+
+/// A regression in words: the figure, its change, the new run and its baseline.
+pub fn regression(r: &Regression) -> String {
+    let value = |v: f64| match r.figure {
+        Figure::Throughput => fmt::num(v),
+        Figure::ErrorRate => fmt::pct(v),
+        _ => format!("{} ms", fmt::ms(v)),
+    };
+    let change = if r.figure == Figure::ErrorRate {
+        format!("{:+.1} points", r.change_pct)
+    } else {
+        format!("{:+.1}%", r.change_pct)
+    };
+    let t =
+        r.t.map_or_else(|| "constant seconds".to_string(), |t| format!("t = {t:.1}"));
+    format!(
+        "{}: {} regressed from {} to {} ({change}, {t}) in {} against {}",
+        r.label,
+        r.figure.name(),
+        value(r.from),
+        value(r.to),
+        r.run,
+        r.baseline.join(", ")
+    )
+}
+
+/// The gate's verdicts in words, a line per label (and per regression).
+pub fn check(verdicts: &[LabelVerdict]) -> String {
+    let mut out = String::new();
+    if verdicts.is_empty() {
+        out.push_str("check: no runs, no verdict on too little data\n");
+    }
+    for v in verdicts {
+        match v {
+            LabelVerdict::TooLittleData { label, run } => out.push_str(&format!(
+                "check {label}: no baseline run before {run} (none, or all failed their thresholds): no verdict on too little data\n"
+            )),
+            LabelVerdict::Judged {
+                label,
+                run,
+                baseline,
+                regressions,
+            } if regressions.is_empty() => out.push_str(&format!(
+                "check {label}: no regression in {run} against {} baseline run(s)\n",
+                baseline.len()
+            )),
+            LabelVerdict::Judged { regressions, .. } => {
+                for r in regressions {
+                    out.push_str(&format!("REGRESSION {}\n", regression(r)));
+                }
+            }
+        }
+    }
+    out
+}
