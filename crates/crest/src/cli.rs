@@ -319,9 +319,13 @@ pub struct CompareArgs {
 #[command(after_help = EXIT_CODES)]
 pub struct HistoryArgs {
     /// Where to look for runs: every run directory (holding results.json) under it; a sweep or
-    /// a find is one run
-    #[arg(value_name = "DIR", default_value = "crest-results")]
-    pub dir: PathBuf,
+    /// a find is one run [default: crest-results, or the team store of $CREST_STORE when set]
+    #[arg(value_name = "DIR", conflicts_with = "store")]
+    pub dir: Option<PathBuf>,
+
+    /// Read the runs from this PostgreSQL team store (docs/store.md) instead of a directory
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 
     /// Only the runs of this label
     #[arg(long, value_name = "NAME")]
@@ -352,6 +356,15 @@ pub struct HistoryArgs {
     /// With --check: the smallest change called a regression, in percent of the baseline
     #[arg(long, value_name = "PCT", default_value_t = 10.0)]
     pub min_change: f64,
+
+    /// With --check: also write the verdicts as JUnit XML to PATH, a suite per label and a case
+    /// per figure
+    #[arg(long, value_name = "PATH", requires = "check")]
+    pub junit: Option<PathBuf>,
+
+    /// With --check: append the verdicts as Markdown to PATH, such as $GITHUB_STEP_SUMMARY
+    #[arg(long, value_name = "PATH", requires = "check")]
+    pub markdown_summary: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

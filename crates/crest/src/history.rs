@@ -14,13 +14,32 @@ use std::path::{Path, PathBuf};
 /// `<sweep>/point-001`, and a level or two of the user's own grouping.
 const MAX_DEPTH: usize = 4;
 
+/// Where the runs are read from.
+enum Source {
+    Dir(PathBuf),
+    Store(String),
+}
+
+/// `--store`, else a DIR given, else `$CREST_STORE`, else `crest-results`.
+fn source(a: &HistoryArgs) -> Source {
+    let env_store = || std::env::var("CREST_STORE").ok().filter(|u| !u.is_empty());
+    match (&a.store, &a.dir) {
+        (Some(url), _) => Source::Store(url.clone()),
+        (None, Some(dir)) => Source::Dir(dir.clone()),
+        (None, None) => env_store().map_or_else(|| Source::Dir(PathBuf::from("crest-results")), Source::Store),
+    }
+}
+
 /// `crest history [DIR]`. Returns the exit code.
 pub fn command(a: &HistoryArgs) -> Result<u8> {
-    if !a.dir.is_dir() {
-        bail!(
-            "{}: not a directory (give where the runs are, e.g. crest-results)",
-            a.dir.display()
-        );
+    let source = source(a);
+    if let Source::Dir(dir) = &source {
+        if !dir.is_dir() {
+            bail!(
+                "{}: not a directory (give where the runs are, e.g. crest-results)",
+                dir.display()
+            );
+        }
     }
     if !(a.min_change.is_finite() && a.min_change >= 0.0) {
         bail!("--min-change {}: give a percentage of 0 or more", a.min_change);
@@ -35,7 +54,11 @@ pub fn command(a: &HistoryArgs) -> Result<u8> {
         .as_deref()
         .map(|t| Provenance::parse_tag(t).map_err(|m| anyhow::anyhow!("--baseline-tag: {m}")))
         .transpose()?;
-    let (runs, skipped) = load(&a.dir);
+    let (runs, skipped) = match &source {
+        Source::Dir(dir) => load(dir),
+        // The store's error names it without its password.
+        Source::Store(url) => (crest_store::load_runs(url, a.label.as_deref())?, Vec::new()),
+    };
     let h = history::history(runs, a.label.as_deref(), skipped);
     let verdicts = a.check.then(|| {
         history::check(
@@ -56,15 +79,46 @@ pub fn command(a: &HistoryArgs) -> Result<u8> {
     if let (Some(v), false) = (&verdicts, a.format == "json") {
         print!("{}", crest_report::history::check(v));
     }
-    let page = a.out.clone().unwrap_or_else(|| a.dir.join("history.html"));
+    let page = a.out.clone().unwrap_or_else(|| match &source {
+        Source::Dir(dir) => dir.join("history.html"),
+        Source::Store(_) => PathBuf::from("history.html"),
+    });
     let html = crest_report::history::html(&h).context("cannot render history.html")?;
     rundir::write_named(&page, html.as_bytes())?;
     eprintln!("wrote {}", page.display());
+    let written = verdicts.as_deref().is_none_or(|v| ci_files(v, a));
     let regressed = verdicts
         .iter()
         .flatten()
         .any(|v| matches!(v, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty()));
-    Ok(if regressed { crate::exit::REGRESSED } else { 0 })
+    Ok(match (regressed, written) {
+        (true, _) => crate::exit::REGRESSED,
+        (false, false) => crate::exit::NOT_WRITTEN,
+        (false, true) => 0,
+    })
+}
+
+/// Writes `--junit` and appends `--markdown-summary`, as a run does; says on stderr what could
+/// not be written, and returns false then. A regression's exit code (5) is the answer a CI job
+/// gates on, so it wins over a file not written (4).
+fn ci_files(verdicts: &[LabelVerdict], a: &HistoryArgs) -> bool {
+    let mut ok = true;
+    if let Some(p) = &a.junit {
+        let xml = crest_report::junit::suites_xml(&crest_report::history::check_suites(verdicts))
+            .context("cannot render the JUnit XML");
+        if let Err(e) = xml.and_then(|x| rundir::write_named(p, &x)) {
+            eprintln!("error: --junit {}: {e:#}", p.display());
+            ok = false;
+        }
+    }
+    if let Some(p) = &a.markdown_summary {
+        let md = crest_report::history::check_markdown(verdicts);
+        if let Err(e) = crate::output::append(p, md.as_bytes()) {
+            eprintln!("error: --markdown-summary {}: {e:#}", p.display());
+            ok = false;
+        }
+    }
+    ok
 }
 
 /// Every run under `dir`, each named by its directory, and those that could not be read with

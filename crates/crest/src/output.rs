@@ -167,7 +167,7 @@ fn ci_files(results: &Results, analysis: &crest_analysis::Analysis, out: &Output
 }
 
 /// Appends `bytes` to `path` in one write, creating it when missing.
-fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .create(true)

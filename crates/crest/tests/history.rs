@@ -99,6 +99,40 @@ fn the_gate_passes_equal_runs_and_names_a_regression() {
     );
     assert!(out.contains("REGRESSION api: throughput regressed"), "{out}");
 
+    // For CI: JUnit XML with a suite for the label and a failed case per regressed figure, and
+    // the verdict appended to a Markdown summary.
+    let xml = tmp.path().join("gate.xml");
+    let md = tmp.path().join("summary.md");
+    std::fs::write(&md, "earlier step\n").unwrap();
+    let (code, _, err) = history(
+        &runs,
+        &[
+            "--check",
+            "--junit",
+            xml.to_str().unwrap(),
+            "--markdown-summary",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 5, "{err}");
+    common::validate_junit(&xml);
+    let junit = std::fs::read_to_string(&xml).unwrap();
+    assert!(
+        junit.contains("<testsuite name=\"crest history: api\" tests=\"5\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<testcase name=\"p50\" classname=\"regressions\"")
+            && junit.contains("<failure message=\"api: p50 regressed from "),
+        "{junit}"
+    );
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(summary.starts_with("earlier step\n"), "{summary}");
+    assert!(
+        summary.contains("❌") && summary.contains("- REGRESSION api: p50 regressed"),
+        "{summary}"
+    );
+
     // The JSON gives the regressions as data.
     let (code, out, _) = history(&runs, &["--check", "--format", "json"]);
     assert_eq!(code, 5);

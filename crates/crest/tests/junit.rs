@@ -4,44 +4,9 @@
 
 mod common;
 
-use common::{crest, target_metric, target_process};
+use common::{crest, target_metric, target_process, validate_junit as validate};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
-
-/// Whether `xmllint` is here; in CI it must be (.ci/run installs it).
-fn xmllint() -> bool {
-    if Command::new("xmllint").arg("--version").output().is_ok() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none() && std::env::var_os("CREST_CI").is_none(),
-        "xmllint is missing in CI: .ci/run must install libxml2-utils"
-    );
-    eprintln!("skipped the schema check: no xmllint (apt-get install libxml2-utils)");
-    false
-}
-
-/// Validates `xml` against the JUnit schema.
-fn validate(xml: &Path) {
-    if !xmllint() {
-        return;
-    }
-    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit.xsd");
-    let out = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(&xsd)
-        .arg(xml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} does not validate: {}\n{}",
-        xml.display(),
-        String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(xml).unwrap()
-    );
-}
 
 /// `crest run URL ARGS... --out DIR --summary-json -`: its exit code, summary and stderr.
 fn run(url: &str, out: &Path, args: &[&str]) -> (i32, Value, String) {

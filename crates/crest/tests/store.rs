@@ -86,6 +86,8 @@ fn runs_written_to_the_store_read_back_as_their_results_and_the_dashboard_querie
                 "2s",
                 "--threshold",
                 "error_rate < 50%",
+                "--label",
+                "nightly",
                 "--store",
                 &db.url,
             ],
@@ -99,12 +101,31 @@ fn runs_written_to_the_store_read_back_as_their_results_and_the_dashboard_querie
 
     let stored = crest_store::load_runs(&db.url, None).unwrap();
     assert_eq!(stored.len(), 2);
-    assert!(crest_store::load_runs(&db.url, Some("nightly")).unwrap().is_empty());
-    sql(&db.url, "UPDATE crest.runs SET label = 'nightly' WHERE id = 2");
-    let nightly = crest_store::load_runs(&db.url, Some("nightly")).unwrap();
-    assert_eq!(nightly.len(), 1);
-    assert_eq!(nightly[0].0, "store run 2");
-    sql(&db.url, "UPDATE crest.runs SET label = NULL WHERE id = 2");
+    assert_eq!(crest_store::load_runs(&db.url, Some("nightly")).unwrap().len(), 2);
+    assert!(crest_store::load_runs(&db.url, Some("weekly")).unwrap().is_empty());
+    assert_eq!(
+        one(&db.url, "SELECT string_agg(label, ',') FROM crest.runs"),
+        "nightly,nightly"
+    );
+
+    // `crest history --store` reads the same runs: the newest judged against the one before.
+    let page = tempfile::tempdir().unwrap();
+    let o = crest()
+        .args([
+            "history", "--store", &db.url, "--label", "nightly", "--check", "--format", "json", "--out",
+        ])
+        .arg(page.path().join("history.html"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    // Two short runs may differ beyond the noise or not; either way the gate judged them.
+    assert!(matches!(o.status.code(), Some(0 | 5)), "{stdout}\n{stderr}");
+    let h: Value = serde_json::from_str(&stdout).unwrap();
+    let verdict = &h["check"][0];
+    assert_eq!(verdict["label"], "nightly", "{h}");
+    assert_eq!(verdict["run"], "store run 2", "{h}");
+    assert_eq!(verdict["baseline"], serde_json::json!(["store run 1"]), "{h}");
+    assert!(page.path().join("history.html").is_file());
     for (k, ((place, results), r)) in stored.iter().zip(&runs).enumerate() {
         assert_eq!(place, &format!("store run {}", k + 1));
         let file = std::fs::read_to_string(r.dir.path().join("results.json")).unwrap();
@@ -198,7 +219,7 @@ fn concrete(q: &str, run: i64) -> String {
     let q = group.replace_all(&q, "date_trunc('second', $1)");
     let q = filter.replace_all(&q, "$1 BETWEEN now() - interval '1 day' AND now() + interval '1 hour'");
     assert!(!q.contains("$__"), "a macro the test does not expand: {q}");
-    q.replace("$label", "'(none)'").replace("$run", &run.to_string())
+    q.replace("$label", "'nightly'").replace("$run", &run.to_string())
 }
 
 #[test]

@@ -270,3 +270,69 @@ pub fn check(verdicts: &[LabelVerdict]) -> String {
     }
     out
 }
+
+/// The gate's verdicts as JUnit suites, one per label: a case per figure judged, failed when it
+/// regressed (the message is the regression in words), and a skipped case for a label with no
+/// baseline, so that a CI system shows "no verdict" rather than a pass.
+pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
+    use crate::junit::{Case, Suite};
+    verdicts
+        .iter()
+        .map(|v| match v {
+            LabelVerdict::TooLittleData { label, run } => {
+                let mut s = Suite::new(format!("crest history: {label}"));
+                s.cases.push(Case::skip(
+                    "regressions",
+                    "the newest run against its baseline",
+                    format!("no baseline run before {run} (none, or all failed their thresholds): no verdict on too little data"),
+                ));
+                s
+            }
+            LabelVerdict::Judged {
+                label,
+                run,
+                baseline,
+                regressions,
+            } => {
+                let mut s = Suite::new(format!("crest history: {label}"));
+                s.properties = vec![
+                    ("crest.run".to_string(), run.clone()),
+                    ("crest.baseline".to_string(), baseline.join(", ")),
+                ];
+                for f in Figure::ALL {
+                    let case = match regressions.iter().find(|r| r.figure == f) {
+                        Some(r) => Case::fail("regressions", f.name(), regression(r)),
+                        None => Case::pass("regressions", f.name()).with_output(format!(
+                            "{} of {run} did not regress against {} baseline run(s)",
+                            f.name(),
+                            baseline.len()
+                        )),
+                    };
+                    s.cases.push(case);
+                }
+                s
+            }
+        })
+        .collect()
+}
+
+/// The gate's verdicts as Markdown for a CI job's summary page: a heading, then a line per
+/// label and per regression, worded as [`check`] words them.
+pub fn check_markdown(verdicts: &[LabelVerdict]) -> String {
+    let regressed = verdicts
+        .iter()
+        .any(|v| matches!(v, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty()));
+    let mut out = format!(
+        "### crest history --check\n\n{}\n\n",
+        if regressed {
+            "❌ a figure regressed beyond the noise"
+        } else {
+            "✅ no regression beyond the noise"
+        }
+    );
+    for line in check(verdicts).lines() {
+        out.push_str(&format!("- {}\n", line.replace('|', "\\|")));
+    }
+    out.push('\n');
+    out
+}

@@ -653,3 +653,37 @@ pub fn task_flow(target: &str) -> String {
     s.truncate(cut);
     s
 }
+
+/// Whether `xmllint` is here; in CI it must be (.ci/run installs it).
+fn xmllint() -> bool {
+    if std::process::Command::new("xmllint").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none() && std::env::var_os("CREST_CI").is_none(),
+        "xmllint is missing in CI: .ci/run must install libxml2-utils"
+    );
+    eprintln!("skipped the schema check: no xmllint (apt-get install libxml2-utils)");
+    false
+}
+
+/// Validates `xml` against the JUnit schema (tests/data/junit.xsd), with libxml2's xmllint.
+pub fn validate_junit(xml: &std::path::Path) {
+    if !xmllint() {
+        return;
+    }
+    let xsd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit.xsd");
+    let out = std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&xsd)
+        .arg(xml)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} does not validate: {}\n{}",
+        xml.display(),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(xml).unwrap()
+    );
+}
