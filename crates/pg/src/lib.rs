@@ -119,7 +119,9 @@ impl From<tokio_postgres::Error> for PgError {
     }
 }
 
-fn message(e: &tokio_postgres::Error) -> String {
+/// A driver error in words: the server's message and SQLSTATE code, or the driver's error with
+/// its causes (a refused connection says why).
+pub fn message(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
         None => {

@@ -80,20 +80,10 @@ pub(crate) async fn connect(url: &str) -> Result<Store, StoreError> {
     Ok(Store { client, shown })
 }
 
-/// The server's message and code, or the driver's error with its causes.
+/// The server's message and code, or the driver's error with its causes, as `crest pg` words
+/// them.
 pub(crate) fn words(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
-        None => {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(x) = src {
-                s.push_str(&format!(": {x}"));
-                src = x.source();
-            }
-            s
-        }
-    }
+    crest_pg::message(e)
 }
 
 #[cfg(test)]
