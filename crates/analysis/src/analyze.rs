@@ -42,6 +42,9 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// One point per interval, for charts and the CSV.
     pub series: Vec<Point>,
+    /// The length of an interval of `series`, seconds: the last point of a run may stand for
+    /// less than that, and its per-second rate then is not a rate.
+    pub interval_s: f64,
     /// One row per entry of the results' totals, for the CSV.
     pub stats: Vec<StatRow>,
 }
@@ -137,6 +140,7 @@ pub fn analyze(r: &Results) -> Result<Analysis, HistError> {
         each_request: each_request(r),
         findings,
         series,
+        interval_s: r.interval_s,
         stats: stat_rows(r)?,
     })
 }

@@ -194,12 +194,21 @@ fn notes(runs: &[(&Analysis, &str)]) -> Vec<Note> {
     out
 }
 
-/// Per-second values of one latency quantile over the run's steady state, for noise estimates.
+/// Per-second values of one figure over the run's steady state, for noise estimates: of whole
+/// intervals only, as the steps' own figures are. A run's last interval may be a few
+/// milliseconds long; its "per second" rate, a handful of requests, would pass for a collapse
+/// and swamp every real change in its variance.
 pub(crate) fn per_second(a: &Analysis, pick: fn(&Point) -> f64) -> Vec<f64> {
+    let eps = 1e-6;
     let steady: Vec<(f64, f64)> = a.segments.iter().map(|s| (s.steady_start_s, s.steady_end_s)).collect();
     a.series
         .iter()
-        .filter(|p| p.rps > 0.0 && steady.iter().any(|(s, e)| p.t_s >= *s && p.t_s < *e))
+        .filter(|p| {
+            p.rps > 0.0
+                && steady
+                    .iter()
+                    .any(|(s, e)| p.t_s + eps >= *s && p.t_s + a.interval_s <= *e + eps)
+        })
         .map(pick)
         .collect()
 }
@@ -477,4 +486,29 @@ fn sizing(runs: &[(&Analysis, &str)]) -> Vec<(String, Vec<Option<crate::sizing::
             (n.to_string(), each)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crest_model::Outcome;
+    use crest_testkit::results::{ResultsBuilder, Second};
+
+    /// The few milliseconds a run sends past its last whole second are no second of their own.
+    #[test]
+    fn a_runs_last_partial_interval_is_not_a_second_of_noise() {
+        let r = ResultsBuilder::new(Outcome::Status(503), true)
+            .segment(4, 6, |_| Second::ok(300, 10.0))
+            .build();
+        let mut a = crate::analyze(&r).unwrap();
+        let whole = per_second(&a, |p| p.rps);
+        assert!(!whole.is_empty() && whole.iter().all(|v| *v == 300.0), "{whole:?}");
+        // Six milliseconds more, four requests in them: the steady state reaches into them.
+        let mut tail = a.series.last().unwrap().clone();
+        tail.t_s += a.interval_s;
+        tail.rps = 4.0;
+        a.segments[0].steady_end_s = tail.t_s + 0.006;
+        a.series.push(tail);
+        assert_eq!(per_second(&a, |p| p.rps), whole);
+    }
 }
