@@ -93,6 +93,10 @@ pub struct Summary {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Messages on message streams (WebSocket, server-sent events, gRPC streams); absent for
+    /// a run of requests and responses only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Messages>,
     /// Requests cut off in flight when the grace period ran out.
     pub abandoned: u64,
     /// Why the run ended.
@@ -325,12 +329,51 @@ pub struct GroupSummary {
     pub latency_ms: Percentiles,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Messages the name's steps sent and read on message streams (names only, when any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Messages>,
     /// Bytes each request received (names only, and only when the results kept them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<crate::figures::Sizes>,
     /// The step's iterations (segments of a run with flows only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iterations: Option<StepIterations>,
+}
+
+/// Messages on message streams: what a step of WebSocket, server-sent events or a gRPC stream
+/// did beyond its requests. The bytes are those of the requests that carried them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Messages {
+    /// Messages sent.
+    pub sent: u64,
+    /// Messages received.
+    pub received: u64,
+    /// Bytes sent by the requests that carried messages.
+    pub bytes_sent: u64,
+    /// Bytes received by the requests that carried messages.
+    pub bytes_received: u64,
+    /// Messages received per second of the run: a stream's events per second.
+    pub received_per_s: f64,
+}
+
+impl Messages {
+    /// Adds one stat's messages; `None` while no stat carried any.
+    fn add(into: &mut Option<Messages>, s: &crest_model::results::Stat) {
+        if s.messages_sent == 0 && s.messages_received == 0 {
+            return;
+        }
+        let m = into.get_or_insert_with(Messages::default);
+        m.sent += s.messages_sent;
+        m.received += s.messages_received;
+        m.bytes_sent += s.bytes_sent;
+        m.bytes_received += s.bytes_received;
+    }
+
+    /// With the rate over `secs` seconds.
+    fn over(mut self, secs: f64) -> Messages {
+        self.received_per_s = if secs > 0.0 { self.received as f64 / secs } else { 0.0 };
+        self
+    }
 }
 
 impl Summary {
@@ -354,6 +397,7 @@ pub fn summarize(
     let mut connect = crest_model::hist::new_histogram();
     let mut dns = crest_model::hist::new_histogram();
     let (mut requests, mut successes, mut bytes_sent, mut bytes_received) = (0, 0, 0, 0);
+    let mut messages = None;
     for s in r.stats.iter().filter(|s| r.counts(s)) {
         requests += s.count;
         let h = s.latency.decode()?;
@@ -363,6 +407,7 @@ pub fn summarize(
         }
         bytes_sent += s.bytes_sent;
         bytes_received += s.bytes_received;
+        Messages::add(&mut messages, s);
         add(&mut latency, &h);
         if let Some(h) = &s.ttfb {
             add(&mut ttfb, &h.decode()?);
@@ -428,6 +473,7 @@ pub fn summarize(
             .collect(),
         bytes_sent,
         bytes_received,
+        messages: messages.map(|m| m.over(active_s)),
         abandoned: r.abandoned,
         ended_by: r.ended_by,
         target_rps,
@@ -500,6 +546,7 @@ fn step_groups(segments: &[SegmentAnalysis]) -> Vec<GroupSummary> {
             success_per_s_se: Some(g.success_rps_se),
             latency_ms: g.latency_ms,
             bytes_received: g.bytes_received,
+            messages: None,
             size_bytes: None,
             iterations: None,
         })
@@ -538,7 +585,9 @@ fn groups(
         let mut h = crest_model::hist::new_histogram();
         let mut size = crest_model::hist::new_histogram();
         let (mut requests, mut failures, mut bytes_received) = (0, 0, 0);
+        let mut messages = None;
         for s in r.stats.iter().filter(|s| key(s) == i) {
+            Messages::add(&mut messages, s);
             requests += s.count;
             if !s.outcome.is_success() {
                 failures += s.count;
@@ -565,6 +614,7 @@ fn groups(
             success_per_s_se: None,
             latency_ms: Percentiles::from_micros(&h),
             bytes_received,
+            messages: messages.map(|m| m.over(secs)),
             size_bytes: crate::figures::Sizes::from_bytes(&size),
             iterations: None,
         });

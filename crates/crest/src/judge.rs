@@ -169,6 +169,8 @@ mod tests {
                 failures,
                 bytes_sent: 0,
                 bytes_received: 0,
+                messages_sent: 0,
+                messages_received: 0,
                 dropped: 0,
                 outcomes: Default::default(),
                 latency: latency.clone(),

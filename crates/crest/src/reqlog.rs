@@ -175,6 +175,8 @@ mod tests {
             total: Duration::from_micros(30_000_000),
             bytes_sent: 80,
             bytes_received: 0,
+            messages_sent: 0,
+            messages_received: 0,
             status: None,
             outcome: Outcome::Timeout,
         };

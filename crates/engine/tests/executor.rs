@@ -35,6 +35,8 @@ impl Workload for Sleepy {
             total: Instant::now() - ctx.intended(),
             bytes_sent: 0,
             bytes_received: 0,
+            messages_sent: 0,
+            messages_received: 0,
             status: Some(200),
             outcome: Outcome::Success,
         };
@@ -244,6 +246,8 @@ impl Workload for Readied {
                 total: intended.elapsed(),
                 bytes_sent: u64::from(readied),
                 bytes_received: u64::from(early),
+                messages_sent: 0,
+                messages_received: 0,
                 status: Some(200),
                 outcome: Outcome::Success,
             },

@@ -111,6 +111,8 @@ impl Exchange {
             total: self.ended - intended,
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
+            messages_sent: 0,
+            messages_received: 0,
             status: self.status,
             outcome: self.outcome,
         }

@@ -40,6 +40,10 @@ pub struct IntervalAcc {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Messages sent on message streams.
+    pub messages_sent: u64,
+    /// Messages read from message streams.
+    pub messages_received: u64,
     /// Open-model arrivals dropped.
     pub dropped: u64,
     /// Failures by outcome.
@@ -144,6 +148,8 @@ impl IntervalAcc {
         }
         stat.bytes_sent += s.bytes_sent;
         stat.bytes_received += s.bytes_received;
+        stat.messages_sent += s.messages_sent;
+        stat.messages_received += s.messages_received;
         if let Some(v) = s.ttfb {
             stat.ttfb.get_or_insert_with(Hist::new).record(v);
         }
@@ -161,6 +167,8 @@ impl IntervalAcc {
         self.requests += 1;
         self.bytes_sent += s.bytes_sent;
         self.bytes_received += s.bytes_received;
+        self.messages_sent += s.messages_sent;
+        self.messages_received += s.messages_received;
         if let Some(code) = s.status {
             *self.status_codes.entry(code).or_default() += 1;
         }
@@ -198,6 +206,8 @@ impl IntervalAcc {
         self.failures += other.failures;
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
         self.dropped += other.dropped;
         for &(o, n) in &other.outcomes {
             bump(&mut self.outcomes, o, n);
@@ -296,6 +306,8 @@ impl IntervalAcc {
                 failures: self.failures,
                 bytes_sent: self.bytes_sent,
                 bytes_received: self.bytes_received,
+                messages_sent: self.messages_sent,
+                messages_received: self.messages_received,
                 dropped: self.dropped,
                 outcomes: self
                     .outcomes

@@ -40,6 +40,8 @@ mod tests {
             total: Duration::from_millis(total_ms),
             bytes_sent: 10,
             bytes_received: 100,
+            messages_sent: 0,
+            messages_received: 0,
             status: match outcome {
                 Outcome::Success => Some(200),
                 Outcome::Status(c) => Some(c),

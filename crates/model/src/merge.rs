@@ -592,6 +592,8 @@ pub fn add_record(into: &mut IntervalRecord, from: &IntervalRecord) -> Result<()
     i.failures = i.failures.saturating_add(f.failures);
     i.bytes_sent = i.bytes_sent.saturating_add(f.bytes_sent);
     i.bytes_received = i.bytes_received.saturating_add(f.bytes_received);
+    i.messages_sent = i.messages_sent.saturating_add(f.messages_sent);
+    i.messages_received = i.messages_received.saturating_add(f.messages_received);
     i.dropped = i.dropped.saturating_add(f.dropped);
     for (k, n) in &f.outcomes {
         let c = i.outcomes.entry(k.clone()).or_default();

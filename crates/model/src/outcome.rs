@@ -67,6 +67,9 @@ pub enum Outcome {
     SqlConnectionLost,
     /// SQL: any other database error.
     SqlError,
+    /// A `receive` of a message stream (WebSocket, server-sent events, a gRPC stream) waited
+    /// past its timeout for the message it was told to wait for.
+    ReceiveTimeout,
 }
 
 impl Outcome {
@@ -112,6 +115,7 @@ impl Outcome {
             Outcome::SqlStatementTimeout => "sql_statement_timeout",
             Outcome::SqlConnectionLost => "sql_connection_lost",
             Outcome::SqlError => "sql_error",
+            Outcome::ReceiveTimeout => "receive_timeout",
         }
     }
 
@@ -143,6 +147,7 @@ impl Outcome {
             Outcome::SqlStatementTimeout => "statement timeout".into(),
             Outcome::SqlConnectionLost => "connection lost".into(),
             Outcome::SqlError => "database error".into(),
+            Outcome::ReceiveTimeout => "no awaited message before the receive timeout".into(),
         }
     }
 }
@@ -222,6 +227,7 @@ impl FromStr for Outcome {
             "sql_statement_timeout" => Outcome::SqlStatementTimeout,
             "sql_connection_lost" => Outcome::SqlConnectionLost,
             "sql_error" => Outcome::SqlError,
+            "receive_timeout" => Outcome::ReceiveTimeout,
             _ => return Err(UnknownOutcome(s.to_string())),
         })
     }
@@ -251,7 +257,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|crest_limit|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|crest_limit|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error|receive_timeout)$"
                 .into(),
         );
         schema.into()

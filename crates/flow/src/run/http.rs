@@ -63,6 +63,8 @@ impl FlowWorkload {
                     total: Duration::ZERO,
                     bytes_sent: 0,
                     bytes_received: 0,
+                    messages_sent: 0,
+                    messages_received: 0,
                     status: None,
                     outcome: Outcome::CheckFailed,
                 };

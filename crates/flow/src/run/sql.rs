@@ -29,6 +29,8 @@ impl FlowWorkload {
             total,
             bytes_sent: 0,
             bytes_received: 0,
+            messages_sent: 0,
+            messages_received: 0,
             status: None,
             outcome,
         };
@@ -111,6 +113,8 @@ impl FlowWorkload {
                     total: t0.elapsed(),
                     bytes_sent: 0,
                     bytes_received: 0,
+                    messages_sent: 0,
+                    messages_received: 0,
                     status: None,
                     outcome,
                 };

@@ -588,6 +588,14 @@ pub struct Stat {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Messages these requests sent on a message stream (WebSocket, gRPC streams); absent for
+    /// requests and responses.
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub messages_sent: u64,
+    /// Messages these requests read from a message stream (WebSocket, server-sent events, gRPC
+    /// streams); absent for requests and responses.
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub messages_received: u64,
     /// Total time in µs, from the intended start (see the sample documentation).
     pub latency: EncodedHistogram,
     /// Time to first byte in µs; absent when no response byte arrived.
@@ -695,6 +703,13 @@ pub struct Interval {
     pub bytes_sent: u64,
     /// Bytes received by requests that ended in this interval.
     pub bytes_received: u64,
+    /// Messages sent on message streams by requests that ended in this interval.
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub messages_sent: u64,
+    /// Messages read from message streams by requests that ended in this interval: a stream's
+    /// events per second.
+    #[serde(default, skip_serializing_if = "crate::results::is_zero")]
+    pub messages_received: u64,
     /// Open-model arrivals dropped in this interval.
     pub dropped: u64,
     /// Failures by outcome key.

@@ -116,6 +116,10 @@ pub struct StatSum {
     pub bytes_sent: u64,
     /// As [`Stat::bytes_received`].
     pub bytes_received: u64,
+    /// As [`Stat::messages_sent`].
+    pub messages_sent: u64,
+    /// As [`Stat::messages_received`].
+    pub messages_received: u64,
     /// [`Stat::latency`], decoded.
     pub latency: crate::hist::Hist,
     /// [`Stat::ttfb`], decoded.
@@ -138,6 +142,8 @@ impl StatSum {
             count: 0,
             bytes_sent: 0,
             bytes_received: 0,
+            messages_sent: 0,
+            messages_received: 0,
             latency: crate::hist::Hist::new(),
             ttfb: None,
             connect: None,
@@ -152,6 +158,8 @@ impl StatSum {
         self.count = self.count.saturating_add(o.count);
         self.bytes_sent = self.bytes_sent.saturating_add(o.bytes_sent);
         self.bytes_received = self.bytes_received.saturating_add(o.bytes_received);
+        self.messages_sent = self.messages_sent.saturating_add(o.messages_sent);
+        self.messages_received = self.messages_received.saturating_add(o.messages_received);
         self.latency.add(&o.latency);
         add_opt(&mut self.ttfb, o.ttfb.as_ref());
         add_opt(&mut self.connect, o.connect.as_ref());
@@ -164,6 +172,8 @@ impl StatSum {
         self.count = self.count.saturating_add(s.count);
         self.bytes_sent = self.bytes_sent.saturating_add(s.bytes_sent);
         self.bytes_received = self.bytes_received.saturating_add(s.bytes_received);
+        self.messages_sent = self.messages_sent.saturating_add(s.messages_sent);
+        self.messages_received = self.messages_received.saturating_add(s.messages_received);
         self.latency.add_encoded(&s.latency)?;
         add_encoded_opt(&mut self.ttfb, s.ttfb.as_ref())?;
         add_encoded_opt(&mut self.connect, s.connect.as_ref())?;
@@ -180,6 +190,8 @@ impl StatSum {
             count: self.count,
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
+            messages_sent: self.messages_sent,
+            messages_received: self.messages_received,
             latency: self.latency.encode(),
             ttfb: self.ttfb.as_ref().map(crate::hist::Hist::encode),
             connect: self.connect.as_ref().map(crate::hist::Hist::encode),
