@@ -269,6 +269,8 @@ pub(crate) struct Kept {
     closed_steps: Vec<Row>,
     pub(crate) by_name_outcome: BTreeMap<(String, String), Tally>,
     pub(crate) total: Tally,
+    /// Messages sent and received on message streams (WebSocket, server-sent events, gRPC).
+    pub(crate) messages: (u64, u64),
     pub(crate) dropped: u64,
     pub(crate) iterations: u64,
     errors: BTreeMap<String, (u64, String)>,
@@ -632,6 +634,8 @@ impl Kept {
             total.latency.add_histogram(h);
         }
         self.dropped += i.dropped;
+        self.messages.0 += i.messages_sent;
+        self.messages.1 += i.messages_received;
         let iterations = i.iterations.as_ref().map(|it| it.completed + it.failed);
         self.iterations += iterations.unwrap_or(0);
         for e in &r.errors {

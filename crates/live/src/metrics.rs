@@ -122,6 +122,20 @@ fn totals(out: &mut String, k: &Kept) {
     let _ = writeln!(out, "crest_received_bytes_total {}", k.total.bytes_received);
     head(
         out,
+        "crest_messages_sent_total",
+        "counter",
+        "Messages sent on message streams (WebSocket, gRPC streams) by requests that ended.",
+    );
+    let _ = writeln!(out, "crest_messages_sent_total {}", k.messages.0);
+    head(
+        out,
+        "crest_messages_received_total",
+        "counter",
+        "Messages received on message streams (WebSocket, server-sent events, gRPC streams) by requests that ended.",
+    );
+    let _ = writeln!(out, "crest_messages_received_total {}", k.messages.1);
+    head(
+        out,
         "crest_iterations_total",
         "counter",
         "Scenario iterations that ended.",

@@ -39,6 +39,8 @@ pub struct SummaryView<'a> {
     errors: &'a [ErrorSummary],
     bytes_sent: u64,
     bytes_received: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<&'a crest_analysis::summary::Messages>,
     abandoned: u64,
     ended_by: EndReason,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -317,6 +319,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         errors: &s.errors,
         bytes_sent: s.bytes_sent,
         bytes_received: s.bytes_received,
+        messages: s.messages.as_ref(),
         abandoned: s.abandoned,
         ended_by: s.ended_by,
         target_rps: s.target_rps,

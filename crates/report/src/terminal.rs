@@ -263,6 +263,28 @@ fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
             group_row(out, g)?;
         }
     }
+    if let Some(all) = &s.messages {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  Messages on streams                    sent  received  recv/s  bytes sent  bytes recv"
+        )?;
+        let named = s
+            .names
+            .iter()
+            .filter_map(|g| Some((column(g.name.clone()), g.messages.as_ref()?)));
+        for (name, m) in named.chain([("all".to_string(), all)]) {
+            writeln!(
+                out,
+                "    {name:<34}{:>9} {:>9} {:>7} {:>11} {:>11}",
+                int(m.sent),
+                int(m.received),
+                num(m.received_per_s),
+                crate::fmt::bytes(m.bytes_sent),
+                crate::fmt::bytes(m.bytes_received)
+            )?;
+        }
+    }
     Ok(())
 }
 

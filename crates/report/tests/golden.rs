@@ -318,3 +318,39 @@ fn a_searchs_terminal_summary_says_its_answers_once_under_capacity() {
         assert!(term.find(label) > Some(capacity), "{label:?} under Capacity:\n{term}");
     }
 }
+
+#[test]
+fn messages_on_streams_are_tabled_per_name_and_for_the_run_in_every_report() {
+    let mut r = stepping_fixture();
+    r.names.push("WS echo".into());
+    // Half of the first name's successes become a stream step's exchanges, each of one message
+    // sent and three read.
+    let mut stream = r.stats[0].clone();
+    stream.name = (r.names.len() - 1) as u32;
+    stream.messages_sent = stream.count;
+    stream.messages_received = 3 * stream.count;
+    r.stats.push(stream.clone());
+    let a = crest_analysis::analyze(&r).unwrap();
+    let m = a.summary.messages.expect("the run's messages");
+    assert_eq!((m.sent, m.received), (stream.count, 3 * stream.count));
+    assert!((m.received_per_s - 3.0 * stream.count as f64 / a.summary.duration_s).abs() < 1e-9);
+    let named: Vec<_> = a.summary.names.iter().filter(|g| g.messages.is_some()).collect();
+    assert_eq!(named.len(), 1, "only the stream's name has messages");
+    assert_eq!(named[0].name, "WS echo");
+    let md = crest_report::markdown::report(&r, &a).unwrap();
+    let row = format!(
+        "| WS echo | {} | {} |",
+        crest_report::fmt::int(stream.count),
+        crest_report::fmt::int(3 * stream.count)
+    );
+    assert!(md.contains("Messages on streams") && md.contains(&row), "{md}");
+    let term = crest_report::terminal::render(&r, &a);
+    assert!(term.contains("Messages on streams"), "{term}");
+    let files = crest_report::run_files(&r, &a).unwrap();
+    let html = files.iter().find(|f| f.name == "report.html").unwrap();
+    assert!(String::from_utf8_lossy(&html.bytes).contains("Messages on streams"));
+    // A run of requests and responses only has none of it.
+    let plain = crest_analysis::analyze(&stepping_fixture()).unwrap();
+    assert!(plain.summary.messages.is_none());
+    assert!(!crest_report::terminal::render(&stepping_fixture(), &plain).contains("Messages on streams"));
+}
