@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod condition;
+pub mod event_stream;
 pub mod extract;
 pub mod feeder;
 pub mod plan;

@@ -131,13 +131,15 @@ pub enum Step {
     /// Go on with the next round of the innermost `loop` or `foreach`; outside one, end the
     /// iteration.
     Next,
+    /// Read server-sent events, subscribing first when the user has no stream open.
+    Sse(Box<SseStep>),
 }
 
 impl Step {
     /// Whether this step, or one inside it, sends a request or a statement.
     pub fn sends(&self) -> bool {
         match self {
-            Step::Request(_) | Step::Poll(_) | Step::Sql(_) => true,
+            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Sse(_) => true,
             Step::Loop { steps, .. } | Step::Foreach { steps, .. } => steps.iter().any(Step::sends),
             Step::If { then, otherwise, .. } => then.iter().chain(otherwise).any(Step::sends),
             Step::Think { .. } | Step::Set(_) | Step::Break | Step::Next => false,
@@ -282,4 +284,42 @@ pub enum SqlCheck {
     RowsMin(u64),
     /// The first row's column has this value (as text).
     Value(String, String),
+}
+
+/// Server-sent events read from the user's stream: subscribe (a GET with
+/// `Accept: text/event-stream`) when it has none open, then read until enough events match.
+#[derive(Debug)]
+pub struct SseStep {
+    /// The name the step is recorded under.
+    pub name: NameId,
+    /// The name each reconnect (after the stream ended or broke) is recorded under.
+    pub reconnect_name: NameId,
+    /// Index into [`FlowPlan::endpoints`].
+    pub endpoint: usize,
+    /// Path and query of the subscription.
+    pub path: Template,
+    /// The step's headers, after the flow's.
+    pub headers: Vec<(String, Template)>,
+    /// Only events of this type count towards `count` (any type when `None`).
+    pub event: Option<String>,
+    /// Only events whose data this matches count.
+    pub matches: Option<regex::Regex>,
+    /// The step is done when this many events counted.
+    pub count: u64,
+    /// Longest wait for them, from the step's start: past it, `receive_timeout`.
+    pub timeout: Duration,
+    /// Values taken from the event that completed the step (its data is the body; its `event`
+    /// and `id` are headers).
+    pub extract: Vec<(String, Extractor)>,
+    /// Conditions on that event.
+    pub checks: Vec<Check>,
+    /// Longest time allowed between two events (and from the step's start to its first).
+    pub max_gap: Option<Duration>,
+    /// How many times the step subscribes again, with `Last-Event-ID`, when the stream ends.
+    pub reconnects: u32,
+    /// A stream the server ended (reconnects used up) completes the step rather than failing
+    /// it as `closed`.
+    pub end_ok: bool,
+    /// Close the stream after the step, rather than keeping it for the user's next one.
+    pub close: bool,
 }

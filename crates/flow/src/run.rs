@@ -8,6 +8,7 @@ mod body;
 mod http;
 mod poll;
 mod sql;
+mod sse;
 mod user;
 
 pub use body::json_template;
@@ -72,6 +73,7 @@ impl Workload for FlowWorkload {
             stopped: false,
             step_failed: false,
             pg: None,
+            sse: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
             if f.mode == crate::feeder::FeedMode::Unique {
@@ -270,6 +272,7 @@ impl FlowWorkload {
                 }
                 Step::Break => Ok(Control::Break),
                 Step::Next => Ok(Control::Next),
+                Step::Sse(s) => self.sse(s, user, ctx, intended.take()).await.map(|()| Control::Done),
             };
             match done {
                 Ok(Control::Done) => {}

@@ -41,7 +41,7 @@ pub struct Endpoint {
     next: AtomicUsize,
     /// `host:port`, as a CONNECT request names it.
     host_port: String,
-    proxy: Option<Box<Proxy>>,
+    pub(crate) proxy: Option<Box<Proxy>>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     authority: String,
     /// The host alone, lowercase, for cookies.
@@ -74,13 +74,13 @@ impl fmt::Debug for Endpoint {
 }
 
 /// The proxy an endpoint is reached through.
-struct Proxy {
+pub(crate) struct Proxy {
     addrs: Vec<SocketAddr>,
     /// The `Proxy-Authorization` value, from `user:pass@` in the proxy's URL: a secret.
     auth: Option<String>,
     /// Tunnel with CONNECT (HTTPS, and HTTP/2 which needs the connection to itself), rather
     /// than sending each request to the proxy in absolute form.
-    tunnel: bool,
+    pub(crate) tunnel: bool,
 }
 
 impl Proxy {

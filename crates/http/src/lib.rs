@@ -23,6 +23,7 @@ mod exchange;
 mod h1;
 mod http2;
 mod io;
+mod stream;
 mod tls;
 mod workload;
 
@@ -32,6 +33,7 @@ pub use cookies::CookieJar;
 pub use decode::ACCEPT_ENCODING;
 pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
 pub use exchange::{Response, MAX_KEPT_BODY};
+pub use stream::{StreamError, Streaming};
 pub use workload::HttpWorkload;
 
 use crest_model::Outcome;

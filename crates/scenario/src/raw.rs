@@ -316,6 +316,8 @@ pub struct Step {
     /// `next: true` goes on with the next round of the innermost `loop` or `foreach` (outside
     /// one, ends the iteration).
     pub next: Option<Sp<bool>>,
+    /// Read server-sent events (subscribing first when the user has no stream open).
+    pub sse: Option<Box<Sp<Sse>>>,
 }
 
 /// Steps run for each element of a JSON array.
@@ -609,4 +611,52 @@ pub struct Spike {
     pub lasts: String,
     /// How long the run goes on after it, to watch the recovery.
     pub then: String,
+}
+
+/// Server-sent events: subscribe (when the user has no stream open), then read events until
+/// `until` holds.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sse {
+    /// The name it is recorded under (default `SSE` and the path); reconnects are recorded
+    /// under this name and ` reconnect`.
+    pub name: Option<Sp<String>>,
+    /// Path and query of the subscription, relative to `target`; a template.
+    pub path: Option<Sp<String>>,
+    /// An absolute URL instead of `path`; its scheme and host cannot be templated.
+    pub url: Option<Sp<String>>,
+    /// Headers of the subscription, after the scenario's; values are templates.
+    pub headers: Option<IndexMap<String, Sp<String>>>,
+    /// When the step is done (default: one event of any type).
+    pub until: Option<SseUntil>,
+    /// Longest wait for `until`, from the step's start (default 30s): past it, `receive_timeout`.
+    pub timeout: Option<Sp<String>>,
+    /// Values from the event that completed the step: `json` and `regex` read its data,
+    /// `header: event` and `header: id` its type and id.
+    pub extract: Option<IndexMap<String, Sp<Extract>>>,
+    /// Conditions on that event (`json`, `exists`, `body_contains` read its data).
+    pub check: Option<Check>,
+    /// Longest time allowed between two events, e.g. `2s` (and from the step's start to the
+    /// first): longer is `check_failed`.
+    pub max_gap: Option<Sp<String>>,
+    /// How many times to subscribe again, with `Last-Event-ID`, when the server ends or
+    /// breaks the stream during the step (default 0); waits the server's `retry:` first.
+    pub reconnect: Option<Sp<u32>>,
+    /// What a stream the server ended (reconnects used up) means: `fail` (default, `closed`)
+    /// or `success`.
+    pub on_end: Option<Sp<String>>,
+    /// Close the stream after this step (default: keep it for the user's next `sse` step).
+    pub close: Option<bool>,
+}
+
+/// When an `sse` step is done: once `count` events of the given type and data have come.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SseUntil {
+    /// Only events of this type count (`message` for events without `event:`).
+    pub event: Option<Sp<String>>,
+    /// Only events whose data matches this regex count.
+    pub matches: Option<Sp<String>>,
+    /// How many events (default 1).
+    pub count: Option<Sp<u64>>,
 }

@@ -27,6 +27,8 @@ pub struct FlowUser {
     /// iteration then counts as failed.
     pub(super) step_failed: bool,
     pub(super) pg: Option<crest_pg::PgSession>,
+    /// The user's open event stream, kept across `sse` steps as `pg` keeps its connection.
+    pub(super) sse: Option<super::sse::Subscription>,
 }
 
 impl FlowUser {

@@ -13,6 +13,7 @@ mod monitor;
 pub(crate) mod params;
 mod request;
 mod sql;
+mod sse;
 mod steps;
 mod vars;
 

@@ -60,7 +60,7 @@ impl Cx<'_> {
         let r: &raw::Request = sp;
         let at = sp.at();
         // Where it goes: a path under `target`, or an absolute URL whose scheme and host are fixed.
-        let (endpoint, path) = self.destination(r, at, known)?;
+        let (endpoint, path) = self.destination(r.path.as_ref(), r.url.as_ref(), at, known)?;
         let bodies = [
             r.json.is_some(),
             r.body.is_some(),
@@ -125,13 +125,14 @@ impl Cx<'_> {
     /// Where a request goes: a path under `target`, or an absolute URL whose scheme and host are
     /// fixed. Its endpoint and its path, each `None` when at fault (and reported); `None` when it
     /// gives neither or both, or a URL that cannot be used at all.
-    fn destination(
+    pub(super) fn destination(
         &mut self,
-        r: &raw::Request,
+        path: Option<&Sp<String>>,
+        url: Option<&Sp<String>>,
         at: Option<(usize, usize)>,
         known: &Known,
     ) -> Option<(Option<usize>, Option<Template>)> {
-        let place = match (&r.path, &r.url) {
+        let place = match (path, url) {
             (Some(_), Some(u)) => {
                 self.err(u.at(), "a request has either `path` or `url`, not both", None);
                 return None;

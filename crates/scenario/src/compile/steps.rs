@@ -34,6 +34,7 @@ impl Cx<'_> {
                 s.foreach.is_some(),
                 s.leave.is_some(),
                 s.next.is_some(),
+                s.sse.is_some(),
             ];
             if s.condition.is_none() && (s.then.is_some() || s.otherwise.is_some()) {
                 let at = self.mapping_at(s);
@@ -45,7 +46,7 @@ impl Cx<'_> {
                 self.err(
                     at,
                     "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql`, `set`, `if`, `foreach`, \
-                     `break` or `next`",
+                     `break`, `next` or `sse`",
                     None,
                 );
                 continue;
@@ -76,6 +77,12 @@ impl Cx<'_> {
                 }
             }
             if s.leave.is_some() || s.next.is_some() {
+                continue;
+            }
+            if let Some(e) = &s.sse {
+                if let Some(step) = self.sse(e, known) {
+                    out.push(Step::Sse(Box::new(step)));
+                }
                 continue;
             }
             if let Some(q) = &s.sql {
