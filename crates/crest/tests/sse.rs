@@ -12,7 +12,6 @@ use common::{rt, run_scenario, scenario_file};
 use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -49,12 +48,13 @@ async fn feed(State(c): State<Arc<Counts>>, Query(q): Query<HashMap<String, Stri
     let n: u64 = q.get("n").map_or(3, |v| v.parse().unwrap());
     let per: u64 = q.get("per").map_or(n, |v| v.parse().unwrap());
     let stall = q.contains_key("stall");
+    let fail = q.contains_key("fail");
     let ids: Vec<u64> = (from..=n).take(per as usize).collect();
     let counted = c.clone();
     let events = stream::iter(ids).map(move |i| {
         counted.events.fetch_add(1, Ordering::SeqCst);
         let kind = if i % 2 == 0 { "even" } else { "tick" };
-        Ok::<_, Infallible>(
+        Ok::<_, std::io::Error>(
             Event::default()
                 .id(i.to_string())
                 .event(kind)
@@ -64,6 +64,9 @@ async fn feed(State(c): State<Arc<Counts>>, Query(q): Query<HashMap<String, Stri
     });
     let tail = if stall {
         stream::pending().boxed()
+    } else if fail {
+        // The server breaks off the stream: hyper aborts the connection mid-body.
+        stream::once(async { Err(std::io::Error::other("broken")) }).boxed()
     } else {
         stream::empty().boxed()
     };
@@ -222,6 +225,21 @@ fn streams_the_server_ends_are_resumed_with_the_last_event_id() {
 }
 
 #[test]
+fn a_stream_broken_off_is_closed_or_reset() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let (url, c) = server().await;
+        let steps = "  - sse: {name: broken, path: /feed?n=2&fail=1, until: {count: 5}}
+";
+        let r = run(&url, steps, "{users: 2, iterations: 6}", &[]).await;
+        let (closed, reset) = (r.error_count("closed"), r.error_count("reset"));
+        assert_eq!(closed + reset, 6, "{}", r.stdout);
+        assert_eq!(r.summary()["failures"], 6, "{}", r.stdout);
+        assert_eq!(c.subscriptions.load(Ordering::SeqCst), 6);
+    });
+}
+
+#[test]
 fn a_stalled_stream_is_a_receive_timeout() {
     let _serial = common::serial();
     rt().block_on(async {
@@ -232,11 +250,13 @@ fn a_stalled_stream_is_a_receive_timeout() {
         assert_eq!(r.error_count("receive_timeout"), 4, "{}", r.stdout);
         assert_eq!(c.subscriptions.load(Ordering::SeqCst), 4);
         assert_eq!(name(&r.summary(), "stalled")["messages"]["received"], 4);
-        // A gap check fails the same wait as a check.
-        let steps = "  - sse: {name: gappy, path: /feed?n=1&stall=1, until: {count: 2}, timeout: 1s, max_gap: 100ms}
+        // A silence past `max_gap` fails the check once it has lasted that long, before the
+        // step's own timeout.
+        let steps = "  - sse: {name: gappy, path: /feed?n=1&stall=1, until: {count: 2}, timeout: 60s, max_gap: 100ms}
 ";
         let r = run(&url, steps, "{users: 1, iterations: 2}", &[]).await;
-        assert_eq!(r.error_count("receive_timeout"), 2, "{}", r.stdout);
+        assert_eq!(r.error_count("check_failed"), 2, "{}", r.stdout);
+        assert_eq!(r.error_count("receive_timeout"), 0, "{}", r.stdout);
     });
 }
 

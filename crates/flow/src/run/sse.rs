@@ -110,7 +110,7 @@ impl FlowWorkload {
                         return Err((
                             Outcome::CheckFailed,
                             format!(
-                                "check: {}ms between events, at most {}ms allowed",
+                                "check: {}ms between events, more than max_gap {}ms",
                                 waited.as_millis(),
                                 gap.as_millis()
                             ),
@@ -133,8 +133,21 @@ impl FlowWorkload {
                 return Err((Outcome::Other, "no stream".into()));
             };
             let Some(stream) = sub.stream.as_mut() else { continue };
-            let read = tokio::time::timeout_at(deadline, stream.chunk()).await;
+            // A silence longer than `max_gap` fails the step when it has lasted that long, not
+            // only when (if ever) the next event comes.
+            let gap_ends = s
+                .max_gap
+                .map(|gap| tokio::time::Instant::from_std(last + gap))
+                .filter(|at| *at < deadline);
+            let read = tokio::time::timeout_at(gap_ends.unwrap_or(deadline), stream.chunk()).await;
             match read {
+                Err(_) if gap_ends.is_some() => {
+                    let gap = s.max_gap.unwrap_or_default();
+                    return Err((
+                        Outcome::CheckFailed,
+                        format!("check: no event for {}ms (max_gap)", gap.as_millis()),
+                    ));
+                }
                 Err(_) => {
                     return Err((
                         Outcome::ReceiveTimeout,
