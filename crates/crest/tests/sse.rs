@@ -34,7 +34,9 @@ async fn feed(State(c): State<Arc<Counts>>, Query(q): Query<HashMap<String, Stri
     c.subscriptions.fetch_add(1, Ordering::SeqCst);
     let accepts = h.get("accept").is_some_and(|v| v == "text/event-stream");
     let flow_header = h.get("x-client").is_some_and(|v| v == "crest-test");
-    if !accepts || !flow_header {
+    let logged_in = !q.contains_key("auth")
+        || (h.get("cookie").is_some_and(|v| v == "sid=s1") && h.get("x-sid").is_some_and(|v| v == "s1"));
+    if !accepts || !flow_header || !logged_in {
         c.missing_headers.fetch_add(1, Ordering::SeqCst);
     }
     let from = match h.get("last-event-id") {
@@ -73,6 +75,10 @@ async fn feed(State(c): State<Arc<Counts>>, Query(q): Query<HashMap<String, Stri
     Sse::new(events.chain(tail)).into_response()
 }
 
+async fn login() -> impl IntoResponse {
+    ([("set-cookie", "sid=s1; Path=/")], "{\"sid\": \"s1\"}")
+}
+
 async fn busy(State(c): State<Arc<Counts>>) -> StatusCode {
     c.subscriptions.fetch_add(1, Ordering::SeqCst);
     c.refused.fetch_add(1, Ordering::SeqCst);
@@ -90,6 +96,7 @@ async fn server() -> (String, Arc<Counts>) {
     let app = axum::Router::new()
         .route("/feed", axum::routing::get(feed))
         .route("/busy", axum::routing::get(busy))
+        .route("/login", axum::routing::get(login))
         .route("/text", axum::routing::get(not_a_stream))
         .with_state(counts.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -148,6 +155,21 @@ fn every_subscription_and_event_is_counted_in_the_closed_model() {
         assert_eq!(c.subscriptions.load(Ordering::SeqCst), 12);
         assert_eq!(c.events.load(Ordering::SeqCst), 48);
         assert_eq!(feed["messages"]["received"], 48, "{feed}");
+        assert_eq!(c.missing_headers.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn the_subscription_carries_the_users_cookies_and_templated_headers() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let (url, c) = server().await;
+        let steps = "  - request: {path: /login, extract: {sid: $.sid}}
+  - sse: {name: mine, path: /feed?n=2&auth=1, headers: {X-Sid: \"${sid}\"}, until: {count: 2}, close: true}
+";
+        let r = run(&url, steps, "{users: 2, iterations: 4}", &[]).await;
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert_eq!(c.subscriptions.load(Ordering::SeqCst), 4);
         assert_eq!(c.missing_headers.load(Ordering::SeqCst), 0);
     });
 }
