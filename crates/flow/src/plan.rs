@@ -95,6 +95,8 @@ pub enum Step {
     },
     /// Run SQL: one statement, or several as one timed transaction.
     Sql(SqlStep),
+    /// A WebSocket exchange on the user's own connection (see [`WsStep`]).
+    Ws(WsStep),
     /// Set variables from templates (e.g. random keys used by several statements).
     Set(Vec<(String, Template)>),
     /// Run steps several times.
@@ -137,7 +139,7 @@ impl Step {
     /// Whether this step, or one inside it, sends a request or a statement.
     pub fn sends(&self) -> bool {
         match self {
-            Step::Request(_) | Step::Poll(_) | Step::Sql(_) => true,
+            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Ws(_) => true,
             Step::Loop { steps, .. } | Step::Foreach { steps, .. } => steps.iter().any(Step::sends),
             Step::If { then, otherwise, .. } => then.iter().chain(otherwise).any(Step::sends),
             Step::Think { .. } | Step::Set(_) | Step::Break | Step::Next => false,
@@ -282,4 +284,23 @@ pub enum SqlCheck {
     RowsMin(u64),
     /// The first row's column has this value (as text).
     Value(String, String),
+}
+
+/// A WebSocket step on the user's connection, which it keeps across steps and iterations. It
+/// opens the connection when the user has none, sends `send` if any, then waits for a message
+/// matching `until` (when `receive`), or closes with `close`.
+#[derive(Debug)]
+pub struct WsStep {
+    /// The name the step is recorded under.
+    pub name: NameId,
+    /// `ws://host:port/path`, used when the user has no connection yet.
+    pub url: Template,
+    /// A text message to send.
+    pub send: Option<Template>,
+    /// Wait for a reply: the first message matching this (any message when `None`).
+    pub receive: Option<Option<regex::Regex>>,
+    /// How long a receive (and the opening) may wait.
+    pub timeout: Duration,
+    /// Close the connection with this code after sending / receiving.
+    pub close: Option<u16>,
 }

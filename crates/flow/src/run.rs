@@ -9,6 +9,7 @@ mod http;
 mod poll;
 mod sql;
 mod user;
+mod ws;
 
 pub use body::json_template;
 pub use user::FlowUser;
@@ -72,6 +73,7 @@ impl Workload for FlowWorkload {
             stopped: false,
             step_failed: false,
             pg: None,
+            ws: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
             if f.mode == crate::feeder::FeedMode::Unique {
@@ -214,6 +216,7 @@ impl FlowWorkload {
                     done
                 }
                 Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
+                Step::Ws(s) => self.ws(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {
                     let mut done = Ok(Control::Done);
                     for rep in 0..*times {

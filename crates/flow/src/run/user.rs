@@ -27,6 +27,8 @@ pub struct FlowUser {
     /// iteration then counts as failed.
     pub(super) step_failed: bool,
     pub(super) pg: Option<crest_pg::PgSession>,
+    /// The user's WebSocket connection, kept across steps and iterations like `pg`.
+    pub(super) ws: Option<super::ws::WsConn>,
 }
 
 impl FlowUser {
