@@ -95,6 +95,8 @@ pub enum Step {
     },
     /// Run SQL: one statement, or several as one timed transaction.
     Sql(SqlStep),
+    /// A WebSocket exchange on the user's own connection (see [`WsStep`]).
+    Ws(Box<WsStep>),
     /// Set variables from templates (e.g. random keys used by several statements).
     Set(Vec<(String, Template)>),
     /// Run steps several times.
@@ -139,7 +141,7 @@ impl Step {
     /// Whether this step, or one inside it, sends a request or a statement.
     pub fn sends(&self) -> bool {
         match self {
-            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Sse(_) => true,
+            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Sse(_) | Step::Ws(_) => true,
             Step::Loop { steps, .. } | Step::Foreach { steps, .. } => steps.iter().any(Step::sends),
             Step::If { then, otherwise, .. } => then.iter().chain(otherwise).any(Step::sends),
             Step::Think { .. } | Step::Set(_) | Step::Break | Step::Next => false,
@@ -322,4 +324,43 @@ pub struct SseStep {
     pub end_ok: bool,
     /// Close the stream after the step, rather than keeping it for the user's next one.
     pub close: bool,
+}
+
+/// A WebSocket step on the user's connection, which it keeps across steps and iterations. It
+/// opens the connection when the user has none, sends its message if it has one, reads until
+/// its condition when it has one, then closes when told to: `send` with `until` is a
+/// request/reply exchange, timed from the send to the matching reply.
+#[derive(Debug)]
+pub struct WsStep {
+    /// The name the step is recorded under.
+    pub name: NameId,
+    /// Index into [`FlowPlan::endpoints`]: where a new connection goes.
+    pub endpoint: usize,
+    /// Path and query of the upgrade request, used when the user has no connection yet.
+    pub path: Template,
+    /// Headers of the upgrade request, after the scenario's.
+    pub headers: Vec<(String, Template)>,
+    /// A message to send.
+    pub send: Option<Template>,
+    /// Send it as a binary message rather than text.
+    pub binary: bool,
+    /// Read messages until this many have matched (text, or binary read as UTF-8).
+    pub until: Option<WsUntil>,
+    /// Longest wait for the connection and `until`, from the step's start.
+    pub timeout: Duration,
+    /// Values from the message that met `until`, which is read as a response body.
+    pub extract: Vec<(String, Extractor)>,
+    /// Conditions on that message.
+    pub checks: Vec<Check>,
+    /// Close the connection with this code after the rest of the step.
+    pub close: Option<u16>,
+}
+
+/// When a WebSocket step's reading is done.
+#[derive(Debug)]
+pub struct WsUntil {
+    /// Only messages matching this count; any message when `None`.
+    pub matches: Option<regex::Regex>,
+    /// How many matching messages end the reading.
+    pub count: u64,
 }

@@ -2,14 +2,17 @@
 //!
 //! This module runs an iteration: it picks a flow by weight and runs its steps in order. The
 //! steps' work lives beside it: [`user`] (a user's state and think times), [`http`] (request
-//! steps), [`poll`], [`sql`] and [`body`] (rendering request bodies).
+//! steps), [`poll`], [`sql`], [`sse`] and [`ws`] (message streams, with [`message`] for what
+//! they take from a message) and [`body`] (rendering request bodies).
 
 mod body;
 mod http;
+mod message;
 mod poll;
 mod sql;
 mod sse;
 mod user;
+mod ws;
 
 pub use body::json_template;
 pub use user::FlowUser;
@@ -74,6 +77,7 @@ impl Workload for FlowWorkload {
             step_failed: false,
             pg: None,
             sse: None,
+            ws: None,
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
             if f.mode == crate::feeder::FeedMode::Unique {
@@ -216,6 +220,7 @@ impl FlowWorkload {
                     done
                 }
                 Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
+                Step::Ws(s) => self.ws(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {
                     let mut done = Ok(Control::Done);
                     for rep in 0..*times {

@@ -33,7 +33,7 @@ pub use cookies::CookieJar;
 pub use decode::ACCEPT_ENCODING;
 pub use endpoint::{build_request, check_header, is_token, Endpoint, InvalidRequest};
 pub use exchange::{Response, MAX_KEPT_BODY};
-pub use stream::{StreamError, Streaming};
+pub use stream::{StreamError, Streaming, Transport};
 pub use workload::HttpWorkload;
 
 use crest_model::Outcome;

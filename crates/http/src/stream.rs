@@ -187,3 +187,88 @@ impl Endpoint {
         })
     }
 }
+
+/// A connection of its own to an endpoint (TCP, through its proxy's tunnel, with its TLS), for
+/// a protocol that speaks on it after an HTTP/1.1 upgrade (WebSocket): its bytes are the
+/// caller's, so the endpoint's addresses, proxy and certificate settings apply to it as to a
+/// request.
+pub struct Transport(crate::io::Stream);
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Transport")
+    }
+}
+
+impl tokio::io::AsyncRead for Transport {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Transport {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}
+
+impl Endpoint {
+    /// Opens a connection of its own, as a request would (resolving, connecting through the
+    /// proxy's tunnel, TLS), and says how long that took.
+    pub async fn open_transport(&self) -> Result<(Transport, Duration), StreamError> {
+        let failed = |f: crate::Failure| StreamError {
+            outcome: f.outcome,
+            message: f.detail.to_string(),
+        };
+        if self.proxy.as_ref().is_some_and(|p| !p.tunnel) {
+            return Err(StreamError {
+                outcome: Outcome::Other,
+                message: "an upgraded connection cannot go through a proxy without a CONNECT tunnel".into(),
+            });
+        }
+        let t0 = Instant::now();
+        let mut opened = crate::exchange::Opened::default();
+        let resolved = self.resolve(&mut opened).await.map_err(failed)?;
+        let io = self.connect(resolved.as_deref()).await.map_err(failed)?;
+        Ok((Transport(io), t0.elapsed()))
+    }
+
+    /// The URL of `path` on this endpoint for a WebSocket: `ws://` or `wss://`.
+    pub fn websocket_url(&self, path: &str) -> String {
+        let scheme = if self.https() { "wss" } else { "ws" };
+        let path = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        format!("{scheme}://{}{path}", self.authority())
+    }
+
+    /// The `Cookie` header the user's jar holds for `path` on this endpoint.
+    pub fn cookie_header(&self, cookies: &CookieJar, path: &str) -> Option<String> {
+        let path = path.split('?').next().unwrap_or("/");
+        cookies.header(&self.host, path, self.https()).map(|c| c.to_string())
+    }
+}

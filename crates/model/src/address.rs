@@ -19,6 +19,18 @@ pub const HTTP: &[&str] = &["http", "https"];
 /// Schemes of PostgreSQL URLs.
 pub const POSTGRES: &[&str] = &["postgres", "postgresql"];
 
+/// A `ws://` or `wss://` URL as the `http://` or `https://` one its WebSocket upgrade is sent
+/// to, so that a WebSocket target is an endpoint like any other; anything else as it is.
+pub fn websocket_as_http(text: &str) -> std::borrow::Cow<'_, str> {
+    let t = text.trim_start();
+    for (ws, http) in [("ws://", "http://"), ("wss://", "https://")] {
+        if t.get(..ws.len()).is_some_and(|p| p.eq_ignore_ascii_case(ws)) {
+            return format!("{http}{}", &t[ws.len()..]).into();
+        }
+    }
+    text.into()
+}
+
 /// Parses an absolute URL whose scheme is one of `schemes`, with a host and, when given, a port
 /// from 1 to 65535.
 pub fn parse(text: &str, schemes: &[&str]) -> Result<Url, UrlError> {

@@ -70,6 +70,9 @@ pub enum Outcome {
     /// A `receive` of a message stream (WebSocket, server-sent events, a gRPC stream) waited
     /// past its timeout for the message it was told to wait for.
     ReceiveTimeout,
+    /// WebSocket: the server closed the connection with this close code (1000 normal,
+    /// 1001 going away, 1011 internal error, ...) while a step still wanted it.
+    WsClosed(u16),
 }
 
 impl Outcome {
@@ -83,6 +86,7 @@ impl Outcome {
         match self {
             Outcome::Status(code) => format!("http_{code}"),
             Outcome::H2Reset(code) => format!("h2_rst_{code}"),
+            Outcome::WsClosed(code) => format!("ws_closed_{code}"),
             other => other.class().to_string(),
         }
     }
@@ -116,6 +120,7 @@ impl Outcome {
             Outcome::SqlConnectionLost => "sql_connection_lost",
             Outcome::SqlError => "sql_error",
             Outcome::ReceiveTimeout => "receive_timeout",
+            Outcome::WsClosed(_) => "ws_closed",
         }
     }
 
@@ -148,6 +153,7 @@ impl Outcome {
             Outcome::SqlConnectionLost => "connection lost".into(),
             Outcome::SqlError => "database error".into(),
             Outcome::ReceiveTimeout => "no awaited message before the receive timeout".into(),
+            Outcome::WsClosed(code) => format!("WebSocket closed by the server ({code})"),
         }
     }
 }
@@ -201,6 +207,12 @@ impl FromStr for Outcome {
             return code
                 .parse()
                 .map(Outcome::H2Reset)
+                .map_err(|_| UnknownOutcome(s.to_string()));
+        }
+        if let Some(code) = s.strip_prefix("ws_closed_") {
+            return code
+                .parse()
+                .map(Outcome::WsClosed)
                 .map_err(|_| UnknownOutcome(s.to_string()));
         }
         Ok(match s {

@@ -53,6 +53,15 @@ impl<T> Deref for Sp<T> {
 }
 
 impl<T> Sp<T> {
+    /// A value the compiler supplies (a default) at the place of what it stands in for.
+    pub(crate) fn new(value: T, at: Option<(usize, usize)>) -> Self {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Sp {
+            at: at.map(|(l, c)| (narrow(l), narrow(c))),
+            value,
+        }
+    }
+
     /// Line and column (from 1) where the value starts, if known.
     pub fn at(&self) -> Option<(usize, usize)> {
         self.at.map(|(l, c)| (l as usize, c as usize))
@@ -318,6 +327,8 @@ pub struct Step {
     pub next: Option<Sp<bool>>,
     /// Read server-sent events (subscribing first when the user has no stream open).
     pub sse: Option<Box<Sp<Sse>>>,
+    /// A WebSocket exchange on the user's connection (opening it first when it has none).
+    pub ws: Option<Box<Sp<Ws>>>,
 }
 
 /// Steps run for each element of a JSON array.
@@ -658,5 +669,47 @@ pub struct SseUntil {
     /// Only events whose data matches this regex count.
     pub matches: Option<Sp<String>>,
     /// How many events (default 1).
+    pub count: Option<Sp<u64>>,
+}
+
+/// A WebSocket step: on the user's connection, opened when it has none (an HTTP/1.1 upgrade of
+/// `path` on the target, `ws://` or `wss://`), it sends `send`, reads until `until`, then closes
+/// with `close`. `send` with `until` is a request/reply exchange.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ws {
+    /// The name it is recorded under (default `WS` and the path).
+    pub name: Option<Sp<String>>,
+    /// Path and query of the upgrade, relative to `target` (default `/`); a template. Used
+    /// when the user has no connection yet.
+    pub path: Option<Sp<String>>,
+    /// An absolute `ws://` or `wss://` URL instead of `path`.
+    pub url: Option<Sp<String>>,
+    /// Headers of the upgrade request, after the scenario's; values are templates.
+    pub headers: Option<IndexMap<String, Sp<String>>>,
+    /// A message to send; a template.
+    pub send: Option<Sp<String>>,
+    /// Send it as a binary message (default: text).
+    pub binary: Option<bool>,
+    /// Read messages until this (leave it out to read nothing).
+    pub until: Option<WsUntil>,
+    /// Longest wait for the connection and `until`, from the step's start (default 30s):
+    /// past it, `receive_timeout`.
+    pub timeout: Option<Sp<String>>,
+    /// Values from the message that met `until` (`json` and `regex` read it).
+    pub extract: Option<IndexMap<String, Sp<Extract>>>,
+    /// Conditions on that message (`json`, `exists`, `body_contains`).
+    pub check: Option<Check>,
+    /// Close the connection after the step with this code (1000 for a normal close).
+    pub close: Option<Sp<u16>>,
+}
+
+/// When a `ws` step's reading is done: once `count` messages matching `matches` have come.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WsUntil {
+    /// Only messages whose text matches this regex count (default: any message).
+    pub matches: Option<Sp<String>>,
+    /// How many (default 1).
     pub count: Option<Sp<u64>>,
 }

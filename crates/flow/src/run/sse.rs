@@ -3,10 +3,9 @@
 
 use super::{Failed, FlowUser, FlowWorkload, UserScope};
 use crate::event_stream::{Event, Parser};
-use crate::extract::LazyJson;
 use crate::plan::SseStep;
 use crest_engine::Ctx;
-use crest_http::{Response, Streaming};
+use crest_http::Streaming;
 use crest_model::Outcome;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -278,28 +277,9 @@ impl FlowWorkload {
     }
 
     /// Checks and extraction on the event that completed the step: its data is the body, its
-    /// type and id are the `event` and `id` headers, so flow's extractors and checks apply.
+    /// type and id are the `event` and `id` headers.
     fn take_values(&self, s: &SseStep, user: &mut FlowUser, event: &Event) -> Result<(), StepError> {
-        if s.checks.is_empty() && s.extract.is_empty() {
-            return Ok(());
-        }
-        let response = Response {
-            status: 200,
-            headers: vec![("event".into(), event.kind.clone()), ("id".into(), event.id.clone())],
-            body: event.data.clone().into_bytes(),
-            truncated: false,
-        };
-        let mut json = LazyJson::default();
-        for c in &s.checks {
-            c.check(&response, Duration::ZERO, &mut json)
-                .map_err(|m| (Outcome::CheckFailed, format!("check: {m}")))?;
-        }
-        for (var, e) in &s.extract {
-            let v = e
-                .extract(&response, &mut json)
-                .map_err(|m| (Outcome::CheckFailed, format!("extract {var}: {m}")))?;
-            user.vars.insert(var.clone(), v);
-        }
-        Ok(())
+        let headers = || vec![("event".into(), event.kind.clone()), ("id".into(), event.id.clone())];
+        super::message::take(&s.checks, &s.extract, user, event.data.as_bytes(), headers)
     }
 }

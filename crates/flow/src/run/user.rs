@@ -29,6 +29,8 @@ pub struct FlowUser {
     pub(super) pg: Option<crest_pg::PgSession>,
     /// The user's open event stream, kept across `sse` steps as `pg` keeps its connection.
     pub(super) sse: Option<super::sse::Subscription>,
+    /// The user's WebSocket connection, kept across steps and iterations like `pg`.
+    pub(super) ws: Option<super::ws::WsConn>,
 }
 
 impl FlowUser {

@@ -16,6 +16,7 @@ mod sql;
 mod sse;
 mod steps;
 mod vars;
+mod ws;
 
 use crate::error::Problem;
 use crate::raw::{self, Sp};

@@ -16,7 +16,7 @@ impl Cx<'_> {
             Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
             _ => t.to_string(),
         };
-        match address::split_base(&text) {
+        match address::split_base(&address::websocket_as_http(&text)) {
             Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
             Ok(_) => self.err(
                 t.at(),
@@ -170,7 +170,7 @@ impl Cx<'_> {
                     );
                     return None;
                 }
-                let (base, rest) = match address::split_base(u) {
+                let (base, rest) = match address::split_base(&address::websocket_as_http(u)) {
                     Ok((base, rest)) => (base.to_string(), rest),
                     Err(e) => {
                         self.err(u.at(), e.to_string(), None);

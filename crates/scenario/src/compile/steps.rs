@@ -35,6 +35,7 @@ impl Cx<'_> {
                 s.leave.is_some(),
                 s.next.is_some(),
                 s.sse.is_some(),
+                s.ws.is_some(),
             ];
             if s.condition.is_none() && (s.then.is_some() || s.otherwise.is_some()) {
                 let at = self.mapping_at(s);
@@ -46,7 +47,7 @@ impl Cx<'_> {
                 self.err(
                     at,
                     "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql`, `set`, `if`, `foreach`, \
-                     `break`, `next` or `sse`",
+                     `break`, `next`, `sse` or `ws`",
                     None,
                 );
                 continue;
@@ -77,6 +78,12 @@ impl Cx<'_> {
                 }
             }
             if s.leave.is_some() || s.next.is_some() {
+                continue;
+            }
+            if let Some(w) = &s.ws {
+                if let Some(step) = self.ws(w, known) {
+                    out.push(Step::Ws(Box::new(step)));
+                }
                 continue;
             }
             if let Some(e) = &s.sse {
