@@ -43,7 +43,10 @@ enum Mode {
 
 // tungstenite's handshake callback returns its refusal by value.
 #[allow(clippy::result_large_err)]
-async fn serve(tcp: tokio::net::TcpStream, mode: Mode, c: Arc<Counts>) {
+async fn serve<S>(tcp: S, mode: Mode, c: Arc<Counts>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let counted = c.clone();
     let check = move |req: &Request, res: Response| -> Result<Response, ErrorResponse> {
         if req.headers().get("x-client").is_none_or(|v| v != "crest-test") {
@@ -108,8 +111,13 @@ async fn server(mode: Mode) -> (String, Arc<Counts>) {
 }
 
 async fn run(url: &str, steps: &str, load: &str) -> common::Run {
+    run_with(url, steps, load, "").await
+}
+
+/// As [`run`], with more `defaults:` (`cacert: ...`).
+async fn run_with(url: &str, steps: &str, load: &str, defaults: &str) -> common::Run {
     let text = format!(
-        "target: ${{env:CREST_TARGET}}\ndefaults:\n  headers: {{X-Client: crest-test}}\nsteps:\n{steps}\nload: {load}\n"
+        "target: ${{env:CREST_TARGET}}\ndefaults:\n  headers: {{X-Client: crest-test}}\n{defaults}steps:\n{steps}\nload: {load}\n"
     );
     let (dir, file) = scenario_file(&text);
     let url = url.to_string();
@@ -268,4 +276,71 @@ fn bad_ws_steps_are_located_and_exit_2() {
         assert!(err.contains("scenario.yaml:3:"), "{step}: {err}");
         drop(dir);
     }
+}
+
+#[test]
+fn the_example_runs_as_it_is_against_an_echo_server() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let (url, c) = server(Mode::Echo).await;
+        let file = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/ws-echo.yaml");
+        let r = tokio::task::spawn_blocking(move || {
+            run_scenario(&file, &[("CREST_TARGET", &url)], &["-c", "2", "-n", "4"])
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        let s = r.summary();
+        assert_eq!(s["failures"], 0, "{}", r.stdout);
+        assert_eq!(name(&s, "open")["requests"], c.upgrades.load(Ordering::SeqCst));
+        assert_eq!(name(&s, "echo")["requests"], c.echoed.load(Ordering::SeqCst));
+        assert_eq!(c.echoed.load(Ordering::SeqCst), 40);
+        assert_eq!(name(&s, "close")["requests"], c.client_closes.load(Ordering::SeqCst));
+    });
+}
+
+/// Starts an echo server behind TLS (a certificate of a test CA); its `wss://` URL and the CA's
+/// PEM.
+async fn tls_server() -> (String, String, Arc<Counts>) {
+    let (acceptor, ca, _) = crest_testkit::tls_acceptor(&[], false);
+    let counts = Arc::new(Counts::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("wss://localhost:{}", listener.local_addr().unwrap().port());
+    let c = counts.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, c) = (acceptor.clone(), c.clone());
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(tcp).await {
+                    serve(tls, Mode::Echo, c).await;
+                }
+            });
+        }
+    });
+    (url, ca, counts)
+}
+
+#[test]
+fn wss_goes_over_tls_checked_against_the_given_ca() {
+    let _serial = common::serial();
+    rt().block_on(async {
+        let (url, ca, c) = tls_server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca).unwrap();
+        let defaults = format!("  cacert: {}\n", ca_file.display());
+        let r = run_with(&url, ECHO, "{users: 2, iterations: 4}", &defaults).await;
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        let s = r.summary();
+        assert_eq!(s["failures"], 0, "{}", r.stdout);
+        assert_eq!(c.upgrades.load(Ordering::SeqCst), 4);
+        assert_eq!(name(&s, "echo")["requests"], c.echoed.load(Ordering::SeqCst));
+        assert_eq!(c.echoed.load(Ordering::SeqCst), 40);
+        // Without the CA, the server's certificate is refused: every upgrade is a `tls` failure
+        // and the server sees no WebSocket.
+        let r = run(&url, ECHO, "{users: 2, iterations: 4}").await;
+        let s = r.summary();
+        assert_eq!(failures(&s, "tls"), 4, "{}", r.stdout);
+        assert_eq!(c.upgrades.load(Ordering::SeqCst), 4);
+    });
 }

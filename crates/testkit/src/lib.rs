@@ -526,7 +526,7 @@ pub struct ClientCert {
 
 /// A TLS acceptor offering `alpn` (none: no ALPN), and its CA's certificate in PEM; with
 /// `client_auth`, it requires a client certificate signed by the same CA, and one is returned.
-fn tls_acceptor(alpn: &[&[u8]], client_auth: bool) -> (tokio_rustls::TlsAcceptor, String, Option<ClientCert>) {
+pub fn tls_acceptor(alpn: &[&[u8]], client_auth: bool) -> (tokio_rustls::TlsAcceptor, String, Option<ClientCert>) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
