@@ -8,9 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
-use common::{rt, run_scenario, scenario_file};
+use common::{by_name as name, rt, run_scenario, scenario_file};
 use futures_util::stream::{self, StreamExt};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -120,16 +119,6 @@ async fn run(url: &str, steps: &str, load: &str, args: &[&str]) -> common::Run {
     .unwrap();
     drop(dir);
     r
-}
-
-/// The summary's entry for a name.
-fn name<'a>(s: &'a Value, n: &str) -> &'a Value {
-    s["names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == n)
-        .unwrap_or_else(|| panic!("no {n} in {}", s["names"]))
 }
 
 const FEED: &str = "  - sse:

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{rt, run_scenario, scenario_file};
+use common::{by_name as name, rt, run_scenario, scenario_file};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,16 +126,6 @@ async fn run_with(url: &str, steps: &str, load: &str, defaults: &str) -> common:
         .unwrap();
     drop(dir);
     r
-}
-
-/// The summary's entry for a name.
-fn name<'a>(s: &'a Value, n: &str) -> &'a Value {
-    s["names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == n)
-        .unwrap_or_else(|| panic!("no {n} in {}", s["names"]))
 }
 
 /// A failure count by outcome key in the summary.

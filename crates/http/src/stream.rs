@@ -111,23 +111,8 @@ impl Endpoint {
         headers: &[(String, String)],
         cookies: &mut CookieJar,
     ) -> Result<Streaming, StreamError> {
-        let failed = |f: crate::Failure| StreamError {
-            outcome: f.outcome,
-            message: f.detail.to_string(),
-        };
-        if self.proxy.as_ref().is_some_and(|p| !p.tunnel) {
-            // Such a proxy wants each request in absolute form; streams are sent in origin form.
-            return Err(StreamError {
-                outcome: Outcome::Other,
-                message: "event streams cannot go through a proxy without a CONNECT tunnel".into(),
-            });
-        }
-        let t0 = Instant::now();
-        let mut opened = crate::exchange::Opened::default();
-        let resolved = self.resolve(&mut opened).await.map_err(failed)?;
-        let io = self.connect(resolved.as_deref()).await.map_err(failed)?;
-        let connect = t0.elapsed();
-        let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+        let (io, connect) = self.open_transport().await?;
+        let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io.0))
             .await
             .map_err(|e| StreamError::hyper(&e))?;
         let conn = tokio::spawn(async move {
@@ -245,7 +230,8 @@ impl Endpoint {
         if self.proxy.as_ref().is_some_and(|p| !p.tunnel) {
             return Err(StreamError {
                 outcome: Outcome::Other,
-                message: "an upgraded connection cannot go through a proxy without a CONNECT tunnel".into(),
+                // Such a proxy wants each request in absolute form, one by one.
+                message: "a stream or an upgraded connection cannot go through a proxy without a CONNECT tunnel".into(),
             });
         }
         let t0 = Instant::now();

@@ -687,3 +687,13 @@ pub fn validate_junit(xml: &std::path::Path) {
         std::fs::read_to_string(xml).unwrap()
     );
 }
+
+/// A summary's entry for a request name.
+pub fn by_name<'a>(s: &'a Value, n: &str) -> &'a Value {
+    s["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == n)
+        .unwrap_or_else(|| panic!("no {n} in {}", s["names"]))
+}

@@ -49,37 +49,23 @@ impl FlowWorkload {
             let _sent = crest_engine::Unanswered::sent();
             self.receive(s, user, ctx, started, &mut tally).await
         };
-        let (outcome, message, done) = match result {
-            Ok(at) => (Outcome::Success, None, at),
-            Err((outcome, message)) => (outcome, Some(message), Instant::now()),
+        let (result, done) = match result {
+            Ok(at) => (Ok(()), at),
+            Err(e) => (Err(e), Instant::now()),
         };
-        if outcome != Outcome::Success || s.close {
+        if result.is_err() || s.close {
             user.sse = None;
         }
-        let sample = crest_model::Sample {
-            name: s.name,
-            segment: 0,
-            user: 0,
-            iteration: 0,
-            intended: ctx.offset(intended),
-            send_lag: started - intended,
-            dns: None,
+        let measured = super::message::Measured {
             connect: tally.connect,
             ttfb: tally.first_event.map(|t| t.saturating_duration_since(intended)),
-            total: done.saturating_duration_since(intended),
+            status: tally.status,
+            sent: 0,
+            received: tally.events,
             bytes_sent: tally.bytes_sent,
             bytes_received: tally.bytes,
-            messages_sent: 0,
-            messages_received: tally.events,
-            status: tally.status,
-            outcome,
         };
-        ctx.record(sample, message.as_ref().map(|m| m as &dyn std::fmt::Display));
-        if outcome == Outcome::Success {
-            Ok(())
-        } else {
-            Err(Failed::default())
-        }
+        super::message::record(ctx, s.name, (intended, started, done), &measured, result)
     }
 
     /// Reads events until the step's condition holds; the instant the event that met it came.

@@ -7,7 +7,7 @@ use crate::plan::WsStep;
 use crest_engine::Ctx;
 use crest_model::Outcome;
 use futures_util::{SinkExt, StreamExt};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -17,17 +17,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 /// A user's open WebSocket.
 pub(super) type WsConn = tokio_tungstenite::WebSocketStream<crest_http::Transport>;
 
-/// What one step did, for its sample.
-#[derive(Default)]
-struct Tally {
-    connect: Option<Duration>,
-    ttfb: Option<Duration>,
-    status: Option<u16>,
-    sent: u64,
-    received: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-}
+type Tally = super::message::Measured;
 
 type StepError = (Outcome, String);
 
@@ -52,34 +42,7 @@ impl FlowWorkload {
             // After a failure the connection's state is unknown: the next step opens a new one.
             user.ws = None;
         }
-        let (outcome, message) = match result {
-            Ok(()) => (Outcome::Success, None),
-            Err((o, m)) => (o, Some(m)),
-        };
-        let sample = crest_model::Sample {
-            name: s.name,
-            segment: 0,
-            user: 0,
-            iteration: 0,
-            intended: ctx.offset(intended),
-            send_lag: started - intended,
-            dns: None,
-            connect: t.connect,
-            ttfb: t.ttfb,
-            total: Instant::now() - intended,
-            bytes_sent: t.bytes_sent,
-            bytes_received: t.bytes_received,
-            messages_sent: t.sent,
-            messages_received: t.received,
-            status: t.status,
-            outcome,
-        };
-        ctx.record(sample, message.as_ref().map(|m| m as &dyn std::fmt::Display));
-        if outcome.is_success() {
-            Ok(())
-        } else {
-            Err(Failed::default())
-        }
+        super::message::record(ctx, s.name, (intended, started, Instant::now()), &t, result)
     }
 
     async fn ws_exchange(&self, s: &WsStep, user: &mut FlowUser, t: &mut Tally) -> Result<(), StepError> {
