@@ -93,7 +93,7 @@ pub struct Summary {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
-    /// Messages on message streams (WebSocket, server-sent events, gRPC streams); absent for
+    /// Messages on message streams (WebSocket, server-sent events); absent for
     /// a run of requests and responses only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Messages>,
@@ -340,7 +340,7 @@ pub struct GroupSummary {
     pub iterations: Option<StepIterations>,
 }
 
-/// Messages on message streams: what a step of WebSocket, server-sent events or a gRPC stream
+/// Messages on message streams: what a step of WebSocket or server-sent events
 /// did beyond its requests. The bytes are those of the requests that carried them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Messages {

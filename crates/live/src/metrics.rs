@@ -124,14 +124,14 @@ fn totals(out: &mut String, k: &Kept) {
         out,
         "crest_messages_sent_total",
         "counter",
-        "Messages sent on message streams (WebSocket, gRPC streams) by requests that ended.",
+        "Messages sent on message streams (WebSocket) by requests that ended.",
     );
     let _ = writeln!(out, "crest_messages_sent_total {}", k.messages.0);
     head(
         out,
         "crest_messages_received_total",
         "counter",
-        "Messages received on message streams (WebSocket, server-sent events, gRPC streams) by requests that ended.",
+        "Messages received on message streams (WebSocket, server-sent events) by requests that ended.",
     );
     let _ = writeln!(out, "crest_messages_received_total {}", k.messages.1);
     head(

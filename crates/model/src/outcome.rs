@@ -67,7 +67,7 @@ pub enum Outcome {
     SqlConnectionLost,
     /// SQL: any other database error.
     SqlError,
-    /// A `receive` of a message stream (WebSocket, server-sent events, a gRPC stream) waited
+    /// A `receive` of a message stream (WebSocket, server-sent events) waited
     /// past its timeout for the message it was told to wait for.
     ReceiveTimeout,
     /// WebSocket: the server closed the connection with this close code (1000 normal,

@@ -42,11 +42,11 @@ pub struct Sample {
     pub bytes_sent: u64,
     /// Bytes read for this request (status line, headers and body).
     pub bytes_received: u64,
-    /// Protocol messages this sample sent on a message stream (WebSocket messages, gRPC stream
+    /// Protocol messages this sample sent on a message stream (WebSocket
     /// messages); 0 for a request and response, whose one exchange is the sample itself.
     pub messages_sent: u64,
     /// Protocol messages this sample read from a message stream (WebSocket messages,
-    /// server-sent events, gRPC stream messages); 0 for a request and response.
+    /// server-sent events); 0 for a request and response.
     pub messages_received: u64,
     /// The HTTP status, when a response head was received.
     pub status: Option<u16>,

@@ -267,7 +267,8 @@ fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
         writeln!(out)?;
         writeln!(
             out,
-            "  Messages on streams                    sent  received  recv/s  bytes sent  bytes recv"
+            "  {:<36}{:>9} {:>9} {:>10} {:>11} {:>11}",
+            "Messages on streams", "sent", "received", "recv/s", "bytes sent", "bytes recv"
         )?;
         let named = s
             .names
@@ -276,7 +277,7 @@ fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
         for (name, m) in named.chain([("all".to_string(), all)]) {
             writeln!(
                 out,
-                "    {name:<34}{:>9} {:>9} {:>7} {:>11} {:>11}",
+                "    {name:<34}{:>9} {:>9} {:>10} {:>11} {:>11}",
                 int(m.sent),
                 int(m.received),
                 num(m.received_per_s),

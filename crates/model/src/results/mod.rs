@@ -588,12 +588,12 @@ pub struct Stat {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
-    /// Messages these requests sent on a message stream (WebSocket, gRPC streams); absent for
+    /// Messages these requests sent on a message stream (WebSocket); absent for
     /// requests and responses.
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub messages_sent: u64,
-    /// Messages these requests read from a message stream (WebSocket, server-sent events, gRPC
-    /// streams); absent for requests and responses.
+    /// Messages these requests read from a message stream (WebSocket, server-sent
+    /// events); absent for requests and responses.
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub messages_received: u64,
     /// Total time in µs, from the intended start (see the sample documentation).
