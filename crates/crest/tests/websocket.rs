@@ -6,7 +6,6 @@ mod common;
 
 use common::{by_name as name, rt, run_scenario, scenario_file};
 use futures_util::{SinkExt, StreamExt};
-use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -128,17 +127,6 @@ async fn run_with(url: &str, steps: &str, load: &str, defaults: &str) -> common:
     r
 }
 
-/// A failure count by outcome key in the summary.
-fn failures(s: &Value, outcome: &str) -> u64 {
-    s["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["outcome"] == outcome)
-        .map(|e| e["count"].as_u64().unwrap())
-        .sum()
-}
-
 /// Opens, exchanges ten messages each waiting for its echo, closes cleanly.
 const ECHO: &str = "  - ws: {name: open}
   - loop:
@@ -206,7 +194,7 @@ fn a_server_that_closes_mid_way_is_counted_with_its_close_code() {
         let s = r.summary();
         let closes = c.server_closes.load(Ordering::SeqCst);
         assert_eq!(closes, 8, "{}", r.stdout);
-        assert_eq!(failures(&s, "ws_closed_1011"), closes, "{}", r.stdout);
+        assert_eq!(r.error_count("ws_closed_1011"), closes, "{}", r.stdout);
         // Three echoes per connection before it closed, and no other failure.
         assert_eq!(c.echoed.load(Ordering::SeqCst), 24);
         let echo = name(&s, "echo");
@@ -225,7 +213,7 @@ fn a_refused_upgrade_is_its_http_status() {
         let s = r.summary();
         let refused = c.refused.load(Ordering::SeqCst);
         assert_eq!(refused, 6, "{}", r.stdout);
-        assert_eq!(failures(&s, "http_503"), refused, "{}", r.stdout);
+        assert_eq!(r.error_count("http_503"), refused, "{}", r.stdout);
         assert_eq!(s["failures"], refused);
         assert_eq!(s["status_codes"]["503"], refused);
     });
@@ -240,7 +228,7 @@ fn a_stalled_server_is_a_receive_timeout() {
         let r = run(&url, steps, "{users: 2, iterations: 4}").await;
         let s = r.summary();
         assert_eq!(c.received.load(Ordering::SeqCst), 4, "{}", r.stdout);
-        assert_eq!(failures(&s, "receive_timeout"), 4, "{}", r.stdout);
+        assert_eq!(r.error_count("receive_timeout"), 4, "{}", r.stdout);
         assert_eq!(name(&s, "ask")["messages"]["sent"], 4);
     });
 }
@@ -329,8 +317,7 @@ fn wss_goes_over_tls_checked_against_the_given_ca() {
         // Without the CA, the server's certificate is refused: every upgrade is a `tls` failure
         // and the server sees no WebSocket.
         let r = run(&url, ECHO, "{users: 2, iterations: 4}").await;
-        let s = r.summary();
-        assert_eq!(failures(&s, "tls"), 4, "{}", r.stdout);
+        assert_eq!(r.error_count("tls"), 4, "{}", r.stdout);
         assert_eq!(c.upgrades.load(Ordering::SeqCst), 4);
     });
 }
