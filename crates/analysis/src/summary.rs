@@ -93,10 +93,15 @@ pub struct Summary {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
-    /// Messages on message streams (WebSocket, server-sent events); absent for
+    /// Messages on message streams (WebSocket, server-sent events, gRPC); absent for
     /// a run of requests and responses only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Messages>,
+    /// gRPC calls by the status they ended with: `OK` for those that succeeded, and each
+    /// status the server answered (`UNAVAILABLE`, ...). Calls that failed otherwise (a check,
+    /// the connection) are in [`Self::errors`] only. Absent for a run without gRPC steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<BTreeMap<String, u64>>,
     /// Requests cut off in flight when the grace period ran out.
     pub abandoned: u64,
     /// Why the run ended.
@@ -474,6 +479,7 @@ pub fn summarize(
         bytes_sent,
         bytes_received,
         messages: messages.map(|m| m.over(active_s)),
+        grpc: grpc_statuses(r),
         abandoned: r.abandoned,
         ended_by: r.ended_by,
         target_rps,
@@ -525,6 +531,27 @@ pub fn summarize(
         iterations: None,
         answers: Answers::default(),
     })
+}
+
+/// The calls of the names [`crest_model::results::ScenarioConfig::grpc`] lists, by status.
+fn grpc_statuses(r: &Results) -> Option<BTreeMap<String, u64>> {
+    let grpc = &r.config.scenario.as_ref()?.grpc;
+    if grpc.is_empty() {
+        return None;
+    }
+    let mut by = BTreeMap::new();
+    for s in r.stats.iter().filter(|s| r.counts(s)) {
+        if !r.names.get(s.name as usize).is_some_and(|n| grpc.contains(n)) {
+            continue;
+        }
+        let status = match s.outcome {
+            Outcome::Success => "OK".to_string(),
+            Outcome::Grpc(code) => crest_model::outcome::grpc_code_name(code),
+            _ => continue,
+        };
+        *by.entry(status).or_insert(0) += s.count;
+    }
+    Some(by)
 }
 
 /// Each step's row, from its steady state, as the report and the capacity figures use it.

@@ -594,6 +594,7 @@ fn run_config(plan: &Plan, command_line: &[String], threads: usize) -> RunConfig
                 path: s.path.clone(),
                 sha256: s.sha256.clone(),
                 flows: s.flows.clone(),
+                grpc: s.grpc.clone(),
             }),
             Target::Http(_) => None,
         },

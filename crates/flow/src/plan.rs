@@ -6,6 +6,7 @@ use crate::template::Template;
 use crest_http::Endpoint;
 use crest_model::NameId;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Everything a scenario's users do.
@@ -135,13 +136,15 @@ pub enum Step {
     Next,
     /// Read server-sent events, subscribing first when the user has no stream open.
     Sse(Box<SseStep>),
+    /// A gRPC call on the user's connection to its server (see [`GrpcStep`]).
+    Grpc(Box<GrpcStep>),
 }
 
 impl Step {
     /// Whether this step, or one inside it, sends a request or a statement.
     pub fn sends(&self) -> bool {
         match self {
-            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Sse(_) | Step::Ws(_) => true,
+            Step::Request(_) | Step::Poll(_) | Step::Sql(_) | Step::Sse(_) | Step::Ws(_) | Step::Grpc(_) => true,
             Step::Loop { steps, .. } | Step::Foreach { steps, .. } => steps.iter().any(Step::sends),
             Step::If { then, otherwise, .. } => then.iter().chain(otherwise).any(Step::sends),
             Step::Think { .. } | Step::Set(_) | Step::Break | Step::Next => false,
@@ -345,7 +348,7 @@ pub struct WsStep {
     /// Send it as a binary message rather than text.
     pub binary: bool,
     /// Read messages until this many have matched (text, or binary read as UTF-8).
-    pub until: Option<WsUntil>,
+    pub until: Option<ReadUntil>,
     /// Longest wait for the connection and `until`, from the step's start.
     pub timeout: Duration,
     /// Values from the message that met `until`, which is read as a response body.
@@ -356,11 +359,47 @@ pub struct WsStep {
     pub close: Option<u16>,
 }
 
-/// When a WebSocket step's reading is done.
+/// When a step's reading of messages (WebSocket, a gRPC stream) is done.
 #[derive(Debug)]
-pub struct WsUntil {
-    /// Only messages matching this count; any message when `None`.
+pub struct ReadUntil {
+    /// Only messages matching this count (a gRPC message as its JSON); any message when `None`.
     pub matches: Option<regex::Regex>,
     /// How many matching messages end the reading.
     pub count: u64,
+}
+
+/// A gRPC call (unary, or streaming either way) on the user's HTTP/2 connection to the step's
+/// server, which the user keeps across steps and iterations as a client keeps its channel.
+#[derive(Debug)]
+pub struct GrpcStep {
+    /// The name the call is recorded under.
+    pub name: NameId,
+    /// Index into [`FlowPlan::endpoints`]: the server.
+    pub endpoint: usize,
+    /// The method, set once its service is described: from `.proto` files when the scenario
+    /// is read, from the server's reflection when the plan is resolved (before the run).
+    pub method: Arc<OnceLock<GrpcMethod>>,
+    /// The request messages as JSON: one, or several for a client-streaming method.
+    pub messages: Vec<JsonTemplate>,
+    /// Metadata sent with the call, after the scenario's headers.
+    pub metadata: Vec<(String, Template)>,
+    /// The call's deadline, sent as `grpc-timeout` and kept by crest: past it,
+    /// `grpc_deadline_exceeded`.
+    pub timeout: Duration,
+    /// Stop reading a server stream once this many messages matched (the rest is cancelled);
+    /// without it, the call reads to the server's status.
+    pub until: Option<ReadUntil>,
+    /// Values from the last message read (or the one that met `until`), read as JSON.
+    pub extract: Vec<(String, Extractor)>,
+    /// Conditions on that message.
+    pub checks: Vec<Check>,
+}
+
+/// A gRPC step's method, and its request messages already encoded when no template is in them.
+#[derive(Debug)]
+pub struct GrpcMethod {
+    /// The method, from its service's descriptors.
+    pub method: crest_grpc::Method,
+    /// The wire bytes of the step's messages, when they are the same for every call.
+    pub fixed: Option<Vec<bytes::Bytes>>,
 }

@@ -2,10 +2,11 @@
 //!
 //! This module runs an iteration: it picks a flow by weight and runs its steps in order. The
 //! steps' work lives beside it: [`user`] (a user's state and think times), [`http`] (request
-//! steps), [`poll`], [`sql`], [`sse`] and [`ws`] (message streams, with [`message`] for what
-//! they take from a message) and [`body`] (rendering request bodies).
+//! steps), [`poll`], [`sql`], [`sse`], [`ws`] and [`grpc`] (message streams and calls, with
+//! [`message`] for what they take from a message) and [`body`] (rendering request bodies).
 
 mod body;
+mod grpc;
 mod http;
 mod message;
 mod poll;
@@ -78,6 +79,7 @@ impl Workload for FlowWorkload {
             pg: None,
             sse: None,
             ws: None,
+            grpc: Vec::new(),
         };
         for (i, f) in self.plan.feeders.iter().enumerate() {
             if f.mode == crate::feeder::FeedMode::Unique {
@@ -221,6 +223,7 @@ impl FlowWorkload {
                 }
                 Step::Sql(s) => self.sql(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Ws(s) => self.ws(s, user, ctx, intended.take()).await.map(|()| Control::Done),
+                Step::Grpc(s) => self.grpc(s, user, ctx, intended.take()).await.map(|()| Control::Done),
                 Step::Loop { times, steps } => {
                     let mut done = Ok(Control::Done);
                     for rep in 0..*times {

@@ -9,7 +9,7 @@ use crest_model::Outcome;
 use std::io;
 
 /// Classifies an I/O error from connecting, TLS, reading or writing.
-pub(crate) fn io_error(e: &io::Error) -> Outcome {
+pub fn io_error(e: &io::Error) -> Outcome {
     if let Some(code) = e.raw_os_error() {
         if [
             libc::EMFILE,
@@ -55,12 +55,8 @@ pub(crate) fn h1_error(e: &H1Error) -> Outcome {
 /// Classifies an HTTP/2 failure: its error code first (flow control and protocol errors are
 /// their own classes whoever noticed them), then what carried it (GOAWAY or RST_STREAM).
 pub(crate) fn h2_error(e: &H2Error) -> Outcome {
-    const FLOW_CONTROL_ERROR: u32 = 0x3;
-    const PROTOCOL_ERRORS: [u32; 3] = [0x1, 0x6, 0x9]; // PROTOCOL, FRAME_SIZE, COMPRESSION
-    match e.code() {
-        Some(FLOW_CONTROL_ERROR) => return Outcome::H2FlowControl,
-        Some(c) if PROTOCOL_ERRORS.contains(&c) => return Outcome::H2Protocol,
-        _ => {}
+    if let Some(o) = e.code().and_then(h2_code) {
+        return o;
     }
     match e {
         H2Error::Io(io) => io_error(io),
@@ -71,12 +67,32 @@ pub(crate) fn h2_error(e: &H2Error) -> Outcome {
         H2Error::Local(_) | H2Error::LocalReset(_) => Outcome::H2Protocol,
         H2Error::Limit(_) => Outcome::CrestLimit,
         H2Error::Exhausted => Outcome::Protocol,
-        H2Error::Mux(e) => match e.get_io() {
-            Some(io) => io_error(io),
-            None if e.is_go_away() => Outcome::H2GoAway,
-            None if e.is_reset() => Outcome::H2Reset(e.reason().map_or(0, u32::from)),
-            None => Outcome::Protocol,
-        },
+        H2Error::Mux(e) => h2_crate_error(e),
+    }
+}
+
+/// The outcome an HTTP/2 error code is whoever noticed it: flow-control and protocol errors.
+fn h2_code(code: u32) -> Option<Outcome> {
+    const FLOW_CONTROL_ERROR: u32 = 0x3;
+    const PROTOCOL_ERRORS: [u32; 3] = [0x1, 0x6, 0x9]; // PROTOCOL, FRAME_SIZE, COMPRESSION
+    match code {
+        FLOW_CONTROL_ERROR => Some(Outcome::H2FlowControl),
+        c if PROTOCOL_ERRORS.contains(&c) => Some(Outcome::H2Protocol),
+        _ => None,
+    }
+}
+
+/// Classifies an error of the `h2` crate, on a connection crest multiplexes or under another
+/// protocol's call (gRPC), as [`h2_error`] does crest's own.
+pub fn h2_crate_error(e: &h2::Error) -> Outcome {
+    if let Some(o) = e.reason().map(u32::from).and_then(h2_code) {
+        return o;
+    }
+    match e.get_io() {
+        Some(io) => io_error(io),
+        None if e.is_go_away() => Outcome::H2GoAway,
+        None if e.is_reset() => Outcome::H2Reset(e.reason().map_or(0, u32::from)),
+        None => Outcome::Protocol,
     }
 }
 

@@ -260,7 +260,8 @@ impl Endpoint {
         self.resolve_each.is_some()
     }
 
-    pub(crate) fn https(&self) -> bool {
+    /// Whether its connections are TLS.
+    pub fn https(&self) -> bool {
         self.tls.is_some()
     }
 

@@ -28,6 +28,7 @@ mod tls;
 mod workload;
 
 pub use call::{Call, Exchange, Session};
+pub use classify::{h2_crate_error, io_error};
 pub use client::Hop;
 pub use cookies::CookieJar;
 pub use decode::ACCEPT_ENCODING;

@@ -269,7 +269,7 @@ pub(crate) struct Kept {
     closed_steps: Vec<Row>,
     pub(crate) by_name_outcome: BTreeMap<(String, String), Tally>,
     pub(crate) total: Tally,
-    /// Messages sent and received on message streams (WebSocket, server-sent events).
+    /// Messages sent and received on message streams (WebSocket, server-sent events, gRPC).
     pub(crate) messages: (u64, u64),
     pub(crate) dropped: u64,
     pub(crate) iterations: u64,

@@ -131,7 +131,7 @@ fn totals(out: &mut String, k: &Kept) {
         out,
         "crest_messages_received_total",
         "counter",
-        "Messages received on message streams (WebSocket, server-sent events) by requests that ended.",
+        "Messages received on message streams (WebSocket, server-sent events, gRPC) by requests that ended.",
     );
     let _ = writeln!(out, "crest_messages_received_total {}", k.messages.1);
     head(

@@ -20,10 +20,16 @@ pub const HTTP: &[&str] = &["http", "https"];
 pub const POSTGRES: &[&str] = &["postgres", "postgresql"];
 
 /// A `ws://` or `wss://` URL as the `http://` or `https://` one its WebSocket upgrade is sent
-/// to, so that a WebSocket target is an endpoint like any other; anything else as it is.
-pub fn websocket_as_http(text: &str) -> std::borrow::Cow<'_, str> {
+/// to, and a `grpc://` or `grpcs://` one as the HTTP/2 server it names, so that such a target
+/// is an endpoint like any other; anything else as it is.
+pub fn stream_as_http(text: &str) -> std::borrow::Cow<'_, str> {
     let t = text.trim_start();
-    for (ws, http) in [("ws://", "http://"), ("wss://", "https://")] {
+    for (ws, http) in [
+        ("ws://", "http://"),
+        ("wss://", "https://"),
+        ("grpc://", "http://"),
+        ("grpcs://", "https://"),
+    ] {
         if t.get(..ws.len()).is_some_and(|p| p.eq_ignore_ascii_case(ws)) {
             return format!("{http}{}", &t[ws.len()..]).into();
         }

@@ -73,6 +73,38 @@ pub enum Outcome {
     /// WebSocket: the server closed the connection with this close code (1000 normal,
     /// 1001 going away, 1011 internal error, ...) while a step still wanted it.
     WsClosed(u16),
+    /// gRPC: the call ended with this status code (14 UNAVAILABLE, 4 DEADLINE_EXCEEDED, ...);
+    /// never 0 (OK), which is [`Outcome::Success`].
+    Grpc(u8),
+}
+
+/// gRPC's status codes by number, as its specification names them.
+pub const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// A gRPC status code's name (`UNAVAILABLE`), or its number when gRPC names none.
+pub fn grpc_code_name(code: u8) -> String {
+    match GRPC_CODES.get(code as usize) {
+        Some(name) => (*name).to_string(),
+        None => code.to_string(),
+    }
 }
 
 impl Outcome {
@@ -87,6 +119,7 @@ impl Outcome {
             Outcome::Status(code) => format!("http_{code}"),
             Outcome::H2Reset(code) => format!("h2_rst_{code}"),
             Outcome::WsClosed(code) => format!("ws_closed_{code}"),
+            Outcome::Grpc(code) => format!("grpc_{}", grpc_code_name(code).to_ascii_lowercase()),
             other => other.class().to_string(),
         }
     }
@@ -121,6 +154,7 @@ impl Outcome {
             Outcome::SqlError => "sql_error",
             Outcome::ReceiveTimeout => "receive_timeout",
             Outcome::WsClosed(_) => "ws_closed",
+            Outcome::Grpc(_) => "grpc_status",
         }
     }
 
@@ -154,6 +188,7 @@ impl Outcome {
             Outcome::SqlError => "database error".into(),
             Outcome::ReceiveTimeout => "no awaited message before the receive timeout".into(),
             Outcome::WsClosed(code) => format!("WebSocket closed by the server ({code})"),
+            Outcome::Grpc(code) => format!("gRPC {}", grpc_code_name(code)),
         }
     }
 }
@@ -215,6 +250,17 @@ impl FromStr for Outcome {
                 .map(Outcome::WsClosed)
                 .map_err(|_| UnknownOutcome(s.to_string()));
         }
+        if let Some(name) = s.strip_prefix("grpc_") {
+            let code = match GRPC_CODES.iter().position(|c| c.eq_ignore_ascii_case(name)) {
+                Some(i) if i > 0 => i as u8,
+                _ => name
+                    .parse()
+                    .ok()
+                    .filter(|&c| c > 0)
+                    .ok_or_else(|| UnknownOutcome(s.to_string()))?,
+            };
+            return Ok(Outcome::Grpc(code));
+        }
         Ok(match s {
             "success" => Outcome::Success,
             "connect_refused" => Outcome::ConnectRefused,
@@ -269,7 +315,7 @@ impl schemars::JsonSchema for Outcome {
             ..Default::default()
         };
         schema.string().pattern = Some(
-            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|crest_limit|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error|receive_timeout)$"
+            "^(success|http_[0-9]{3}|connect_refused|connect_timeout|dns_failed|reset|closed|timeout|tls|protocol|local_exhaustion|crest_limit|check_failed|other|too_many_redirects|h2_goaway|h2_rst_[0-9]+|h2_flow_control|h2_protocol|sql_serialization|sql_deadlock|sql_too_many_connections|sql_statement_timeout|sql_connection_lost|sql_error|receive_timeout|ws_closed_[0-9]+|grpc_[a-z0-9_]+)$"
                 .into(),
         );
         schema.into()
@@ -308,12 +354,23 @@ mod tests {
             Outcome::SqlStatementTimeout,
             Outcome::SqlConnectionLost,
             Outcome::SqlError,
+            Outcome::ReceiveTimeout,
+            Outcome::WsClosed(1011),
+            Outcome::Grpc(14),
+            Outcome::Grpc(4),
+            Outcome::Grpc(99),
         ];
         for o in all {
             assert_eq!(o.key().parse::<Outcome>().unwrap(), o);
         }
         assert!("http_x".parse::<Outcome>().is_err());
         assert!("nonsense".parse::<Outcome>().is_err());
+        assert!(
+            "grpc_ok".parse::<Outcome>().is_err(),
+            "OK is success, not an outcome of its own"
+        );
+        assert_eq!(Outcome::Grpc(14).key(), "grpc_unavailable");
+        assert_eq!(Outcome::Grpc(4).describe(), "gRPC DEADLINE_EXCEEDED");
         assert_eq!(Outcome::H2Reset(7).describe(), "HTTP/2 RST_STREAM REFUSED_STREAM");
         assert_eq!(Outcome::H2Reset(99).describe(), "HTTP/2 RST_STREAM 0x63");
     }

@@ -564,6 +564,8 @@ pub struct ScenarioSource {
     pub sha256: String,
     /// Flow names and weights.
     pub flows: Vec<(String, u32)>,
+    /// The names gRPC calls are recorded under.
+    pub grpc: Vec<String>,
 }
 
 /// One HTTP request, repeated for the whole run; how it is sent is the plan's [`Connection`].

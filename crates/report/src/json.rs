@@ -41,6 +41,8 @@ pub struct SummaryView<'a> {
     bytes_received: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<&'a crest_analysis::summary::Messages>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grpc: Option<&'a BTreeMap<String, u64>>,
     abandoned: u64,
     ended_by: EndReason,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -320,6 +322,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         bytes_sent: s.bytes_sent,
         bytes_received: s.bytes_received,
         messages: s.messages.as_ref(),
+        grpc: s.grpc.as_ref(),
         abandoned: s.abandoned,
         ended_by: s.ended_by,
         target_rps: s.target_rps,

@@ -286,6 +286,13 @@ fn requests(out: &mut String, s: &Summary) -> std::fmt::Result {
             )?;
         }
     }
+    if let Some(grpc) = &s.grpc {
+        writeln!(out)?;
+        writeln!(out, "  {:<36}{:>9}", "gRPC calls by status", "calls")?;
+        for (status, calls) in grpc {
+            writeln!(out, "    {status:<34}{:>9}", int(*calls))?;
+        }
+    }
     Ok(())
 }
 

@@ -55,25 +55,40 @@ pub struct FlowDraft {
     /// The file, for locating problems.
     file: String,
     flow: FlowPlan,
-    /// Each server's `scheme://authority` and where it was first named.
-    endpoints: Vec<(String, Option<(usize, usize)>)>,
+    /// The servers steps send to.
+    endpoints: Vec<compile::Server>,
+    /// gRPC steps described by their servers' reflection once the endpoints are made.
+    described: Vec<compile::grpc::Described>,
 }
 
 impl FlowDraft {
-    /// The flows, sent as `plan` says. Resolves each server's host, once, here.
+    /// The flows, sent as `plan` says. Resolves each server's host, once, here, and asks the
+    /// servers of gRPC steps that no `.proto` describes for their services.
     pub fn finish(self, plan: &Plan) -> Result<FlowPlan, ScenarioError> {
         let c = plan.connection();
         let mut flow = self.flow;
         let mut problems = Vec::new();
-        for (base, at) in self.endpoints {
-            match Endpoint::parse_on(&base, &c.tls, &c.http, &c.network) {
+        // gRPC is HTTP/2 whatever requests speak, with nothing of HTTP's own on top.
+        let grpc = crest_model::protocol::HttpOptions {
+            version: crest_model::protocol::HttpVersion::Http2,
+            max_redirects: 0,
+            compression: false,
+            cookies: false,
+            ..c.http
+        };
+        for s in self.endpoints {
+            let http = if s.grpc { &grpc } else { &c.http };
+            match Endpoint::parse_on(&s.base, &c.tls, http, &c.network) {
                 Ok((e, _)) => flow.endpoints.push(e),
                 Err(e) => problems.push(Problem {
-                    at,
-                    message: format!("{base}: {e}"),
+                    at: s.at,
+                    message: format!("{}: {e}", s.base),
                     hint: None,
                 }),
             }
+        }
+        if problems.is_empty() {
+            problems = compile::grpc::reflect(&flow.endpoints, self.described, c.connect_timeout);
         }
         if !problems.is_empty() {
             return Err(ScenarioError {
@@ -223,6 +238,7 @@ pub fn draft_str(
                     path: file.to_string(),
                     sha256,
                     flows,
+                    grpc: c.grpc_names,
                 }),
                 connection: c.connection,
                 threads: None,
@@ -246,6 +262,7 @@ pub fn draft_str(
                     file: file.to_string(),
                     flow: c.flow,
                     endpoints: c.endpoints,
+                    described: c.described,
                 },
                 warnings: cx.warnings,
                 files: cx.files,

@@ -113,6 +113,13 @@ pub struct Scenario {
     pub defaults: Option<Defaults>,
     /// The PostgreSQL database that `sql` steps run on.
     pub database: Option<Database>,
+    /// `.proto` files describing the services `grpc` steps call, compiled when the scenario is
+    /// read (no `protoc` needed). Without them, the services are asked of the server's
+    /// reflection service before the run.
+    pub protos: Option<Vec<Sp<String>>>,
+    /// Directories the `protos` files' imports are found in (default: each file's own
+    /// directory); protobuf's well-known types need none.
+    pub proto_include: Option<Vec<Sp<String>>>,
     /// Variables set for each user when it starts, in order; values are templates.
     pub variables: Option<IndexMap<String, Sp<String>>>,
     /// Data files (CSV with a header row), by name; use a column as `${name.column}`.
@@ -329,6 +336,8 @@ pub struct Step {
     pub sse: Option<Box<Sp<Sse>>>,
     /// A WebSocket exchange on the user's connection (opening it first when it has none).
     pub ws: Option<Box<Sp<Ws>>>,
+    /// A gRPC call on the user's connection to the server (opening it first when it has none).
+    pub grpc: Option<Box<Sp<Grpc>>>,
 }
 
 /// Steps run for each element of a JSON array.
@@ -692,7 +701,7 @@ pub struct Ws {
     /// Send it as a binary message (default: text).
     pub binary: Option<bool>,
     /// Read messages until this (leave it out to read nothing).
-    pub until: Option<WsUntil>,
+    pub until: Option<ReadUntil>,
     /// Longest wait for the connection and `until`, from the step's start (default 30s):
     /// past it, `receive_timeout`.
     pub timeout: Option<Sp<String>>,
@@ -704,10 +713,42 @@ pub struct Ws {
     pub close: Option<Sp<u16>>,
 }
 
+/// A gRPC call: unary, server-streaming (read to the server's status, or until `until`),
+/// client-streaming (`messages`) or both. The user keeps its HTTP/2 connection to the server
+/// across steps and iterations; each call is a stream on it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Grpc {
+    /// The method: `package.Service/Method`, e.g. `grpc.health.v1.Health/Check`.
+    pub call: Sp<String>,
+    /// The name it is recorded under (default: the method).
+    pub name: Option<Sp<String>>,
+    /// The server, `http://` (cleartext HTTP/2) or `https://` (TLS), when it is not `target`.
+    /// `grpc://` and `grpcs://` are read as those.
+    pub url: Option<Sp<String>>,
+    /// The request as JSON (protobuf's JSON mapping); strings are templates. Default `{}`.
+    pub message: Option<Sp<serde_json::Value>>,
+    /// The requests of a client-streaming call, sent in order, instead of `message`.
+    pub messages: Option<Sp<Vec<serde_json::Value>>>,
+    /// Metadata sent with the call, after the scenario's headers; values are templates. Keys
+    /// ending in `-bin` are sent as binary metadata.
+    pub metadata: Option<IndexMap<String, Sp<String>>>,
+    /// The call's deadline (default 30s), sent as `grpc-timeout`: past it,
+    /// `grpc_deadline_exceeded`.
+    pub timeout: Option<Sp<String>>,
+    /// Stop reading the server's stream once this many messages matched, cancelling the rest
+    /// (default: read to the end).
+    pub until: Option<ReadUntil>,
+    /// Values from the last message read, as JSON (`json` and `regex` read it).
+    pub extract: Option<IndexMap<String, Sp<Extract>>>,
+    /// Conditions on that message (`json`, `exists`, `body_contains`).
+    pub check: Option<Check>,
+}
+
 /// When a `ws` step's reading is done: once `count` messages matching `matches` have come.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WsUntil {
+pub struct ReadUntil {
     /// Only messages whose text matches this regex count (default: any message).
     pub matches: Option<Sp<String>>,
     /// How many (default 1).

@@ -7,6 +7,7 @@
 
 pub mod cgroup;
 pub mod faulty;
+pub mod grpc;
 pub mod h2;
 pub mod proxy;
 pub mod results;

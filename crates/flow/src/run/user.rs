@@ -31,6 +31,8 @@ pub struct FlowUser {
     pub(super) sse: Option<super::sse::Subscription>,
     /// The user's WebSocket connection, kept across steps and iterations like `pg`.
     pub(super) ws: Option<super::ws::WsConn>,
+    /// The user's gRPC connections by endpoint, kept across steps and iterations like `pg`.
+    pub(super) grpc: Vec<Option<crest_grpc::Conn>>,
 }
 
 impl FlowUser {

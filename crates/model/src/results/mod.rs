@@ -482,6 +482,9 @@ pub struct ScenarioConfig {
     pub sha256: String,
     /// Flows with their weights.
     pub flows: Vec<(String, u32)>,
+    /// The names gRPC calls are recorded under: their outcomes are read as gRPC statuses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grpc: Vec<String>,
 }
 
 /// One step of the run.
@@ -588,12 +591,12 @@ pub struct Stat {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
-    /// Messages these requests sent on a message stream (WebSocket); absent for
-    /// requests and responses.
+    /// Messages these requests sent on a message stream (WebSocket, gRPC); absent
+    /// for requests and responses.
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub messages_sent: u64,
     /// Messages these requests read from a message stream (WebSocket, server-sent
-    /// events); absent for requests and responses.
+    /// events, gRPC); absent for requests and responses.
     #[serde(default, skip_serializing_if = "crate::results::is_zero")]
     pub messages_received: u64,
     /// Total time in µs, from the intended start (see the sample documentation).

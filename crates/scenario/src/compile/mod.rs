@@ -8,6 +8,7 @@
 //! variables templates may read ([`vars`]).
 
 mod expr;
+pub(crate) mod grpc;
 mod load;
 mod monitor;
 pub(crate) mod params;
@@ -41,9 +42,12 @@ pub(crate) struct Compiled {
     /// What users do, but for its endpoints and connection settings: they are made once the
     /// plan is resolved (see [`crate::FlowDraft`]).
     pub flow: FlowPlan,
-    /// The servers requests go to, as `scheme://authority`, each with where it was first
-    /// named; [`crest_flow::plan::RequestStep::endpoint`] indexes this.
-    pub endpoints: Vec<(String, Option<(usize, usize)>)>,
+    /// The servers steps send to; [`crest_flow::plan::RequestStep::endpoint`] indexes this.
+    pub endpoints: Vec<Server>,
+    /// gRPC steps whose methods the servers' reflection describes, before the run.
+    pub described: Vec<grpc::Described>,
+    /// The names gRPC calls are recorded under.
+    pub grpc_names: Vec<String>,
     pub stop_when: Vec<Given<StopCondition>>,
     pub thresholds: Vec<Given<Threshold>>,
     /// `defaults:` on how requests are limited and connections made.
@@ -59,6 +63,15 @@ pub(crate) struct Compiled {
     pub shape: Option<Given<plan::LoadShape>>,
     /// `label:`, checked.
     pub label: Option<String>,
+}
+
+/// A server steps send to, as `scheme://authority`, with where it was first named. A gRPC
+/// server is one of its own even at the same address: its connections always speak HTTP/2.
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    pub base: String,
+    pub at: Option<(usize, usize)>,
+    pub grpc: bool,
 }
 
 /// A flow as written: name, weight, steps, where its name stands, and its `on_failure`.
@@ -87,7 +100,13 @@ pub(crate) struct Cx<'a> {
     /// Parallel to `names`: the transaction a statement's name is part of.
     part_of: Vec<Option<u32>>,
     /// See [`Compiled::endpoints`].
-    endpoints: Vec<(String, Option<(usize, usize)>)>,
+    endpoints: Vec<Server>,
+    /// See [`Compiled::described`].
+    described: Vec<grpc::Described>,
+    /// See [`Compiled::grpc_names`].
+    grpc_names: Vec<String>,
+    /// The services `protos:` describes; `Some(None)` when they did not compile (reported).
+    protos: Option<Option<crest_grpc::Protos>>,
     connection: ConnectionDraft,
     target: Option<String>,
     /// A `target:` was given but is not usable; paths then need no second error.
@@ -118,6 +137,9 @@ impl<'a> Cx<'a> {
             name_ids: HashMap::new(),
             part_of: Vec::new(),
             endpoints: Vec::new(),
+            described: Vec::new(),
+            grpc_names: Vec::new(),
+            protos: None,
             connection: ConnectionDraft {
                 network: Network::from_env(env),
                 ..ConnectionDraft::default()
@@ -292,6 +314,7 @@ impl<'a> Cx<'a> {
         if let Some(db) = &s.database {
             self.database(db);
         }
+        self.protos(s.protos.as_deref(), s.proto_include.as_deref());
         // Data files first: their columns are known everywhere.
         let feeders = self.data(s.data.as_ref());
         let mut known = Known::default();
@@ -394,6 +417,8 @@ impl<'a> Cx<'a> {
             part_of: std::mem::take(&mut self.part_of),
             flow,
             endpoints: std::mem::take(&mut self.endpoints),
+            described: std::mem::take(&mut self.described),
+            grpc_names: std::mem::take(&mut self.grpc_names),
             stop_when,
             thresholds,
             connection: std::mem::take(&mut self.connection),

@@ -4,7 +4,7 @@ use super::vars::{Known, NoScope};
 use super::{exactly_one, Cx};
 use crate::raw::{self, Sp};
 use crest_flow::extract::{Check, Extractor, JsonPath};
-use crest_flow::plan::{Body, Part, PartContent, RequestStep};
+use crest_flow::plan::{Body, JsonTemplate, Part, PartContent, RequestStep};
 use crest_flow::template::Template;
 use crest_model::address;
 
@@ -16,7 +16,7 @@ impl Cx<'_> {
             Ok(tpl) if tpl.vars().is_empty() => tpl.render(&NoScope::default()),
             _ => t.to_string(),
         };
-        match address::split_base(&address::websocket_as_http(&text)) {
+        match address::split_base(&address::stream_as_http(&text)) {
             Ok((base, rest)) if rest == "/" => self.target = Some(base.to_string()),
             Ok(_) => self.err(
                 t.at(),
@@ -29,13 +29,22 @@ impl Cx<'_> {
     }
 
     pub(super) fn endpoint(&mut self, base: &str, at: Option<(usize, usize)>) -> Option<usize> {
-        if let Some(i) = self.endpoints.iter().position(|(b, _)| b == base) {
+        self.server(base, at, false)
+    }
+
+    /// The index of the server at `base` (a gRPC one when `grpc`), added when first named.
+    pub(super) fn server(&mut self, base: &str, at: Option<(usize, usize)>, grpc: bool) -> Option<usize> {
+        if let Some(i) = self.endpoints.iter().position(|s| s.base == base && s.grpc == grpc) {
             return Some(i);
         }
         // Made once the plan is resolved, with its connection settings (see `FlowDraft`).
         match address::parse(base, address::HTTP) {
             Ok(_) => {
-                self.endpoints.push((base.to_string(), at));
+                self.endpoints.push(super::Server {
+                    base: base.to_string(),
+                    at,
+                    grpc,
+                });
                 Some(self.endpoints.len() - 1)
             }
             Err(e) => {
@@ -170,7 +179,7 @@ impl Cx<'_> {
                     );
                     return None;
                 }
-                let (base, rest) = match address::split_base(&address::websocket_as_http(u)) {
+                let (base, rest) = match address::split_base(&address::stream_as_http(u)) {
                     Ok((base, rest)) => (base.to_string(), rest),
                     Err(e) => {
                         self.err(u.at(), e.to_string(), None);
@@ -183,31 +192,42 @@ impl Cx<'_> {
         Some(place)
     }
 
+    /// JSON written in YAML at `at`, its strings templates; `None` when one is at fault
+    /// (reported under `what`).
+    pub(super) fn json_at(
+        &mut self,
+        j: &serde_json::Value,
+        at: Option<(usize, usize)>,
+        what: &str,
+        known: &Known,
+    ) -> Option<JsonTemplate> {
+        // serde sees every YAML scalar as a string; the node tree knows which were quoted.
+        let typed = at.and_then(|at| self.node_at(at)).map(yaml_to_json);
+        let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
+        let mut parse = |s: &str| {
+            Template::parse(s, self.env)
+                .map_err(|e| format!("in {s:?}: {}", e.message))
+                .and_then(
+                    |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.has(v)) {
+                        Some(v) => Err(format!("in {s:?}: undefined variable `{v}`")),
+                        None => Ok(t),
+                    },
+                )
+        };
+        match crest_flow::json_template(j, &mut parse) {
+            Ok(t) => Some(t),
+            Err(m) => {
+                self.err(at, format!("{what}: {m}"), None);
+                None
+            }
+        }
+    }
+
     /// A request's body, of whichever kind it gives; [`Body::None`] when it gives none or the one
     /// it gives is at fault (reported).
     fn body(&mut self, r: &raw::Request, known: &Known) -> Body {
         if let Some(j) = &r.json {
-            let at = j.at();
-            // serde sees every YAML scalar as a string; the node tree knows which were quoted.
-            let typed = at.and_then(|at| self.node_at(at)).map(yaml_to_json);
-            let j: &serde_json::Value = typed.as_ref().unwrap_or(j);
-            let mut parse = |s: &str| {
-                Template::parse(s, self.env)
-                    .map_err(|e| format!("in {s:?}: {}", e.message))
-                    .and_then(
-                        |t| match t.vars().into_iter().find(|v| !v.contains('.') && !known.has(v)) {
-                            Some(v) => Err(format!("in {s:?}: undefined variable `{v}`")),
-                            None => Ok(t),
-                        },
-                    )
-            };
-            match crest_flow::json_template(j, &mut parse) {
-                Ok(t) => Body::Json(t),
-                Err(m) => {
-                    self.err(at, format!("json: {m}"), None);
-                    Body::None
-                }
-            }
+            self.json_at(j, j.at(), "json", known).map_or(Body::None, Body::Json)
         } else if let Some(b) = &r.body {
             self.template(b, known).map_or(Body::None, Body::Text)
         } else if let Some(f) = &r.body_file {

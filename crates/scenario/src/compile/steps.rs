@@ -36,6 +36,7 @@ impl Cx<'_> {
                 s.next.is_some(),
                 s.sse.is_some(),
                 s.ws.is_some(),
+                s.grpc.is_some(),
             ];
             if s.condition.is_none() && (s.then.is_some() || s.otherwise.is_some()) {
                 let at = self.mapping_at(s);
@@ -47,7 +48,7 @@ impl Cx<'_> {
                 self.err(
                     at,
                     "a step is exactly one of `request`, `poll`, `think`, `loop`, `sql`, `set`, `if`, `foreach`, \
-                     `break`, `next`, `sse` or `ws`",
+                     `break`, `next`, `sse`, `ws` or `grpc`",
                     None,
                 );
                 continue;
@@ -83,6 +84,12 @@ impl Cx<'_> {
             if let Some(w) = &s.ws {
                 if let Some(step) = self.ws(w, known) {
                     out.push(Step::Ws(Box::new(step)));
+                }
+                continue;
+            }
+            if let Some(g) = &s.grpc {
+                if let Some(step) = self.grpc(g, known) {
+                    out.push(Step::Grpc(Box::new(step)));
                 }
                 continue;
             }

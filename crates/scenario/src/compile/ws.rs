@@ -3,7 +3,7 @@
 use super::vars::Known;
 use super::Cx;
 use crate::raw::{self, Sp};
-use crest_flow::plan::{WsStep, WsUntil};
+use crest_flow::plan::WsStep;
 use std::time::Duration;
 
 /// How long a `ws` step waits for its connection and messages unless it says otherwise.
@@ -28,19 +28,7 @@ impl Cx<'_> {
             .timeout
             .as_ref()
             .map_or(Some(DEFAULT_WS_TIMEOUT), |t| self.positive_duration(t, "timeout"));
-        let until = w.until.as_ref().map(|u| {
-            if let Some(c) = u.count.as_ref().filter(|c| ***c == 0) {
-                self.err(c.at(), "ws: `count` must be at least 1", None);
-            }
-            WsUntil {
-                matches: u.matches.as_ref().and_then(|m| {
-                    regex::Regex::new(m)
-                        .map_err(|err| self.err(m.at(), format!("ws: `matches` is not a valid regex: {err}"), None))
-                        .ok()
-                }),
-                count: u.count.as_ref().map_or(1, |c| **c),
-            }
-        });
+        let until = w.until.as_ref().map(|u| self.read_until(u, "ws"));
         let checks = w.check.as_ref().map(|c| self.checks(c)).unwrap_or_default();
         let mut extract = Vec::new();
         for (var, x) in w.extract.iter().flatten() {
