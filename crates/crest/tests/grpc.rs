@@ -16,7 +16,10 @@ fn n(c: &std::sync::atomic::AtomicU64) -> u64 {
 /// by ECHO_PROTO rather than by the server's reflection.
 async fn run(url: &str, steps: &str, load: &str, protos: bool) -> common::Run {
     let protos = if protos { "protos: [echo.proto]\n" } else { "" };
-    let text = format!("target: ${{env:CREST_TARGET}}\n{protos}steps:\n{steps}\nload: {load}\n");
+    // The scenario's headers for HTTP go with calls as metadata, but for HTTP's own: a
+    // Content-Type of JSON beside gRPC's would make the server refuse every call.
+    let defaults = "defaults: {headers: {Content-Type: application/json}}\n";
+    let text = format!("target: ${{env:CREST_TARGET}}\n{protos}{defaults}steps:\n{steps}\nload: {load}\n");
     let (dir, file) = scenario_file(&text);
     std::fs::write(dir.path().join("echo.proto"), ECHO_PROTO).unwrap();
     let url = url.to_string();
@@ -216,7 +219,7 @@ fn bad_grpc_steps_are_located_and_exit_2() {
             assert_eq!(r.code, 2, "{steps}: {}\n{}", r.stdout, r.stderr);
             assert!(r.stderr.contains(says), "{steps}: {}", r.stderr);
             // The step is the line after `steps:`, which `protos:` pushes down one.
-            let line = if protos { "scenario.yaml:4:" } else { "scenario.yaml:3:" };
+            let line = if protos { "scenario.yaml:5:" } else { "scenario.yaml:4:" };
             assert!(r.stderr.contains(line), "{steps}: located: {}", r.stderr);
         }
         assert_eq!(n(&server.counts.calls), 0, "nothing was sent");

@@ -54,6 +54,24 @@ pub struct Counts {
     pub ttfb: Option<Duration>,
 }
 
+/// Whether a header is gRPC's or HTTP/2's own, never sent as metadata: the scenario's headers
+/// for its HTTP requests (a `Content-Type: application/json`) must not reach a call.
+pub fn reserved(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.starts_with("grpc-")
+        || name.starts_with(':')
+        || [
+            "content-type",
+            "te",
+            "host",
+            "connection",
+            "content-length",
+            "transfer-encoding",
+            "keep-alive",
+        ]
+        .contains(&name.as_str())
+}
+
 /// hyper's HTTP/2 client connection as the service tonic's client framing runs on.
 #[derive(Clone)]
 struct H2(hyper::client::conn::http2::SendRequest<tonic::body::Body>);

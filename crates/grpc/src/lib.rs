@@ -17,6 +17,6 @@ mod call;
 mod describe;
 mod reflect;
 
-pub use call::{CallError, Conn, Counts};
+pub use call::{reserved, CallError, Conn, Counts};
 pub use describe::{DescribeError, Method, Protos};
 pub use reflect::reflect;

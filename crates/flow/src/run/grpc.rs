@@ -61,6 +61,7 @@ impl FlowWorkload {
             .plan
             .headers
             .iter()
+            .filter(|(name, _)| !crest_grpc::reserved(name))
             .chain(&s.metadata)
             .map(|(name, value)| (name.to_ascii_lowercase(), value.render(&scope)))
             .collect();

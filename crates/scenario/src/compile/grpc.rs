@@ -100,10 +100,13 @@ impl Cx<'_> {
         let mut metadata = Vec::new();
         for (name, value) in g.metadata.iter().flatten() {
             let lower = name.to_ascii_lowercase();
-            if lower.starts_with("grpc-") || lower.starts_with(':') || !crest_http::is_token(name) {
+            if crest_grpc::reserved(name) || !crest_http::is_token(name) {
                 self.err(
                     value.at(),
-                    format!("grpc: metadata {name:?} cannot be set: keys are tokens and `grpc-` is gRPC's own"),
+                    format!(
+                        "grpc: metadata {name:?} cannot be set: keys are tokens, and `grpc-` keys and \
+                         HTTP/2's own headers (content-type, te, ...) are gRPC's"
+                    ),
                     None,
                 );
                 continue;
