@@ -122,12 +122,14 @@ impl Exchange {
 
 /// One call's exchange as the version-specific paths take it: the call and its clock, and
 /// what the exchange measures.
+/// Holds what it measures rather than references to the caller's: it is in every user's task
+/// while the call waits (issue 35).
 struct Attempt<'a, 'c> {
     call: &'a Call<'c>,
     started: Instant,
     deadline: Instant,
-    opened: &'a mut Opened,
-    p: &'a mut Progress,
+    opened: Opened,
+    p: Progress,
     keep: Option<&'a mut Response>,
 }
 
@@ -164,6 +166,7 @@ impl Endpoint {
     /// This and the HTTP/1.1 attempt under it return blocks rather than being async fns, which
     /// keep a second copy of each argument used after an await: these futures are in every
     /// user's task for as long as it waits on its response (issue 35).
+    #[allow(clippy::manual_async_fn)]
     fn call_as_is<'a, 'c>(
         &'a self,
         session: &'a mut Session,
@@ -173,8 +176,15 @@ impl Endpoint {
         async move {
             let started = Instant::now();
             let deadline = started + call.timeout;
-            let mut p = Progress::default();
-            let mut opened = Opened::default();
+            // Lent to the layers below, not moved: each would keep its own copy in the task.
+            let mut a = Attempt {
+                call,
+                started,
+                deadline,
+                opened: Opened::default(),
+                p: Progress::default(),
+                keep,
+            };
             let result = {
                 let Session { conn, h2, timer, .. } = &mut *session;
                 let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
@@ -183,16 +193,6 @@ impl Endpoint {
                 if timer.deadline() > deadline.into() {
                     timer.as_mut().reset(deadline.into());
                 }
-                // Lent, not moved: each layer of async fn that holds an argument across an await
-                // keeps two copies of it, and the layers below hold this one across theirs.
-                let mut a = Attempt {
-                    call,
-                    started,
-                    deadline,
-                    opened: &mut opened,
-                    p: &mut p,
-                    keep,
-                };
                 let work = self.attempt((conn, h2), &mut a);
                 tokio::pin!(work);
                 loop {
@@ -235,8 +235,9 @@ impl Endpoint {
                     (f.outcome, Some(f.detail))
                 }
             };
+            let Attempt { opened, p, .. } = a;
             Exchange {
-                started,
+                started: a.started,
                 ended,
                 connect: opened.connect,
                 dns: opened.dns,
@@ -253,6 +254,7 @@ impl Endpoint {
     }
 
     /// One exchange in the version the endpoint speaks.
+    #[allow(clippy::manual_async_fn)]
     fn attempt<'a, 'x, 'c>(
         &'a self,
         (conn, h2s): (&'a mut Option<h1::Conn>, &'a mut Option<Box<http2::H2Session>>),
@@ -266,7 +268,7 @@ impl Endpoint {
                 HttpVersion::Http1 => false,
                 HttpVersion::Http2 => true,
                 HttpVersion::Auto => {
-                    Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, &mut *a.opened)).await?
+                    Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, &mut a.opened)).await?
                 }
             };
             if h2 {
@@ -351,7 +353,7 @@ impl Endpoint {
                     let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
                     // Boxed: opening a connection needs a large future, and it happens once
                     // per seat, not per request.
-                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, &mut *a.opened)).await {
+                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, &mut a.opened)).await {
                         Ok(conn) => send.insert(conn),
                         Err(f) => {
                             *seat = None;
@@ -360,7 +362,7 @@ impl Endpoint {
                     }
                 }
             };
-            let failed = match http2::exchange(conn, req, &mut *a.p, a.keep.as_deref_mut()).await {
+            let failed = match http2::exchange(conn, req, &mut a.p, a.keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => None,
                 Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(e),
@@ -411,6 +413,7 @@ impl Endpoint {
     /// before, or the very first write failed): once a byte left, the server may have read the
     /// request, so its failure is the request's outcome (`closed`, `reset`), never hidden by a
     /// copy the user did not ask for.
+    #[allow(clippy::manual_async_fn)]
     fn attempt_h1<'a, 'x, 'c>(
         &'a self,
         conn: &'a mut Option<h1::Conn>,
@@ -425,7 +428,7 @@ impl Endpoint {
                 let c = match conn {
                     Some(c) => c,
                     None => {
-                        let stream = Box::pin(self.open(a.call, a.started, a.deadline, &mut *a.opened)).await?;
+                        let stream = Box::pin(self.open(a.call, a.started, a.deadline, &mut a.opened)).await?;
                         conn.insert(h1::Conn::new(stream))
                     }
                 };
@@ -433,13 +436,13 @@ impl Endpoint {
                 // closed by the server while it waited, as an idle one may.
                 let reused = match c.ahead.take() {
                     Some(ahead) => {
-                        *a.opened = ahead;
+                        a.opened = *ahead;
                         true
                     }
                     None => c.uses > 0,
                 };
                 match c
-                    .exchange(a.call.request, a.call.head, &mut *a.p, a.keep.as_deref_mut())
+                    .exchange(a.call.request, a.call.head, &mut a.p, a.keep.as_deref_mut())
                     .await
                 {
                     Ok(status) => return Ok(status),
@@ -478,7 +481,7 @@ impl Endpoint {
         let mut opened = Opened::default();
         if let Ok(stream) = Box::pin(self.open(call, started, started + call.timeout, &mut opened)).await {
             let mut conn = h1::Conn::new(stream);
-            conn.ahead = Some(opened);
+            conn.ahead = Some(Box::new(opened));
             session.conn = Some(conn);
         }
     }
@@ -562,7 +565,7 @@ mod tests {
         let mut session = Session::default();
         let f = e.call(&mut session, &call, None);
         // 1,040 bytes (debug build) with the proxy's request and the socket's waiter node inline;
-        // 888 without; 600 once no layer kept second copies of its arguments.
-        assert!(std::mem::size_of_val(&f) <= 640, "{}", std::mem::size_of_val(&f));
+        // 888 without; 568 once no layer kept second copies of its arguments.
+        assert!(std::mem::size_of_val(&f) <= 600, "{}", std::mem::size_of_val(&f));
     }
 }

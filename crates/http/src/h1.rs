@@ -102,10 +102,13 @@ pub(crate) struct Conn {
     /// Exchanges completed on this connection.
     pub uses: u64,
     /// How opening it went, when it was opened ahead of its first exchange
-    /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect.
-    pub ahead: Option<Opened>,
+    /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect. Boxed:
+    /// only the open model opens ahead, and every user's task holds its connection (issue 35).
+    pub ahead: Option<Box<Opened>>,
 }
 
+// Its futures are blocks rather than async fns: see `Conn::exchange`.
+#[allow(clippy::manual_async_fn)]
 impl Conn {
     pub fn new(stream: Stream) -> Self {
         Conn {

@@ -86,6 +86,7 @@ impl Workload for HttpWorkload {
 
     // A block rather than an async fn, which would keep a second copy of `ctx` in every
     // user's task for as long as the call waits on its response (issue 35).
+    #[allow(clippy::manual_async_fn)]
     fn iterate<'a>(&'a self, session: &'a mut Session, ctx: Ctx<'a>) -> impl Future<Output = ()> + 'a {
         async move {
             let ex = self.endpoint.call(session, &self.call(), None).await;

@@ -294,6 +294,7 @@ impl<W: Workload> Local<W> {
     /// Runs an iteration already counted by [`Local::reserve`]. A block rather than an async
     /// fn: an async fn keeps a second copy of each argument used after its await, and this
     /// future is in every user's task (issue 35).
+    #[allow(clippy::manual_async_fn)]
     fn run_reserved<'a>(
         &'a self,
         user: &'a mut W::User,
