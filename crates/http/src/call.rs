@@ -9,6 +9,7 @@ use crate::{Detail, Failure};
 use crest_model::protocol::HttpVersion;
 use crest_model::{NameId, Outcome, Sample};
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::time::{timeout_at, Sleep};
@@ -121,12 +122,14 @@ impl Exchange {
 
 /// One call's exchange as the version-specific paths take it: the call and its clock, and
 /// what the exchange measures.
+/// Holds what it measures rather than references to the caller's: it is in every user's task
+/// while the call waits (issue 35).
 struct Attempt<'a, 'c> {
     call: &'a Call<'c>,
     started: Instant,
     deadline: Instant,
-    opened: &'a mut Opened,
-    p: &'a mut Progress,
+    opened: Opened,
+    p: Progress,
     keep: Option<&'a mut Response>,
 }
 
@@ -140,134 +143,148 @@ impl Endpoint {
     /// cost after parsing. The armed deadline never lies after the real one, so no request can
     /// outlive its timeout.
     pub async fn call(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
-        match self.for_proxy(call.request) {
-            // Boxed: the request rewritten for a proxy and its call would otherwise sit in every
-            // user's task, proxied or not, for as long as it waits on its response.
-            Some(request) => {
-                Box::pin(self.call_as_is(
-                    session,
-                    &Call {
-                        request: &request,
-                        ..*call
-                    },
-                    keep,
-                ))
-                .await
-            }
-            None => self.call_as_is(session, call, keep).await,
+        // Boxed: the request rewritten for a proxy and its call would otherwise sit in every
+        // user's task, proxied or not, for as long as it waits on its response. Not a `match`,
+        // whose scrutinee (the `None`) would be kept across the unproxied call's await too.
+        if let Some(request) = self.for_proxy(call.request) {
+            return Box::pin(self.call_as_is(
+                session,
+                &Call {
+                    request: &request,
+                    ..*call
+                },
+                keep,
+            ))
+            .await;
         }
+        self.call_as_is(session, call, keep).await
     }
 
     /// [`Endpoint::call`] with `call` sent as it is, already in a proxy's form when it goes
     /// through one.
-    async fn call_as_is(&self, session: &mut Session, call: &Call<'_>, keep: Option<&mut Response>) -> Exchange {
-        let started = Instant::now();
-        let deadline = started + call.timeout;
-        let mut p = Progress::default();
-        let mut opened = Opened::default();
-        let result = {
-            let Session { conn, h2, timer, .. } = &mut *session;
-            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-            // A shorter timeout than the last request's (a step's own, a redirect chain's
-            // remainder) must not wait for the later deadline.
-            if timer.deadline() > deadline.into() {
-                timer.as_mut().reset(deadline.into());
-            }
-            let work = self.attempt(
-                (conn, h2),
-                Attempt {
-                    call,
-                    started,
-                    deadline,
-                    opened: &mut opened,
-                    p: &mut p,
-                    keep,
-                },
-            );
-            tokio::pin!(work);
-            loop {
-                tokio::select! {
-                    biased;
-                    r = &mut work => break r,
-                    () = timer.as_mut() => {
-                        if Instant::now() >= deadline {
-                            break Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") });
+    ///
+    /// This and the HTTP/1.1 attempt under it return blocks rather than being async fns, which
+    /// keep a second copy of each argument used after an await: these futures are in every
+    /// user's task for as long as it waits on its response (issue 35).
+    #[allow(clippy::manual_async_fn)]
+    fn call_as_is<'a, 'c>(
+        &'a self,
+        session: &'a mut Session,
+        call: &'a Call<'c>,
+        keep: Option<&'a mut Response>,
+    ) -> impl Future<Output = Exchange> + use<'a, 'c> {
+        async move {
+            let started = Instant::now();
+            let deadline = started + call.timeout;
+            // Lent to the layers below, not moved: each would keep its own copy in the task.
+            let mut a = Attempt {
+                call,
+                started,
+                deadline,
+                opened: Opened::default(),
+                p: Progress::default(),
+                keep,
+            };
+            let result = {
+                let Session { conn, h2, timer, .. } = &mut *session;
+                let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+                // A shorter timeout than the last request's (a step's own, a redirect chain's
+                // remainder) must not wait for the later deadline.
+                if timer.deadline() > deadline.into() {
+                    timer.as_mut().reset(deadline.into());
+                }
+                let work = self.attempt((conn, h2), &mut a);
+                tokio::pin!(work);
+                loop {
+                    tokio::select! {
+                        biased;
+                        r = &mut work => break r,
+                        () = timer.as_mut() => {
+                            if Instant::now() >= deadline {
+                                break Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") });
+                            }
+                            timer.as_mut().reset(deadline.into());
                         }
-                        timer.as_mut().reset(deadline.into());
                     }
                 }
-            }
-        };
-        let ended = Instant::now();
-        let complete = result.is_ok();
-        let (outcome, error) = match result {
-            Ok(status) => {
-                if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
+            };
+            let ended = Instant::now();
+            let complete = result.is_ok();
+            let (outcome, error) = match result {
+                Ok(status) => {
+                    if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
+                        session.conn = None;
+                    }
+                    if !call.keepalive {
+                        if let Some(h2) = &mut session.h2 {
+                            h2.retire();
+                        }
+                    }
+                    (
+                        if status >= 400 {
+                            Outcome::Status(status)
+                        } else {
+                            Outcome::Success
+                        },
+                        None,
+                    )
+                }
+                Err(f) => {
+                    // A connection in an unknown state is never reused.
                     session.conn = None;
+                    (f.outcome, Some(f.detail))
                 }
-                if !call.keepalive {
-                    if let Some(h2) = &mut session.h2 {
-                        h2.retire();
-                    }
-                }
-                (
-                    if status >= 400 {
-                        Outcome::Status(status)
-                    } else {
-                        Outcome::Success
-                    },
-                    None,
-                )
+            };
+            let Attempt { opened, p, .. } = a;
+            Exchange {
+                started: a.started,
+                ended,
+                connect: opened.connect,
+                dns: opened.dns,
+                first_byte: p.first_byte,
+                bytes_sent: p.written,
+                bytes_received: p.read,
+                status: p.status.filter(|_| complete),
+                outcome,
+                redirects: Vec::new(),
+                decoded_body: None,
+                error,
             }
-            Err(f) => {
-                // A connection in an unknown state is never reused.
-                session.conn = None;
-                (f.outcome, Some(f.detail))
-            }
-        };
-        Exchange {
-            started,
-            ended,
-            connect: opened.connect,
-            dns: opened.dns,
-            first_byte: p.first_byte,
-            bytes_sent: p.written,
-            bytes_received: p.read,
-            status: p.status.filter(|_| complete),
-            outcome,
-            redirects: Vec::new(),
-            decoded_body: None,
-            error,
         }
     }
 
     /// One exchange in the version the endpoint speaks.
-    async fn attempt(
-        &self,
-        (conn, h2s): (&mut Option<h1::Conn>, &mut Option<Box<http2::H2Session>>),
-        a: Attempt<'_, '_>,
-    ) -> Result<u16, Failure> {
-        let call = a.call;
-        // The HTTP/2 paths are boxed so that the HTTP/1.1 exchange, which every user's task
-        // holds for its whole life, stays small: at 10,000 users its size is memory.
-        let h2 = match self.version {
-            HttpVersion::Http1 => false,
-            HttpVersion::Http2 => true,
-            HttpVersion::Auto => Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, a.opened)).await?,
-        };
-        if h2 {
-            let http2::H2Session { seat, send, request } = &mut **h2s.get_or_insert_with(Default::default);
-            let req = match request {
-                Some((bytes, translated)) if bytes.as_slice() == call.request => &*translated,
-                _ => {
-                    let own = self.pool.as_ref().is_some_and(http2::Pool::own_framing);
-                    let translated = http2::translate(call.request, self.https(), own)?;
-                    &request.insert((call.request.to_vec(), translated)).1
+    #[allow(clippy::manual_async_fn)]
+    fn attempt<'a, 'x, 'c>(
+        &'a self,
+        (conn, h2s): (&'a mut Option<h1::Conn>, &'a mut Option<Box<http2::H2Session>>),
+        a: &'a mut Attempt<'x, 'c>,
+    ) -> impl Future<Output = Result<u16, Failure>> + use<'a, 'x, 'c> {
+        async move {
+            let call = a.call;
+            // The HTTP/2 paths are boxed so that the HTTP/1.1 exchange, which every user's task
+            // holds for its whole life, stays small: at 10,000 users its size is memory.
+            let h2 = match self.version {
+                HttpVersion::Http1 => false,
+                HttpVersion::Http2 => true,
+                HttpVersion::Auto => {
+                    Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, &mut a.opened)).await?
                 }
             };
-            Box::pin(self.attempt_h2(seat, send, req, a)).await
-        } else {
-            self.attempt_h1(conn, a).await
+            if h2 {
+                let http2::H2Session { seat, send, request } = &mut **h2s.get_or_insert_with(Default::default);
+                let req = match request {
+                    Some((bytes, translated)) if bytes.as_slice() == call.request => &*translated,
+                    _ => {
+                        let own = self.pool.as_ref().is_some_and(http2::Pool::own_framing);
+                        let translated = http2::translate(call.request, self.https(), own)?;
+                        &request.insert((call.request.to_vec(), translated)).1
+                    }
+                };
+                Box::pin(self.attempt_h2(seat, send, req, a)).await
+            } else {
+                self.attempt_h1(conn, a).await
+            }
         }
     }
 
@@ -320,7 +337,7 @@ impl Endpoint {
         seat: &mut Option<http2::Seat>,
         send: &mut Option<http2::Handle>,
         req: &http2::H2Request,
-        mut a: Attempt<'_, '_>,
+        a: &mut Attempt<'_, '_>,
     ) -> Result<u16, Failure> {
         let Some(pool) = &self.pool else {
             return Err(Failure {
@@ -336,7 +353,7 @@ impl Endpoint {
                     let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
                     // Boxed: opening a connection needs a large future, and it happens once
                     // per seat, not per request.
-                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, a.opened)).await {
+                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, &mut a.opened)).await {
                         Ok(conn) => send.insert(conn),
                         Err(f) => {
                             *seat = None;
@@ -345,7 +362,7 @@ impl Endpoint {
                     }
                 }
             };
-            let failed = match http2::exchange(conn, req, a.p, a.keep.as_deref_mut()).await {
+            let failed = match http2::exchange(conn, req, &mut a.p, a.keep.as_deref_mut()).await {
                 Ok(status) => return Ok(status),
                 Err(H2Fail::NotSent(_)) if !retried => None,
                 Err(H2Fail::NotSent(e) | H2Fail::Sent(e)) => Some(e),
@@ -396,38 +413,45 @@ impl Endpoint {
     /// before, or the very first write failed): once a byte left, the server may have read the
     /// request, so its failure is the request's outcome (`closed`, `reset`), never hidden by a
     /// copy the user did not ask for.
-    async fn attempt_h1(&self, conn: &mut Option<h1::Conn>, mut a: Attempt<'_, '_>) -> Result<u16, Failure> {
-        let mut retried = false;
-        loop {
-            if conn.as_ref().is_some_and(h1::Conn::closed_while_idle) {
-                *conn = None;
-            }
-            let c = match conn {
-                Some(c) => c,
-                None => {
-                    let stream = Box::pin(self.open(a.call, a.started, a.deadline, a.opened)).await?;
-                    conn.insert(h1::Conn::new(stream))
-                }
-            };
-            // A connection opened ahead is counted by its first exchange, and may have been
-            // closed by the server while it waited, as an idle one may.
-            let reused = match c.ahead.take() {
-                Some(ahead) => {
-                    *a.opened = ahead;
-                    true
-                }
-                None => c.uses > 0,
-            };
-            match c
-                .exchange(a.call.request, a.call.head, a.p, a.keep.as_deref_mut())
-                .await
-            {
-                Ok(status) => return Ok(status),
-                Err(H1Error::Io(_)) if reused && !retried && a.p.written == 0 => {
+    #[allow(clippy::manual_async_fn)]
+    fn attempt_h1<'a, 'x, 'c>(
+        &'a self,
+        conn: &'a mut Option<h1::Conn>,
+        a: &'a mut Attempt<'x, 'c>,
+    ) -> impl Future<Output = Result<u16, Failure>> + use<'a, 'x, 'c> {
+        async move {
+            let mut retried = false;
+            loop {
+                if conn.as_ref().is_some_and(h1::Conn::closed_while_idle) {
                     *conn = None;
-                    retried = true;
                 }
-                Err(e) => return Err(Failure::h1(e)),
+                let c = match conn {
+                    Some(c) => c,
+                    None => {
+                        let stream = Box::pin(self.open(a.call, a.started, a.deadline, &mut a.opened)).await?;
+                        conn.insert(h1::Conn::new(stream))
+                    }
+                };
+                // A connection opened ahead is counted by its first exchange, and may have been
+                // closed by the server while it waited, as an idle one may.
+                let reused = match c.ahead.take() {
+                    Some(ahead) => {
+                        a.opened = *ahead;
+                        true
+                    }
+                    None => c.uses > 0,
+                };
+                match c
+                    .exchange(a.call.request, a.call.head, &mut a.p, a.keep.as_deref_mut())
+                    .await
+                {
+                    Ok(status) => return Ok(status),
+                    Err(H1Error::Io(_)) if reused && !retried && a.p.written == 0 => {
+                        *conn = None;
+                        retried = true;
+                    }
+                    Err(e) => return Err(Failure::h1(e)),
+                }
             }
         }
     }
@@ -457,7 +481,7 @@ impl Endpoint {
         let mut opened = Opened::default();
         if let Ok(stream) = Box::pin(self.open(call, started, started + call.timeout, &mut opened)).await {
             let mut conn = h1::Conn::new(stream);
-            conn.ahead = Some(opened);
+            conn.ahead = Some(Box::new(opened));
             session.conn = Some(conn);
         }
     }
@@ -541,7 +565,7 @@ mod tests {
         let mut session = Session::default();
         let f = e.call(&mut session, &call, None);
         // 1,040 bytes (debug build) with the proxy's request and the socket's waiter node inline;
-        // 888 without.
-        assert!(std::mem::size_of_val(&f) <= 900, "{}", std::mem::size_of_val(&f));
+        // 888 without; 568 once no layer kept second copies of its arguments.
+        assert!(std::mem::size_of_val(&f) <= 600, "{}", std::mem::size_of_val(&f));
     }
 }

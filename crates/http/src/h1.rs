@@ -11,6 +11,7 @@
 
 use crate::exchange::{Opened, Progress, Response};
 use crate::io::Stream;
+use std::future::Future;
 use std::io;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -101,10 +102,13 @@ pub(crate) struct Conn {
     /// Exchanges completed on this connection.
     pub uses: u64,
     /// How opening it went, when it was opened ahead of its first exchange
-    /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect.
-    pub ahead: Option<Opened>,
+    /// ([`crate::Endpoint::open_ahead`]): that exchange reports it as its own connect. Boxed:
+    /// only the open model opens ahead, and every user's task holds its connection (issue 35).
+    pub ahead: Option<Box<Opened>>,
 }
 
+// Its futures are blocks rather than async fns: see `Conn::exchange`.
+#[allow(clippy::manual_async_fn)]
 impl Conn {
     pub fn new(stream: Stream) -> Self {
         Conn {
@@ -145,72 +149,79 @@ impl Conn {
 
     /// Writes `request` and reads the whole response. Its head and body are kept in `keep` when
     /// given, and otherwise discarded as they are read.
-    pub async fn exchange(
-        &mut self,
-        request: &[u8],
+    ///
+    /// This and the reads under it return blocks rather than being async fns: an async fn keeps
+    /// a second copy of each argument it uses after an await, and these futures sit in every
+    /// user's task while it waits on its response, so at 10,000 users their size is memory
+    /// (issue 35).
+    pub fn exchange<'a>(
+        &'a mut self,
+        request: &'a [u8],
         head_request: bool,
-        p: &mut Progress,
-        mut keep: Option<&mut Response>,
-    ) -> Result<u16, H1Error> {
-        // Counted as the socket takes them, so that a failed write says whether any byte left:
-        // a request of which none did may go out again on another connection.
-        let mut rest = request;
-        while !rest.is_empty() {
-            let n = self.stream.write(rest).await?;
-            if n == 0 {
-                return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+        p: &'a mut Progress,
+        mut keep: Option<&'a mut Response>,
+    ) -> impl Future<Output = Result<u16, H1Error>> + 'a {
+        async move {
+            // Counted as the socket takes them, so that a failed write says whether any byte left:
+            // a request of which none did may go out again on another connection.
+            let mut rest = request;
+            while !rest.is_empty() {
+                let n = self.stream.write(rest).await?;
+                if n == 0 {
+                    return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+                }
+                p.wrote(n as u64);
+                rest = &rest[n..];
             }
-            p.wrote(n as u64);
-            rest = &rest[n..];
-        }
-        self.stream.flush().await?;
-        let (status, framing) = loop {
+            self.stream.flush().await?;
+            let (status, framing) = loop {
+                if let Some(k) = keep.as_deref_mut() {
+                    *k = Response::default();
+                }
+                let head = self.read_head(head_request, p, keep.as_deref_mut()).await?;
+                // After 101 Switching Protocols the connection speaks another protocol: never reused.
+                if head.close || head.status == 101 {
+                    self.reusable = false;
+                }
+                // Interim responses (100 Continue, 103 Early Hints) precede the real one.
+                if (100..200).contains(&head.status) && head.status != 101 {
+                    continue;
+                }
+                break (head.status, head.framing);
+            };
+            p.status = Some(status);
             if let Some(k) = keep.as_deref_mut() {
-                *k = Response::default();
+                k.status = status;
             }
-            let head = self.read_head(head_request, p, keep.as_deref_mut()).await?;
-            // After 101 Switching Protocols the connection speaks another protocol: never reused.
-            if head.close || head.status == 101 {
-                self.reusable = false;
-            }
-            // Interim responses (100 Continue, 103 Early Hints) precede the real one.
-            if (100..200).contains(&head.status) && head.status != 101 {
-                continue;
-            }
-            break (head.status, head.framing);
-        };
-        p.status = Some(status);
-        if let Some(k) = keep.as_deref_mut() {
-            k.status = status;
-        }
-        match framing {
-            Framing::None => {}
-            Framing::Length(n) => self.skip(n, p, keep).await?,
-            Framing::Chunked => self.skip_chunked(p, keep).await?,
-            Framing::UntilClose => {
-                self.reusable = false;
-                loop {
-                    if let Some(k) = keep.as_deref_mut() {
-                        k.keep(&self.buf[self.start..self.end]);
-                    }
-                    self.start = self.end;
-                    if self.fill(p).await? == 0 {
-                        break;
+            match framing {
+                Framing::None => {}
+                Framing::Length(n) => self.skip(n, p, keep).await?,
+                Framing::Chunked => self.skip_chunked(p, keep).await?,
+                Framing::UntilClose => {
+                    self.reusable = false;
+                    loop {
+                        if let Some(k) = keep.as_deref_mut() {
+                            k.keep(&self.buf[self.start..self.end]);
+                        }
+                        self.start = self.end;
+                        if self.fill(p).await? == 0 {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        if self.start < self.end {
-            // More than the response framed: the server broke the framing, and whatever
-            // follows on this connection could be read as the next request's answer.
-            self.reusable = false;
+            if self.start < self.end {
+                // More than the response framed: the server broke the framing, and whatever
+                // follows on this connection could be read as the next request's answer.
+                self.reusable = false;
+                self.release();
+                return Err(H1Error::Parse("bytes after the end of the response"));
+            }
+            self.uses += 1;
             self.release();
-            return Err(H1Error::Parse("bytes after the end of the response"));
+            self.drained();
+            Ok(status)
         }
-        self.uses += 1;
-        self.release();
-        self.drained();
-        Ok(status)
     }
 
     /// Marks the socket as read to the end once a whole response is in, which it is: nothing
@@ -235,47 +246,49 @@ impl Conn {
     }
 
     /// Reads more bytes into the buffer; returns how many (0 at end of stream).
-    async fn fill(&mut self, p: &mut Progress) -> Result<usize, H1Error> {
-        if self.start == self.end {
-            self.release();
-            if let Stream::Plain(tcp) = &self.stream {
-                // Wait without a buffer; take one only once there is something to read.
-                loop {
-                    // Polled rather than awaited through `readable()`, whose future carries a
-                    // waiter node of ~150 bytes: this wait is where 10,000 idle users sit, so
-                    // its size is in every user's task. One task reads a connection, so the
-                    // socket's single reader slot is enough.
-                    std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
-                    let mut buf = take_buf();
-                    match tcp.try_read(&mut buf) {
-                        Ok(n) => {
-                            self.buf = buf;
-                            self.got(n, p);
-                            return Ok(n);
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => give_buf(buf),
-                        Err(e) => {
-                            give_buf(buf);
-                            return Err(e.into());
+    fn fill<'a>(&'a mut self, p: &'a mut Progress) -> impl Future<Output = Result<usize, H1Error>> + 'a {
+        async move {
+            if self.start == self.end {
+                self.release();
+                if let Stream::Plain(tcp) = &self.stream {
+                    // Wait without a buffer; take one only once there is something to read.
+                    loop {
+                        // Polled rather than awaited through `readable()`, whose future carries a
+                        // waiter node of ~150 bytes: this wait is where 10,000 idle users sit, so
+                        // its size is in every user's task. One task reads a connection, so the
+                        // socket's single reader slot is enough.
+                        std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
+                        let mut buf = take_buf();
+                        match tcp.try_read(&mut buf) {
+                            Ok(n) => {
+                                self.buf = buf;
+                                self.got(n, p);
+                                return Ok(n);
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => give_buf(buf),
+                            Err(e) => {
+                                give_buf(buf);
+                                return Err(e.into());
+                            }
                         }
                     }
                 }
+                self.buf = take_buf();
+            } else if self.end == self.buf.len() {
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                } else if self.buf.len() < MAX_HEAD {
+                    self.buf.resize(self.buf.len() * 2, 0);
+                } else {
+                    return Err(H1Error::Limit("response head over crest's 256 KiB limit"));
+                }
             }
-            self.buf = take_buf();
-        } else if self.end == self.buf.len() {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            } else if self.buf.len() < MAX_HEAD {
-                self.buf.resize(self.buf.len() * 2, 0);
-            } else {
-                return Err(H1Error::Limit("response head over crest's 256 KiB limit"));
-            }
+            let n = self.stream.read(&mut self.buf[self.end..]).await?;
+            self.got(n, p);
+            Ok(n)
         }
-        let n = self.stream.read(&mut self.buf[self.end..]).await?;
-        self.got(n, p);
-        Ok(n)
     }
 
     fn got(&mut self, n: usize, p: &mut Progress) {
@@ -288,82 +301,100 @@ impl Conn {
         }
     }
 
-    async fn fill_or_closed(&mut self, p: &mut Progress) -> Result<(), H1Error> {
-        match self.fill(p).await? {
-            0 => Err(H1Error::Closed),
-            _ => Ok(()),
+    fn fill_or_closed<'a>(&'a mut self, p: &'a mut Progress) -> impl Future<Output = Result<(), H1Error>> + 'a {
+        async move {
+            match self.fill(p).await? {
+                0 => Err(H1Error::Closed),
+                _ => Ok(()),
+            }
         }
     }
 
     /// Reads one response head; returns its status, body framing and whether the connection
     /// must close afterwards.
-    async fn read_head(
-        &mut self,
+    fn read_head<'a>(
+        &'a mut self,
         head_request: bool,
-        p: &mut Progress,
-        keep: Option<&mut Response>,
-    ) -> Result<Head, H1Error> {
-        let mut keep = keep;
-        loop {
-            if let Some(head) = parse_head(&self.buf[self.start..self.end], head_request, keep.as_deref_mut())? {
-                self.start += head.len;
-                return Ok(head);
+        p: &'a mut Progress,
+        mut keep: Option<&'a mut Response>,
+    ) -> impl Future<Output = Result<Head, H1Error>> + 'a {
+        async move {
+            loop {
+                if let Some(head) = parse_head(&self.buf[self.start..self.end], head_request, keep.as_deref_mut())? {
+                    self.start += head.len;
+                    return Ok(head);
+                }
+                self.fill_or_closed(p).await?;
             }
-            self.fill_or_closed(p).await?;
         }
     }
 
     /// Consumes `n` body bytes, keeping them in `keep` if given.
-    async fn skip(&mut self, mut n: u64, p: &mut Progress, mut keep: Option<&mut Response>) -> Result<(), H1Error> {
-        loop {
-            let avail = (self.end - self.start) as u64;
-            let take = avail.min(n);
-            if let Some(k) = keep.as_deref_mut() {
-                k.keep(&self.buf[self.start..self.start + take as usize]);
+    fn skip<'a>(
+        &'a mut self,
+        mut n: u64,
+        p: &'a mut Progress,
+        mut keep: Option<&'a mut Response>,
+    ) -> impl Future<Output = Result<(), H1Error>> + 'a {
+        async move {
+            loop {
+                let avail = (self.end - self.start) as u64;
+                let take = avail.min(n);
+                if let Some(k) = keep.as_deref_mut() {
+                    k.keep(&self.buf[self.start..self.start + take as usize]);
+                }
+                self.start += take as usize;
+                n -= take;
+                if n == 0 {
+                    return Ok(());
+                }
+                self.fill_or_closed(p).await?;
             }
-            self.start += take as usize;
-            n -= take;
-            if n == 0 {
-                return Ok(());
-            }
-            self.fill_or_closed(p).await?;
         }
     }
 
     /// Reads up to and including the next CRLF; returns the line's range in the buffer.
-    async fn line(&mut self, p: &mut Progress) -> Result<(usize, usize), H1Error> {
-        loop {
-            if let Some(i) = self.buf[self.start..self.end].windows(2).position(|w| w == b"\r\n") {
-                let line = (self.start, self.start + i);
-                self.start += i + 2;
-                return Ok(line);
+    fn line<'a>(&'a mut self, p: &'a mut Progress) -> impl Future<Output = Result<(usize, usize), H1Error>> + 'a {
+        async move {
+            loop {
+                if let Some(i) = self.buf[self.start..self.end].windows(2).position(|w| w == b"\r\n") {
+                    let line = (self.start, self.start + i);
+                    self.start += i + 2;
+                    return Ok(line);
+                }
+                if self.end - self.start > 4096 {
+                    return Err(H1Error::Parse("chunk line too long"));
+                }
+                self.fill_or_closed(p).await?;
             }
-            if self.end - self.start > 4096 {
-                return Err(H1Error::Parse("chunk line too long"));
-            }
-            self.fill_or_closed(p).await?;
         }
     }
 
-    async fn skip_chunked(&mut self, p: &mut Progress, mut keep: Option<&mut Response>) -> Result<(), H1Error> {
-        loop {
-            let (a, b) = self.line(p).await?;
-            let size_text = self.buf[a..b].split(|&c| c == b';').next().unwrap_or(&[]);
-            let size_text = std::str::from_utf8(size_text).map_err(|_| H1Error::Parse("bad chunk size"))?;
-            let size = u64::from_str_radix(size_text.trim(), 16).map_err(|_| H1Error::Parse("bad chunk size"))?;
-            if size == 0 {
-                // Trailers, then the empty line that ends the message.
-                loop {
-                    let (a, b) = self.line(p).await?;
-                    if a == b {
-                        return Ok(());
+    fn skip_chunked<'a>(
+        &'a mut self,
+        p: &'a mut Progress,
+        mut keep: Option<&'a mut Response>,
+    ) -> impl Future<Output = Result<(), H1Error>> + 'a {
+        async move {
+            loop {
+                let (a, b) = self.line(p).await?;
+                let size_text = self.buf[a..b].split(|&c| c == b';').next().unwrap_or(&[]);
+                let size_text = std::str::from_utf8(size_text).map_err(|_| H1Error::Parse("bad chunk size"))?;
+                let size = u64::from_str_radix(size_text.trim(), 16).map_err(|_| H1Error::Parse("bad chunk size"))?;
+                if size == 0 {
+                    // Trailers, then the empty line that ends the message.
+                    loop {
+                        let (a, b) = self.line(p).await?;
+                        if a == b {
+                            return Ok(());
+                        }
                     }
                 }
-            }
-            self.skip(size, p, keep.as_deref_mut()).await?;
-            let (a, b) = self.line(p).await?;
-            if a != b {
-                return Err(H1Error::Parse("chunk not followed by CRLF"));
+                self.skip(size, p, keep.as_deref_mut()).await?;
+                let (a, b) = self.line(p).await?;
+                if a != b {
+                    return Err(H1Error::Parse("chunk not followed by CRLF"));
+                }
             }
         }
     }

@@ -279,21 +279,8 @@ impl<W: Workload> Local<W> {
     async fn finish(&self, user: &mut W::User, who: (u64, u64)) {
         let t = &self.tracker;
         t.active.set(t.active.get() + 1);
-        let now = Instant::now();
-        let segment = self.segment_at(now);
-        let ctx = Ctx {
-            start: self.start,
-            intended: now,
-            segment,
-            user: who.0,
-            iteration: who.1,
-            sink: &*self.sink,
-        };
-        self.workload.finish(user, ctx).await;
-        t.active.set(t.active.get() - 1);
-        if t.active.get() == 0 {
-            t.idle.notify_waiters();
-        }
+        self.workload.finish(user, self.ctx(who, Instant::now())).await;
+        self.ended();
     }
 
     /// Counts an iteration as in flight. The open model calls this when it dispatches, before
@@ -304,19 +291,37 @@ impl<W: Workload> Local<W> {
         t.started.set(t.started.get() + 1);
     }
 
-    /// Runs an iteration already counted by [`Local::reserve`].
-    async fn run_reserved(&self, user: &mut W::User, who: (u64, u64), intended: Instant) {
-        let t = &self.tracker;
-        let segment = self.segment_at(intended);
-        let ctx = Ctx {
+    /// Runs an iteration already counted by [`Local::reserve`]. A block rather than an async
+    /// fn: an async fn keeps a second copy of each argument used after its await, and this
+    /// future is in every user's task (issue 35).
+    #[allow(clippy::manual_async_fn)]
+    fn run_reserved<'a>(
+        &'a self,
+        user: &'a mut W::User,
+        who: (u64, u64),
+        intended: Instant,
+    ) -> impl Future<Output = ()> + 'a {
+        async move {
+            self.workload.iterate(user, self.ctx(who, intended)).await;
+            self.ended();
+        }
+    }
+
+    /// The context of user `who.0`'s iteration `who.1`, meant to start at `intended`.
+    fn ctx(&self, who: (u64, u64), intended: Instant) -> Ctx<'_> {
+        Ctx {
             start: self.start,
             intended,
-            segment,
+            segment: self.segment_at(intended),
             user: who.0,
             iteration: who.1,
             sink: &*self.sink,
-        };
-        self.workload.iterate(user, ctx).await;
+        }
+    }
+
+    /// Ends an iteration counted by [`Local::reserve`].
+    fn ended(&self) {
+        let t = &self.tracker;
         t.active.set(t.active.get() - 1);
         if t.active.get() == 0 {
             t.idle.notify_waiters();
