@@ -76,7 +76,9 @@ def ghz(proto, secs, users):
                            f"127.0.0.1:{GRPC_PORT}"])
     r = json.loads(out)
     ok = r["statusCodeDistribution"].get("OK", 0)
-    if ok != r["count"]:
+    # ghz ends each connection's call in flight at the deadline as Unavailable ("transport is
+    # closing"): at most one per connection; anything else is a failure.
+    if r["count"] - ok > users:
         raise RuntimeError(f"ghz: {r['statusCodeDistribution']}")
     return ok, r["total"] / 1e9, cpu, rss
 
@@ -127,7 +129,7 @@ export default function () {{
     cases = {
         "gRPC unary": [(n, lambda e=e: crest(e, grpc_yaml, a.seconds, a.users, work)) for n, e in crests]
         + [("ghz", lambda: ghz(proto, a.seconds, a.users)),
-           ("k6", lambda: k6(k6_grpc, a.seconds, a.users, "grpc_reqs", work))],
+           ("k6", lambda: k6(k6_grpc, a.seconds, a.users, "iterations", work))],
         "WebSocket echo": [(n, lambda e=e: crest(e, ws_yaml, a.seconds, a.users, work)) for n, e in crests]
         + [("k6", lambda: k6(k6_ws, a.seconds, a.users, "ws_msgs_received", work))],
     }
