@@ -84,7 +84,15 @@ fn the_page_shows_the_run_and_steers_it() {
         c.goto(&format!("http://{}/?token={}", l.addr, l.token)).await.unwrap();
         let text = |id: &'static str| {
             let c = c.clone();
-            async move { c.find(Locator::Id(id)).await.unwrap().text().await.unwrap() }
+            // By script, in one step: an element the page redraws between a find and a read
+            // would be stale.
+            async move {
+                let v = c
+                    .execute("return document.getElementById(arguments[0]).innerText", vec![id.into()])
+                    .await
+                    .unwrap();
+                v.as_str().unwrap_or_default().to_string()
+            }
         };
         let set = |id: &'static str, v: &'static str| {
             let c = c.clone();
@@ -137,11 +145,17 @@ fn the_page_shows_the_run_and_steers_it() {
         // The verdict so far, in the reports' words: judged (valid, or crest's own limit on
         // a busy machine), and every request succeeded.
         assert_ne!(text("validity").await, "not judged yet");
-        let findings = c.find_all(Locator::Css("#findings li")).await.unwrap();
-        let mut said = Vec::new();
-        for f in findings {
-            said.push(f.text().await.unwrap());
-        }
+        // Read in one script: the page rebuilds the list as the verdict is judged again, and an
+        // element found before a rebuild is stale by the time its text is asked for.
+        let said: Vec<String> = serde_json::from_value(
+            c.execute(
+                "return Array.from(document.querySelectorAll('#findings li')).map(e => e.innerText)",
+                vec![],
+            )
+            .await
+            .unwrap(),
+        )
+        .unwrap();
         assert!(
             said.iter().any(|f| f.contains("requests succeeded")),
             "the findings so far: {said:?}"
