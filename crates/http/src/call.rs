@@ -1,7 +1,7 @@
 //! One measured HTTP exchange on a user's session.
 
 use crate::endpoint::Endpoint;
-use crate::exchange::{Opened, Progress, Response};
+use crate::exchange::{Opened, Progress, Response, Took};
 use crate::h1::{self, H1Error};
 use crate::http2::{self, H2Fail};
 use crate::io::Stream;
@@ -11,6 +11,8 @@ use crest_model::{NameId, Outcome, Sample};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::time::{timeout_at, Sleep};
 
@@ -19,12 +21,19 @@ use tokio::time::{timeout_at, Sleep};
 #[derive(Default)]
 pub struct Session {
     conn: Option<h1::Conn>,
-    h2: Option<Box<http2::H2Session>>,
     /// Armed at or before the current request's deadline; see [`Endpoint::call`].
     timer: Option<Pin<Box<Sleep>>>,
-    /// The user's sessions with servers that redirects led to (boxed: most users have none,
-    /// and at 10,000 users a session's size is memory).
-    pub(crate) others: Option<Box<OtherSessions>>,
+    /// What most users never need, boxed together: at 10,000 users a session's size is memory
+    /// (issue 35).
+    pub(crate) rare: Option<Box<Rare>>,
+}
+
+/// A session's HTTP/2 seat and its sessions with other servers.
+#[derive(Default)]
+pub(crate) struct Rare {
+    pub h2: http2::H2Session,
+    /// The user's sessions with servers that redirects led to.
+    pub others: OtherSessions,
 }
 
 impl fmt::Debug for Session {
@@ -32,7 +41,7 @@ impl fmt::Debug for Session {
         f.debug_struct("Session")
             .field(
                 "connected",
-                &(self.conn.is_some() || self.h2.as_ref().is_some_and(|h| h.seat.is_some())),
+                &(self.conn.is_some() || self.rare.as_ref().is_some_and(|r| r.h2.seat.is_some())),
             )
             .finish()
     }
@@ -41,11 +50,28 @@ impl fmt::Debug for Session {
 /// A user's sessions with the servers redirects led to, by endpoint.
 pub(crate) type OtherSessions = Vec<(std::sync::Arc<Endpoint>, Session)>;
 
-/// What to send.
+/// What to send, and how ([`CallOptions`], which it dereferences to).
 #[derive(Clone, Copy, Debug)]
 pub struct Call<'a> {
     /// The whole request, from [`crate::build_request`].
     pub request: &'a [u8],
+    /// Borrowed, so that a workload sending the same request every time lends its own: each
+    /// user's task holds the call while it waits on its response, and at 10,000 users a copy
+    /// each was 320 KB (issue 35).
+    pub how: &'a CallOptions,
+}
+
+impl std::ops::Deref for Call<'_> {
+    type Target = CallOptions;
+
+    fn deref(&self) -> &CallOptions {
+        self.how
+    }
+}
+
+/// How a [`Call`] is sent.
+#[derive(Clone, Copy, Debug)]
+pub struct CallOptions {
     /// A HEAD request, whose response has no body.
     pub head: bool,
     /// Limit from the start of the call to the end of the response.
@@ -126,11 +152,54 @@ impl Exchange {
 /// while the call waits (issue 35).
 struct Attempt<'a, 'c> {
     call: &'a Call<'c>,
-    started: Instant,
-    deadline: Instant,
+    /// When the call started, and when its timer ends it.
+    limit: &'a Limit,
+    /// When the connection being opened began opening, after the call's start; nothing once
+    /// it is open.
+    opening: Took,
     opened: Opened,
     p: Progress,
     keep: Option<&'a mut Response>,
+}
+
+impl Attempt<'_, '_> {
+    fn started(&self) -> Instant {
+        self.limit.started
+    }
+
+    fn deadline(&self) -> Instant {
+        self.limit.started + self.call.timeout
+    }
+}
+
+/// When a call's timer ends it: at its deadline, or earlier while a connection is opened under
+/// its connect timeout. The HTTP/1.1 attempt opens its connection under the session's timer
+/// rather than one of its own, which every user's task would carry (issue 35), and lowers
+/// the limit while it does. Atomic only so that the call stays `Send`: one task reads it.
+struct Limit {
+    started: Instant,
+    /// Nanoseconds after `started`.
+    after: AtomicU64,
+}
+
+impl Limit {
+    fn new(started: Instant, after: Duration) -> Self {
+        let limit = Limit {
+            started,
+            after: AtomicU64::new(0),
+        };
+        limit.set(after);
+        limit
+    }
+
+    fn at(&self) -> Instant {
+        self.started + Duration::from_nanos(self.after.load(Ordering::Relaxed))
+    }
+
+    fn set(&self, after: Duration) {
+        let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        self.after.store(ns, Ordering::Relaxed);
+    }
 }
 
 impl Endpoint {
@@ -174,40 +243,42 @@ impl Endpoint {
         keep: Option<&'a mut Response>,
     ) -> impl Future<Output = Exchange> + use<'a, 'c> {
         async move {
-            let started = Instant::now();
-            let deadline = started + call.timeout;
+            let limit = Limit::new(Instant::now(), call.timeout);
             // Lent to the layers below, not moved: each would keep its own copy in the task.
             let mut a = Attempt {
                 call,
-                started,
-                deadline,
+                limit: &limit,
+                opening: Took::default(),
                 opened: Opened::default(),
                 p: Progress::default(),
                 keep,
             };
             let result = {
-                let Session { conn, h2, timer, .. } = &mut *session;
-                let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-                // A shorter timeout than the last request's (a step's own, a redirect chain's
-                // remainder) must not wait for the later deadline.
-                if timer.deadline() > deadline.into() {
-                    timer.as_mut().reset(deadline.into());
-                }
-                let work = self.attempt((conn, h2), &mut a);
+                let Session { conn, rare, timer } = &mut *session;
+                let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(limit.at().into())));
+                let work = self.attempt((conn, rare), &mut a);
                 tokio::pin!(work);
-                loop {
-                    tokio::select! {
-                        biased;
-                        r = &mut work => break r,
-                        () = timer.as_mut() => {
-                            if Instant::now() >= deadline {
-                                break Err(Failure { outcome: Outcome::Timeout, detail: Detail::Text("request timed out") });
-                            }
-                            timer.as_mut().reset(deadline.into());
-                        }
+                std::future::poll_fn(|cx| {
+                    if let Poll::Ready(r) = work.as_mut().poll(cx) {
+                        return Poll::Ready(Ok(r));
                     }
-                }
+                    loop {
+                        let limit = limit.at();
+                        // A shorter limit than the one armed (a connect's, a step's own
+                        // timeout, a redirect chain's remainder) must not wait for the later.
+                        if timer.deadline() > limit.into() {
+                            timer.as_mut().reset(limit.into());
+                        }
+                        std::task::ready!(timer.as_mut().poll(cx));
+                        if Instant::now() >= limit {
+                            return Poll::Ready(Err(limit));
+                        }
+                        timer.as_mut().reset(limit.into());
+                    }
+                })
+                .await
             };
+            let result = result.unwrap_or_else(|limit| Err(self.expired(&mut a, limit)));
             let ended = Instant::now();
             let complete = result.is_ok();
             let (outcome, error) = match result {
@@ -216,8 +287,8 @@ impl Endpoint {
                         session.conn = None;
                     }
                     if !call.keepalive {
-                        if let Some(h2) = &mut session.h2 {
-                            h2.retire();
+                        if let Some(r) = &mut session.rare {
+                            r.h2.retire();
                         }
                     }
                     (
@@ -237,10 +308,10 @@ impl Endpoint {
             };
             let Attempt { opened, p, .. } = a;
             Exchange {
-                started: a.started,
+                started: limit.started,
                 ended,
-                connect: opened.connect,
-                dns: opened.dns,
+                connect: opened.connect.get(),
+                dns: opened.dns.get(),
                 first_byte: p.first_byte,
                 bytes_sent: p.written,
                 bytes_received: p.read,
@@ -257,7 +328,7 @@ impl Endpoint {
     #[allow(clippy::manual_async_fn)]
     fn attempt<'a, 'x, 'c>(
         &'a self,
-        (conn, h2s): (&'a mut Option<h1::Conn>, &'a mut Option<Box<http2::H2Session>>),
+        (conn, rare): (&'a mut Option<h1::Conn>, &'a mut Option<Box<Rare>>),
         a: &'a mut Attempt<'x, 'c>,
     ) -> impl Future<Output = Result<u16, Failure>> + use<'a, 'x, 'c> {
         async move {
@@ -268,11 +339,11 @@ impl Endpoint {
                 HttpVersion::Http1 => false,
                 HttpVersion::Http2 => true,
                 HttpVersion::Auto => {
-                    Box::pin(self.use_h2(conn, h2s, call, a.started, a.deadline, &mut a.opened)).await?
+                    Box::pin(self.use_h2(conn, rare, call, a.started(), a.deadline(), &mut a.opened)).await?
                 }
             };
             if h2 {
-                let http2::H2Session { seat, send, request } = &mut **h2s.get_or_insert_with(Default::default);
+                let http2::H2Session { seat, send, request } = &mut rare.get_or_insert_with(Default::default).h2;
                 let req = match request {
                     Some((bytes, translated)) if bytes.as_slice() == call.request => &*translated,
                     _ => {
@@ -293,7 +364,7 @@ impl Endpoint {
     async fn use_h2(
         &self,
         conn: &mut Option<h1::Conn>,
-        h2s: &mut Option<Box<http2::H2Session>>,
+        rare: &mut Option<Box<Rare>>,
         call: &Call<'_>,
         started: Instant,
         deadline: Instant,
@@ -313,7 +384,7 @@ impl Endpoint {
                         let h2 = stream.alpn_h2();
                         match (h2, &self.pool) {
                             (true, Some(pool)) => {
-                                h2s.get_or_insert_with(Default::default).seat =
+                                rare.get_or_insert_with(Default::default).h2.seat =
                                     Some(pool.seat_new(http2::handshake(stream, pool.own_framing()).await?));
                             }
                             _ => *conn = Some(h1::Conn::new(stream)),
@@ -353,7 +424,7 @@ impl Endpoint {
                     let slot = seat.get_or_insert_with(|| pool.seat()).0.clone();
                     // Boxed: opening a connection needs a large future, and it happens once
                     // per seat, not per request.
-                    match Box::pin(self.open_h2(&slot, a.call, a.started, a.deadline, &mut a.opened)).await {
+                    match Box::pin(self.open_h2(&slot, a.call, a.started(), a.deadline(), &mut a.opened)).await {
                         Ok(conn) => send.insert(conn),
                         Err(f) => {
                             *seat = None;
@@ -428,8 +499,15 @@ impl Endpoint {
                 let c = match conn {
                     Some(c) => c,
                     None => {
-                        let stream = Box::pin(self.open(a.call, a.started, a.deadline, &mut a.opened)).await?;
-                        conn.insert(h1::Conn::new(stream))
+                        // Not boxed: at 10,000 users all connecting at once, a box each was
+                        // the run's peak memory, and malloc kept it after the storm. The
+                        // opening and the exchange share the task's room instead.
+                        a.opening.set(a.started().elapsed());
+                        a.limit.set(a.call.timeout.min(a.call.connect_timeout));
+                        let stream = self.open_untimed(&mut a.opened).await;
+                        a.opening = Took::default();
+                        a.limit.set(a.call.timeout);
+                        conn.insert(h1::Conn::new(stream?))
                     }
                 };
                 // A connection opened ahead is counted by its first exchange, and may have been
@@ -499,30 +577,50 @@ impl Endpoint {
     ) -> Result<Stream, Failure> {
         let limit = deadline.min(started + call.connect_timeout);
         let resolving = Instant::now();
-        let work = async {
+        match timeout_at(limit.into(), self.open_untimed(opened)).await {
+            Ok(stream) => stream,
+            Err(_) => Err(self.open_expired(limit < deadline, resolving, opened)),
+        }
+    }
+
+    /// [`Endpoint::open`] without a limit of its own, for a caller that keeps one.
+    #[allow(clippy::manual_async_fn)]
+    fn open_untimed<'a>(&'a self, opened: &'a mut Opened) -> impl Future<Output = Result<Stream, Failure>> + 'a {
+        async move {
             let addrs = self.resolve(opened).await?;
             let t0 = Instant::now();
             let stream = self.connect(addrs.as_deref()).await?;
-            opened.connect = Some(t0.elapsed());
+            opened.connect.set(t0.elapsed());
             Ok(stream)
+        }
+    }
+
+    /// The failure of a connection that was still opening at its limit: a connect timeout
+    /// when that limit came before the call's deadline.
+    fn open_expired(&self, before_deadline: bool, resolving: Instant, opened: &mut Opened) -> Failure {
+        let outcome = if before_deadline {
+            Outcome::ConnectTimeout
+        } else {
+            Outcome::Timeout
         };
-        match timeout_at(limit.into(), work).await {
-            Ok(stream) => stream,
-            Err(_) => {
-                let outcome = if limit < deadline {
-                    Outcome::ConnectTimeout
-                } else {
-                    Outcome::Timeout
-                };
-                let detail = if self.resolves_each() && opened.dns.is_none() {
-                    // The resolver never answered: its phase lasted until the limit.
-                    opened.dns = Some(resolving.elapsed());
-                    Detail::Text("timed out while resolving the host")
-                } else {
-                    Detail::Text("timed out while connecting")
-                };
-                Err(Failure { outcome, detail })
-            }
+        let detail = if self.resolves_each() && opened.dns.get().is_none() {
+            // The resolver never answered: its phase lasted until the limit.
+            opened.dns.set(resolving.elapsed());
+            Detail::Text("timed out while resolving the host")
+        } else {
+            Detail::Text("timed out while connecting")
+        };
+        Failure { outcome, detail }
+    }
+
+    /// The failure of a call whose timer reached `limit`.
+    fn expired(&self, a: &mut Attempt<'_, '_>, limit: Instant) -> Failure {
+        match a.opening.get() {
+            Some(after) => self.open_expired(limit < a.deadline(), a.started() + after, &mut a.opened),
+            None => Failure {
+                outcome: Outcome::Timeout,
+                detail: Detail::Text("request timed out"),
+            },
         }
     }
 }
@@ -533,27 +631,30 @@ mod tests {
 
     /// A call with nothing to send, whose futures are measured.
     fn empty_call() -> Call<'static> {
-        Call {
-            request: b"",
+        const HOW: CallOptions = CallOptions {
             head: false,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
             keepalive: true,
+        };
+        Call {
+            request: b"",
+            how: &HOW,
         }
     }
 
-    /// At 10,000 users, every user connects at once, so the open futures alive together are
-    /// the run's peak memory (issue 15): the proxy tunnel and TLS handshake are boxed apart,
-    /// and a plain-TCP connect stays a few hundred bytes.
+    /// At 10,000 users, every user connects at once. The HTTP/1.1 attempt opens its
+    /// connection in the user's own task, in the room the exchange uses afterwards, so a plain
+    /// connect must stay within the exchange's size: the proxy tunnel and TLS handshake are
+    /// boxed apart, and the timeout is the session's timer.
     #[tokio::test]
     async fn opening_a_plain_connection_stays_small() {
         let (e, _) = Endpoint::parse("http://127.0.0.1:1/", &Default::default()).unwrap();
-        let call = empty_call();
-        let now = Instant::now();
         let mut opened = Opened::default();
-        let f = e.open(&call, now, now, &mut opened);
-        // 1,528 bytes (debug build) with the tunnel and handshake inline; 584 without.
-        assert!(std::mem::size_of_val(&f) <= 700, "{}", std::mem::size_of_val(&f));
+        let f = e.open_untimed(&mut opened);
+        // 584 bytes (debug build) with its own timeout and tokio's `TcpSocket::connect`; 248
+        // without them.
+        assert!(std::mem::size_of_val(&f) <= 300, "{}", std::mem::size_of_val(&f));
     }
 
     /// Every user's task holds a call for as long as it waits on its response, so at 10,000
@@ -565,7 +666,16 @@ mod tests {
         let mut session = Session::default();
         let f = e.call(&mut session, &call, None);
         // 1,040 bytes (debug build) with the proxy's request and the socket's waiter node inline;
-        // 888 without; 568 once no layer kept second copies of its arguments.
-        assert!(std::mem::size_of_val(&f) <= 600, "{}", std::mem::size_of_val(&f));
+        // 888 without; 568 once no layer kept second copies of its arguments; 560 with the
+        // connect inline (which spares each user a box of 584 while all connect at once) and
+        // the phases' times in 8 bytes each.
+        assert!(std::mem::size_of_val(&f) <= 576, "{}", std::mem::size_of_val(&f));
+        // The session is in every user's task too: 128 bytes with the HTTP/2 seat and the
+        // other servers' sessions boxed apart and a `Vec` for the read buffer, 96 now.
+        assert!(
+            std::mem::size_of::<Session>() <= 96,
+            "{}",
+            std::mem::size_of::<Session>()
+        );
     }
 }

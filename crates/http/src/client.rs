@@ -4,7 +4,7 @@
 //! exchange on its hot path. A followed redirect is timed as one request (from the first
 //! byte sent to the last byte of the final response) and each hop is listed in the exchange.
 
-use crate::call::{Call, Exchange, Session};
+use crate::call::{Call, CallOptions, Exchange, Session};
 use crate::cookies::CookieJar;
 use crate::decode::{self, ACCEPT_ENCODING};
 use crate::endpoint::Endpoint;
@@ -65,9 +65,11 @@ impl Endpoint {
             let bytes = req.render(cookie.as_deref(), opts.compression);
             let hop_call = Call {
                 request: &bytes,
-                head: req.method == "HEAD",
-                timeout: deadline.saturating_duration_since(Instant::now()),
-                ..*call
+                how: &CallOptions {
+                    head: req.method == "HEAD",
+                    timeout: deadline.saturating_duration_since(Instant::now()),
+                    ..*call.how
+                },
             };
             let hop_session = match &other {
                 None => &mut *session,
@@ -192,7 +194,7 @@ enum Next {
 
 /// The user's session with `other`, made on the first redirect there.
 fn user_session<'s>(session: &'s mut Session, other: &Arc<Endpoint>) -> &'s mut Session {
-    let others = session.others.get_or_insert_with(Default::default);
+    let others = &mut session.rare.get_or_insert_with(Default::default).others;
     let i = match others.iter().position(|(e, _)| Arc::ptr_eq(e, other)) {
         Some(i) => i,
         None => {

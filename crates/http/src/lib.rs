@@ -27,7 +27,7 @@ mod stream;
 mod tls;
 mod workload;
 
-pub use call::{Call, Exchange, Session};
+pub use call::{Call, CallOptions, Exchange, Session};
 pub use classify::{h2_crate_error, io_error};
 pub use client::Hop;
 pub use cookies::CookieJar;

@@ -1,7 +1,7 @@
 //! Redirects, cookies and compressed bodies against a real server on loopback.
 #![allow(clippy::unwrap_used)]
 
-use crest_http::{build_request, Call, CookieJar, Endpoint, Exchange, Hop, Response, Session};
+use crest_http::{build_request, Call, CallOptions, CookieJar, Endpoint, Exchange, Hop, Response, Session};
 use crest_model::plan::TlsOptions;
 use crest_model::protocol::HttpOptions;
 use crest_model::Outcome;
@@ -25,10 +25,12 @@ async fn fetch(
     let request = build_request(method, path, e.authority(), &[], body, true).unwrap();
     let call = Call {
         request: &request,
-        head: false,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-        keepalive: true,
+        how: &CallOptions {
+            head: false,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            keepalive: true,
+        },
     };
     e.fetch(&mut Session::default(), &call, keep, jar).await
 }
@@ -223,10 +225,12 @@ async fn a_redirect_to_another_server_opens_a_connection_there_without_this_ones
         .unwrap();
         let call = Call {
             request: &request,
-            head: false,
-            timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(2),
-            keepalive: true,
+            how: &CallOptions {
+                head: false,
+                timeout: Duration::from_secs(5),
+                connect_timeout: Duration::from_secs(2),
+                keepalive: true,
+            },
         };
         let x = e.fetch(&mut session, &call, None, None).await;
         assert_eq!((x.outcome, x.status), (Outcome::Success, Some(200)), "round {round}");

@@ -2,7 +2,7 @@
 //! connections, RST_STREAM and GOAWAY.
 #![allow(clippy::unwrap_used)]
 
-use crest_http::{build_request, Call, Endpoint, Exchange, Session};
+use crest_http::{build_request, Call, CallOptions, Endpoint, Exchange, Session};
 use crest_model::plan::TlsOptions;
 use crest_model::protocol::{HttpOptions, HttpVersion};
 use crest_model::Outcome;
@@ -37,10 +37,12 @@ async fn send(e: &Endpoint, s: &mut Session, method: &str, path: &str, body: &[u
     .unwrap();
     let call = Call {
         request: &request,
-        head: false,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-        keepalive: true,
+        how: &CallOptions {
+            head: false,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            keepalive: true,
+        },
     };
     e.call(s, &call, None).await
 }
@@ -174,10 +176,12 @@ async fn an_http1_call_stays_small() {
     let mut s = Session::default();
     let call = Call {
         request: b"",
-        head: false,
-        timeout: Duration::from_secs(1),
-        connect_timeout: Duration::from_secs(1),
-        keepalive: true,
+        how: &CallOptions {
+            head: false,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            keepalive: true,
+        },
     };
     let f = e.call(&mut s, &call, None);
     // 2,528 bytes (debug build) before; 1,000 after.

@@ -3,7 +3,7 @@
 //! address of a host.
 #![allow(clippy::unwrap_used)]
 
-use crest_http::{build_request, Call, Endpoint, Exchange, Session};
+use crest_http::{build_request, Call, CallOptions, Endpoint, Exchange, Session};
 use crest_model::plan::TlsOptions;
 use crest_model::protocol::{HttpOptions, HttpVersion, Network};
 use crest_model::Outcome;
@@ -28,10 +28,12 @@ async fn send(e: &Endpoint, s: &mut Session, path: &str) -> Exchange {
     let request = build_request("GET", path, e.authority(), &[], b"", true).unwrap();
     let call = Call {
         request: &request,
-        head: false,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-        keepalive: true,
+        how: &CallOptions {
+            head: false,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            keepalive: true,
+        },
     };
     e.call(s, &call, None).await
 }
@@ -188,4 +190,87 @@ async fn connections_go_round_robin_over_every_address_of_a_host() {
         .headers
         .iter()
         .any(|(n, v)| n.eq_ignore_ascii_case("host") && v == &format!("api.test:{port}")));
+}
+
+/// A listener that never accepts, its backlog full: the kernel drops further connection
+/// requests, so a connect to it neither succeeds nor fails until a limit ends it.
+fn hanging_listener() -> (socket2::Socket, Vec<std::net::TcpStream>, String) {
+    use socket2::{Domain, Socket, Type};
+    let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    listener
+        .bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
+        .unwrap();
+    listener.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap().as_socket().unwrap();
+    let mut held = Vec::new();
+    // Connections the backlog takes complete at once; the first that does not shows it full.
+    while let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+        held.push(s);
+        assert!(held.len() < 64, "the backlog never filled");
+    }
+    (listener, held, format!("http://{addr}/"))
+}
+
+/// The HTTP/1.1 attempt opens its connection under the session's request timer, lowered to
+/// the connect timeout while it connects: a connect that hangs ends at the connect timeout
+/// as `connect_timeout`, or at the request's own when that comes first, as `timeout`; both
+/// say they were connecting.
+#[tokio::test]
+async fn a_connect_that_hangs_ends_at_the_first_limit() {
+    let (_listener, _held, url) = hanging_listener();
+    let e = endpoint(
+        &url,
+        &TlsOptions::default(),
+        HttpOptions::default(),
+        &Network::default(),
+    );
+    let mut s = Session::default();
+    let (short, long) = (Duration::from_millis(300), Duration::from_secs(5));
+    for (timeout, connect_timeout, outcome) in [
+        (long, short, Outcome::ConnectTimeout),
+        (short, long, Outcome::Timeout),
+        (long, short, Outcome::ConnectTimeout),
+    ] {
+        let x = send_within(&e, &mut s, timeout, connect_timeout).await;
+        assert_eq!(x.outcome, outcome, "{:?}", x.error().map(|e| e.to_string()));
+        assert_eq!(x.error().unwrap().to_string(), "timed out while connecting");
+        // Never before its limit; the timer may fire late on a busy machine, never early.
+        assert!(x.ended - x.started >= short, "{:?}", x.ended - x.started);
+        assert_eq!((x.bytes_sent, x.status), (0, None));
+    }
+}
+
+/// Once connected, a request has its whole timeout again: a response slower than the connect
+/// timeout is no connect timeout, on a new connection as on a kept one.
+#[tokio::test]
+async fn a_response_slower_than_the_connect_timeout_is_within_the_request_timeout() {
+    let server = Server::start(|_, _| Reply::delayed(Duration::from_millis(400))).await;
+    let e = endpoint(
+        &server.url("/"),
+        &TlsOptions::default(),
+        HttpOptions::default(),
+        &Network::default(),
+    );
+    let mut s = Session::default();
+    for _ in 0..2 {
+        let x = send_within(&e, &mut s, Duration::from_secs(10), Duration::from_millis(100)).await;
+        assert_eq!(x.outcome, Outcome::Success, "{:?}", x.error().map(|e| e.to_string()));
+    }
+    assert_eq!((server.received().len(), server.connections()), (2, 1));
+}
+
+/// A GET of `/` with the given request and connect timeouts.
+async fn send_within(e: &Endpoint, s: &mut Session, timeout: Duration, connect_timeout: Duration) -> Exchange {
+    let request = build_request("GET", "/", e.authority(), &[], b"", true).unwrap();
+    let how = CallOptions {
+        head: false,
+        timeout,
+        connect_timeout,
+        keepalive: true,
+    };
+    let call = Call {
+        request: &request,
+        how: &how,
+    };
+    e.call(s, &call, None).await
 }

@@ -7,7 +7,7 @@
 
 use crate::error::{MonitorError, SampleError};
 use crate::store::Reading;
-use crest_http::{build_request, Call, Endpoint, Response, Session};
+use crest_http::{build_request, Call, CallOptions, Endpoint, Response, Session};
 use crest_model::monitor::{MetricFilter, PrometheusSpec, SeriesKey, Unit};
 use crest_model::plan::TlsOptions;
 use crest_model::Outcome;
@@ -63,10 +63,12 @@ impl Scraper {
     pub(crate) async fn sample(&mut self, timeout: Duration) -> Result<Vec<Reading>, SampleError> {
         let call = Call {
             request: &self.request,
-            head: false,
-            timeout,
-            connect_timeout: timeout,
-            keepalive: true,
+            how: &CallOptions {
+                head: false,
+                timeout,
+                connect_timeout: timeout,
+                keepalive: true,
+            },
         };
         let mut response = Response::default();
         let exchange = self.endpoint.call(&mut self.session, &call, Some(&mut response)).await;

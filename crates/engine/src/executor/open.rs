@@ -104,7 +104,7 @@ pub(super) async fn open<W: Workload>(
         let Some(at) = slot(by_hand, schedule, lane, lanes, j) else {
             break;
         };
-        let due = local.start + at;
+        let due = local.clock.start() + at;
         if let Some(deadline) = stop.deadline() {
             if due >= deadline {
                 hold_until(deadline, &mut in_flight, &next, stop).await;
@@ -119,14 +119,14 @@ pub(super) async fn open<W: Workload>(
                 tokio::select! {
                     biased;
                     _ = stop.cancelled() => false,
-                    _ = pacer.until(local.start, at) => true,
+                    _ = pacer.until(local.clock.start(), at) => true,
                 }
             })
             .await;
             if !waited {
                 break;
             }
-        } else if wait(now.saturating_duration_since(local.start), at, Duration::ZERO) == Wait::SendBehind
+        } else if wait(now.saturating_duration_since(local.clock.start()), at, Duration::ZERO) == Wait::SendBehind
             && !turn_behind(now, &mut in_flight, &next, stop).await
         {
             break;
@@ -151,7 +151,7 @@ pub(super) async fn open<W: Workload>(
             };
             if !sent {
                 counts.dropped += 1;
-                local.sink.borrow_mut().dropped(at);
+                local.clock.sink().borrow_mut().dropped(at);
                 if on_cap == OnCap::Drop {
                     continue;
                 }
@@ -239,7 +239,7 @@ async fn steer<W: Workload>(
     }
     if c.generation() != *seen {
         *seen = c.generation();
-        let now = Instant::now().saturating_duration_since(local.start);
+        let now = Instant::now().saturating_duration_since(local.clock.start());
         *by_hand = c
             .rate()
             .map(|(r, since)| (since, on_grid(since, now, r, lane, lanes, *j), r));
@@ -331,12 +331,12 @@ fn count_unreached<W: Workload>(
     // skipped while paused were never due.
     let paused = local.control.as_ref().is_some_and(|c| c.paused());
     if let (StopCause::Duration, Some(deadline), false) = (stop.cause(), stop.deadline(), paused) {
-        let end = deadline.saturating_duration_since(local.start);
+        let end = deadline.saturating_duration_since(local.clock.start());
         counts.behind = due_before(by_hand, schedule, lane, lanes, j, end);
         if let (Some(at), true) = (slot(by_hand, schedule, lane, lanes, j), counts.behind > 0) {
             counts.arrivals += counts.behind;
             counts.dropped += counts.behind;
-            local.sink.borrow_mut().dropped_many(at, counts.behind);
+            local.clock.sink().borrow_mut().dropped_many(at, counts.behind);
         }
         // Already counted as due and dropped.
         counts.behind += stranded;
@@ -405,12 +405,12 @@ fn warm_up<W: Workload>(
     in_flight: &mut InFlight,
     next: &NextSlot,
 ) {
-    if !local.workload.prepares() || Instant::now() >= local.start {
+    if !local.workload.prepares() || Instant::now() >= local.clock.start() {
         return;
     }
-    let span = stop
-        .deadline()
-        .map_or(WARM_SPAN, |d| d.saturating_duration_since(local.start).min(WARM_SPAN));
+    let span = stop.deadline().map_or(WARM_SPAN, |d| {
+        d.saturating_duration_since(local.clock.start()).min(WARM_SPAN)
+    });
     let limit = cap
         .min(WARM_MAX)
         .min(stop.remaining().map_or(u64::MAX, |n| n / lanes as u64));

@@ -6,7 +6,7 @@ use super::{Failed, FlowUser, FlowWorkload, UserScope};
 use crate::extract::LazyJson;
 use crate::plan::{Body, RequestStep};
 use crest_engine::Ctx;
-use crest_http::{build_request, Call, InvalidRequest, Response};
+use crest_http::{build_request, Call, CallOptions, InvalidRequest, Response};
 use crest_model::Outcome;
 use std::time::{Duration, Instant};
 
@@ -74,10 +74,12 @@ impl FlowWorkload {
         };
         let call = Call {
             request: &request,
-            head: r.method == "HEAD",
-            timeout: r.timeout.unwrap_or(self.plan.timeout),
-            connect_timeout: self.plan.connect_timeout,
-            keepalive: self.plan.keepalive,
+            how: &CallOptions {
+                head: r.method == "HEAD",
+                timeout: r.timeout.unwrap_or(self.plan.timeout),
+                connect_timeout: self.plan.connect_timeout,
+                keepalive: self.plan.keepalive,
+            },
         };
         let needs_response = !r.extract.is_empty() || !r.checks.is_empty();
         let mut response = Response::default();
