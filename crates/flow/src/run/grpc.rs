@@ -8,7 +8,7 @@ use crest_engine::Ctx;
 use crest_model::Outcome;
 use std::time::Instant;
 
-type StepError = (Outcome, String);
+use super::message::StepError;
 
 impl FlowWorkload {
     /// Runs a gRPC step (connect if needed, call, read, take) and records its sample.

@@ -1,5 +1,5 @@
-//! What a step of a message stream (server-sent events, WebSocket) takes from the message that
-//! ended its reading: the message is read as a response body, so flow's extractors and checks
+//! What a step of a message stream (server-sent events, WebSocket, gRPC) takes from the message
+//! that ended its reading: the message is read as a response body, so flow's extractors and checks
 //! apply to it unchanged.
 
 use super::{Failed, FlowUser};
@@ -8,6 +8,9 @@ use crest_engine::Ctx;
 use crest_http::Response;
 use crest_model::{NameId, Outcome};
 use std::time::{Duration, Instant};
+
+/// Why a step of a message stream failed: its outcome and the message that says why.
+pub(super) type StepError = (Outcome, String);
 
 /// What a step of a message stream measured, for its one sample.
 #[derive(Debug, Default)]
@@ -33,7 +36,7 @@ pub(super) fn record(
     name: NameId,
     (intended, started, done): (Instant, Instant, Instant),
     m: &Measured,
-    result: Result<(), (Outcome, String)>,
+    result: Result<(), StepError>,
 ) -> Result<(), Failed> {
     let (outcome, message) = match result {
         Ok(()) => (Outcome::Success, None),

@@ -30,7 +30,7 @@ struct Tally {
     bytes_sent: u64,
 }
 
-type StepError = (Outcome, String);
+use super::message::StepError;
 
 impl FlowWorkload {
     /// Runs an `sse` step and records its sample.

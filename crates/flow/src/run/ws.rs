@@ -19,7 +19,7 @@ pub(super) type WsConn = tokio_tungstenite::WebSocketStream<crest_http::Transpor
 
 type Tally = super::message::Measured;
 
-type StepError = (Outcome, String);
+use super::message::StepError;
 
 impl FlowWorkload {
     /// Runs a WebSocket step (open if needed, send, read until, close) and records its sample.
