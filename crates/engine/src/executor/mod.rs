@@ -327,7 +327,8 @@ impl<W: Workload> Local<W> {
             clock: &self.clock,
             intended,
             segment: self.segment_at(intended),
-            // Users are numbered far below 2^32 (the plan's bound on users).
+            // Ids count up to the users a run has had, far below 2^32, as the samples' rows
+            // keep them.
             user: who.0 as u32,
             iteration: who.1,
         }
