@@ -3,6 +3,7 @@
 CPU-second, peak RSS, and crest's ratio to each peer. Called by run.sh."""
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -96,6 +97,14 @@ def start_nginx(prefix, conf=None, port=PORT):
     sys.exit("nginx did not start; see " + os.path.join(prefix, "error.log"))
 
 
+def scratch(prefix, **kw):
+    """A temporary directory removed when the script exits, however it ends but by a kill:
+    every crest run writes a results directory, and rounds of them would fill /tmp."""
+    d = tempfile.mkdtemp(prefix=prefix, **kw)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def timed(cmd):
     """Runs cmd pinned to the generator core under GNU time; returns (stdout, cpu_s, rss_kb)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
@@ -109,7 +118,7 @@ def timed(cmd):
 
 def run_crest(exe, url, secs, conns):
     out, cpu, rss = timed([exe, "run", url, "-c", str(conns), "-d", f"{secs}s", "--threads", "1",
-                           "--quiet", "--summary-json", "-", "--out", tempfile.mkdtemp(prefix="crest-bench-")])
+                           "--quiet", "--summary-json", "-", "--out", scratch("crest-bench-")])
     s = json.loads(out)
     return s["requests"], s["duration_s"], cpu, rss
 
@@ -163,7 +172,7 @@ def main():
         if shutil.which(name):
             tools.append((name, lambda fn=fn: fn(url, a.seconds, a.connections)))
 
-    prefix = tempfile.mkdtemp(prefix="crest-bench-nginx-")
+    prefix = scratch("crest-bench-nginx-")
     nginx = start_nginx(prefix)
     samples = {name: [] for name, _ in tools}
     try:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import NGINX_CORE, run_wrk, timed  # noqa: E402
@@ -25,7 +24,7 @@ def start_nginx(prefix, conns):
 
 def run_crest(exe, url, secs, conns):
     out, cpu, rss = timed([exe, "run", url, "-c", str(conns), "-d", f"{secs}s", "--threads", "1", "--timeout", "30s",
-                           "--quiet", "--summary-json", "-", "--out", tempfile.mkdtemp(prefix="crest-bench-")])
+                           "--quiet", "--summary-json", "-", "--out", compare.scratch("crest-bench-")])
     s = json.loads(out)
     return s["requests"], s["duration_s"], cpu, rss, s["connections"], s["failures"]
 
@@ -39,7 +38,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     url = f"http://127.0.0.1:{PORT}/"
-    prefix = tempfile.mkdtemp(prefix="crest-bench-conns-")
+    prefix = compare.scratch("crest-bench-conns-")
     nginx = start_nginx(prefix, a.connections)
     crests = [("crest", a.crest)] + [tuple(v.split("=", 1)) for v in a.variant]
     try:

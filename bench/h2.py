@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
@@ -36,7 +35,7 @@ def start_nginx(prefix):
 def run_crest(exe, url, secs, conns, streams):
     out, cpu, rss = timed([exe, "run", url, "--http2", "--insecure", "-c", str(conns * streams),
                            "--max-streams", str(streams), "-d", f"{secs}s", "--threads", "1", "--quiet",
-                           "--summary-json", "-", "--out", tempfile.mkdtemp(prefix="crest-bench-")])
+                           "--summary-json", "-", "--out", compare.scratch("crest-bench-")])
     s = json.loads(out)
     if s["failures"]:
         raise RuntimeError(f"crest: {s['failures']} failures: {s['errors']}")
@@ -69,7 +68,7 @@ def main():
         cases = [c for c in cases if c[0] in a.case]
     # (name, crest executable, or None for h2load)
     tools = [("crest", a.crest)] + [tuple(v.split("=", 1)) for v in a.variant] + [("h2load", None)]
-    prefix = tempfile.mkdtemp(prefix="crest-bench-h2-")
+    prefix = compare.scratch("crest-bench-h2-")
     nginx = start_nginx(prefix)
     samples = {}
     try:

@@ -4,8 +4,10 @@
 names.sh."""
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,6 +66,7 @@ def main():
     a = ap.parse_args()
     crests = [("crest", a.crest)] + [tuple(v.split("=", 1)) for v in a.variant]
     work = tempfile.mkdtemp(prefix="crest-bench-names-")
+    atexit.register(shutil.rmtree, work, True)
     target, url = start_target(a.crest)
     try:
         print(f"{a.users} users, {a.seconds} s per run, against crest target (64 workers, 1 ms) on loopback")

@@ -10,10 +10,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import NGINX_CORE, PRIORITY, timed  # noqa: E402
+from compare import NGINX_CORE, PRIORITY, scratch, timed  # noqa: E402
 
 GRPC_PORT = 18551
 WS_PORT = 18552
@@ -50,7 +49,7 @@ def stop(p):
 
 def crest(exe, scenario, secs, users, work):
     out, cpu, rss = timed([exe, "run", scenario, "-c", str(users), "-d", f"{secs}s", "--threads", "1",
-                           "--quiet", "--summary-json", "-", "--out", tempfile.mkdtemp(prefix="crest-bench-", dir=work)])
+                           "--quiet", "--summary-json", "-", "--out", scratch("crest-bench-", dir=work)])
     s = json.loads(out)
     if s["failures"]:
         raise RuntimeError(f"crest: {s['failures']} failures: {s['errors']}")
@@ -92,7 +91,7 @@ def main():
     ap.add_argument("--users", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="crest-bench-streams-")
+    work = scratch("crest-bench-streams-")
     proto = echo_proto(work)
     grpc_yaml = os.path.join(work, "grpc.yaml")
     with open(grpc_yaml, "w") as f:
