@@ -3,8 +3,9 @@
 //! Which client speaks on a connection was chosen by measurement (bench/README.md, "HTTP/2"):
 //! where each connection carries one stream (`--max-streams 1`), crest's own framing (RFC 9113)
 //! and header compression (RFC 7541), driven by the user's own task as an HTTP/1.1 exchange
-//! is; where it carries many, the `h2` crate, whose connection task batched requests into
-//! fewer writes than crest's own framing did.
+//! is; where it carries many, the `h2` crate, whose slower connection task finds more
+//! responses at each read, and so makes fewer system calls per request than crest's own
+//! framing did.
 //!
 //! HTTP/1.1 gives each user its own connection; HTTP/2 exists to carry many requests on one, so
 //! users are seated on shared connections, at most `max_streams` per connection. Each user has

@@ -2,9 +2,10 @@
 //! own, and users send requests through their handles on it.
 //!
 //! crest's own framing ([`super::conn`]) replaced this path where each connection carries one
-//! stream, but not here: at 100 streams per connection against nginx its writes carried about
-//! ten requests each where h2's carried about forty, and nginx answers each write apart, so it
-//! did fewer requests per CPU-second (bench/README.md, "HTTP/2").
+//! stream, but not here. At 100 streams per connection against nginx, which writes each
+//! response apart, it spends half the user time per request of this path but, quicker, waits
+//! idle between the server's writes and reads one to three responses per wake-up, so the system
+//! time it adds ate what it saved (bench/README.md, "HTTP/2").
 
 use super::guard::{Guarded, Tripped, Tripwire};
 use super::{frame, H2Error, H2Fail, H2Request};

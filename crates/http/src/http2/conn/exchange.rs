@@ -125,9 +125,8 @@ impl Exchange<'_> {
             }
             if open && st.streams.len() > 1 && !st.yielded {
                 // The users this round's responses woke are about to queue their next
-                // requests: let them run first, and write all of them in one go. Written in
-                // bits as they come, the requests would come back in bits too, and a
-                // connection's batches would only ever get smaller.
+                // requests: let them run first, and write all of them in one go, a write per
+                // round rather than one per user.
                 st.yielded = true;
                 st.streams[i].waker = Some(cx.waker().clone());
                 cx.waker().wake_by_ref();
