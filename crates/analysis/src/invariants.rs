@@ -89,6 +89,21 @@ impl fmt::Display for Violation {
 const SAME: f64 = 1e-9;
 /// Standard errors of a step's throughput within which it is not told apart from another.
 const NOISE: f64 = 2.0;
+/// How late a sample may be recorded after it ended, on a busy machine: one that ended just
+/// before a second's boundary, recorded after one that ended past it, counts in the later second
+/// (a sent interval is never reopened). A window's edges can move this much of the step's work.
+const RECORDING_LAG_S: f64 = 0.005;
+
+/// What a step's steady window may read short of the whole run's rate by counting alone: at
+/// each edge one whole request, and the requests of a recording lag.
+fn counting_slack(s: &crate::figures::SegmentAnalysis) -> f64 {
+    let window = s.steady_end_s - s.steady_start_s;
+    if window > 0.0 {
+        2.0 * (1.0 + s.success_rps * RECORDING_LAG_S) / window
+    } else {
+        0.0
+    }
+}
 
 /// Every way `a` contradicts itself; empty when its answers agree.
 pub fn check(a: &Analysis) -> Vec<Violation> {
@@ -167,18 +182,15 @@ pub fn check(a: &Analysis) -> Vec<Violation> {
     }
     // The best step (what a comparison calls the peak) against the whole run's rate.
     // Judged steps only, each with its own noise: a best step within its uncertainty of the
-    // average does not contradict it. Nor does one short of it by less than one request over
-    // its steady window: paced arrivals have no spread from second to second, and a window
-    // counts whole requests (a worker's one step read 319.968/s against its run's 319.972/s).
+    // average does not contradict it. Nor does one short of it by what its window's edges can
+    // count either way ([`counting_slack`]): paced arrivals have no spread from second to
+    // second to hide it in (a worker's one step read 319.968/s against its run's 319.972/s; a
+    // collected run's at 1,280/s, 1279.68/s against 1279.72/s on a busy machine).
     let peak = |steps: &[crate::figures::SegmentAnalysis]| {
         steps
             .iter()
             .filter(|s| s.judged == crate::figures::Judged::Yes && s.steady_requests > 0)
-            .map(|s| {
-                let window = s.steady_end_s - s.steady_start_s;
-                let one = if window > 0.0 { 1.0 / window } else { 0.0 };
-                s.success_rps + NOISE * s.success_rps_se + one
-            })
+            .map(|s| s.success_rps + NOISE * s.success_rps_se + counting_slack(s))
             .reduce(f64::max)
     };
     let averages = [
@@ -225,10 +237,10 @@ pub fn check(a: &Analysis) -> Vec<Violation> {
 mod tests {
     use super::*;
 
-    /// A whole run's rate above its best step's by less than one request over that step's
-    /// steady window is counting, not a contradiction; by more than that, it is one.
+    /// A whole run's rate above its best step's by less than its window's edges can count
+    /// either way is counting, not a contradiction; by more than that, it is one.
     #[test]
-    fn a_peak_short_of_the_average_by_less_than_one_request_agrees() {
+    fn a_peak_short_of_the_average_by_its_counting_slack_agrees() {
         let mut a = crate::analyze(&crest_testkit::results::stepping_fixture()).unwrap();
         let best = a
             .segments
@@ -238,15 +250,17 @@ mod tests {
             .unwrap()
             .clone();
         let peak = best.success_rps + NOISE * best.success_rps_se;
+        let slack = counting_slack(&best);
         let one = 1.0 / (best.steady_end_s - best.steady_start_s);
+        assert!(slack > 2.0 * one, "both edges, each a request and more");
         let below = |a: &Analysis| {
             check(a)
                 .iter()
                 .any(|v| matches!(v, Violation::PeakBelowAverage { figure, .. } if figure.starts_with("successful requests")))
         };
-        a.summary.success_rps = peak + 0.5 * one;
+        a.summary.success_rps = peak + 0.9 * slack;
         assert!(!below(&a), "{:?}", check(&a));
-        a.summary.success_rps = peak + 2.0 * one;
+        a.summary.success_rps = peak + 1.1 * slack;
         assert!(below(&a));
     }
 }
