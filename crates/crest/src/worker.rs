@@ -172,6 +172,10 @@ pub fn command(a: &WorkerArgs) -> Result<u8> {
         (None, true) => std::env::temp_dir().join(format!("crest-worker-{}", std::process::id())),
     };
     let files = std::env::temp_dir().join(format!("crest-worker-{}-plan", std::process::id()));
+    // Gone however the worker ends, refused or failed included: the plan's files always, the
+    // part too when it is not kept.
+    let _files = Scratch(Some(files.clone()));
+    let _part = Scratch(a.no_keep.then(|| dir.clone()));
     let resolved = resolve(&plan, index, count, &dir, &files);
     let (prepared, run, command_line) = match resolved {
         Ok(r) => r,
@@ -247,10 +251,6 @@ pub fn command(a: &WorkerArgs) -> Result<u8> {
     let _ = sending.join();
     let cut = link.collector_lost();
     drop(write);
-    let _ = std::fs::remove_dir_all(&files);
-    if a.no_keep {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
     ran?;
     let kept = if a.no_keep {
         String::new()
@@ -262,6 +262,17 @@ pub fn command(a: &WorkerArgs) -> Result<u8> {
         bail!("worker {index}: the connection to the collector was cut while the run went on; this worker stopped (ended by collector_lost){kept}");
     }
     Ok(0)
+}
+
+/// A directory the worker made for its own use, removed when it goes out of scope.
+struct Scratch(Option<PathBuf>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
 
 /// The collector's plan as this worker's part: its flags read as `crest collect` reads them,

@@ -501,13 +501,16 @@ fn a_wrong_token_and_another_plan_are_refused() {
     assert_eq!(bad.status.code(), Some(2), "{err}");
     assert!(err.contains("refused this worker's token (401)"), "{err}");
 
-    let other = c
-        .worker(0, None, &[("COLLECT_TEST_USERS", "8")])
-        .wait_with_output()
-        .unwrap();
+    let other = c.worker(0, None, &[("COLLECT_TEST_USERS", "8")]);
+    let pid = other.id();
+    let other = other.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&other.stderr);
     assert_eq!(other.status.code(), Some(2), "{err}");
     assert!(err.contains("another plan"), "{err}");
+    for left in [format!("crest-worker-{pid}-plan"), format!("crest-worker-{pid}")] {
+        let left = std::env::temp_dir().join(left);
+        assert!(!left.exists(), "a refused worker left {}", left.display());
+    }
     assert_eq!(server.received().len(), 0);
 
     // The index the refused worker asked for is free again: the run goes on with two good ones.
