@@ -54,8 +54,8 @@ pub struct Bottleneck {
     pub at: Option<StepLoad>,
     /// The figures it rests on.
     pub figures: Figures,
-    /// What the other watched processes used at the same step (and crest over the run), so
-    /// that a reader sees why they are not the answer.
+    /// What the other watched processes used at the same step (and crest there, from its CPU
+    /// per request over the run), so that a reader sees why they are not the answer.
     pub others: Vec<Usage>,
     /// Resources at their ceiling at the knee that were there from the lightest load on (or
     /// with no lighter load to compare): they did not stop the growth at the knee, but the run
@@ -75,8 +75,8 @@ pub struct BusyElsewhere {
     pub host: Usage,
     /// The host's cores.
     pub cores: f64,
-    /// What crest (over the run) and the watched processes (at the knee) used, percent of a
-    /// core.
+    /// What crest and the watched processes used at the knee, percent of a core (crest's from
+    /// its CPU per request over the run).
     pub load_percent: f64,
 }
 
@@ -147,6 +147,10 @@ pub enum Figures {
         watched: bool,
         /// What the figures count: a SQL run's transactions, else requests.
         unit: WorkUnit,
+        /// The lightest load already served as much as any (within the growth the capacity
+        /// findings call saturation): requests queued there too, so its time is service and
+        /// wait together, and `concurrency` is only an upper bound. A lighter load would tell.
+        at_most: bool,
     },
     /// The run's unit still grew at its highest load.
     StillGrowing {
@@ -290,14 +294,14 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
     let judged = knee
         .map(|k| usages(i.results, m, i.steps, &loaded, k))
         .unwrap_or_default();
-    let others = |except: Option<&Usage>| -> Vec<Usage> {
+    let others = |except: Option<&Usage>, at: Option<&SegmentAnalysis>| -> Vec<Usage> {
         let mut o: Vec<Usage> = judged
             .iter()
             .filter(|u| matches!(u.resource, Resource::Cpu | Resource::CpuQuota))
             .filter(|u| except.is_none_or(|e| e.subject != u.subject))
             .cloned()
             .collect();
-        o.extend(own_cpu(i.results));
+        o.extend(own_cpu(i.results, at.and_then(|k| i.requests.get(k.index))));
         o
     };
     if !i.client_bound.is_empty() {
@@ -308,7 +312,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             figures: Figures::LoadGenerator {
                 client: i.client_bound.to_vec(),
             },
-            others: others(None),
+            others: others(None, knee),
             pinned: Vec::new(),
             busy_elsewhere: None,
         });
@@ -327,7 +331,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
                     per_s: top.success_rps,
                     unit: i.capacity.unit,
                 },
-                others: others(None),
+                others: others(None, Some(top)),
                 pinned: Vec::new(),
                 busy_elsewhere: None,
             });
@@ -356,7 +360,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
         .iter()
         .filter(|u| matches!(u.resource, Resource::Cpu | Resource::CpuQuota))
         .map(|u| u.used)
-        .chain(own_cpu(i.results).map(|u| u.used))
+        .chain(own_cpu(i.results, i.requests.get(knee.index)).map(|u| u.used))
         .sum();
     let elsewhere =
         |u: &&Usage| u.resource == Resource::HostCpu && cores.is_some_and(|c| load_cpu < ELSEWHERE * u.used * c);
@@ -369,8 +373,23 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             cores: cores.unwrap_or(0.0),
             load_percent: load_cpu,
         });
-    let rose = |u: &&Usage| rose(u) && !elsewhere(u);
-    let full: Vec<&Usage> = judged.iter().filter(|u| u.full() && u.samples >= MIN_SAMPLES).collect();
+    // A service that already served as much at the lightest load, where the resource was below
+    // its ceiling, was not stopped by it: what filled it at heavier loads is the extra load
+    // (a storm of instant 503s burns CPU), not what capped the answers. It is neither the
+    // answer nor pinned.
+    let served: Vec<f64> = loaded.iter().map(|g| g.success_rps).collect();
+    let best = served.iter().copied().fold(0.0, f64::max);
+    let flat = loaded.len() > 1
+        && loaded
+            .iter()
+            .find(|g| g.requests > g.failures)
+            .is_some_and(|g| best <= g.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH));
+    let late = |u: &&Usage| flat && loaded.len() > 1 && rose(u);
+    let rose = |u: &&Usage| rose(u) && !elsewhere(u) && !late(u);
+    let full: Vec<&Usage> = judged
+        .iter()
+        .filter(|u| u.full() && u.samples >= MIN_SAMPLES && !late(u))
+        .collect();
     // The fullest explains the knee; a process's own ceilings win a near tie over a shared one.
     let at_ceiling = full.iter().copied().filter(rose).max_by(|a, b| {
         let (sa, sb) = (a.share.unwrap_or(0.0), b.share.unwrap_or(0.0));
@@ -391,12 +410,12 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             subject: u.subject.clone(),
             at: at_knee(knee),
             figures: Figures::Resource(u.clone()),
-            others: others(Some(u)),
+            others: others(Some(u), Some(knee)),
             pinned,
             busy_elsewhere: busy_elsewhere.clone(),
         });
     }
-    knee_figures(i, knee, m, others(None), pinned, busy_elsewhere)
+    knee_figures(i, knee, m, others(None, Some(knee)), pinned, busy_elsewhere)
 }
 
 /// With no resource at its ceiling, what the knee's own steps say: refused connections (unless
@@ -680,14 +699,24 @@ fn pool(
 }
 
 /// crest's own CPU over the run, percent of a core.
-fn own_cpu(r: &Results) -> Option<Usage> {
+fn own_cpu(r: &Results, at: Option<&SegmentAnalysis>) -> Option<Usage> {
     let c = r.client.as_ref()?;
-    (r.duration_s > 0.0).then(|| Usage {
+    let secs = r.active_s();
+    let requests: u64 = r.intervals.iter().map(|i| i.requests).sum();
+    // crest's CPU is read once, over the run; its work is its requests, so at a step it is its
+    // CPU per request times the step's requests per second. The run's average would stand for
+    // every step alike, and understate the heaviest, where the answer is judged.
+    let per_s = match at {
+        Some(g) if requests > 0 => c.cpu_s / requests as f64 * g.throughput_rps,
+        _ if secs > 0.0 => c.cpu_s / secs,
+        _ => return None,
+    };
+    Some(Usage {
         resource: Resource::Cpu,
         subject: "crest".into(),
-        used: c.cpu_s / r.duration_s * 100.0,
+        used: per_s * 100.0,
         ceiling: Some(c.cores.max(1) as f64 * 100.0),
-        share: Some(c.cpu_s / r.duration_s / c.cores.max(1) as f64),
+        share: Some(per_s / c.cores.max(1) as f64),
         below: None,
         throttled_percent: None,
         cores_busy_percent: None,
@@ -736,6 +765,7 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
         return None;
     }
     let exact = best * service_ms / 1000.0;
+    let at_most = l.len() > 1 && best <= lightest.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH);
     Some(Figures::Concurrency {
         concurrency: exact.round().max(1.0) as u64,
         exact,
@@ -744,6 +774,7 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
         lightest: lightest.load(),
         watched,
         unit,
+        at_most,
     })
 }
 

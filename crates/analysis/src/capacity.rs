@@ -16,7 +16,7 @@ use serde::Serialize;
 /// Error rate above which a segment counts as broken.
 pub const BREAKING_ERROR_RATE: f64 = 0.01;
 /// Throughput growth below this share, for a load growth of at least [`LOAD_STEP`], saturates.
-const SATURATION_GROWTH: f64 = 0.05;
+pub(crate) const SATURATION_GROWTH: f64 = 0.05;
 /// Load must grow at least this much between segments to judge saturation.
 const LOAD_STEP: f64 = 0.1;
 /// Throughput falling below this share of the best so far, beyond the steps' noise, is

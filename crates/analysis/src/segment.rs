@@ -279,11 +279,13 @@ fn segment(r: &Results, index: usize, unit: WorkUnit) -> Result<SegmentAnalysis,
     let mut secs = (steady_end_s - steady_start_s).max(0.0);
     let (mut rate_units, mut rate_failures) = (steady_requests, steady_failures);
     let steady = &idx[warm.len()..];
-    if unit == WorkUnit::Iterations && steady.len() >= MIN_RATE_INTERVALS && !population {
-        // An iteration lasts long against a step: those still running when sending stopped
-        // end in the grace period or never, so a count of the step's own iterations over its
-        // span reads low in the last step. Iterations ending per second in the step's steady
-        // seconds is the rate the service completed them at, whatever step they started in.
+    if steady.len() >= MIN_RATE_INTERVALS && !population {
+        // Work still running when sending stopped ends in the grace period or never, so a
+        // count of the step's own units over its span reads low in the last step (an
+        // iteration lasts long against a step; a request less so, but not nothing). Units
+        // ending per second in the step's steady seconds is the rate the service completed
+        // them at, whatever step they started in. One rule for every unit, so that a flow of
+        // one request a run quotes one rate for its iterations and its requests.
         let ended = steady.iter().fold((0, 0), |(n, f), &k| {
             let (a, b, _) = interval_units(&r.intervals[k], unit);
             (n + a, f + b)

@@ -106,10 +106,21 @@ pub struct Summary {
     pub abandoned: u64,
     /// Why the run ended.
     pub ended_by: EndReason,
-    /// Open model: arrivals per second asked for.
+    /// Open model: arrivals per second asked for, the highest when the schedule changed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_rps: Option<f64>,
-    /// Open model: arrivals per second actually sent.
+    /// Open model: whether the asked rate changed during the run (stages, a spike, a sweep, a
+    /// change by hand), so that [`Self::target_rps`] is its peak, not what was asked throughout.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub target_varies: bool,
+    /// Open model: arrivals due on the schedule while sending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<u64>,
+    /// Open model: arrivals due per second over the run's duration, the same window as
+    /// [`Self::achieved_rps`]: the two are equal when nothing was dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_mean_rps: Option<f64>,
+    /// Open model: arrivals per second actually sent, over the run's duration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub achieved_rps: Option<f64>,
     /// Open model: arrivals not sent, at the concurrency cap or [`Self::dropped_behind`].
@@ -436,11 +447,20 @@ pub fn summarize(
     let (target_rps, achieved_rps, dropped, send_lag_ms) = match &r.open {
         Some(o) => (
             Some(o.target_rps),
-            Some(per_s(o.arrivals - o.dropped)),
+            Some(per_s(o.arrivals.saturating_sub(o.dropped))),
             Some(o.dropped),
             Some(Percentiles::from_micros(&o.send_lag.decode()?)),
         ),
         None => (None, None, None, None),
+    };
+    let target_varies = r.open.is_some() && {
+        let mut asked = r.segments.iter().filter_map(|g| g.rate);
+        let first = asked.next();
+        // A ramp asks every rate on its way; rates of steps that differ by a rounding are one.
+        r.segments
+            .iter()
+            .any(|g| matches!(g.kind, crest_model::step::StepKind::Ramp(_)))
+            || asked.any(|x| first.is_some_and(|f| (x - f).abs() > 1e-9 * f.abs().max(1.0)))
     };
     let service_ms = match r.open.as_ref().and_then(|o| o.service.as_ref()) {
         Some(h) => Some(Percentiles::from_micros(&h.decode()?)),
@@ -483,6 +503,9 @@ pub fn summarize(
         abandoned: r.abandoned,
         ended_by: r.ended_by,
         target_rps,
+        target_varies,
+        arrivals: r.open.as_ref().map(|o| o.arrivals),
+        target_mean_rps: r.open.as_ref().map(|o| per_s(o.arrivals)),
         achieved_rps,
         dropped,
         dropped_behind: r.open.as_ref().map(|o| o.behind).filter(|n| *n > 0),

@@ -203,9 +203,14 @@ fn a_host_filled_by_other_work_is_said_but_not_named() {
     let b = a.summary.bottleneck.as_ref().unwrap();
     assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
     let e = b.busy_elsewhere.as_ref().unwrap();
-    // crest: 5 CPU-seconds over the run's 50 s, 10% of a core, against 1.98 cores used.
+    // crest: 5 CPU-seconds over the run's requests, at the knee's rate of them (20% of a core,
+    // where its average over the run is 10%), against 1.98 cores used.
     assert_eq!((e.host.used, e.cores), (99.0, 2.0));
-    assert!((e.load_percent - 5.0 / r.duration_s * 100.0).abs() < 1e-9, "{e:?}");
+    let requests: u64 = r.intervals.iter().map(|i| i.requests).sum();
+    let knee = a.segments.iter().find(|g| Some(g.load()) == b.at).unwrap();
+    let there = 5.0 / requests as f64 * knee.throughput_rps * 100.0;
+    assert!((e.load_percent - there).abs() < 1e-9, "{e:?} against {there}");
+    assert!(e.load_percent > 1.5 * 5.0 / r.duration_s * 100.0, "{e:?}");
     // The same machine filled by the load itself (crest at 1.2 of its 2 cores, not busy enough
     // to be its own limit) is the bottleneck.
     r.client.as_mut().unwrap().cpu_s = 0.6 * r.duration_s * 2.0;

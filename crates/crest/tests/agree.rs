@@ -189,3 +189,184 @@ fn a_sql_stepping_run_is_reported_in_transactions() {
     assert!(md.contains("\nTransactions: "), "{md}");
     assert!(!md.contains("req/s"), "{md}");
 }
+
+/// A staged open model past the limit (200/s, 350/s, then 900/s against 4 workers of 10 ms that
+/// serve about 390/s): it sends every arrival, so no report says it fell short of its peak; and
+/// its last step, a flow of one request, quotes one successful rate in its requests, its
+/// iterations, its limit and its bottleneck.
+#[test]
+fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "10ms", "--queue", "8"]);
+    let (_dir, file) = scenario_file(&format!(
+        "target: {}\nload:\n  start_rate: 200\n  rate_stages:\n    - {{hold: 3s}}\n    - {{ramp_to: 350, over: 0s}}\n    - {{hold: 3s}}\n    - {{ramp_to: 900, over: 0s}}\n    - {{hold: 3s}}\n  max_in_flight: 64\nflows:\n  - name: home\n    steps:\n      - request: {{path: /}}\n",
+        t.url
+    ));
+    let run = run_scenario(&file, &[], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    let requests = s["requests"].as_u64().unwrap();
+    assert_eq!(requests, target_metric(&t.url, "crest_target_requests_total"));
+    let (arrivals, dropped) = (s["arrivals"].as_u64().unwrap(), s["dropped"].as_u64().unwrap());
+    assert_eq!(arrivals, requests + dropped, "{s}");
+    assert_eq!(s["target_rps"], 900.0);
+    assert_eq!(s["target_varies"], true);
+    // Over the same window, the schedule's mean and what was sent differ only by the drops.
+    let (mean, achieved) = (
+        s["target_mean_rps"].as_f64().unwrap(),
+        s["achieved_rps"].as_f64().unwrap(),
+    );
+    assert!(
+        (mean - achieved - dropped as f64 / s["duration_s"].as_f64().unwrap()).abs() < 1e-6,
+        "{s}"
+    );
+    // One sentence, in every report, with counts rather than a peak set against a mean.
+    let open = s["open_model"].as_str().unwrap().to_string();
+    assert!(open.starts_with("asked up to 900/s ("), "{open}");
+    assert!(
+        open.contains(&format!("arrivals due, {} sent", thousands(requests))),
+        "{open}"
+    );
+    assert!(!open.contains(".0/s"), "{open}");
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    assert!(md.contains(&format!("Open model: {open}")), "{md}");
+    let html = std::fs::read_to_string(run.dir.path().join("report.html")).unwrap();
+    let escaped = open.replace('/', "&#x2f;");
+    assert!(html.contains(&format!("Open model: {escaped}")), "{open}");
+    assert!(!html.contains("achieved") && !md.contains("achieved"), "{md}");
+
+    // The last step: the limit, past the workers' rate.
+    let last = s["segments"].as_array().unwrap().last().unwrap().clone();
+    let ok = last["success_per_s"].as_f64().unwrap();
+    assert_eq!(last["iterations"]["per_s"].as_f64().unwrap(), ok, "{last}");
+    let c = &s["capacity"];
+    assert_eq!(c["limit"]["name"], "hold 900/s", "{c}");
+    assert_eq!(c["limit"]["per_s"].as_f64().unwrap(), ok, "{c}");
+    let b = &s["bottleneck"];
+    if let Some(best) = b["figures"]["best_rps"].as_f64() {
+        assert_eq!(best, ok, "{b}");
+    }
+    let cap = served_capacity(&t.url, 4.0);
+    assert!(
+        ok <= 1.1 * cap,
+        "{ok}/s quoted against the {cap:.1}/s the workers could serve"
+    );
+}
+
+/// Stepped from 5 to 40 users against 4 workers with room for 8 waiting: 5 users already keep
+/// every worker busy, so the run cannot measure a worker's own time. The bottleneck says the
+/// count is an upper bound, does not blame the CPU the 503 storm at 40 users burnt, and gives
+/// crest's CPU at that step, not its average over a run that was idle at 5 users.
+#[test]
+fn a_run_saturated_from_its_lightest_load_bounds_the_workers() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "10ms", "--queue", "8"]);
+    let run = common::run(&t.url, &["-c", "5,40", "-d", "3s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(
+        s["failures"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_rejected_total")
+    );
+    let b = &s["bottleneck"];
+    assert_eq!(b["kind"], "concurrency", "{b}");
+    let f = &b["figures"];
+    assert_eq!(f["at_most"], true, "{b}");
+    assert!(f["concurrency"].as_u64().unwrap() <= 5, "{b}");
+    let sentence = b["sentence"].as_str().unwrap();
+    assert!(sentence.contains("behaves like at most "), "{sentence}");
+    assert!(sentence.contains("a lighter load would tell"), "{sentence}");
+    // crest's CPU at 40 users: its CPU per request over the run at that step's rate.
+    let r = run.results();
+    let cpu_s = r["client"]["cpu_s"].as_f64().unwrap();
+    let all: u64 = r["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["requests"].as_u64().unwrap())
+        .sum();
+    let at40 = s["segments"][1]["throughput_rps"].as_f64().unwrap();
+    let crest = b["others"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["subject"] == "crest")
+        .unwrap();
+    let expect = cpu_s / all as f64 * at40 * 100.0;
+    assert!(
+        (crest["used"].as_f64().unwrap() - expect).abs() < 0.05 * expect.max(1.0),
+        "{crest} against {expect}"
+    );
+    assert!(
+        sentence.contains("crest ") && sentence.contains(" there ("),
+        "{sentence}"
+    );
+}
+
+/// A count as the reports print it: `4,350`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `--timeout 15ms` against service times spread from 10 to 30 ms: the timeout bounds what is
+/// counted a success, so no success took longer, although the timer's wheel wakes at the first
+/// millisecond past the deadline and a response can be read in that millisecond. Every request
+/// that ended is the server's, whatever crest called it.
+#[test]
+fn no_success_takes_longer_than_the_timeout() {
+    let _serial = common::serial();
+    let t = target_process(&[
+        "--workers",
+        "8",
+        "--service-time",
+        "20ms",
+        "--distribution",
+        "uniform",
+        "--queue",
+        "64",
+    ]);
+    let run = common::run(&t.url, &["-c", "4", "-d", "3s", "--timeout", "15ms", "--log-requests"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(
+        s["requests"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_requests_total")
+    );
+    let rows = common::read_log(&run.dir.path().join("request-log.csv.gz"));
+    // From the send: the total counts from when the iteration was due, a few µs of crest's own
+    // before it.
+    let took = |r: &std::collections::BTreeMap<String, String>| {
+        let us = |k: &str| r[k].parse::<u64>().unwrap();
+        us("total_us") - (us("start_us") - us("intended_us"))
+    };
+    let ok: Vec<u64> = rows.iter().filter(|r| r["outcome"] == "success").map(took).collect();
+    let timed_out: Vec<u64> = rows.iter().filter(|r| r["outcome"] == "timeout").map(took).collect();
+    assert!(
+        ok.len() > 20 && timed_out.len() > 20,
+        "{} ok, {} timed out",
+        ok.len(),
+        timed_out.len()
+    );
+    assert_eq!((ok.len() + timed_out.len()) as u64, s["requests"].as_u64().unwrap());
+    assert!(
+        ok.iter().all(|us| *us <= 15_000),
+        "successes past 15 ms: {:?}",
+        ok.iter().filter(|us| **us > 15_000).collect::<Vec<_>>()
+    );
+    assert!(timed_out.iter().all(|us| *us >= 15_000), "{timed_out:?}");
+    // A timed-out request's status is not counted, even when its answer came whole.
+    assert_eq!(
+        s["status_codes"]["200"].as_u64().unwrap_or(0),
+        ok.len() as u64,
+        "{}",
+        s["status_codes"]
+    );
+}

@@ -280,7 +280,12 @@ impl Endpoint {
             };
             let result = result.unwrap_or_else(|limit| Err(self.expired(&mut a, limit)));
             let ended = Instant::now();
-            let complete = result.is_ok();
+            // The timer wakes at the first tick of its wheel (a millisecond) past the deadline,
+            // and a response read before it wakes would pass as a success slower than the
+            // timeout. The timeout bounds what counts as a success, so what ended past it timed
+            // out, however whole its response; its connection is as good as any.
+            let late = ended > a.deadline();
+            let complete = result.is_ok() && !late;
             let (outcome, error) = match result {
                 Ok(status) => {
                     if !call.keepalive || !session.conn.as_ref().is_some_and(h1::Conn::reusable) {
@@ -291,14 +296,13 @@ impl Endpoint {
                             r.h2.retire();
                         }
                     }
-                    (
-                        if status >= 400 {
-                            Outcome::Status(status)
-                        } else {
-                            Outcome::Success
-                        },
-                        None,
-                    )
+                    if late {
+                        (Outcome::Timeout, Some(Detail::Text("request timed out")))
+                    } else if status >= 400 {
+                        (Outcome::Status(status), None)
+                    } else {
+                        (Outcome::Success, None)
+                    }
                 }
                 Err(f) => {
                     // A connection in an unknown state is never reused.

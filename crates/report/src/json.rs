@@ -47,6 +47,12 @@ pub struct SummaryView<'a> {
     ended_by: EndReason,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_rps: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    target_varies: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arrivals: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_mean_rps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     achieved_rps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,6 +64,9 @@ pub struct SummaryView<'a> {
     /// What the open model did with arrivals at its cap, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     at_cap: Option<String>,
+    /// The open model's schedule against what was sent, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     send_lag_ms: Option<&'a Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -326,11 +335,15 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
         abandoned: s.abandoned,
         ended_by: s.ended_by,
         target_rps: s.target_rps,
+        target_varies: s.target_varies,
+        arrivals: s.arrivals,
+        target_mean_rps: s.target_mean_rps,
         achieved_rps: s.achieved_rps,
         dropped: s.dropped,
         dropped_behind: s.dropped_behind,
         queued: s.queued.as_ref(),
         at_cap: words::at_cap(s),
+        open_model: words::open_model(s),
         send_lag_ms: s.send_lag_ms.as_ref(),
         service_ms: s.service_ms.as_ref(),
         stopped_by: s.stopped_by.as_ref().map(|st| StopView {

@@ -135,14 +135,9 @@ fn latency(out: &mut String, s: &Summary) -> std::fmt::Result {
 
 /// The open model's schedule against what was sent, and how late.
 fn open_model(out: &mut String, s: &Summary) -> std::fmt::Result {
-    if let (Some(target), Some(achieved), Some(at_cap)) = (s.target_rps, s.achieved_rps, crate::fmt::words::at_cap(s)) {
+    if let Some(open) = crate::fmt::words::open_model(s) {
         writeln!(out)?;
-        writeln!(
-            out,
-            "  Open model   target {} req/s, achieved {} req/s, {at_cap}",
-            num(target),
-            num(achieved),
-        )?;
+        writeln!(out, "  Open model   {open}")?;
         if let Some(lag) = &s.send_lag_ms {
             writeln!(
                 out,

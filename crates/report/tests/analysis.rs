@@ -608,6 +608,7 @@ fn a_sql_runs_concurrency_is_said_in_transactions() {
             lightest: StepLoad::Users(1),
             watched: true,
             unit: WorkUnit::Transactions,
+            at_most: false,
         },
         others: Vec::new(),
         pinned: Vec::new(),

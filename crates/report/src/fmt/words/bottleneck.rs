@@ -88,14 +88,18 @@ fn below(u: &Usage, b: &Below) -> String {
 }
 
 /// What the other processes used beside the bottleneck: `target used 4.1% of a core, crest 12.0%`.
-fn others(o: &[Usage]) -> String {
+fn others(o: &[Usage], at_step: bool) -> String {
     if o.is_empty() {
         return String::new();
     }
     let each: Vec<String> = o
         .iter()
         .map(|u| {
-            let over = if u.subject == "crest" { " over the run" } else { "" };
+            let over = match (u.subject == "crest", at_step) {
+                (true, true) => " there (its CPU per request over the run at that rate)",
+                (true, false) => " over the run",
+                _ => "",
+            };
             format!("{} {}{over}", u.subject, used(u.resource, u.used))
         })
         .collect();
@@ -173,13 +177,23 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             lightest,
             watched,
             unit,
+            at_most,
         } => {
             let each = match unit {
                 WorkUnit::Transactions => "a transaction",
                 _ => "a request",
             };
+            let bound = if *at_most {
+                format!(
+                    "; {} already served as much as any load, so its time includes waiting and the workers may be fewer and quicker: a lighter load would tell",
+                    step(lightest)
+                )
+            } else {
+                String::new()
+            };
             let figures = format!(
-                "behaves like {} of {} ms (its best {} {} x {} ms {each} at {} = {} {} at once)",
+                "behaves like {}{} of {} ms (its best {} {} x {} ms {each} at {} = {} {} at once{bound})",
+                if *at_most { "at most " } else { "" },
                 count(*concurrency, "worker"),
                 crate::fmt::ms(*service_ms),
                 num(*best_rps),
@@ -205,7 +219,7 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             unit_rate(*unit)
         ),
     };
-    main + &pinned(&b.pinned) + &elsewhere(b.busy_elsewhere.as_ref()) + &others(&b.others)
+    main + &pinned(&b.pinned) + &elsewhere(b.busy_elsewhere.as_ref()) + &others(&b.others, b.at.is_some())
 }
 
 /// The host's CPU filled by other work than the load, as a sentence after the answer.
@@ -377,9 +391,11 @@ pub fn bottleneck_cell(b: &Bottleneck) -> String {
         Figures::Concurrency {
             concurrency,
             service_ms,
+            at_most,
             ..
         } => format!(
-            "{} of {} ms",
+            "{}{} of {} ms",
+            if *at_most { "at most " } else { "" },
             count(*concurrency, "worker"),
             crate::fmt::ms(*service_ms)
         ),

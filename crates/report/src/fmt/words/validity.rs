@@ -111,6 +111,40 @@ pub fn drop_causes(dropped: u64, behind: u64) -> String {
     }
 }
 
+/// The open model's schedule against what was sent, the one sentence every report gives: the
+/// rate asked (its peak when the schedule changed it, with the mean over the run beside it), the
+/// arrivals due and sent, and what became of the rest. Counts, not a peak set against a mean,
+/// so that a staged run that sent every arrival never reads as falling short. `None` in the
+/// closed model.
+pub fn open_model(s: &crest_analysis::Summary) -> Option<String> {
+    let (target, arrivals, at_cap) = (s.target_rps?, s.arrivals?, at_cap(s)?);
+    let sent = arrivals.saturating_sub(s.dropped.unwrap_or(0));
+    let asked = if s.target_varies {
+        format!(
+            "asked up to {} ({} on average over {:.2} s)",
+            super::run::rate(target),
+            super::run::rate(round_rate(s.target_mean_rps.unwrap_or(0.0))),
+            s.duration_s
+        )
+    } else {
+        format!("asked {}", super::run::rate(target))
+    };
+    let sent_rate = match s.achieved_rps {
+        Some(a) if sent != arrivals => format!(" ({})", super::run::rate(round_rate(a))),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{asked}: {} arrivals due, {} sent{sent_rate}; {at_cap}",
+        crate::fmt::int(arrivals),
+        crate::fmt::int(sent)
+    ))
+}
+
+/// A measured rate to one decimal, as measured rates are shown.
+fn round_rate(r: f64) -> f64 {
+    (r * 10.0).round() / 10.0
+}
+
 /// What the open model did with arrivals at its cap on requests in flight, with the counts:
 /// how many were not sent and why, or that they were queued as pgbench -R queues them. `None`
 /// in the closed model.
