@@ -486,7 +486,7 @@ fn answer(out: &mut String, label: &str, p: Option<&Answer>, unit: WorkUnit) -> 
     let Some(p) = p else { return Ok(()) };
     writeln!(
         out,
-        "  {label:<12} {}: {} {} successful, p95 {} ms, {} failed",
+        "  {label:<12} {}: {} {} successful, successes' p95 {} ms, {} failed",
         words::step_kind(&p.kind),
         num(p.per_s),
         words::unit_rate(unit),

@@ -181,8 +181,11 @@ fn seconds_with_failures_are_never_trimmed_and_steps_count_every_request() {
     assert_eq!(s.steady_requests, 880);
 }
 
-/// A step that ends inside an interval: its throughput is its requests over its exact span, and
-/// its partial last second keeps its requests and failures in the counts and percentiles.
+/// A step that ends inside an interval: its partial last second keeps its requests and failures
+/// in the counts and percentiles. Its rate is the larger of its own successes over its exact
+/// span (310 over 3.5 s) and the successes ending in its whole seconds (300 over 3 s), as for
+/// every unit: the last has the 90 failures' second cut off, the first counts that half second
+/// in full.
 #[test]
 fn the_partial_last_second_of_a_step_keeps_its_failures() {
     let mut r = ResultsBuilder::new(Outcome::Status(503), true)
@@ -204,7 +207,8 @@ fn the_partial_last_second_of_a_step_keeps_its_failures() {
     let s = &a.segments[0];
     assert_eq!((s.requests, s.failures), (400, 90));
     assert_eq!(s.steady_requests, 400, "every request of the step");
-    assert!((s.throughput_rps - 400.0 / 3.5).abs() < 1e-9, "{}", s.throughput_rps);
+    assert!((s.success_rps - 100.0).abs() < 1e-9, "{}", s.success_rps);
+    assert!((s.throughput_rps - 100.0).abs() < 1e-9, "{}", s.throughput_rps);
     assert_eq!(
         s.latency_ms.count, 400,
         "the failures' latencies are in the percentiles"

@@ -226,7 +226,7 @@ pub fn finding(f: &Finding) -> String {
             unit_plural(*unit)
         ),
         Finding::Optimal(o) => format!(
-            "The optimal operating point is {} (p95 {:.1} ms): {}.",
+            "The optimal operating point is {} (successes' p95 {:.1} ms): {}.",
             step(&o.load),
             o.p95_ms,
             point_reason(&o.why, o.unit)
