@@ -202,6 +202,9 @@ fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
         "target: {}\nload:\n  start_rate: 200\n  rate_stages:\n    - {{hold: 3s}}\n    - {{ramp_to: 350, over: 0s}}\n    - {{hold: 3s}}\n    - {{ramp_to: 900, over: 0s}}\n    - {{hold: 3s}}\n  max_in_flight: 64\nflows:\n  - name: home\n    steps:\n      - request: {{path: /}}\n",
         t.url
     ));
+    let said = crest().arg("validate").arg(&file).output().unwrap();
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(said.contains("open model, up to 900 iterations/s,"), "{said}");
     let run = run_scenario(&file, &[], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
@@ -301,6 +304,20 @@ fn a_run_saturated_from_its_lightest_load_bounds_the_workers() {
         sentence.contains("crest ") && sentence.contains(" there ("),
         "{sentence}"
     );
+}
+
+/// A run of one rate names it, as a rate is spelt everywhere, in its step row and its load.
+#[test]
+fn a_run_of_one_rate_names_it_in_its_step() {
+    let _serial = common::serial();
+    let t = target_process(&["--workers", "4", "--service-time", "1ms"]);
+    let run = common::run(&t.url, &["--rate", "100", "-d", "1s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let md = std::fs::read_to_string(run.dir.path().join("report.md")).unwrap();
+    assert!(md.contains("\n| run | 100/s | "), "{md}");
+    assert!(md.contains("| Load | open model, up to 100 req/s, "), "{md}");
+    let s = run.summary();
+    assert!(s["open_model"].as_str().unwrap().starts_with("asked 100/s: "), "{s}");
 }
 
 /// A count as the reports print it: `4,350`.

@@ -194,7 +194,7 @@ mod tests {
                 },
                 WorkUnit::Requests
             ),
-            "open model, up to 1,500.0 req/s, at most 1000 in flight"
+            "open model, up to 1500 req/s, at most 1000 in flight"
         );
         assert_eq!(
             load(
@@ -205,7 +205,7 @@ mod tests {
                 },
                 WorkUnit::Iterations
             ),
-            "open model, up to 200.0 iterations/s, at most 2 in flight, arrivals past it queued (pgbench -R)"
+            "open model, up to 200 iterations/s, at most 2 in flight, arrivals past it queued (pgbench -R)"
         );
         assert_eq!(
             load(

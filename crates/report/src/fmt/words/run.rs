@@ -52,7 +52,7 @@ pub fn load(l: Load, arrival: WorkUnit) -> String {
         } => {
             format!(
                 "open model, up to {} {}, at most {max_in_flight} in flight{}",
-                num(rate),
+                rate_number(rate),
                 unit_rate(arrival),
                 match on_cap {
                     OnCap::Drop => "",
@@ -192,7 +192,13 @@ pub fn step_in_part(part: Option<&StepKind>, step: &StepKind) -> String {
 /// An arrival rate, the one spelling of a rate in every report and message: `50/s`,
 /// `12.5/s`, `333.333/s`; a whole rate without `.0`, a fraction to three places at most.
 pub fn rate(r: f64) -> String {
-    let text = if r.is_finite() && r.abs() < 1e15 {
+    format!("{}/s", rate_number(r))
+}
+
+/// The number of an asked rate as [`rate`] spells it, for a rate with its unit in words
+/// (`200 iterations/s`).
+pub fn rate_number(r: f64) -> String {
+    if r.is_finite() && r.abs() < 1e15 {
         let t = format!("{r:.3}");
         let t = t.trim_end_matches('0').trim_end_matches('.');
         if t == "-0" {
@@ -202,8 +208,7 @@ pub fn rate(r: f64) -> String {
         }
     } else {
         crest_model::number::short(r)
-    };
-    format!("{text}/s")
+    }
 }
 
 /// A load level: `12 users`, `250/s`.
