@@ -158,3 +158,25 @@ fn issue_15_scenario_defaults_choose_http2_redirects_and_cookies() {
         );
     });
 }
+
+/// `--http2` against a server that speaks only HTTP/1.1 and closes on the preface, as `crest
+/// target` does: the server counts no request, and every failure says why, on crest's own
+/// framing (one stream a connection) and on the `h2` crate's (many).
+#[test]
+fn http2_against_a_server_without_it_says_so() {
+    let _serial = common::serial();
+    let t = common::target_process(&["--workers", "4", "--service-time", "1ms"]);
+    for streams in ["1", "10"] {
+        let r = common::run(&t.url, &["--http2", "--max-streams", streams, "-c", "2", "-d", "1s"]);
+        // Nothing succeeded: a failed run's exit code, with its results written.
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let (closed, example) = r.error_class("closed");
+        assert!(closed > 0);
+        assert!(
+            example.contains("without an HTTP/2 frame") && example.contains("without --http2 crest speaks HTTP/1.1"),
+            "{streams} streams: {example}"
+        );
+        assert_eq!(r.summary()["successes"], 0);
+    }
+    assert_eq!(common::target_metric(&t.url, "crest_target_requests_total"), 0);
+}

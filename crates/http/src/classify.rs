@@ -60,7 +60,7 @@ pub(crate) fn h2_error(e: &H2Error) -> Outcome {
     }
     match e {
         H2Error::Io(io) => io_error(io),
-        H2Error::Closed => Outcome::Closed,
+        H2Error::Closed | H2Error::Unframed => Outcome::Closed,
         H2Error::GoAway(_) => Outcome::H2GoAway,
         H2Error::Reset(c) => Outcome::H2Reset(*c),
         // crest found the server breaking HTTP/2 (e.g. a SETTINGS flood, ENHANCE_YOUR_CALM).

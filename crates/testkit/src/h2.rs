@@ -30,12 +30,17 @@ pub enum H2Reply {
     /// Close the connection at once, without answering and without GOAWAY, as a crashing
     /// process would: the client is never told which streams were processed.
     Crash,
+    /// Answer, then shut the connection down gracefully (GOAWAY with NO_ERROR, as nginx does
+    /// after `keepalive_requests`): the streams it took are answered, and those the client sent
+    /// after the GOAWAY's last stream are refused unprocessed, never seen by the behaviour.
+    Drain,
 }
 
 /// How a stream asks its connection to end.
 enum End {
     GoAway(u32),
     Crash,
+    Drain,
 }
 
 impl H2Reply {
@@ -138,6 +143,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, shared: Shared) {
             Some(end) = goaway_rx.recv() => match end {
                 End::GoAway(code) => conn.abrupt_shutdown(h2::Reason::from(code)),
                 End::Crash => return,
+                End::Drain => conn.graceful_shutdown(),
             },
         }
     }
@@ -178,7 +184,15 @@ async fn stream(
     };
     let reply = (shared.behaviour)(&r, idx);
     shared.rec.lock().expect("lock").push(r);
+    let reply = match reply {
+        H2Reply::Drain => {
+            let _ = goaway.send(End::Drain);
+            H2Reply::ok()
+        }
+        other => other,
+    };
     match reply {
+        H2Reply::Drain => unreachable!("answered as ok"),
         H2Reply::Respond {
             delay,
             status,

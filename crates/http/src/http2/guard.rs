@@ -24,6 +24,9 @@ pub(crate) const MAX_SETTINGS_PER_SEC: u32 = 100;
 
 pub(crate) const HEADER_BLOCK_WHAT: &str = "a response header block over crest's 256 KiB limit";
 pub(crate) const SETTINGS_FLOOD_WHAT: &str = "more than 100 SETTINGS frames in a second, crest's cap per connection";
+/// A server without HTTP/2 on a cleartext port answers the preface in HTTP/1.1.
+pub(crate) const HTTP1_ANSWER_WHAT: &str =
+    "an HTTP/1.1 response: the server does not speak HTTP/2 with prior knowledge on this port";
 
 /// SETTINGS frames counted in windows of a second from the first of each window.
 #[derive(Debug, Default)]
@@ -54,6 +57,10 @@ impl SettingsRate {
 pub(crate) enum Tripped {
     HeaderBlock = 1,
     SettingsFlood = 2,
+    /// The server answered the preface in HTTP/1.1.
+    Http1Answer = 3,
+    /// The server closed the connection before sending a byte: no SETTINGS, no HTTP/2.
+    Unframed = 4,
 }
 
 /// Shared between a [`Guarded`] transport and the handles on its connection: the `h2` crate
@@ -67,6 +74,8 @@ impl Tripwire {
         match self.0.load(Ordering::Relaxed) {
             1 => Some(Tripped::HeaderBlock),
             2 => Some(Tripped::SettingsFlood),
+            3 => Some(Tripped::Http1Answer),
+            4 => Some(Tripped::Unframed),
             _ => None,
         }
     }
@@ -89,6 +98,8 @@ pub(crate) struct Guarded<S> {
     /// Bytes of the header block in progress, when one is open (HEADERS without END_HEADERS).
     block: Option<usize>,
     settings: SettingsRate,
+    /// A byte has come from the server.
+    heard: bool,
 }
 
 impl<S> Guarded<S> {
@@ -102,6 +113,7 @@ impl<S> Guarded<S> {
             skip: 0,
             block: None,
             settings: SettingsRate::default(),
+            heard: false,
         };
         (g, tripwire)
     }
@@ -166,6 +178,24 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
+                let read = &buf.filled()[before..];
+                if !this.heard {
+                    // The server's first bytes say whether it speaks HTTP/2 at all: none before
+                    // it closed, or an HTTP/1.1 status line, are what a server without h2c does
+                    // with the preface; the report names that rather than a closed connection or
+                    // a frame of 4.7 MB.
+                    let first = if read.is_empty() {
+                        Some(Tripped::Unframed)
+                    } else {
+                        read.starts_with(b"HTTP/1.").then_some(Tripped::Http1Answer)
+                    };
+                    this.heard = !read.is_empty();
+                    if let Some(t) = first {
+                        this.tripwire.set(t);
+                        buf.set_filled(before);
+                        return Poll::Ready(Err(refused(t)));
+                    }
+                }
                 if let Err(t) = this.scan(&buf.filled()[before..]) {
                     this.tripwire.set(t);
                     // The server's frames from this read are not handed on: the connection
@@ -184,6 +214,8 @@ fn refused(t: Tripped) -> io::Error {
     let what = match t {
         Tripped::HeaderBlock => HEADER_BLOCK_WHAT,
         Tripped::SettingsFlood => SETTINGS_FLOOD_WHAT,
+        Tripped::Http1Answer => HTTP1_ANSWER_WHAT,
+        Tripped::Unframed => return io::ErrorKind::UnexpectedEof.into(),
     };
     io::Error::new(io::ErrorKind::InvalidData, what)
 }

@@ -288,6 +288,9 @@ pub(crate) enum H2Error {
     Io(Arc<std::io::Error>),
     /// The server closed the connection without GOAWAY.
     Closed,
+    /// The server closed the connection before its first frame (a server must send SETTINGS
+    /// first): it does not speak HTTP/2 on this port.
+    Unframed,
     /// The server sent GOAWAY with this code; the connection ends (streams above its last
     /// stream were not processed; the others fail if the connection closes first).
     GoAway(u32),
@@ -332,6 +335,9 @@ impl fmt::Display for H2Error {
         match self {
             H2Error::Io(e) => write!(f, "{e}"),
             H2Error::Closed => f.write_str("the server closed the HTTP/2 connection"),
+            H2Error::Unframed => f.write_str(
+                "the server closed the connection without an HTTP/2 frame, not even SETTINGS: it does not speak HTTP/2 with prior knowledge (h2c) on this port; without --http2 crest speaks HTTP/1.1",
+            ),
             H2Error::GoAway(c) => write!(f, "the server sent GOAWAY with {} ({c})", frame::code_name(*c)),
             H2Error::Reset(c) => write!(f, "the server reset the stream with {} ({c})", frame::code_name(*c)),
             H2Error::Local(m) => write!(
@@ -348,6 +354,17 @@ impl fmt::Display for H2Error {
                 m.what
             ),
             H2Error::Exhausted => f.write_str("the connection used up its stream identifiers"),
+            // Said as crest's own framing says them, not in the crate's words ("not a result
+            // of an error" for a GOAWAY with NO_ERROR).
+            H2Error::Mux(e) if e.is_remote() && (e.is_go_away() || e.is_reset()) => {
+                let c = e.reason().map_or(0, u32::from);
+                let what = if e.is_go_away() {
+                    "the server sent GOAWAY with"
+                } else {
+                    "the server reset the stream with"
+                };
+                write!(f, "{what} {} ({c})", frame::code_name(c))
+            }
             H2Error::Mux(e) => write!(f, "{e}"),
         }
     }

@@ -51,6 +51,11 @@ fn tripped(t: &Tripwire) -> Option<H2Error> {
             code: frame::ENHANCE_YOUR_CALM,
             what: super::guard::SETTINGS_FLOOD_WHAT,
         }),
+        Tripped::Http1Answer => H2Error::Local(frame::Malformed {
+            code: frame::PROTOCOL_ERROR,
+            what: super::guard::HTTP1_ANSWER_WHAT,
+        }),
+        Tripped::Unframed => H2Error::Unframed,
     })
 }
 
@@ -116,7 +121,16 @@ async fn exchange_inner(
         body_tx.send_data(req.body.clone(), true).map_err(Fail::Sent)?;
     }
     p.wrote(req.size);
-    let response = response.await.map_err(Fail::Sent)?;
+    // A stream above the last one a GOAWAY says the server processed failed with that GOAWAY
+    // itself (those below it fail with the closed connection, if at all): the server never
+    // acted on it, so it may go again on a new connection, as crest's own framing sends it.
+    let response = response.await.map_err(|e| {
+        if e.is_go_away() && e.is_remote() {
+            Fail::NotSent(e)
+        } else {
+            Fail::Sent(e)
+        }
+    })?;
     p.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
     p.status = Some(status);

@@ -25,7 +25,7 @@ impl State {
             if !self.framed && rbuf[self.rpos..self.rend].starts_with(b"HTTP/1.") {
                 self.connection_error(Malformed {
                     code: frame::PROTOCOL_ERROR,
-                    what: "an HTTP/1.1 response: the server does not speak HTTP/2 with prior knowledge on this port",
+                    what: super::super::guard::HTTP1_ANSWER_WHAT,
                 });
                 break;
             }

@@ -266,6 +266,8 @@ impl State {
     fn fail_eof(&mut self) {
         let err = match self.goaway {
             Some((_, code)) => H2Error::GoAway(code),
+            // Not a frame before the end: the server does not speak HTTP/2 here.
+            None if !self.framed => H2Error::Unframed,
             None => H2Error::Closed,
         };
         self.fail_all(err);
