@@ -10,6 +10,43 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// crest: load testing and capacity analysis.
+
+/// The command line, parsed; exits with clap's message on a bad one. clap suggests the nearest
+/// flag for an unknown one however far it is (`--bogus` -> `--log-requests`) and then shows a
+/// usage line built around its guess; a guess that is not a near miss is left out.
+pub fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| without_far_guess(e).exit())
+}
+
+fn without_far_guess(e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => v.first().cloned(),
+        _ => None,
+    };
+    let (Some(given), Some(guess)) = (text(ContextKind::InvalidArg), text(ContextKind::SuggestedArg)) else {
+        return e;
+    };
+    let (a, b) = (given.trim_start_matches('-'), guess.trim_start_matches('-'));
+    if strsim::levenshtein(a, b) <= 2.max(b.len() / 3) {
+        return e;
+    }
+    let usage = match e.get(ContextKind::Usage) {
+        Some(ContextValue::StyledStr(u)) => u.to_string().replacen(&guess, "[OPTIONS]", 1),
+        _ => String::new(),
+    };
+    let mut plain = clap::Error::new(ErrorKind::UnknownArgument).with_cmd(&<Cli as clap::CommandFactory>::command());
+    plain.insert(ContextKind::InvalidArg, ContextValue::String(given));
+    if !usage.is_empty() {
+        plain.insert(ContextKind::Usage, ContextValue::StyledStr(usage.into()));
+    }
+    plain
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "crest", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {

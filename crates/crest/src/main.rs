@@ -43,12 +43,11 @@ mod web;
 mod wire;
 
 use anyhow::Result;
-use clap::Parser;
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     crest_model::redact::also_secret(&cli.redact);
     if let Some(path) = &cli.env_file {
         // Before any thread starts: the environment is the process's, read by every part.

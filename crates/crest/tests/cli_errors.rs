@@ -75,3 +75,52 @@ fn too_many_connections_for_the_file_limit_names_the_limit() {
         "{stderr}"
     );
 }
+
+/// An unknown flag is named with the subcommand's usage; clap's guess at the flag meant is kept
+/// only when it is a near miss, never a far one with a usage line built around it.
+#[test]
+fn an_unknown_flag_is_named_without_a_far_guess() {
+    let out = crest()
+        .args(["run", "--bogus", "http://127.0.0.1:1/"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unexpected argument '--bogus' found"), "{stderr}");
+    assert!(stderr.contains("Usage: crest run [OPTIONS] <URL>"), "{stderr}");
+    assert!(!stderr.contains("log-requests") && !stderr.contains("tip:"), "{stderr}");
+    fails_with(
+        &["run", "--rat", "5", "http://127.0.0.1:1/"],
+        "a similar argument exists: '--rate'",
+    );
+}
+
+/// A scenario's number that is not a whole one, and a file that is not text, are said as such,
+/// with the place.
+#[test]
+fn a_scenario_that_is_not_whole_numbers_or_text_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = "flows:\n  - name: a\n    steps:\n      - request: {path: /}\n";
+    let cases = [
+        (
+            format!("target: http://127.0.0.1:1\nload: {{threads: 2.5, loops: 1}}\n{flows}"),
+            ":2:8: load.threads: expected a whole number, found `2.5`",
+        ),
+        (
+            format!("target: http://127.0.0.1:1\nload: {{users: many, duration: 1s}}\n{flows}"),
+            ":2:8: load.users: expected a whole number, found `many`",
+        ),
+        (
+            format!("target: http://127.0.0.1:1\n  \0load: {{users: 1}}\n{flows}"),
+            ":2:3: a NUL byte: a scenario is text",
+        ),
+    ];
+    for (k, (text, said)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("s{k}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        let out = crest().arg("validate").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("s{k}.yaml{said}")), "{stderr}");
+    }
+}

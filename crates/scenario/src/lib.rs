@@ -188,6 +188,16 @@ pub fn draft_str(
     }
     // Editors on Windows start files with a byte-order mark; it is not part of the first key.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // YAML ends a document at a NUL without a word, and what follows would be read as missing.
+    if let Some(i) = text.find('\0') {
+        let line = text[..i].matches('\n').count() + 1;
+        let col = text[text[..i].rfind('\n').map_or(0, |n| n + 1)..i].chars().count() + 1;
+        return Err(fail(vec![Problem {
+            at: Some((line, col)),
+            message: "a NUL byte: a scenario is text, and this file is not".to_string(),
+            hint: None,
+        }]));
+    }
     check_depth(text).map_err(|p| fail(vec![p]))?;
     let options = LoaderOptions::default().error_on_duplicate_keys(true);
     let mut node = marked_yaml::parse_yaml_with_options(0, text, options).map_err(|e| fail(vec![load_error(&e)]))?;
@@ -365,6 +375,29 @@ fn node_error(e: &marked_yaml::FromNodeError, root: &marked_yaml::Node) -> Probl
             hint: error::did_you_mean(field, expected.iter().copied())
                 .or_else(|| Some(format!("the keys here are {}", expected.join(", ")))),
         },
+        YamlError::IntegerParseFailure(why, _) => {
+            use std::num::IntErrorKind;
+            let want = match why.kind() {
+                IntErrorKind::PosOverflow => "a smaller whole number",
+                IntErrorKind::NegOverflow => "a larger whole number",
+                _ => "a whole number",
+            };
+            Problem {
+                at: loc,
+                message: format!("{prefix}expected {want}, found {}", found(root, e.path())),
+                hint: None,
+            }
+        }
+        YamlError::FloatParseFailure(..) => Problem {
+            at: loc,
+            message: format!("{prefix}expected a number, found {}", found(root, e.path())),
+            hint: None,
+        },
+        YamlError::NotBoolean(_) => Problem {
+            at: loc,
+            message: format!("{prefix}expected true or false, found {}", found(root, e.path())),
+            hint: None,
+        },
         other => {
             let text = other.to_string();
             let hint = text
@@ -379,9 +412,23 @@ fn node_error(e: &marked_yaml::FromNodeError, root: &marked_yaml::Node) -> Probl
     }
 }
 
+/// The scalar at a serde path as written, quoted for a message: `2.5`; `a value` when it is
+/// not a scalar or cannot be found.
+fn found(root: &marked_yaml::Node, path: Option<&str>) -> String {
+    path.and_then(|p| walk(root, p))
+        .and_then(|(n, _)| n.as_scalar().map(|s| s.as_str().to_string()))
+        .map(|s| format!("`{}`", s.chars().take(40).collect::<String>()))
+        .unwrap_or_else(|| "a value".to_string())
+}
+
 /// Finds where the value (or, for a key that has none, the key) at a serde path such as
 /// `steps[0].request.methd` was written.
 fn locate(root: &marked_yaml::Node, path: &str) -> Option<(usize, usize)> {
+    walk(root, path).and_then(|(_, mark)| mark.as_ref().and_then(at))
+}
+
+/// The node at a serde path, and where it (or its key) was written.
+fn walk<'a>(root: &'a marked_yaml::Node, path: &str) -> Option<(&'a marked_yaml::Node, Option<marked_yaml::Marker>)> {
     let mut node = root;
     let mut segments: Vec<&str> = Vec::new();
     for part in path.split('.') {
@@ -410,5 +457,5 @@ fn locate(root: &marked_yaml::Node, path: &str) -> Option<(usize, usize)> {
             node = value;
         }
     }
-    mark.as_ref().and_then(at)
+    Some((node, mark))
 }
