@@ -237,6 +237,11 @@ fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
     let escaped = open.replace('/', "&#x2f;");
     assert!(html.contains(&format!("Open model: {escaped}")), "{open}");
     assert!(!html.contains("achieved") && !md.contains("achieved"), "{md}");
+    // The ramps of no length hold nothing: no latency, rather than 0 ms.
+    assert!(
+        md.contains("| ramp to 350/s (not judged: empty) | 350/s | 0 | 0 (0.00%) | 0.0 | 0.0 | - | - | - |"),
+        "{md}"
+    );
 
     // The last step: the limit, past the workers' rate.
     let last = s["segments"].as_array().unwrap().last().unwrap().clone();

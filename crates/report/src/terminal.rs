@@ -229,9 +229,9 @@ fn steps(out: &mut String, s: &Summary) -> std::fmt::Result {
                         "    {name:<34}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>15}",
                         int(it.completed),
                         num(it.per_s),
-                        ms(it.duration_ms.p50),
-                        ms(it.duration_ms.p95),
-                        ms(it.duration_ms.p99),
+                        lat(it.duration_ms.count, it.duration_ms.p50),
+                        lat(it.duration_ms.count, it.duration_ms.p95),
+                        lat(it.duration_ms.count, it.duration_ms.p99),
                         int(it.failed),
                         if ended > 0 {
                             num(g.requests as f64 / ended as f64)
@@ -560,11 +560,21 @@ fn step_row(out: &mut String, g: &crest_analysis::summary::GroupSummary) -> std:
         int(g.requests),
         ok,
         num(g.throughput_rps),
-        ms(g.latency_ms.p50),
-        ms(g.latency_ms.p95),
-        ms(g.latency_ms.p99),
+        lat(g.latency_ms.count, g.latency_ms.p50),
+        lat(g.latency_ms.count, g.latency_ms.p95),
+        lat(g.latency_ms.count, g.latency_ms.p99),
         pct(failed)
     )
+}
+
+/// A step's latency: none to show for a step with nothing in it (a ramp of no length), not
+/// 0 ms.
+fn lat(count: u64, v: f64) -> String {
+    if count > 0 {
+        ms(v)
+    } else {
+        "-".into()
+    }
 }
 
 /// `requests` as a line's first word.
