@@ -9,8 +9,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// crest: load testing and capacity analysis.
-
 /// The command line, parsed; exits with clap's message on a bad one. clap suggests the nearest
 /// flag for an unknown one however far it is (`--bogus` -> `--log-requests`) and then shows a
 /// usage line built around its guess; a guess that is not a near miss is left out.
@@ -47,6 +45,7 @@ fn without_far_guess(e: clap::Error) -> clap::Error {
     plain
 }
 
+/// crest: load testing and capacity analysis.
 #[derive(Debug, Parser)]
 #[command(name = "crest", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
