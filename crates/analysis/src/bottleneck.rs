@@ -374,17 +374,15 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             load_percent: load_cpu,
         });
     // A service that already served as much at the lightest load, where the resource was below
-    // its ceiling, was not stopped by it: what filled it at heavier loads is the extra load
-    // (a storm of instant 503s burns CPU), not what capped the answers. It is neither the
-    // answer nor pinned.
-    let served: Vec<f64> = loaded.iter().map(|g| g.success_rps).collect();
-    let best = served.iter().copied().fold(0.0, f64::max);
-    let flat = loaded.len() > 1
-        && loaded
-            .iter()
-            .find(|g| g.requests > g.failures)
-            .is_some_and(|g| best <= g.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH));
-    let late = |u: &&Usage| flat && loaded.len() > 1 && rose(u);
+    // its ceiling, and whose knee failed its extra load, was not stopped by the resource: what
+    // filled it there is the failing work (a storm of instant 503s burns CPU), not what capped
+    // the answers. It is neither the answer nor pinned. Without failures paying for it, a
+    // resource that rose to its ceiling over a flat plateau may be the limit (a CPU-bound
+    // service at 86% already at the lightest load), and is judged as any other.
+    let at_requests = i.requests.get(knee.index).unwrap_or(knee);
+    let late_possible =
+        saturated_from_lightest(i.requests) && at_requests.error_rate > crate::capacity::BREAKING_ERROR_RATE;
+    let late = |u: &&Usage| late_possible && rose(u);
     let rose = |u: &&Usage| rose(u) && !elsewhere(u) && !late(u);
     let full: Vec<&Usage> = judged
         .iter()
@@ -765,7 +763,7 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
         return None;
     }
     let exact = best * service_ms / 1000.0;
-    let at_most = l.len() > 1 && best <= lightest.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH);
+    let at_most = saturated_from_lightest(requests);
     Some(Figures::Concurrency {
         concurrency: exact.round().max(1.0) as u64,
         exact,
@@ -776,6 +774,19 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
         unit,
         at_most,
     })
+}
+
+/// Whether the lightest of several loads already served as many successful requests a second
+/// as any (within the growth the capacity findings call saturation): the service was at its
+/// limit there, so what that step measured includes waiting. Judged on the request steps, as the
+/// concurrency it qualifies is.
+fn saturated_from_lightest(requests: &[SegmentAnalysis]) -> bool {
+    let l = levels(requests);
+    let best = l.iter().map(|g| g.success_rps).fold(0.0, f64::max);
+    l.len() > 1
+        && l.iter()
+            .find(|g| g.requests > g.failures)
+            .is_some_and(|g| best <= g.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH))
 }
 
 /// How many of a series' last samples a leader is judged on: one sample of CPU is noisy.

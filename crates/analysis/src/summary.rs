@@ -444,24 +444,28 @@ pub fn summarize(
             0.0
         }
     };
+    // The plan's peak, or a rate set by hand above it.
+    let asked_peak =
+        |o: &crest_model::results::OpenStats| r.segments.iter().filter_map(|g| g.rate).fold(o.target_rps, f64::max);
     let (target_rps, achieved_rps, dropped, send_lag_ms) = match &r.open {
         Some(o) => (
-            Some(o.target_rps),
+            Some(asked_peak(o)),
             Some(per_s(o.arrivals.saturating_sub(o.dropped))),
             Some(o.dropped),
             Some(Percentiles::from_micros(&o.send_lag.decode()?)),
         ),
         None => (None, None, None, None),
     };
-    let target_varies = r.open.is_some() && {
-        let mut asked = r.segments.iter().filter_map(|g| g.rate);
+    let target_varies = r.open.as_ref().is_some_and(|o| {
+        // A step without a rate of its own (the whole run, before a change by hand) held the
+        // plan's rate. A ramp asks every rate on its way; rates that differ by a rounding are one.
+        let mut asked = r.segments.iter().map(|g| g.rate.unwrap_or(o.target_rps));
         let first = asked.next();
-        // A ramp asks every rate on its way; rates of steps that differ by a rounding are one.
         r.segments
             .iter()
             .any(|g| matches!(g.kind, crest_model::step::StepKind::Ramp(_)))
             || asked.any(|x| first.is_some_and(|f| (x - f).abs() > 1e-9 * f.abs().max(1.0)))
-    };
+    });
     let service_ms = match r.open.as_ref().and_then(|o| o.service.as_ref()) {
         Some(h) => Some(Percentiles::from_micros(&h.decode()?)),
         None => None,

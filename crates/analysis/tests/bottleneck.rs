@@ -271,3 +271,46 @@ fn a_process_on_a_core_that_other_work_fills_is_at_its_cpu() {
         assert_ne!(b.kind, Kind::Cpu, "{own}% of a core {busy}% busy: {b:?}");
     }
 }
+
+/// A service whose pool was nearly full (86%) at its lightest load, which already served as much
+/// as any: the pool filling at the heavier loads is its limit when the extra load only waited,
+/// and is named; when the heavier loads' extra work failed instead (a storm of instant 503s,
+/// which fills a pool or burns a CPU), what filled it is the failing work, and the service's
+/// own concurrency is named, as an upper bound.
+#[test]
+fn a_resource_filled_over_a_flat_plateau_is_named_unless_failures_filled_it() {
+    use crest_testkit::results::{ResultsBuilder, Second};
+    let with = |failed: u64| {
+        let mut r = ResultsBuilder::new(crest_model::Outcome::Status(503), true)
+            .segment(10, 10, |_| Second::ok(380, 26.0))
+            .segment(40, 10, |_| Second {
+                ok: 383,
+                latency_ms: 104.0,
+                failed,
+                failure_ms: 1.0,
+            })
+            .build();
+        let busy = [8.6, 10.0];
+        r.monitor = Some(one_series(
+            "prometheus",
+            "http://127.0.0.1:9100/metrics",
+            MonitorSeries {
+                key: SeriesKey::new("hikaricp_connections_active").with("pool", "main"),
+                source: 0,
+                title: "hikaricp_connections_active".into(),
+                unit: Unit::Number,
+                limit: Some(10.0),
+                points: (0..20).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
+            },
+        ));
+        crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap()
+    };
+    let b = with(0);
+    assert_eq!(b.kind, Kind::DbConnections, "{b:?}");
+    let b = with(2_000);
+    assert_eq!(b.kind, Kind::Concurrency, "{b:?}");
+    let Figures::Concurrency { at_most, .. } = b.figures else {
+        panic!("{b:?}")
+    };
+    assert!(at_most, "{b:?}");
+}

@@ -378,12 +378,13 @@ fn no_success_takes_longer_than_the_timeout() {
         timed_out.len()
     );
     assert_eq!((ok.len() + timed_out.len()) as u64, s["requests"].as_u64().unwrap());
+    // Each field of the log is rounded to the µs on its own: one more may show.
     assert!(
-        ok.iter().all(|us| *us <= 15_000),
+        ok.iter().all(|us| *us <= 15_001),
         "successes past 15 ms: {:?}",
-        ok.iter().filter(|us| **us > 15_000).collect::<Vec<_>>()
+        ok.iter().filter(|us| **us > 15_001).collect::<Vec<_>>()
     );
-    assert!(timed_out.iter().all(|us| *us >= 15_000), "{timed_out:?}");
+    assert!(timed_out.iter().all(|us| *us >= 14_999), "{timed_out:?}");
     // A timed-out request's status is not counted, even when its answer came whole.
     assert_eq!(
         s["status_codes"]["200"].as_u64().unwrap_or(0),

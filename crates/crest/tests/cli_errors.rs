@@ -111,6 +111,10 @@ fn a_scenario_that_is_not_whole_numbers_or_text_is_said_so() {
             ":2:8: load.users: expected a whole number, found `many`",
         ),
         (
+            format!("target: http://127.0.0.1:1\nload: {{users: -1, duration: 1s}}\n{flows}"),
+            ":2:8: load.users: expected a whole number of 0 or more, found `-1`",
+        ),
+        (
             format!("target: http://127.0.0.1:1\n  \0load: {{users: 1}}\n{flows}"),
             ":2:3: a NUL byte: a scenario is text",
         ),

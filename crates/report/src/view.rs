@@ -211,12 +211,15 @@ pub(crate) fn view<'a>(r: &'a Results, a: &'a Analysis) -> RunView<'a> {
             .segments
             .iter()
             .map(|s| match s.load() {
-                // A run without steps held the run's one load throughout.
-                StepLoad::Named(crest_model::step::StepKind::Run) => match (r.config.model, r.config.rate) {
-                    (crest_model::results::LoadKind::Open, Some(rate)) => words::rate(rate),
-                    (crest_model::results::LoadKind::Closed, _) => words::count(r.config.concurrency, "user"),
-                    _ => "-".to_string(),
-                },
+                // A run without steps held the run's one load throughout; one changed by hand
+                // later records its highest load in the configuration, not this step's.
+                StepLoad::Named(crest_model::step::StepKind::Run) if r.segments.len() == 1 => {
+                    match (r.config.model, r.config.rate) {
+                        (crest_model::results::LoadKind::Open, Some(rate)) => words::rate(rate),
+                        (crest_model::results::LoadKind::Closed, _) => words::count(r.config.concurrency, "user"),
+                        _ => "-".to_string(),
+                    }
+                }
                 // The step's name is in the column before.
                 StepLoad::Named(_) => "-".to_string(),
                 l => words::step(&l),

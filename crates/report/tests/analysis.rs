@@ -625,3 +625,39 @@ fn a_sql_runs_concurrency_is_said_in_transactions() {
     );
     assert!(!said.contains("req"), "{said}");
 }
+
+/// An open-model run at 100/s raised by hand to 500/s: its peak and that it varied are said
+/// (the plan alone asked 100/s), and its first step, which held 100/s, is not labelled with the
+/// configuration's 500/s.
+#[test]
+fn a_rate_raised_by_hand_is_the_peak_asked_and_not_the_first_steps_load() {
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(10, 5, |_| Second::ok(100, 10.0))
+        .segment(20, 5, |_| Second::ok(500, 10.0))
+        .build();
+    r.config.model = crest_model::results::LoadKind::Open;
+    // As the journal records a change by hand: the configuration's rate is the highest asked.
+    r.config.rate = Some(500.0);
+    r.segments[0].kind = StepKind::Run;
+    r.segments[0].users = None;
+    r.segments[1].kind = StepKind::Level(Level::Rate(500.0));
+    r.segments[1].users = None;
+    r.segments[1].rate = Some(500.0);
+    let sent: u64 = r.intervals.iter().map(|i| i.requests).sum();
+    r.open = Some(crest_model::results::OpenStats {
+        target_rps: 100.0,
+        arrivals: sent,
+        dropped: 0,
+        behind: 0,
+        queued: 0,
+        send_lag: crest_model::EncodedHistogram::encode(&crest_model::hist::new_histogram()),
+        service: None,
+    });
+    let a = crest_analysis::analyze(&r).unwrap();
+    assert_eq!(a.summary.target_rps, Some(500.0));
+    assert!(a.summary.target_varies);
+    let said = words::open_model(&a.summary).unwrap();
+    assert!(said.starts_with("asked up to 500/s ("), "{said}");
+    let md = crest_report::markdown::report(&r, &a).unwrap();
+    assert!(md.contains("\n| run | - | "), "{md}");
+}

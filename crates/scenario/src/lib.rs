@@ -377,14 +377,18 @@ fn node_error(e: &marked_yaml::FromNodeError, root: &marked_yaml::Node) -> Probl
         },
         YamlError::IntegerParseFailure(why, _) => {
             use std::num::IntErrorKind;
+            let text = found(root, e.path());
+            let negative = text.trim_matches('`').parse::<i128>().is_ok_and(|n| n < 0);
             let want = match why.kind() {
                 IntErrorKind::PosOverflow => "a smaller whole number",
                 IntErrorKind::NegOverflow => "a larger whole number",
+                // A field that counts takes no sign.
+                _ if negative => "a whole number of 0 or more",
                 _ => "a whole number",
             };
             Problem {
                 at: loc,
-                message: format!("{prefix}expected {want}, found {}", found(root, e.path())),
+                message: format!("{prefix}expected {want}, found {text}"),
                 hint: None,
             }
         }

@@ -336,7 +336,7 @@ impl fmt::Display for H2Error {
             H2Error::Io(e) => write!(f, "{e}"),
             H2Error::Closed => f.write_str("the server closed the HTTP/2 connection"),
             H2Error::Unframed => f.write_str(
-                "the server closed the connection without an HTTP/2 frame, not even SETTINGS: it does not speak HTTP/2 with prior knowledge (h2c) on this port; without --http2 crest speaks HTTP/1.1",
+                "the server closed the connection without an HTTP/2 frame, not even the SETTINGS a server sends first: it likely does not speak HTTP/2 here (in cleartext, HTTP/2 with prior knowledge, h2c); without --http2 crest speaks HTTP/1.1",
             ),
             H2Error::GoAway(c) => write!(f, "the server sent GOAWAY with {} ({c})", frame::code_name(*c)),
             H2Error::Reset(c) => write!(f, "the server reset the stream with {} ({c})", frame::code_name(*c)),
