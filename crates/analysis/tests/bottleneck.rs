@@ -141,12 +141,9 @@ fn a_run_still_growing_at_its_highest_load_names_none() {
     assert!(a.summary.sizing.is_empty() && a.summary.no_sizing.is_empty());
 }
 
-/// A pool's gauge read from a Prometheus page, with its ceiling beside it, full at the knee.
-#[test]
-fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
-    let mut r = stepping_fixture();
-    let busy = [1.0, 3.0, 8.0, 10.0, 10.0];
-    r.monitor = Some(one_series(
+/// A HikariCP pool of 10 read from a Prometheus page: `busy` connections in each step of 10 s.
+fn pool(busy: &[f64]) -> crest_model::monitor::MonitorRecord {
+    one_series(
         "prometheus",
         "http://127.0.0.1:9100/metrics",
         MonitorSeries {
@@ -155,9 +152,16 @@ fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
             title: "hikaricp_connections_active".into(),
             unit: Unit::Number,
             limit: Some(10.0),
-            points: (0..50).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
+            points: (0..busy.len() * 10).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
         },
-    ));
+    )
+}
+
+/// A pool's gauge read from a Prometheus page, with its ceiling beside it, full at the knee.
+#[test]
+fn a_prometheus_gauge_at_its_ceiling_names_the_pool() {
+    let mut r = stepping_fixture();
+    r.monitor = Some(pool(&[1.0, 3.0, 8.0, 10.0, 10.0]));
     let a = crest_analysis::analyze(&r).unwrap();
     let b = a.summary.bottleneck.as_ref().unwrap();
     assert_eq!(b.kind, Kind::DbConnections, "{b:?}");
@@ -290,19 +294,7 @@ fn a_resource_filled_over_a_flat_plateau_is_named_unless_failures_filled_it() {
                 failure_ms: 1.0,
             })
             .build();
-        let busy = [8.6, 10.0];
-        r.monitor = Some(one_series(
-            "prometheus",
-            "http://127.0.0.1:9100/metrics",
-            MonitorSeries {
-                key: SeriesKey::new("hikaricp_connections_active").with("pool", "main"),
-                source: 0,
-                title: "hikaricp_connections_active".into(),
-                unit: Unit::Number,
-                limit: Some(10.0),
-                points: (0..20).map(|k| (k as f64 + 0.5, busy[k / 10])).collect(),
-            },
-        ));
+        r.monitor = Some(pool(&[8.6, 10.0]));
         crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap()
     };
     let b = with(0);
