@@ -358,10 +358,6 @@ fn no_success_takes_longer_than_the_timeout() {
     let run = common::run(&t.url, &["-c", "4", "-d", "3s", "--timeout", "15ms", "--log-requests"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
-    assert_eq!(
-        s["requests"].as_u64().unwrap(),
-        target_metric(&t.url, "crest_target_requests_total")
-    );
     let rows = common::read_log(&run.dir.path().join("request-log.csv.gz"));
     // From the send: the total counts from when the iteration was due, a few µs of crest's own
     // before it.
@@ -377,7 +373,17 @@ fn no_success_takes_longer_than_the_timeout() {
         ok.len(),
         timed_out.len()
     );
-    assert_eq!((ok.len() + timed_out.len()) as u64, s["requests"].as_u64().unwrap());
+    let requests = s["requests"].as_u64().unwrap();
+    assert_eq!((ok.len() + timed_out.len()) as u64, requests);
+    // Every success is one the server served. A request written on a new connection just
+    // before its 15 ms ran out can be closed before the server read it: the server counts at
+    // most crest's requests, and any it missed are among the timeouts.
+    let seen = target_metric(&t.url, "crest_target_requests_total");
+    assert!(
+        seen <= requests && requests - seen <= timed_out.len() as u64,
+        "server {seen}, crest {requests}"
+    );
+    assert!(ok.len() as u64 <= target_metric(&t.url, "crest_target_served_total"));
     // Each field of the log is rounded to the µs on its own: one more may show.
     assert!(
         ok.iter().all(|us| *us <= 15_001),
