@@ -190,7 +190,7 @@ fn a_sql_stepping_run_is_reported_in_transactions() {
     assert!(!md.contains("req/s"), "{md}");
 }
 
-/// A staged open model past the limit (200/s, 350/s, then 900/s against 4 workers of 10 ms that
+/// A staged open model past the limit (200/s, 250/s, then 900/s against 4 workers of 10 ms that
 /// serve about 390/s): it sends every arrival, so no report says it fell short of its peak; and
 /// its last step, a flow of one request, quotes one successful rate in its requests, its
 /// iterations, its limit and its bottleneck.
@@ -199,7 +199,7 @@ fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
     let _serial = common::serial();
     let t = target_process(&["--workers", "4", "--service-time", "10ms", "--queue", "8"]);
     let (_dir, file) = scenario_file(&format!(
-        "target: {}\nload:\n  start_rate: 200\n  rate_stages:\n    - {{hold: 3s}}\n    - {{ramp_to: 350, over: 0s}}\n    - {{hold: 3s}}\n    - {{ramp_to: 900, over: 0s}}\n    - {{hold: 3s}}\n  max_in_flight: 64\nflows:\n  - name: home\n    steps:\n      - request: {{path: /}}\n",
+        "target: {}\nload:\n  start_rate: 200\n  rate_stages:\n    - {{hold: 3s}}\n    - {{ramp_to: 250, over: 0s}}\n    - {{hold: 3s}}\n    - {{ramp_to: 900, over: 0s}}\n    - {{hold: 3s}}\n  max_in_flight: 64\nflows:\n  - name: home\n    steps:\n      - request: {{path: /}}\n",
         t.url
     ));
     let said = crest().arg("validate").arg(&file).output().unwrap();
@@ -239,17 +239,22 @@ fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
     assert!(!html.contains("achieved") && !md.contains("achieved"), "{md}");
     // The ramps of no length hold nothing: no latency, rather than 0 ms.
     assert!(
-        md.contains("| ramp to 350/s (not judged: empty) | 350/s | 0 | 0 (0.00%) | 0.0 | 0.0 | - | - | - |"),
+        md.contains("| ramp to 250/s (not judged: empty) | 250/s | 0 | 0 (0.00%) | 0.0 | 0.0 | - | - | - |"),
         "{md}"
     );
 
     // The last step: the limit, past the workers' rate.
     let last = s["segments"].as_array().unwrap().last().unwrap().clone();
     let ok = last["success_per_s"].as_f64().unwrap();
-    assert_eq!(last["iterations"]["per_s"].as_f64().unwrap(), ok, "{last}");
+    // The same rule over the same successes; an iteration ends a hair after its one request,
+    // which on a busy machine can put it in the next second: a unit or two apart at most.
+    assert!(
+        (last["iterations"]["per_s"].as_f64().unwrap() - ok).abs() <= 1.0,
+        "{last}"
+    );
     let c = &s["capacity"];
     assert_eq!(c["limit"]["name"], "hold 900/s", "{c}");
-    assert_eq!(c["limit"]["per_s"].as_f64().unwrap(), ok, "{c}");
+    assert_eq!(c["limit"]["per_s"], last["iterations"]["per_s"], "{c}");
     let b = &s["bottleneck"];
     if let Some(best) = b["figures"]["best_rps"].as_f64() {
         assert_eq!(best, ok, "{b}");
@@ -261,20 +266,21 @@ fn a_staged_rate_reads_the_same_in_every_report_and_every_unit() {
     );
 }
 
-/// Stepped from 5 to 40 users against 4 workers with room for 8 waiting: 5 users already keep
+/// Stepped from 5 to 12 users against 4 workers with room for 8 waiting: 5 users already keep
 /// every worker busy, so the run cannot measure a worker's own time. The bottleneck says the
-/// count is an upper bound, does not blame the CPU the 503 storm at 40 users burnt, and gives
-/// crest's CPU at that step, not its average over a run that was idle at 5 users.
+/// count is an upper bound, and gives crest's CPU at the knee, not its average over the run.
+/// (The CPU a storm of 503s burns past such a plateau is judged in the analysis's fixtures: a
+/// storm here could make crest itself the limit on a busy machine.)
 #[test]
 fn a_run_saturated_from_its_lightest_load_bounds_the_workers() {
     let _serial = common::serial();
     let t = target_process(&["--workers", "4", "--service-time", "10ms", "--queue", "8"]);
-    let run = common::run(&t.url, &["-c", "5,40", "-d", "3s"]);
+    let run = common::run(&t.url, &["-c", "5,12", "-d", "3s"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
     assert_eq!(
-        s["failures"].as_u64().unwrap(),
-        target_metric(&t.url, "crest_target_rejected_total")
+        s["requests"].as_u64().unwrap(),
+        target_metric(&t.url, "crest_target_requests_total")
     );
     let b = &s["bottleneck"];
     assert_eq!(b["kind"], "concurrency", "{b}");
@@ -284,7 +290,7 @@ fn a_run_saturated_from_its_lightest_load_bounds_the_workers() {
     let sentence = b["sentence"].as_str().unwrap();
     assert!(sentence.contains("behaves like at most "), "{sentence}");
     assert!(sentence.contains("a lighter load would tell"), "{sentence}");
-    // crest's CPU at 40 users: its CPU per request over the run at that step's rate.
+    // crest's CPU at 12 users: its CPU per request over the run at that step's rate.
     let r = run.results();
     let cpu_s = r["client"]["cpu_s"].as_f64().unwrap();
     let all: u64 = r["intervals"]
@@ -293,14 +299,14 @@ fn a_run_saturated_from_its_lightest_load_bounds_the_workers() {
         .iter()
         .map(|i| i["requests"].as_u64().unwrap())
         .sum();
-    let at40 = s["segments"][1]["throughput_rps"].as_f64().unwrap();
+    let knee = s["segments"][1]["throughput_rps"].as_f64().unwrap();
     let crest = b["others"]
         .as_array()
         .unwrap()
         .iter()
         .find(|u| u["subject"] == "crest")
         .unwrap();
-    let expect = cpu_s / all as f64 * at40 * 100.0;
+    let expect = cpu_s / all as f64 * knee * 100.0;
     assert!(
         (crest["used"].as_f64().unwrap() - expect).abs() < 0.05 * expect.max(1.0),
         "{crest} against {expect}"
