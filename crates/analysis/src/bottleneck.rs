@@ -301,6 +301,9 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             .filter(|u| except.is_none_or(|e| e.subject != u.subject))
             .cloned()
             .collect();
+        // At the step the finding names; a run of one unnamed level names none, and its one
+        // step is the run.
+        let at = at.filter(|k| at_knee(k).is_some());
         o.extend(own_cpu(i.results, at.and_then(|k| i.requests.get(k.index))));
         o
     };
@@ -696,7 +699,7 @@ fn pool(
     })
 }
 
-/// crest's own CPU over the run, percent of a core.
+/// crest's own CPU, percent of a core: at step `at` (a request step), else over the run.
 fn own_cpu(r: &Results, at: Option<&SegmentAnalysis>) -> Option<Usage> {
     let c = r.client.as_ref()?;
     let secs = r.active_s();
