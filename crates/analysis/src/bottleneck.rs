@@ -780,16 +780,21 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
 }
 
 /// Whether the lightest of several loads already served as many successful requests a second
-/// as any (within the growth the capacity findings call saturation): the service was at its
-/// limit there, so what that step measured includes waiting. Judged on the request steps, as the
-/// concurrency it qualifies is.
+/// as the heavier ones, no more and no less (within the growth the capacity findings call
+/// saturation): the service was at its limit there, so what that step measured includes
+/// waiting. A heavier load that served fewer (a spike that collapsed into 503s and timeouts)
+/// says nothing of the lightest: 3 users of a 4-worker service served the most there without
+/// being at its limit. Judged on the request steps, as the concurrency it qualifies is.
 fn saturated_from_lightest(requests: &[SegmentAnalysis]) -> bool {
     let l = levels(requests);
-    let best = l.iter().map(|g| g.success_rps).fold(0.0, f64::max);
+    let near = |a: f64, b: f64| a <= b * (1.0 + crate::capacity::SATURATION_GROWTH);
+    let Some(lightest) = l.iter().find(|g| g.requests > g.failures) else {
+        return false;
+    };
     l.len() > 1
         && l.iter()
-            .find(|g| g.requests > g.failures)
-            .is_some_and(|g| best <= g.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH))
+            .filter(|g| g.load_value() > lightest.load_value())
+            .all(|g| near(g.success_rps, lightest.success_rps) && near(lightest.success_rps, g.success_rps))
 }
 
 /// How many of a series' last samples a leader is judged on: one sample of CPU is noisy.

@@ -306,3 +306,26 @@ fn a_resource_filled_over_a_flat_plateau_is_named_unless_failures_filled_it() {
     };
     assert!(at_most, "{b:?}");
 }
+
+/// A spike that collapsed: 3 users of a service served 250 a second, 60 users only 120 (the rest
+/// instant 503s). The lightest load served the most without being shown at the service's limit,
+/// so the workers are not bounded by it ("at most 3" of a 4-worker service was said before).
+#[test]
+fn a_load_that_collapsed_does_not_bound_the_workers_by_the_lightest() {
+    use crest_testkit::results::{ResultsBuilder, Second};
+    let r = ResultsBuilder::new(crest_model::Outcome::Status(503), true)
+        .segment(3, 10, |_| Second::ok(250, 12.0))
+        .segment(60, 10, |_| Second {
+            ok: 120,
+            latency_ms: 57.0,
+            failed: 1_500,
+            // Every user busy (Little's law), as in a real spike: a 503 after the queue's wait.
+            failure_ms: 35.4,
+        })
+        .build();
+    let b = crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap();
+    let Figures::Concurrency { at_most, .. } = b.figures else {
+        panic!("{b:?}")
+    };
+    assert!(!at_most, "{b:?}");
+}
