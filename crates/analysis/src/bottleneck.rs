@@ -42,6 +42,11 @@ const ELSEWHERE: f64 = 0.5;
 /// said to refuse connections there.
 const REFUSED_SHARE: f64 = 0.01;
 
+/// How much longer than at the lightest load a step's successes may take and still be said to
+/// have waited for nothing: queueing behind a worker adds a share of a whole service time (one
+/// request more than 4 workers adds a quarter), loopback noise a few percent.
+pub const NO_WAIT: f64 = 0.15;
+
 /// What limits the service, with the figures that show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Bottleneck {
@@ -151,6 +156,11 @@ pub enum Figures {
         /// findings call saturation): requests queued there too, so its time is service and
         /// wait together, and `concurrency` is only an upper bound. A lighter load would tell.
         at_most: bool,
+        /// The best step waited for nothing (its time within [`NO_WAIT`] of the lightest's) and
+        /// the next heavier load collapsed: the service was not shown at its limit anywhere, so
+        /// `concurrency` is only a lower bound. A load between the two would tell.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        at_least: Option<Collapsed>,
     },
     /// The run's unit still grew at its highest load.
     StillGrowing {
@@ -161,6 +171,17 @@ pub enum Figures {
         /// The run's unit.
         unit: WorkUnit,
     },
+}
+
+/// Where a run's throughput fell past its best without ever showing its service at a limit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Collapsed {
+    /// The load that served the most.
+    pub best_at: StepLoad,
+    /// The next heavier load tried.
+    pub next: StepLoad,
+    /// Successful units per second there.
+    pub next_per_s: f64,
 }
 
 /// What one resource used at a step, against its ceiling.
@@ -477,12 +498,7 @@ fn knee_figures(
 /// The loaded steps, one per load, in load order.
 fn levels(steps: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
     let mut l: Vec<&SegmentAnalysis> = steps.iter().filter(|g| g.requests > 0).collect();
-    l.sort_by(|a, b| {
-        a.load_value()
-            .total_cmp(&b.load_value())
-            .then(b.success_rps.total_cmp(&a.success_rps))
-    });
-    l.dedup_by(|a, b| a.load_value() == b.load_value());
+    crate::capacity::one_per_load(&mut l);
     l
 }
 
@@ -767,6 +783,7 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
     }
     let exact = best * service_ms / 1000.0;
     let at_most = saturated_from_lightest(requests);
+    let at_least = collapsed_past_best(&l, service_ms).filter(|_| !at_most);
     Some(Figures::Concurrency {
         concurrency: exact.round().max(1.0) as u64,
         exact,
@@ -776,6 +793,28 @@ fn concurrency(requests: &[SegmentAnalysis], watched: bool, unit: WorkUnit) -> O
         watched,
         unit,
         at_most,
+        at_least,
+    })
+}
+
+/// The best of several loads, when it waited for nothing and every heavier load served fewer
+/// (beyond the growth the capacity findings call saturation): a spike from 3 users to 60 on a
+/// 4-worker service that collapsed into timeouts and 503s. Its best was 3 requests at once,
+/// which says the service has at least 3 workers, not that it has 3.
+fn collapsed_past_best(l: &[&SegmentAnalysis], service_ms: f64) -> Option<Collapsed> {
+    let (i, best) = l
+        .iter()
+        .enumerate()
+        .max_by(|(_, a), (_, b)| a.success_rps.total_cmp(&b.success_rps))?;
+    let next = l.get(i + 1)?;
+    let fell = l[i + 1..]
+        .iter()
+        .all(|g| g.success_rps * (1.0 + crate::capacity::SATURATION_GROWTH) < best.success_rps);
+    let waited = best.success_latency_ms.mean > service_ms * (1.0 + NO_WAIT);
+    (fell && !waited).then(|| Collapsed {
+        best_at: best.load(),
+        next: next.load(),
+        next_per_s: next.success_rps,
     })
 }
 

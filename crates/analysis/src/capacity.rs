@@ -562,12 +562,16 @@ fn levels(segments: &[SegmentAnalysis]) -> Vec<&SegmentAnalysis> {
     loaded
 }
 
-/// Orders steps by load and keeps, of several at one load (a spike's baseline before and
-/// after), the one that served most.
-fn one_per_load(steps: &mut Vec<&SegmentAnalysis>) {
+/// Orders steps by load and keeps, of several at one load (a spike's baseline before and its
+/// recovery after), the one that served most of those that did not fail (at most
+/// [`BREAKING_ERROR_RATE`]). A recovery's first moments fail on what the spike left queued:
+/// its failures belong to the spike, and its load served cleanly in the baseline, so the level
+/// is neither a breaking point nor without an optimum for them.
+pub(crate) fn one_per_load(steps: &mut Vec<&SegmentAnalysis>) {
     steps.sort_by(|a, b| {
         a.load_value()
             .total_cmp(&b.load_value())
+            .then((a.error_rate > BREAKING_ERROR_RATE).cmp(&(b.error_rate > BREAKING_ERROR_RATE)))
             .then(b.success_rps.total_cmp(&a.success_rps))
     });
     steps.dedup_by(|a, b| a.load_value() == b.load_value());

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crest_analysis::bottleneck::{Figures, Kind, Resource};
+use crest_analysis::figures::StepLoad;
 use crest_model::monitor::{EventKind, MonitorSeries, SeriesKey, Unit};
 use crest_testkit::results::{saturating_fixture, shared_core_fixture, stepping_fixture};
 
@@ -324,8 +325,43 @@ fn a_load_that_collapsed_does_not_bound_the_workers_by_the_lightest() {
         })
         .build();
     let b = crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap();
-    let Figures::Concurrency { at_most, .. } = b.figures else {
+    let Figures::Concurrency {
+        at_most,
+        at_least,
+        concurrency,
+        ..
+    } = b.figures.clone()
+    else {
         panic!("{b:?}")
     };
     assert!(!at_most, "{b:?}");
+    // Nor are they 3: the best load waited for nothing, so 3 is only a lower bound.
+    let c = at_least.unwrap_or_else(|| panic!("no lower bound: {concurrency}"));
+    assert_eq!((&c.best_at, &c.next), (&StepLoad::Users(3), &StepLoad::Users(60)));
+    assert!((c.next_per_s - 120.0).abs() < 1.0, "{c:?}");
+}
+
+/// A service that waited at its best step was shown at its limit there, even when a heavier
+/// load then collapsed: its workers are estimated, not bounded below.
+#[test]
+fn a_collapse_after_a_step_that_waited_bounds_nothing() {
+    use crest_testkit::results::{ResultsBuilder, Second};
+    let r = ResultsBuilder::new(crest_model::Outcome::Status(503), true)
+        .segment(2, 10, |_| Second::ok(190, 10.5))
+        .segment(8, 10, |_| Second::ok(380, 21.0))
+        .segment(60, 10, |_| Second {
+            ok: 120,
+            latency_ms: 57.0,
+            failed: 1_500,
+            failure_ms: 35.4,
+        })
+        .build();
+    let b = crest_analysis::analyze(&r).unwrap().summary.bottleneck.unwrap();
+    let Figures::Concurrency {
+        at_least, concurrency, ..
+    } = b.figures.clone()
+    else {
+        panic!("{b:?}")
+    };
+    assert_eq!((at_least, concurrency), (None, 4), "{b:?}");
 }

@@ -286,3 +286,42 @@ fn flat_connect_times_are_a_finding_only_over_enough_connections_and_name_them()
         "{f:?}"
     );
 }
+
+/// A spike: 3 users served 250 a second cleanly in 10.5 ms, 60 users 380 a second among 40,000 instant
+/// 503s, and the recovery at 3 users failed 80 requests in its first second on what the spike
+/// left queued, then served 280 a second in 9.5 ms. The level of 3 users is the baseline's: its optimum,
+/// and the break at the spike. Keeping the recovery (which served more) said "breaks at 3 users"
+/// and "no optimal operating point", beside a recovery finding of 0% errors.
+#[test]
+fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_leftovers() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(3, 10, |_| Second::ok(250, 10.5))
+        .segment(60, 10, |_| Second {
+            ok: 380,
+            latency_ms: 34.0,
+            failed: 40_000,
+            // Every user busy (Little's law), as in a real spike.
+            failure_ms: 1.2,
+        })
+        .segment(3, 10, |k| Second {
+            ok: 280,
+            latency_ms: 9.5,
+            failed: if k == 0 { 80 } else { 0 },
+            failure_ms: 0.5,
+        })
+        .build();
+    let a = analyze(&r).unwrap();
+    let c = &a.capacity;
+    let load = |p: &Option<crest_analysis::capacity::CapacityPoint>| p.as_ref().map(|p| p.load.clone());
+    assert_eq!(load(&c.breaking), Some(StepLoad::Users(60)), "{c:?}");
+    assert_eq!(load(&c.optimal), Some(StepLoad::Users(3)), "{c:?}");
+    let b = a.summary.bottleneck.unwrap();
+    let crest_analysis::bottleneck::Figures::Concurrency {
+        concurrency, service_ms, ..
+    } = b.figures
+    else {
+        panic!("{b:?}")
+    };
+    // The baseline's time, not the recovery's: 380/s x 10.5 ms.
+    assert!((service_ms - 10.5).abs() < 0.2 && concurrency == 4, "{b:?}");
+}

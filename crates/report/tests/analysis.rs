@@ -613,6 +613,7 @@ fn a_sql_runs_concurrency_is_said_in_transactions() {
             watched: true,
             unit: WorkUnit::Transactions,
             at_most: false,
+            at_least: None,
         },
         others: Vec::new(),
         pinned: Vec::new(),

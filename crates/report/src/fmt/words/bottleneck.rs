@@ -178,6 +178,7 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             watched,
             unit,
             at_most,
+            at_least,
         } => {
             let each = match unit {
                 WorkUnit::Transactions => "a transaction",
@@ -188,12 +189,20 @@ pub fn bottleneck(b: &Bottleneck) -> String {
                     "; {} already served as much as any load, so its time includes waiting and the workers may be fewer and quicker: a lighter load would tell",
                     step(lightest)
                 )
+            } else if let Some(c) = at_least {
+                format!(
+                    "; {} waited for nothing, and the next load, {}, served {} {}: the service was not shown at its limit, and a load between the two would tell how many more it serves",
+                    step(&c.best_at),
+                    step(&c.next),
+                    num(c.next_per_s),
+                    unit_rate(*unit),
+                )
             } else {
                 String::new()
             };
             let figures = format!(
                 "behaves like {}{} of {} ms (its best {} {} x {} ms {each} at {} = {} {} at once{bound})",
-                if *at_most { "at most " } else { "" },
+                bound_word(*at_most, at_least.is_some()),
                 count(*concurrency, "worker"),
                 crate::fmt::ms(*service_ms),
                 num(*best_rps),
@@ -392,14 +401,25 @@ pub fn bottleneck_cell(b: &Bottleneck) -> String {
             concurrency,
             service_ms,
             at_most,
+            at_least,
             ..
         } => format!(
             "{}{} of {} ms",
-            if *at_most { "at most " } else { "" },
+            bound_word(*at_most, at_least.is_some()),
             count(*concurrency, "worker"),
             crate::fmt::ms(*service_ms)
         ),
         Figures::StillGrowing { .. } => "none yet".into(),
+    }
+}
+
+/// How a count of workers is bounded: "at most " when the lightest load already waited,
+/// "at least " when no load showed the service at its limit.
+fn bound_word(at_most: bool, at_least: bool) -> &'static str {
+    match (at_most, at_least) {
+        (true, _) => "at most ",
+        (false, true) => "at least ",
+        (false, false) => "",
     }
 }
 
