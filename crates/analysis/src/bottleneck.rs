@@ -83,6 +83,9 @@ pub struct BusyElsewhere {
     /// What crest and the watched processes used at the knee, percent of a core (crest's from
     /// its CPU per request over the run).
     pub load_percent: f64,
+    /// Whether any process was watched: without one, the service itself, on this machine, is
+    /// among the work crest did not count.
+    pub watched: bool,
 }
 
 /// The kinds of [`Bottleneck`].
@@ -396,6 +399,7 @@ pub fn bottleneck(i: &Inputs) -> Option<Bottleneck> {
             host: u.clone(),
             cores: cores.unwrap_or(0.0),
             load_percent: load_cpu,
+            watched: watched_process(i.results.monitor.as_ref()),
         });
     // A service that already served as much at the lightest load, where the resource was below
     // its ceiling, and whose knee failed its extra load, was not stopped by the resource: what
@@ -479,11 +483,7 @@ fn knee_figures(
         WorkUnit::Transactions => WorkUnit::Transactions,
         WorkUnit::Requests | WorkUnit::Iterations => WorkUnit::Requests,
     };
-    let c = concurrency(
-        i.requests,
-        m.is_some_and(|m| m.sources.iter().any(|s| s.kind == "process")),
-        counted,
-    )?;
+    let c = concurrency(i.requests, watched_process(m), counted)?;
     Some(Bottleneck {
         kind: Kind::Concurrency,
         subject: "service".into(),
@@ -493,6 +493,11 @@ fn knee_figures(
         pinned,
         busy_elsewhere,
     })
+}
+
+/// Whether the run watched any process (`--monitor-pid`, `--monitor-process`).
+fn watched_process(m: Option<&MonitorRecord>) -> bool {
+    m.is_some_and(|m| m.sources.iter().any(|s| s.kind == "process"))
 }
 
 /// The loaded steps, one per load, in load order.

@@ -317,7 +317,9 @@ fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_le
     assert_eq!(load(&c.optimal), Some(StepLoad::Users(3)), "{c:?}");
     let b = a.summary.bottleneck.unwrap();
     let crest_analysis::bottleneck::Figures::Concurrency {
-        concurrency, service_ms, ..
+        concurrency,
+        service_ms,
+        ..
     } = b.figures
     else {
         panic!("{b:?}")

@@ -662,3 +662,68 @@ fn a_rate_raised_by_hand_is_the_peak_asked_and_not_the_first_steps_load() {
     let md = crest_report::markdown::report(&r, &a).unwrap();
     assert!(md.contains("\n| run | - | "), "{md}");
 }
+
+/// A machine whose CPU filled while crest used little and no process was watched: the service
+/// itself may be what filled it, so the words do not say "other work" as if they knew. A collapse
+/// after a best step that waited for nothing reads as a lower bound with the load that collapsed.
+#[test]
+fn an_unwatched_full_host_and_a_collapse_are_said_as_what_the_run_cannot_tell() {
+    use crest_analysis::bottleneck::{Bottleneck, BusyElsewhere, Collapsed, Figures, Kind, Resource, Usage};
+    use crest_analysis::figures::{StepLoad, WorkUnit};
+    let busy = |watched| BusyElsewhere {
+        host: Usage {
+            resource: Resource::HostCpu,
+            subject: "host".into(),
+            used: 100.0,
+            ceiling: Some(100.0),
+            share: Some(1.0),
+            below: None,
+            throttled_percent: None,
+            cores_busy_percent: None,
+            samples: 4,
+        },
+        cores: 2.0,
+        load_percent: 79.0,
+        watched,
+    };
+    let b = |watched| Bottleneck {
+        kind: Kind::Concurrency,
+        subject: "service".into(),
+        at: Some(StepLoad::Users(60)),
+        figures: Figures::Concurrency {
+            concurrency: 3,
+            exact: 3.0,
+            best_rps: 274.8,
+            service_ms: 10.9,
+            lightest: StepLoad::Users(3),
+            watched,
+            unit: WorkUnit::Requests,
+            at_most: false,
+            at_least: Some(Collapsed {
+                best_at: StepLoad::Users(3),
+                next: StepLoad::Users(60),
+                next_per_s: 6.0,
+            }),
+        },
+        others: Vec::new(),
+        pinned: Vec::new(),
+        busy_elsewhere: Some(busy(watched)),
+    };
+    let said = words::bottleneck(&b(false));
+    assert!(said.contains("behaves like at least 3 workers of 10.9 ms"), "{said}");
+    assert!(
+        said.contains("3 users waited for nothing, and the next load, 60 users, served 6.0 req/s"),
+        "{said}"
+    );
+    assert!(
+        said.contains("but crest used 0.79 of them: no process was watched"),
+        "{said}"
+    );
+    assert!(!said.contains("other work on the machine filled it"), "{said}");
+    assert_eq!(words::bottleneck_cell(&b(false)), "at least 3 workers of 10.9 ms");
+    let said = words::bottleneck(&b(true));
+    assert!(
+        said.contains("crest and the watched processes used 0.79 of them: other work on the machine filled it"),
+        "{said}"
+    );
+}

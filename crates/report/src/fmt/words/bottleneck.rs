@@ -234,8 +234,19 @@ pub fn bottleneck(b: &Bottleneck) -> String {
 /// The host's CPU filled by other work than the load, as a sentence after the answer.
 fn elsewhere(e: Option<&BusyElsewhere>) -> String {
     let Some(e) = e else { return String::new() };
+    let (who, what) = if e.watched {
+        (
+            "crest and the watched processes",
+            "other work on the machine filled it, and may have slowed the service",
+        )
+    } else {
+        (
+            "crest",
+            "no process was watched, so what filled the rest is not known: the service itself, if it runs here (watch it with --monitor-pid or --monitor-process), or other work on the machine, which may have slowed it",
+        )
+    };
     format!(
-        " The host's CPU was at {:.1}% of its {} there, but crest and the watched processes used {:.2} of them: other work on the machine filled it, and may have slowed the service.",
+        " The host's CPU was at {:.1}% of its {} there, but {who} used {:.2} of them: {what}.",
         e.host.used,
         cores(e.cores),
         e.load_percent / 100.0
