@@ -16,6 +16,8 @@ const WINDOW: usize = 3;
 const LATENCY_FACTOR: f64 = 1.25;
 /// ...and the error rate within this much of it.
 const ERROR_MARGIN: f64 = 0.01;
+/// A second with fewer units than this is judged only within its window: its own p95 is noise.
+const SECOND_UNITS: u64 = 20;
 
 /// The recovery after a spike.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -35,6 +37,24 @@ pub struct Recovery {
     pub p95_ms: Option<f64>,
     /// Error rate of that window.
     pub error_rate: Option<f64>,
+    /// What came between the end of the spike and the window that was back, when anything
+    /// did: the drain of what the spike left queued, which a 3-second window would average
+    /// away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+}
+
+/// The units, failures and p95 of the seconds before a recovery.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Until {
+    /// Seconds they span.
+    pub seconds: f64,
+    /// Units that ended in them.
+    pub units: u64,
+    /// Of those, the failed.
+    pub failures: u64,
+    /// Their p95, ms.
+    pub p95_ms: f64,
 }
 
 /// The baseline, spike and recovery steps: a spike profile's three, or the last three steps of
@@ -71,12 +91,27 @@ pub fn recovery(r: &Results, unit: WorkUnit) -> Result<Option<Recovery>, HistErr
     let start = at(after.start_s);
     let mut seconds = None;
     let mut last = (None, None);
+    let back = |w: &Window| match (w.p95(), w.error_rate()) {
+        (Some(p), Some(e)) => p <= p95 * LATENCY_FACTOR && e <= err + ERROR_MARGIN,
+        _ => false,
+    };
+    let mut until = None;
     for i in start..r.intervals.len().saturating_sub(WINDOW - 1) {
         let w = window(r, unit, i, i + WINDOW)?;
         if let (Some(p), Some(e)) = (w.p95(), w.error_rate()) {
             last = (Some(p), Some(e));
-            if p <= p95 * LATENCY_FACTOR && e <= err + ERROR_MARGIN {
+            // The window's first second must be back on its own too: a second of drain after
+            // the spike, averaged with two calm ones, would read as recovered at once.
+            let first = window(r, unit, i, i + 1)?;
+            if back(&w) && (first.requests < SECOND_UNITS || back(&first)) {
                 seconds = Some((i - start) as f64 * r.interval_s);
+                let before = window(r, unit, start, i)?;
+                until = before.p95().map(|p95_ms| Until {
+                    seconds: (i - start) as f64 * r.interval_s,
+                    units: before.requests,
+                    failures: before.failures,
+                    p95_ms,
+                });
                 break;
             }
         }
@@ -88,6 +123,7 @@ pub fn recovery(r: &Results, unit: WorkUnit) -> Result<Option<Recovery>, HistErr
         seconds,
         p95_ms: last.0,
         error_rate: last.1,
+        until,
     }))
 }
 

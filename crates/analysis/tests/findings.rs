@@ -327,3 +327,37 @@ fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_le
     // The baseline's time, not the recovery's: 380/s x 10.5 ms.
     assert!((service_ms - 10.5).abs() < 0.2 && concurrency == 4, "{b:?}");
 }
+
+/// A spike's recovery whose first second still drained the spike's queue (5 of 285 failed,
+/// 1.8%) is back after that second, not at once: a 3-second window from the spike's end
+/// averaged the drain with two calm seconds (0.6%) and said "back in 0 s". What came before is
+/// kept for the words.
+#[test]
+fn a_recovery_is_not_back_while_its_first_second_still_drains_the_spike() {
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(3, 10, |_| Second::ok(250, 10.5))
+        .segment(60, 5, |_| Second {
+            ok: 380,
+            latency_ms: 34.0,
+            failed: 40_000,
+            failure_ms: 1.2,
+        })
+        .segment(3, 10, |k| Second {
+            ok: 280,
+            latency_ms: 10.5,
+            failed: if k == 0 { 5 } else { 0 },
+            failure_ms: 0.5,
+        })
+        .build();
+    for (g, kind) in r
+        .segments
+        .iter_mut()
+        .zip([StepKind::Baseline, StepKind::Spike, StepKind::Recovery])
+    {
+        g.kind = kind(crest_model::step::Level::Users(g.users.unwrap()));
+    }
+    let rec = analyze(&r).unwrap().summary.recovery.unwrap();
+    assert_eq!(rec.seconds, Some(1.0), "{rec:?}");
+    let until = rec.until.unwrap();
+    assert_eq!((until.seconds, until.units, until.failures), (1.0, 285, 5));
+}

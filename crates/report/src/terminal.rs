@@ -419,18 +419,7 @@ fn capacity(out: &mut String, s: &Summary) -> std::fmt::Result {
 fn recovery(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(rec) = &s.recovery {
         writeln!(out)?;
-        match rec.seconds {
-            Some(secs) => writeln!(
-                out,
-                "  Recovery     back to the baseline (p95 {} ms, {} errors) {secs:.0} s after the spike",
-                ms(rec.baseline_p95_ms),
-                pct(rec.baseline_error_rate)
-            )?,
-            None => writeln!(
-                out,
-                "  Recovery     latency and errors did not return to the baseline before the run ended"
-            )?,
-        }
+        writeln!(out, "  Recovery     {}", words::recovery(rec))?;
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 
 use super::*;
 
-fn recovery(rec: &Recovery) -> String {
+/// The recovery after a spike, as the finding and the terminal's line say it.
+pub(crate) fn recovery(rec: &Recovery) -> String {
     // Said of what was judged: a flow's iterations (their time from start to end), else the
     // run's requests or transactions.
     let of = match rec.unit {
@@ -23,8 +24,29 @@ fn recovery(rec: &Recovery) -> String {
             rec.baseline_error_rate * 100.0
         ),
     };
+    let until = rec
+        .until
+        .as_ref()
+        .map(|u| {
+            let failed = if u.failures > 0 {
+                format!(
+                    "{} of {} {} failed ({})",
+                    crate::fmt::int(u.failures),
+                    crate::fmt::int(u.units),
+                    unit_plural(rec.unit),
+                    crate::fmt::pct(u.failures as f64 / u.units.max(1) as f64)
+                )
+            } else {
+                format!("none of {} {} failed", crate::fmt::int(u.units), unit_plural(rec.unit))
+            };
+            format!(
+                "; in the {:.0} s before, {failed} and p95 was {:.1} ms",
+                u.seconds, u.p95_ms
+            )
+        })
+        .unwrap_or_default();
     match rec.seconds {
-        Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s ({figures})."),
+        Some(t) => format!("After the spike the service was back to its baseline in {t:.0} s ({figures}{until})."),
         None => format!("After the spike the service did not return to its baseline before the run ended ({figures})."),
     }
 }
