@@ -14,6 +14,7 @@ mod spec;
 use crate::snake;
 use crate::{Body, Correlation, Extract, Flow, ImportError, Imported, Part, Request, Step};
 use chain::{Need, Source};
+use crest_model::redact::is_secret_name;
 use indexmap::IndexMap;
 use ops::{operations, select, Op, Param};
 use schema::{literal_json, Gen, Place};
@@ -521,9 +522,13 @@ impl Builder<'_, '_> {
         let value = match self.media_example(media, &m_at)? {
             Some(raw) => hide_secrets(&raw, &mut self.imported.secrets, &from),
             None => match media.get("schema") {
-                Some(s) => Gen::new(self.spec, Place::Body)
-                    .value(s, &format!("{m_at}/schema"), "")?
-                    .unwrap_or(Value::Null),
+                Some(s) => hide_made_up_secrets(
+                    Gen::new(self.spec, Place::Body)
+                        .value(s, &format!("{m_at}/schema"), "")?
+                        .unwrap_or(Value::Null),
+                    &mut self.imported.secrets,
+                    &from,
+                ),
                 None => Value::Null,
             },
         };
@@ -689,6 +694,35 @@ fn hide_secrets(v: &Value, secrets: &mut crate::Secrets, from: &str) -> Value {
         ),
         Value::Array(items) => Value::Array(items.iter().map(|i| hide_secrets(i, secrets, from)).collect()),
         other => literal_json(other),
+    }
+}
+
+/// A body made up from its schema, with the plain values of secret-looking fields taken out
+/// as an example's are: a property's own `example` (`password: demo`, an API key) is a
+/// credential as much as a media type's. A function (`${uuid}`) is left to run: it is made
+/// fresh each time and is no one's secret.
+fn hide_made_up_secrets(v: Value, secrets: &mut crate::Secrets, from: &str) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) if !s.is_empty() && !s.contains("${") && is_secret_name(&k) => {
+                            Value::String(secrets.hide(&k, &s, &format!("field {k} of {from}")))
+                        }
+                        other => hide_made_up_secrets(other, secrets, from),
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|i| hide_made_up_secrets(i, secrets, from))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

@@ -329,3 +329,27 @@ fn header_parameters_keep_defaults_and_hide_secret_examples() {
     assert_eq!(r.headers.get("X-Session").map(String::as_str), Some("${env:X_SESSION}"));
     assert!(!yaml(&imported).contains("s3cret"));
 }
+
+/// A body made up from its schema takes a secret-looking field's example (a password, an API
+/// key, on the property rather than on the media type) out to the .env file, as a media type's
+/// example is: it was written into the scenario before. A made-up value is taken out too (the
+/// user puts the real one in the .env file); a function is not a secret and stays.
+#[test]
+fn a_schemas_own_examples_of_secrets_go_to_the_env_file() {
+    let spec = format!(
+        "{HEAD}paths:\n  /auth/token:\n    post:\n      requestBody:\n        content:\n          application/json:\n            schema:\n              type: object\n              required: [username, password, api_key, user]\n              properties:\n                username: {{type: string, example: alice}}\n                password: {{type: string, format: password, example: demo}}\n                api_key: {{type: string, example: sk_live_abcdef123456}}\n                session_id: {{type: string, format: uuid}}\n                user: {{type: object, required: [pass], properties: {{pass: {{type: string}}}}}}\n      responses: {{'200': {{description: x}}}}\n"
+    );
+    let imported = run(&spec).unwrap();
+    let body = json_body(requests(&imported)[0]);
+    assert_eq!(body["username"], "alice");
+    assert_eq!(body["password"], "${env:PASSWORD}");
+    assert_eq!(body["api_key"], "${env:API_KEY}");
+    assert_eq!(body["user"]["pass"], "${env:PASS}");
+    let text = yaml(&imported);
+    assert!(!text.contains("demo") && !text.contains("sk_live"), "{text}");
+    let env = imported.secrets.dotenv();
+    assert!(
+        env.contains("PASSWORD='demo'") && env.contains("API_KEY='sk_live_abcdef123456'"),
+        "{env}"
+    );
+}
