@@ -10,9 +10,9 @@
 use crate::analyze::Analysis;
 use crate::bottleneck::Bottleneck;
 use crate::compare::{per_second, verdict, Verdict};
-use crate::figures::{Point, WorkUnit};
+use crate::figures::{Point, StepLoad, WorkUnit};
 use crate::summary::Answer;
-use crest_model::results::{Provenance, Results};
+use crest_model::results::{EndReason, LoadKind, Provenance, Results};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -28,6 +28,10 @@ pub const DEFAULT_MIN_CHANGE_PCT: f64 = 10.0;
 /// The smallest rise of the error rate the gate calls a regression, in percentage points: a
 /// relative change means nothing from an error rate of 0.
 pub const MIN_ERROR_RATE_POINTS: f64 = 1.0;
+
+/// Steady seconds with something in them, in the newest run and in its baseline together, below
+/// which a figure gets no verdict (the rule of `crest compare`).
+pub const MIN_SECONDS: usize = 3;
 
 /// One run of a history, with the figures its table and charts show.
 #[derive(Clone, Debug, Serialize)]
@@ -58,6 +62,11 @@ pub struct HistoryRun {
     pub bottleneck: Option<Bottleneck>,
     /// The run failed its own thresholds (or nothing succeeded): it is no baseline.
     pub failed: bool,
+    /// Why it ended: a run interrupted by Ctrl-C or SIGTERM is no baseline and gets no verdict.
+    pub ended_by: EndReason,
+    /// The loads of its steps, in order: the gate compares runs of the same loads only, as a
+    /// run at 8 users is slower than one at 2 without anything having regressed.
+    pub loads: Vec<StepLoad>,
     /// Per-second values of the steady state, for the gate's noise test.
     #[serde(skip)]
     seconds: BTreeMap<Figure, Vec<f64>>,
@@ -92,6 +101,21 @@ impl HistoryRun {
             limit: s.answers.limit.clone(),
             bottleneck: s.bottleneck.clone(),
             failed: s.thresholds_failed() || s.successes == 0,
+            ended_by: r.ended_by,
+            loads: a
+                .segments
+                .iter()
+                .filter(|g| g.requests > 0)
+                .map(|g| match g.load() {
+                    // A run without steps holds the load it was given.
+                    StepLoad::Named(k) => match (r.config.model, r.config.rate) {
+                        (LoadKind::Open, Some(rate)) => StepLoad::Rate(rate),
+                        (LoadKind::Closed, _) => StepLoad::Users(r.config.concurrency),
+                        _ => StepLoad::Named(k),
+                    },
+                    l => l,
+                })
+                .collect(),
             seconds,
         }
     }
@@ -267,6 +291,8 @@ pub struct Regression {
     pub label: String,
     /// Which figure.
     pub figure: Figure,
+    /// What throughput counts, in the newest run and its baseline alike.
+    pub unit: WorkUnit,
     /// The baseline runs' mean.
     pub from: f64,
     /// The newest run's value.
@@ -282,6 +308,52 @@ pub struct Regression {
     pub baseline: Vec<String>,
 }
 
+/// A figure of the newest run judged and found not to have regressed, with its figures, so a
+/// CI page shows what passed and by how much.
+#[derive(Clone, Debug, Serialize)]
+pub struct Held {
+    /// Which figure.
+    pub figure: Figure,
+    /// What throughput counts.
+    pub unit: WorkUnit,
+    /// The baseline runs' mean.
+    pub from: f64,
+    /// The newest run's value.
+    pub to: f64,
+    /// As [`Regression::change_pct`].
+    pub change_pct: f64,
+}
+
+/// A figure the gate could not judge: fewer than 3 steady seconds in the newest run or its
+/// baseline. No verdict, rather than a pass.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unjudged {
+    /// Which figure.
+    pub figure: Figure,
+    /// The newest run's steady seconds with something in them.
+    pub seconds: usize,
+    /// The baseline runs' together.
+    pub baseline_seconds: usize,
+}
+
+/// The earlier runs of a label that could not be its newest run's baseline, by why (each counted
+/// under the first that holds).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SetAside {
+    /// Runs before the newest.
+    pub earlier: usize,
+    /// Failed their own thresholds, or nothing succeeded.
+    pub failed: usize,
+    /// Interrupted by Ctrl-C or SIGTERM.
+    pub interrupted: usize,
+    /// Counted another unit of work (requests against a flow's iterations).
+    pub other_unit: usize,
+    /// Ran other loads than the newest's.
+    pub other_load: usize,
+    /// Did not carry `--baseline-tag`.
+    pub untagged: usize,
+}
+
 /// The gate's judgement of one label.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case", tag = "verdict")]
@@ -292,6 +364,19 @@ pub enum LabelVerdict {
         label: String,
         /// The newest run.
         run: String,
+        /// The newest run's loads, which a baseline run must share.
+        loads: Vec<StepLoad>,
+        /// The earlier runs set aside, by why.
+        set_aside: SetAside,
+    },
+    /// The newest run was interrupted: its figures are of a part of the test, no verdict.
+    Interrupted {
+        /// The label.
+        label: String,
+        /// The newest run.
+        run: String,
+        /// How it ended.
+        ended_by: EndReason,
     },
     /// Judged: the regressions found, if any.
     Judged {
@@ -303,7 +388,18 @@ pub enum LabelVerdict {
         baseline: Vec<String>,
         /// Figures beyond every test; empty when none.
         regressions: Vec<Regression>,
+        /// Figures judged that did not regress.
+        held: Vec<Held>,
+        /// Figures with too few seconds to judge.
+        unjudged: Vec<Unjudged>,
     },
+}
+
+impl LabelVerdict {
+    /// Whether any figure regressed.
+    pub fn regressed(&self) -> bool {
+        matches!(self, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty())
+    }
 }
 
 /// The gate over every group of a history: the newest run of each judged against the runs
@@ -315,57 +411,141 @@ pub fn check(h: &History, o: &GateOptions) -> Vec<LabelVerdict> {
 /// The newest run of `g` against its baseline; None for an empty group.
 pub fn check_group(g: &Group, o: &GateOptions) -> Option<LabelVerdict> {
     let (newest, before) = g.runs.split_last()?;
-    let mut baseline: Vec<&HistoryRun> = before
-        .iter()
-        .rev()
-        .filter(|r| !r.failed)
-        .filter(|r| o.baseline_tag.as_ref().is_none_or(|(k, v)| r.tagged(k, v)))
-        .take(o.baseline)
-        .collect();
+    if newest.ended_by.interrupted() {
+        return Some(LabelVerdict::Interrupted {
+            label: g.label.clone(),
+            run: newest.source.clone(),
+            ended_by: newest.ended_by,
+        });
+    }
+    let mut set_aside = SetAside {
+        earlier: before.len(),
+        ..SetAside::default()
+    };
+    let mut baseline: Vec<&HistoryRun> = Vec::new();
+    for r in before.iter().rev() {
+        let count = if r.failed {
+            &mut set_aside.failed
+        } else if r.ended_by.interrupted() {
+            &mut set_aside.interrupted
+        } else if r.unit != newest.unit {
+            &mut set_aside.other_unit
+        } else if r.loads != newest.loads {
+            &mut set_aside.other_load
+        } else if o.baseline_tag.as_ref().is_some_and(|(k, v)| !r.tagged(k, v)) {
+            &mut set_aside.untagged
+        } else {
+            if baseline.len() < o.baseline {
+                baseline.push(r);
+            }
+            continue;
+        };
+        *count += 1;
+    }
     baseline.reverse();
     if baseline.is_empty() {
         return Some(LabelVerdict::TooLittleData {
             label: g.label.clone(),
             run: newest.source.clone(),
+            loads: newest.loads.clone(),
+            set_aside,
         });
     }
     let names: Vec<String> = baseline.iter().map(|r| r.source.clone()).collect();
-    let regressions = Figure::ALL
-        .iter()
-        .filter_map(|f| judge(*f, newest, &baseline, o.min_change_pct).map(|j| (*f, j)))
-        .map(|(figure, (from, to, change_pct, t))| Regression {
-            label: g.label.clone(),
-            figure,
-            from,
-            to,
-            change_pct,
-            t,
-            run: newest.source.clone(),
-            baseline: names.clone(),
-        })
-        .collect();
+    let (mut regressions, mut held, mut unjudged) = (Vec::new(), Vec::new(), Vec::new());
+    for figure in Figure::ALL {
+        match judge(figure, newest, &baseline, o.min_change_pct) {
+            Judgement::Regressed {
+                from,
+                to,
+                change_pct,
+                t,
+            } => regressions.push(Regression {
+                label: g.label.clone(),
+                figure,
+                unit: newest.unit,
+                from,
+                to,
+                change_pct,
+                t,
+                run: newest.source.clone(),
+                baseline: names.clone(),
+            }),
+            Judgement::Held { from, to, change_pct } => held.push(Held {
+                figure,
+                unit: newest.unit,
+                from,
+                to,
+                change_pct,
+            }),
+            Judgement::TooFewSeconds {
+                seconds,
+                baseline_seconds,
+            } => unjudged.push(Unjudged {
+                figure,
+                seconds,
+                baseline_seconds,
+            }),
+        }
+    }
     Some(LabelVerdict::Judged {
         label: g.label.clone(),
         run: newest.source.clone(),
         baseline: names,
         regressions,
+        held,
+        unjudged,
     })
 }
 
-/// One figure of `new` against `baseline`: (baseline mean, new value, change, t) when it got
-/// worse beyond all three tests.
-fn judge(
-    f: Figure,
-    new: &HistoryRun,
-    baseline: &[&HistoryRun],
-    min_change_pct: f64,
-) -> Option<(f64, f64, f64, Option<f64>)> {
+/// What the gate found of one figure.
+enum Judgement {
+    Regressed {
+        from: f64,
+        to: f64,
+        change_pct: f64,
+        t: Option<f64>,
+    },
+    Held {
+        from: f64,
+        to: f64,
+        change_pct: f64,
+    },
+    TooFewSeconds {
+        seconds: usize,
+        baseline_seconds: usize,
+    },
+}
+
+/// One figure of `new` against `baseline`: regressed when it got worse beyond all three tests;
+/// no verdict, whatever the values, when either side has fewer than 3 steady seconds.
+fn judge(f: Figure, new: &HistoryRun, baseline: &[&HistoryRun], min_change_pct: f64) -> Judgement {
+    let base: Vec<f64> = baseline.iter().flat_map(|r| r.seconds[&f].iter().copied()).collect();
+    let newest = &new.seconds[&f];
+    if base.len() < MIN_SECONDS || newest.len() < MIN_SECONDS {
+        return Judgement::TooFewSeconds {
+            seconds: newest.len(),
+            baseline_seconds: base.len(),
+        };
+    }
     let values: Vec<f64> = baseline.iter().map(|r| r.value(f)).collect();
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     let (min, max) = values
         .iter()
         .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
     let to = new.value(f);
+    let change = if f == Figure::ErrorRate {
+        (to - mean) * 100.0
+    } else if mean > 0.0 {
+        (to - mean) / mean * 100.0
+    } else {
+        0.0
+    };
+    let held = Judgement::Held {
+        from: mean,
+        to,
+        change_pct: change,
+    };
     // Worse, as a positive number in the figure's direction.
     let sign = if f.higher_is_better() { -1.0 } else { 1.0 };
     // 1. Beyond the spread between the baseline runs: past the worst of them by as much again
@@ -373,35 +553,32 @@ fn judge(
     let spread = max - min;
     let worst = if f.higher_is_better() { min } else { max };
     if sign * (to - worst) <= spread {
-        return None;
+        return held;
     }
     // 2. Larger than the smallest change that matters.
-    let change = if f == Figure::ErrorRate {
-        (to - mean) * 100.0
-    } else if mean > 0.0 {
-        (to - mean) / mean * 100.0
-    } else {
-        return None;
-    };
     let floor = if f == Figure::ErrorRate {
         MIN_ERROR_RATE_POINTS
     } else {
         min_change_pct
     };
-    if sign * change < floor {
-        return None;
+    if (f != Figure::ErrorRate && mean <= 0.0) || sign * change < floor {
+        return held;
     }
     // 3. Beyond the noise between seconds, by the rule of `crest compare`, in the worse
     // direction.
-    let base: Vec<f64> = baseline.iter().flat_map(|r| r.seconds[&f].iter().copied()).collect();
-    let t = match verdict(&base, &new.seconds[&f]) {
+    let t = match verdict(&base, newest) {
         Verdict::Beyond { t } => t,
-        _ => return None,
+        _ => return held,
     };
     if t.is_some_and(|t| sign * t <= 0.0) {
-        return None;
+        return held;
     }
-    Some((mean, to, change, t))
+    Judgement::Regressed {
+        from: mean,
+        to,
+        change_pct: change,
+        t,
+    }
 }
 
 #[cfg(test)]
@@ -427,6 +604,8 @@ mod tests {
             limit: None,
             bottleneck: None,
             failed: false,
+            ended_by: EndReason::Duration,
+            loads: vec![StepLoad::Users(2)],
             seconds: Figure::ALL
                 .iter()
                 .map(|f| {
@@ -448,7 +627,7 @@ mod tests {
         };
         match check_group(&g, o).unwrap() {
             LabelVerdict::Judged { regressions, .. } => regressions.iter().map(|r| r.figure).collect(),
-            LabelVerdict::TooLittleData { .. } => panic!("no verdict"),
+            other => panic!("no verdict: {other:?}"),
         }
     }
 
@@ -490,5 +669,70 @@ mod tests {
             check_group(&g, &GateOptions::default()),
             Some(LabelVerdict::TooLittleData { .. })
         ));
+    }
+
+    /// A newest run that was interrupted, or too short to have 3 steady seconds, gets no
+    /// verdict, whatever its figures: it passed the gate as "no regression" before. Runs of
+    /// another load or unit, or interrupted, are no baseline, and the verdict counts them.
+    #[test]
+    fn no_verdict_on_a_short_or_interrupted_run_nor_against_another_load() {
+        let o = GateOptions::default();
+        let group = |newest: HistoryRun| Group {
+            label: "api".into(),
+            runs: vec![run("a", 100.0, 1.0), run("bb", 100.0, 1.0), newest],
+        };
+        let mut stopped = run("ccc", 300.0, 1.0);
+        stopped.ended_by = EndReason::Sigint;
+        assert!(matches!(
+            check_group(&group(stopped), &o),
+            Some(LabelVerdict::Interrupted {
+                ended_by: EndReason::Sigint,
+                ..
+            })
+        ));
+        let mut short = run("ccc", 300.0, 1.0);
+        for v in short.seconds.values_mut() {
+            v.truncate(2);
+        }
+        let Some(LabelVerdict::Judged {
+            regressions,
+            held,
+            unjudged,
+            ..
+        }) = check_group(&group(short), &o)
+        else {
+            panic!("not judged")
+        };
+        assert!(regressions.is_empty() && held.is_empty(), "{regressions:?} {held:?}");
+        assert_eq!(unjudged.len(), 5);
+        assert_eq!((unjudged[0].seconds, unjudged[0].baseline_seconds), (2, 12));
+        // Heavier: 8 users against earlier runs at 2, one of them interrupted.
+        let mut heavier = run("dddd", 300.0, 1.0);
+        heavier.loads = vec![StepLoad::Users(8)];
+        let mut cut = run("ccc", 100.0, 1.0);
+        cut.ended_by = EndReason::Sigterm;
+        let g = Group {
+            label: "api".into(),
+            runs: vec![run("a", 100.0, 1.0), run("bb", 100.0, 1.0), cut, heavier],
+        };
+        let Some(LabelVerdict::TooLittleData { set_aside, loads, .. }) = check_group(&g, &o) else {
+            panic!("judged against another load")
+        };
+        assert_eq!(loads, [StepLoad::Users(8)]);
+        assert_eq!(
+            (set_aside.earlier, set_aside.other_load, set_aside.interrupted),
+            (3, 2, 1)
+        );
+        // What held is said with its figures.
+        let mut same = run("dddd", 101.0, 1.0);
+        same.loads = vec![StepLoad::Users(2)];
+        let Some(LabelVerdict::Judged { held, .. }) = check_group(&group(same), &o) else {
+            panic!("not judged")
+        };
+        assert_eq!(held.len(), 5);
+        assert!(
+            (held[1].from - 100.0).abs() < 1e-9 && (held[1].change_pct - 1.0).abs() < 1e-9,
+            "{held:?}"
+        );
     }
 }

@@ -59,7 +59,38 @@ pub fn command(a: &HistoryArgs) -> Result<u8> {
         // The store's error names it without its password.
         Source::Store(url) => (crest_store::load_runs(url, a.label.as_deref())?, Vec::new()),
     };
+    let labels: std::collections::BTreeSet<String> = runs
+        .iter()
+        .map(|(_, r)| {
+            r.config
+                .provenance
+                .as_ref()
+                .and_then(|p| p.label.clone())
+                .unwrap_or_else(|| history::NO_LABEL.to_string())
+        })
+        .collect();
     let h = history::history(runs, a.label.as_deref(), skipped);
+    // A gate pointed at nothing (a wrong directory, a label misspelt) must not pass a CI job.
+    if a.check && h.groups.is_empty() {
+        let whence = match &source {
+            Source::Dir(dir) => format!("under {}", dir.display()),
+            Source::Store(_) => "in the store".to_string(),
+        };
+        match &a.label {
+            Some(l) if !labels.is_empty() => bail!(
+                "--check --label {l}: no run {whence} carries that label (the labels found: {})",
+                labels.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            _ => bail!(
+                "--check: no runs {whence}{}: nothing to judge",
+                if h.skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} could not be read)", h.skipped.len())
+                }
+            ),
+        }
+    }
     let verdicts = a.check.then(|| {
         history::check(
             &h,
@@ -87,10 +118,7 @@ pub fn command(a: &HistoryArgs) -> Result<u8> {
     rundir::write_named(&page, html.as_bytes())?;
     eprintln!("wrote {}", page.display());
     let written = verdicts.as_deref().is_none_or(|v| ci_files(v, a));
-    let regressed = verdicts
-        .iter()
-        .flatten()
-        .any(|v| matches!(v, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty()));
+    let regressed = verdicts.iter().flatten().any(LabelVerdict::regressed);
     Ok(match (regressed, written) {
         (true, _) => crate::exit::REGRESSED,
         (false, false) => crate::exit::NOT_WRITTEN,

@@ -240,11 +240,32 @@ fn provenance_lands_in_results_and_history_reads_it() {
         skipped.contains("broken") && skipped.contains("not a crest results document"),
         "{skipped}"
     );
-    // The newest's only earlier run is its baseline; a label of one run has too little data.
-    assert!(out.contains("check checkout: no regression"), "{out}");
+    // The newest's only earlier run ran another load (2 users, then the default 50): it is no
+    // baseline, and the verdict says why (it compared them before, and said "no regression").
+    assert!(out.contains("2 users") && out.contains("50 users"), "{out}");
+    assert!(
+        out.contains("of 1 earlier, 1 ran other loads than its 50 users: no verdict on too little data"),
+        "{out}"
+    );
+    assert!(!out.contains("no regression"), "{out}");
     let (code, out, _) = history(&runs.join("outside"), &["--check"]);
     assert_eq!(code, 0);
     assert!(out.contains("no verdict on too little data"), "{out}");
+    // A gate pointed at nothing fails the job: a label misspelt, a directory with no runs.
+    let (code, _, err) = history(&runs, &["--check", "--label", "checkuot"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--check --label checkuot: no run under") && err.contains("the labels found: checkout"),
+        "{err}"
+    );
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, err) = history(&empty, &["--check"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--check: no runs under") && err.contains("nothing to judge"),
+        "{err}"
+    );
 }
 
 /// A scenario's `label:` names its runs, and `--label` wins over it; a bad `--tag` or label is

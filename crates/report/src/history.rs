@@ -4,16 +4,18 @@
 
 use crate::chart::{chart, Chart};
 use crate::fmt::{self, words};
-use crest_analysis::history::{Figure, History, HistoryRun, LabelVerdict, Regression};
+use crest_analysis::figures::{StepLoad, WorkUnit};
+use crest_analysis::history::{Figure, Held, History, HistoryRun, LabelVerdict, Regression, SetAside, Unjudged};
 use crest_analysis::summary::Answer;
 use minijinja::context;
 use serde::Serialize;
 
 /// The columns of a label's table.
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "date",
     "commit",
     "tags",
+    "load",
     "throughput",
     "p50 ms",
     "p95 ms",
@@ -64,6 +66,7 @@ fn row(r: &HistoryRun) -> Vec<String> {
         r.started_at.get(..19).unwrap_or(&r.started_at).replace('T', " "),
         commit,
         tags,
+        loads(&r.loads),
         format!("{} {}", fmt::num(r.throughput), words::unit_rate(r.unit)),
         fmt::ms(r.p50_ms),
         fmt::ms(r.p95_ms),
@@ -74,6 +77,32 @@ fn row(r: &HistoryRun) -> Vec<String> {
             .as_ref()
             .map_or_else(|| "-".to_string(), words::bottleneck_cell),
     ]
+}
+
+/// A run's loads in one cell: `2, 4, 8 users`, `100, 200/s`, or each step's own words when
+/// they mix.
+fn loads(l: &[StepLoad]) -> String {
+    let users: Option<Vec<String>> = l
+        .iter()
+        .map(|x| match x {
+            StepLoad::Users(u) => Some(fmt::int(*u)),
+            _ => None,
+        })
+        .collect();
+    let rates: Option<Vec<String>> = l
+        .iter()
+        .map(|x| match x {
+            StepLoad::Rate(r) => Some(fmt::num(*r)),
+            _ => None,
+        })
+        .collect();
+    match (users, rates) {
+        _ if l.is_empty() => "-".into(),
+        (Some(u), _) if u.len() == 1 && u[0] == "1" => "1 user".into(),
+        (Some(u), _) => format!("{} users", u.join(", ")),
+        (_, Some(r)) => format!("{}/s", r.join(", ")),
+        _ => l.iter().map(words::step).collect::<Vec<_>>().join(", "),
+    }
 }
 
 fn skipped(h: &History) -> Vec<String> {
@@ -216,18 +245,74 @@ pub fn html(h: &History) -> Result<String, minijinja::Error> {
         })
 }
 
-/// A regression in words: the figure, its change, the new run and its baseline.
-pub fn regression(r: &Regression) -> String {
-    let value = |v: f64| match r.figure {
-        Figure::Throughput => fmt::num(v),
+/// A figure's value with its unit: `370.1 req/s`, `10.6 ms`, `0.22%`.
+fn value(f: Figure, unit: WorkUnit, v: f64) -> String {
+    match f {
+        Figure::Throughput => format!("{} {}", fmt::num(v), words::unit_rate(unit)),
         Figure::ErrorRate => fmt::pct(v),
         _ => format!("{} ms", fmt::ms(v)),
-    };
-    let change = if r.figure == Figure::ErrorRate {
-        format!("{:+.1} points", r.change_pct)
+    }
+}
+
+/// A change: relative for throughput and latency, in points for the error rate.
+fn change(f: Figure, pct: f64) -> String {
+    if f == Figure::ErrorRate {
+        format!("{pct:+.1} points")
     } else {
-        format!("{:+.1}%", r.change_pct)
-    };
+        format!("{pct:+.1}%")
+    }
+}
+
+/// A figure that held, in words: `p50 10.6 ms against 10.5 ms (+1.0%)`.
+fn held(h: &Held) -> String {
+    format!(
+        "{} {} against {} ({})",
+        h.figure.name(),
+        value(h.figure, h.unit, h.to),
+        value(h.figure, h.unit, h.from),
+        change(h.figure, h.change_pct)
+    )
+}
+
+/// Figures with too few seconds to judge, in words.
+fn unjudged(run: &str, u: &[Unjudged]) -> String {
+    let names: Vec<&str> = u.iter().map(|x| x.figure.name()).collect();
+    let (seconds, baseline) = u.first().map_or((0, 0), |x| (x.seconds, x.baseline_seconds));
+    format!(
+        "no verdict on {} of {run}: fewer than {} steady seconds (it has {seconds}, its baseline {baseline})",
+        names.join(", "),
+        crest_analysis::history::MIN_SECONDS
+    )
+}
+
+/// Why no earlier run could be the baseline, in words.
+fn no_baseline(run: &str, l: &[StepLoad], s: &SetAside) -> String {
+    if s.earlier == 0 {
+        return format!("no run before {run}: no verdict on too little data");
+    }
+    let mut why = Vec::new();
+    for (n, what) in [
+        (s.failed, "failed their thresholds or had no success".to_string()),
+        (s.interrupted, "were interrupted".to_string()),
+        (s.other_unit, "counted another unit of work".to_string()),
+        (s.other_load, format!("ran other loads than its {}", loads(l))),
+        (s.untagged, "lack --baseline-tag".to_string()),
+    ] {
+        if n > 0 {
+            why.push(format!("{n} {what}"));
+        }
+    }
+    format!(
+        "no baseline run before {run}: of {} earlier, {}: no verdict on too little data",
+        s.earlier,
+        why.join(", ")
+    )
+}
+
+/// A regression in words: the figure, its change, the new run and its baseline.
+pub fn regression(r: &Regression) -> String {
+    let value = |v: f64| value(r.figure, r.unit, v);
+    let change = change(r.figure, r.change_pct);
     let t =
         r.t.map_or_else(|| "constant seconds".to_string(), |t| format!("t = {t:.1}"));
     format!(
@@ -249,26 +334,44 @@ pub fn check(verdicts: &[LabelVerdict]) -> String {
     }
     for v in verdicts {
         match v {
-            LabelVerdict::TooLittleData { label, run } => out.push_str(&format!(
-                "check {label}: no baseline run before {run} (none, or all failed their thresholds): no verdict on too little data\n"
-            )),
+            LabelVerdict::TooLittleData {
+                label,
+                run,
+                loads,
+                set_aside,
+            } => out.push_str(&format!("check {label}: {}\n", no_baseline(run, loads, set_aside))),
+            LabelVerdict::Interrupted { label, run, .. } => {
+                out.push_str(&format!("check {label}: {}\n", interrupted(run)))
+            }
             LabelVerdict::Judged {
                 label,
                 run,
                 baseline,
                 regressions,
-            } if regressions.is_empty() => out.push_str(&format!(
-                "check {label}: no regression in {run} against {} baseline run(s)\n",
-                baseline.len()
-            )),
-            LabelVerdict::Judged { regressions, .. } => {
+                held,
+                unjudged: u,
+            } => {
                 for r in regressions {
                     out.push_str(&format!("REGRESSION {}\n", regression(r)));
+                }
+                if regressions.is_empty() && !held.is_empty() {
+                    out.push_str(&format!(
+                        "check {label}: no regression in {run} against {} baseline run(s)\n",
+                        baseline.len()
+                    ));
+                }
+                if !u.is_empty() {
+                    out.push_str(&format!("check {label}: {}\n", unjudged(run, u)));
                 }
             }
         }
     }
     out
+}
+
+/// An interrupted newest run, in words.
+fn interrupted(run: &str) -> String {
+    format!("{run} was interrupted (Ctrl-C or SIGTERM): its figures are of part of the test, no verdict")
 }
 
 /// The gate's verdicts as JUnit suites, one per label: a case per figure judged, failed when it
@@ -279,12 +382,26 @@ pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
     verdicts
         .iter()
         .map(|v| match v {
-            LabelVerdict::TooLittleData { label, run } => {
+            LabelVerdict::TooLittleData {
+                label,
+                run,
+                loads,
+                set_aside,
+            } => {
                 let mut s = Suite::new(format!("crest history: {label}"));
                 s.cases.push(Case::skip(
                     "regressions",
                     "the newest run against its baseline",
-                    format!("no baseline run before {run} (none, or all failed their thresholds): no verdict on too little data"),
+                    no_baseline(run, loads, set_aside),
+                ));
+                s
+            }
+            LabelVerdict::Interrupted { label, run, .. } => {
+                let mut s = Suite::new(format!("crest history: {label}"));
+                s.cases.push(Case::skip(
+                    "regressions",
+                    "the newest run against its baseline",
+                    interrupted(run),
                 ));
                 s
             }
@@ -293,6 +410,8 @@ pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
                 run,
                 baseline,
                 regressions,
+                held: h,
+                unjudged: u,
             } => {
                 let mut s = Suite::new(format!("crest history: {label}"));
                 s.properties = vec![
@@ -300,13 +419,18 @@ pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
                     ("crest.baseline".to_string(), baseline.join(", ")),
                 ];
                 for f in Figure::ALL {
-                    let case = match regressions.iter().find(|r| r.figure == f) {
-                        Some(r) => Case::fail("regressions", f.name(), regression(r)),
-                        None => Case::pass("regressions", f.name()).with_output(format!(
-                            "{} of {run} did not regress against {} baseline run(s)",
+                    let case = if let Some(r) = regressions.iter().find(|r| r.figure == f) {
+                        Case::fail("regressions", f.name(), regression(r))
+                    } else if let Some(x) = h.iter().find(|x| x.figure == f) {
+                        Case::pass("regressions", f.name()).with_output(format!(
+                            "{} of {run} did not regress against {} baseline run(s): {}",
                             f.name(),
-                            baseline.len()
-                        )),
+                            baseline.len(),
+                            held(x)
+                        ))
+                    } else {
+                        let x: Vec<Unjudged> = u.iter().filter(|x| x.figure == f).cloned().collect();
+                        Case::skip("regressions", f.name(), unjudged(run, &x))
                     };
                     s.cases.push(case);
                 }
@@ -319,15 +443,18 @@ pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
 /// The gate's verdicts as Markdown for a CI job's summary page: a heading, then a line per
 /// label and per regression, worded as [`check`] words them.
 pub fn check_markdown(verdicts: &[LabelVerdict]) -> String {
-    let regressed = verdicts
+    let regressed = verdicts.iter().any(LabelVerdict::regressed);
+    let judged = verdicts
         .iter()
-        .any(|v| matches!(v, LabelVerdict::Judged { regressions, .. } if !regressions.is_empty()));
+        .any(|v| matches!(v, LabelVerdict::Judged { held, .. } if !held.is_empty()));
     let mut out = format!(
         "### crest history --check\n\n{}\n\n",
         if regressed {
             "❌ a figure regressed beyond the noise"
-        } else {
+        } else if judged {
             "✅ no regression beyond the noise"
+        } else {
+            "➖ no verdict on too little data"
         }
     );
     for line in check(verdicts).lines() {
