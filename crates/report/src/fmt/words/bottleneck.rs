@@ -203,7 +203,7 @@ pub fn bottleneck(b: &Bottleneck) -> String {
             let figures = format!(
                 "behaves like {}{} of {} ms (its best {} {} x {} ms {each} at {} = {} {} at once{bound})",
                 bound_word(*at_most, at_least.is_some()),
-                count(*concurrency, "worker"),
+                workers(*concurrency, *exact),
                 crate::fmt::ms(*service_ms),
                 num(*best_rps),
                 unit_rate(*unit),
@@ -410,6 +410,7 @@ pub fn bottleneck_cell(b: &Bottleneck) -> String {
         ),
         Figures::Concurrency {
             concurrency,
+            exact,
             service_ms,
             at_most,
             at_least,
@@ -417,10 +418,21 @@ pub fn bottleneck_cell(b: &Bottleneck) -> String {
         } => format!(
             "{}{} of {} ms",
             bound_word(*at_most, at_least.is_some()),
-            count(*concurrency, "worker"),
+            workers(*concurrency, *exact),
             crate::fmt::ms(*service_ms)
         ),
         Figures::StillGrowing { .. } => "none yet".into(),
+    }
+}
+
+/// A count of workers from Little's law: `4 workers`, or `4 to 5 workers` when the figure lies
+/// near the middle of two (4.5 requests at once), where rounding would pick one by noise.
+fn workers(rounded: u64, exact: f64) -> String {
+    let frac = exact - exact.floor();
+    if exact >= 1.0 && (0.3..=0.7).contains(&frac) {
+        format!("{} to {} workers", exact.floor() as u64, exact.ceil() as u64)
+    } else {
+        count(rounded, "worker")
     }
 }
 
