@@ -727,3 +727,33 @@ fn an_unwatched_full_host_and_a_collapse_are_said_as_what_the_run_cannot_tell() 
         "{said}"
     );
 }
+
+/// 4.5 requests at once is not "5 workers": rounding would pick one by noise.
+#[test]
+fn a_count_of_workers_near_a_half_is_a_range() {
+    use crest_analysis::bottleneck::{Bottleneck, Figures, Kind};
+    use crest_analysis::figures::{StepLoad, WorkUnit};
+    let b = |exact: f64| Bottleneck {
+        kind: Kind::Concurrency,
+        subject: "service".into(),
+        at: Some(StepLoad::Rate(500.0)),
+        figures: Figures::Concurrency {
+            concurrency: exact.round() as u64,
+            exact,
+            best_rps: 394.7,
+            service_ms: 11.4,
+            lightest: StepLoad::Rate(200.0),
+            watched: true,
+            unit: WorkUnit::Requests,
+            at_most: false,
+            at_least: None,
+        },
+        others: Vec::new(),
+        pinned: Vec::new(),
+        busy_elsewhere: None,
+    };
+    assert_eq!(words::bottleneck_cell(&b(4.5)), "4 to 5 workers of 11.4 ms");
+    assert!(words::bottleneck(&b(4.5)).contains("behaves like 4 to 5 workers of 11.4 ms"));
+    assert_eq!(words::bottleneck_cell(&b(4.1)), "4 workers of 11.4 ms");
+    assert_eq!(words::bottleneck_cell(&b(4.8)), "5 workers of 11.4 ms");
+}
