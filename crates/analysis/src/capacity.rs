@@ -523,8 +523,10 @@ fn saturation(span: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<Capacity
         let load_growth = b.load_value() / a.load_value() - 1.0;
         let gain = b.success_rps - a.success_rps;
         let tput_growth = if a.success_rps > 0.0 { gain / a.success_rps } else { 0.0 };
-        // Throughput grew by less than the rule's share, while latency rose beyond its noise.
-        let flat = gain < SATURATION_GROWTH * a.success_rps;
+        // Throughput grew by less than the rule's share, or by no more than the two steps' own
+        // noise (short steps wander: 370 then 389 a second, each +-27, is no growth), while
+        // latency rose beyond its noise.
+        let flat = gain < SATURATION_GROWTH * a.success_rps || gain <= noise(a, b);
         let p95_rose = rose(
             a.success_latency_ms.p95,
             b.success_latency_ms.p95,

@@ -361,3 +361,20 @@ fn a_recovery_is_not_back_while_its_first_second_still_drains_the_spike() {
     let until = rec.until.unwrap();
     assert_eq!((until.seconds, until.units, until.failures), (1.0, 285, 5));
 }
+
+/// Saturation where more load brought no more throughput beyond the steps' own noise: 4 users
+/// at 370 a second, 8 at 389 (+5.1%, but each step wanders by +-30 a second), 12 at 390, p95
+/// doubling at each. The 5% rule alone placed it at 12 users, a level late.
+#[test]
+fn saturation_is_where_growth_ended_beyond_noise_not_only_past_five_percent() {
+    let wander = |mean: u64| move |k: u64| if k % 2 == 0 { mean - 30 } else { mean + 30 };
+    let (a, b, c) = (wander(370), wander(389), wander(390));
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(4, 10, move |k| Second::ok(a(k), 10.5))
+        .segment(8, 10, move |k| Second::ok(b(k), 21.0))
+        .segment(12, 10, move |k| Second::ok(c(k), 31.0))
+        .build();
+    let a = analyze(&r).unwrap();
+    let s = a.capacity.saturation.as_ref().map(|p| p.load.clone());
+    assert_eq!(s, Some(StepLoad::Users(8)), "{:?}", a.capacity);
+}
