@@ -103,6 +103,20 @@ pub enum Finding {
         /// The highest level below it.
         after: Option<StepLoad>,
     },
+    /// A heavier load got far less useful work done than the best: the service collapsed rather
+    /// than held its best past its limit (timeouts and 503s in place of answers).
+    Collapsed {
+        /// The load that served the most.
+        best: StepLoad,
+        /// Successful units per second there.
+        best_per_s: f64,
+        /// The heavier load that served the least.
+        at: StepLoad,
+        /// Successful units per second there.
+        per_s: f64,
+        /// What they count.
+        unit: WorkUnit,
+    },
     /// Failures of one kind that look like a timeout.
     Clustered {
         /// How many failed this way.
@@ -189,6 +203,32 @@ fn peaks(s: &Summary) -> Vec<Peak> {
     out
 }
 
+/// A heavier load that served less than this share of the best's successful units a second
+/// collapsed.
+const COLLAPSE: f64 = 0.5;
+
+/// The heavier load, past the one that served the most, that served the least, when it served
+/// under half as much: each of enough units to hold.
+fn collapsed(steps: &[&SegmentAnalysis], unit: WorkUnit) -> Option<Finding> {
+    let enough = |g: &&&SegmentAnalysis| g.steady_requests >= MIN_UNITS && g.load_value() > 0.0;
+    let best = steps
+        .iter()
+        .filter(enough)
+        .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps))?;
+    let worst = steps
+        .iter()
+        .filter(enough)
+        .filter(|g| g.load_value() > best.load_value())
+        .min_by(|a, b| a.success_rps.total_cmp(&b.success_rps))?;
+    (worst.success_rps < COLLAPSE * best.success_rps).then(|| Finding::Collapsed {
+        best: best.load(),
+        best_per_s: best.success_rps,
+        at: worst.load(),
+        per_s: worst.success_rps,
+        unit,
+    })
+}
+
 /// The findings for a run, most important first.
 /// `segments` are the steps in requests (transactions), `steps` the same steps in the run's unit
 /// of work, which every answer is judged in.
@@ -260,6 +300,7 @@ pub fn findings(
             after: before.map(|g| g.load()),
         });
     }
+    out.extend(collapsed(&in_unit, capacity.unit));
     for f in failures {
         if let Some(c) = &f.cluster {
             out.push(Finding::Clustered {

@@ -378,3 +378,36 @@ fn saturation_is_where_growth_ended_beyond_noise_not_only_past_five_percent() {
     let s = a.capacity.saturation.as_ref().map(|p| p.load.clone());
     assert_eq!(s, Some(StepLoad::Users(8)), "{:?}", a.capacity);
 }
+
+/// Past its limit a service that served 390 a second served 16 at 48 users, the rest timeouts:
+/// said, with the best and the least. One that held its best while failing the extra load
+/// (a 503 storm beside 380 answers a second) did not collapse.
+#[test]
+fn a_collapse_past_the_best_is_said_and_a_held_plateau_is_not() {
+    let collapse = |ok_at_48: u64| {
+        ResultsBuilder::new(Outcome::Status(500), true)
+            .segment(4, 5, |_| Second::ok(380, 10.5))
+            .segment(8, 5, |_| Second::ok(390, 20.5))
+            .segment(48, 5, move |_| Second {
+                ok: ok_at_48,
+                latency_ms: 41.0,
+                failed: 1_300,
+                failure_ms: 41.0,
+            })
+            .build()
+    };
+    let found = |r: &Results| findings(r).into_iter().find(|f| matches!(f, Finding::Collapsed { .. }));
+    let Some(Finding::Collapsed {
+        best,
+        best_per_s,
+        at,
+        per_s,
+        ..
+    }) = found(&collapse(16))
+    else {
+        panic!("{:?}", findings(&collapse(16)))
+    };
+    assert_eq!((best, at), (StepLoad::Users(8), StepLoad::Users(48)));
+    assert!((best_per_s - 390.0).abs() < 1.0 && (per_s - 16.0).abs() < 1.0);
+    assert!(found(&collapse(380)).is_none());
+}

@@ -266,6 +266,22 @@ pub fn finding(f: &Finding) -> String {
                 between.unwrap_or_default()
             )
         }
+        Finding::Collapsed {
+            best,
+            best_per_s,
+            at,
+            per_s,
+            unit,
+        } => format!(
+            "Past its best the service collapsed: {} {} at {}, its best, but {} {} at {} ({:+.0}%). Heavier loads got less work done, not more: what they added failed or waited out its timeout.",
+            num(*best_per_s),
+            unit_rate(*unit),
+            step(best),
+            num(*per_s),
+            unit_rate(*unit),
+            step(at),
+            (per_s / best_per_s - 1.0) * 100.0
+        ),
         Finding::Clustered {
             count,
             description,
