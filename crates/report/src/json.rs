@@ -93,6 +93,9 @@ pub struct SummaryView<'a> {
     /// What limits the service, with its figures and the sentence that says so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) bottleneck: Option<Said<'a, crest_analysis::bottleneck::Bottleneck>>,
+    /// Why no bottleneck is named, when none is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bottleneck_reason: Option<String>,
     /// Watched processes that exited, were OOM-killed or restarted.
     pub(crate) events: Vec<Said<'a, crest_analysis::events::ProcessEvent>>,
     /// A `resources:` block for each watched process.
@@ -365,6 +368,7 @@ pub fn summary(s: &Summary) -> SummaryView<'_> {
             figures: b,
             sentence: words::bottleneck(b),
         }),
+        bottleneck_reason: s.bottleneck.is_none().then(|| words::no_bottleneck(s)),
         events: s
             .events
             .iter()

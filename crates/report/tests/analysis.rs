@@ -757,3 +757,27 @@ fn a_count_of_workers_near_a_half_is_a_range() {
     assert_eq!(words::bottleneck_cell(&b(4.1)), "4 workers of 11.4 ms");
     assert_eq!(words::bottleneck_cell(&b(4.8)), "5 workers of 11.4 ms");
 }
+
+/// A run of one load past its limit (87% 503s) names no bottleneck; its report says why under
+/// the heading, which was left empty above its sizing.
+#[test]
+fn a_run_of_one_load_says_why_it_names_no_bottleneck() {
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(64, 5, |_| Second {
+            ok: 387,
+            latency_ms: 20.0,
+            failed: 2_600,
+            // Every user busy (Little's law): the 503s came after a wait in the queue.
+            failure_ms: 21.6,
+        })
+        .build();
+    let a = crest_analysis::analyze(&r).unwrap();
+    assert!(a.summary.bottleneck.is_none(), "{:?}", a.summary.bottleneck);
+    let said = words::no_bottleneck(&a.summary);
+    assert!(said.starts_with("No bottleneck is named: a run of one load"), "{said}");
+    assert!(said.contains("No process of the service was watched"), "{said}");
+    let md = crest_report::markdown::report(&r, &a).unwrap();
+    if md.contains("## Why it saturates") {
+        assert!(md.contains(&said), "{md}");
+    }
+}

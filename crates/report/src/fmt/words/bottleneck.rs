@@ -311,6 +311,11 @@ pub fn process_event(e: &ProcessEvent) -> String {
 /// What a sizing rests on, as a sentence.
 pub fn sizing_basis(s: &Sizing) -> String {
     let b = &s.basis;
+    // A run without steps is "the run", not a step called "run".
+    let step = |l: &StepLoad| match l {
+        StepLoad::Named(StepKind::Run) => "the run".to_string(),
+        l => step(l),
+    };
     let at = if b.optimum {
         format!("the optimum, {}", step(&b.request_at))
     } else {
@@ -433,6 +438,33 @@ fn workers(rounded: u64, exact: f64) -> String {
         format!("{} to {} workers", exact.floor() as u64, exact.ceil() as u64)
     } else {
         count(rounded, "worker")
+    }
+}
+
+/// Why a run names no bottleneck, where its report has a place for one.
+pub fn no_bottleneck(s: &crest_analysis::summary::Summary) -> String {
+    let mut loads: Vec<f64> = s
+        .segments
+        .iter()
+        .filter(|g| g.requests > 0)
+        .filter_map(|g| g.users.map(|u| u as f64).or(g.rate))
+        .collect();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let watched = s.resources.iter().any(|r| r.key.starts_with("process_"));
+    let watch = if watched {
+        ""
+    } else {
+        " No process of the service was watched (--monitor-pid, --monitor-process), so none of its resources could be."
+    };
+    if loads.len() < 2 {
+        format!(
+            "No bottleneck is named: a run of one load names one only when a watched resource reached its ceiling, and none did.{watch} Step the load (-c 2,4,8,16, or rate stages) to see where it stops scaling and why."
+        )
+    } else {
+        format!(
+            "No bottleneck is named: no step shows the service stopping to scale (no saturation and no breaking point), and no watched resource reached its ceiling.{watch}"
+        )
     }
 }
 
