@@ -70,6 +70,7 @@ pub struct Subject<W> {
 /// `crest find URL` or `crest find SCENARIO`: the subject's draft and workload, resolved from
 /// the flags. Returns the exit code.
 pub fn command(a: &FindArgs, args: &[String], readers: &Readers) -> Result<u8> {
+    crate::output::check_before(&a.output)?;
     // The draft as given, resolved once here for the workload (and to refuse a bad one before
     // the first probe).
     let base = |mut draft: Draft| -> Result<(Plan, Draft)> {

@@ -177,6 +177,46 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot append to {}", path.display()))
 }
 
+/// What the run's end would find wrong with its outputs, said before anything is sent: a file
+/// flag whose directory is missing, a store URL that cannot name a store. A run of minutes
+/// is not spent to fail on a mistyped path, and the error is a usage error (2), not a full
+/// disk (4).
+pub fn check_before(out: &OutputArgs) -> Result<()> {
+    let summary_json = out.summary_json.as_deref().filter(|p| *p != "-").map(Path::new);
+    for (flag, path) in [
+        ("--junit", out.junit.as_deref()),
+        ("--markdown-summary", out.markdown_summary.as_deref()),
+        ("--summary-json", summary_json),
+    ] {
+        let Some(path) = path else { continue };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "{flag} {}: {} is not a directory (the file is written when the run ends, so its directory must exist before)",
+                path.display(),
+                dir.display()
+            );
+        }
+        if path.is_dir() {
+            anyhow::bail!("{flag} {}: is a directory; give a file", path.display());
+        }
+    }
+    let from_flag = out.store.is_some();
+    if let Some(url) = out
+        .store
+        .clone()
+        .or_else(|| std::env::var("CREST_STORE").ok())
+        .filter(|u| !u.is_empty())
+    {
+        crest_store::check_url(&url)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", if from_flag { "--store" } else { "CREST_STORE" }))?;
+    }
+    Ok(())
+}
+
 /// The team store a run is written to: `--store`, else `$CREST_STORE`. A worker's share of a
 /// run is not a run of its own (its `$CREST_STORE` would store it beside the whole): the
 /// collector stores the run.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 /// `crest run URL` or `crest run SCENARIO`. Returns the exit code.
 pub fn command(a: &RunArgs, args: &[String], readers: &Readers) -> Result<u8> {
+    output::check_before(&a.output)?;
     let levels = plan::levels(a)?;
     if a.url.contains("://") {
         return match levels.as_slice() {

@@ -116,6 +116,7 @@ fn points(a: &SweepArgs) -> Result<Points> {
 
 /// Runs the sweep. Returns the exit code.
 pub fn command(a: &SweepArgs, command_line: &[String], readers: &Readers) -> Result<u8> {
+    output::check_before(&a.output)?;
     let p = points(a)?;
     let text = crest_model::input::read_text_file(&a.scenario, crest_model::input::MAX_SCENARIO)
         .with_context(|| format!("{}: cannot read it", a.scenario.display()))?;

@@ -347,3 +347,46 @@ fn an_unreachable_store_leaves_the_run_directory_exits_4_and_shows_no_password()
     assert_eq!(out.status.code(), Some(4));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("secretpw"));
 }
+
+/// A store URL that cannot name a store (another database's, one asking for TLS) and an output
+/// file whose directory is missing are refused before anything is sent: exit 2 naming the flag,
+/// the target's counters untouched, no run directory. They were found after the whole run,
+/// as exit 4. The password stays out of the message.
+#[test]
+fn a_bad_store_url_or_output_path_is_refused_before_the_run() {
+    let _serial = common::serial();
+    let t = target_process(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, value, said) in [
+        ("--store", "mysql://u:secretpw@h/x", "--store: store mysql://u:"),
+        (
+            "--store",
+            "postgres://u:secretpw@h/x?sslmode=require",
+            "sslmode=require: crest connects without TLS",
+        ),
+        (
+            "--junit",
+            "no/such/dir/x.xml",
+            "--junit no/such/dir/x.xml: no/such/dir is not a directory",
+        ),
+        (
+            "--markdown-summary",
+            "no/such/s.md",
+            "--markdown-summary no/such/s.md: no/such is not a directory",
+        ),
+    ] {
+        let out_dir = tmp.path().join("run");
+        let out = crest()
+            .current_dir(tmp.path())
+            .args(["run", &t.url, "-c", "1", "-d", "1s", flag, value, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(said), "{flag} {value}: {stderr}");
+        assert!(!stderr.contains("secretpw"), "{stderr}");
+        assert!(!out_dir.exists(), "{flag} {value}: a run directory was left");
+    }
+    assert_eq!(target_metric(&t.url, "crest_target_requests_total"), 0);
+}

@@ -42,11 +42,7 @@ pub fn shown(url: &str) -> String {
 /// Connects; the connection's driver runs on the current runtime.
 pub(crate) async fn connect(url: &str) -> Result<Store, StoreError> {
     let shown = shown(url);
-    // The parser's message is kept out: it may quote the string, password and all.
-    let mut config: tokio_postgres::Config = url.parse().map_err(|_| StoreError::Url {
-        url: shown.clone(),
-        message: "expected postgres://user@host:port/database or key=value pairs".into(),
-    })?;
+    let mut config = config(url)?;
     if config.get_password().is_none() {
         if let Ok(p) = std::env::var("PGPASSWORD") {
             config.password(p);
@@ -78,6 +74,27 @@ pub(crate) async fn connect(url: &str) -> Result<Store, StoreError> {
         let _ = connection.await;
     });
     Ok(Store { client, shown })
+}
+
+/// The URL as a connection's configuration, or why it cannot be one: said before a run sends
+/// anything (see [`check_url`]), not after it.
+fn config(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let shown = shown(url);
+    // The parser's message is kept out: it may quote the string, password and all.
+    let config: tokio_postgres::Config = url.parse().map_err(|_| StoreError::Url {
+        url: shown.clone(),
+        message: "expected postgres://user@host:port/database or key=value pairs".into(),
+    })?;
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(StoreError::Tls { url: shown });
+    }
+    Ok(config)
+}
+
+/// Whether `url` can name a store at all (its form, its `sslmode`), without connecting: a run
+/// checks it before sending, so a mistyped `--store` does not cost the run.
+pub fn check_url(url: &str) -> Result<(), StoreError> {
+    config(url).map(|_| ())
 }
 
 /// The server's message and code, or the driver's error with its causes, as `crest pg` words

@@ -13,7 +13,7 @@ mod read;
 mod rows;
 mod write;
 
-pub use connect::shown;
+pub use connect::{check_url, shown};
 pub use migrate::{migrate, MIGRATIONS};
 pub use read::load_runs;
 pub use write::write_run;
@@ -28,6 +28,12 @@ pub enum StoreError {
         url: String,
         /// What is wrong with it.
         message: String,
+    },
+    /// The URL asks for TLS, which crest's connections do not speak.
+    #[error("store {url}: sslmode=require: crest connects without TLS; put the store on a trusted network or behind a local TLS tunnel")]
+    Tls {
+        /// The URL, redacted.
+        url: String,
     },
     /// No connection within the timeout, or one refused.
     #[error("store {url}: cannot connect: {message}")]
