@@ -367,7 +367,7 @@ fn a_recovery_is_not_back_while_its_first_second_still_drains_the_spike() {
 /// doubling at each. The 5% rule alone placed it at 12 users, a level late.
 #[test]
 fn saturation_is_where_growth_ended_beyond_noise_not_only_past_five_percent() {
-    let wander = |mean: u64| move |k: u64| if k % 2 == 0 { mean - 30 } else { mean + 30 };
+    let wander = |mean: u64| move |k: u64| if k.is_multiple_of(2) { mean - 30 } else { mean + 30 };
     let (a, b, c) = (wander(370), wander(389), wander(390));
     let r = ResultsBuilder::new(Outcome::Status(503), true)
         .segment(4, 10, move |k| Second::ok(a(k), 10.5))
