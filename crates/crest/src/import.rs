@@ -72,6 +72,7 @@ fn emit(mut imported: Imported, out: &ImportOut) -> Result<u8> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    missing_files(&imported)?;
     rebase_files(&mut imported, &cwd, &dir);
     let file_name = |p: &Path| {
         p.file_name()
@@ -204,6 +205,30 @@ fn check_out(scenario: &Path, env: &Path, force: bool) -> Result<()> {
 /// Files a request sends (`--data-binary @file`) are named relative to where the import ran;
 /// the scenario names them relative to itself (so the two can move together), or absolutely
 /// when they are not beneath it.
+/// The files the input sends as bodies, each where the import runs: one that is not there is
+/// the input's mistake (`--data-binary @FILE` of a file elsewhere), said with the request
+/// that sends it, not as a scenario crest made and cannot validate.
+fn missing_files(imported: &Imported) -> Result<()> {
+    for flow in &imported.flows {
+        for step in &flow.steps {
+            let Step::Request(r) = step else { continue };
+            let files: Vec<&String> = match &r.body {
+                Some(Body::File(f)) => vec![f],
+                Some(Body::Multipart(parts)) => parts.iter().filter_map(|p| p.file.as_ref()).collect(),
+                _ => Vec::new(),
+            };
+            if let Some(f) = files.into_iter().find(|f| !Path::new(f.as_str()).is_file()) {
+                bail!(
+                    "{f}: no such file here; {} {} sends it as its body (@{f}), and the scenario reads it each run",
+                    r.method,
+                    r.url.as_deref().or(r.path.as_deref()).unwrap_or("/")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn rebase_files(imported: &mut Imported, cwd: &Path, dir: &Path) {
     let (Ok(cwd), Ok(dir)) = (std::fs::canonicalize(cwd), std::fs::canonicalize(dir)) else {
         return;

@@ -300,6 +300,7 @@ fn an_option_crest_cannot_send_exits_2_naming_it() {
         ("curl --proxy-ntlm https://api.example.com/", "--proxy-ntlm"),
         ("curl -sT file.txt https://api.example.com/", "-T"),
         ("curl --unix-socket /run/x.sock http://localhost/", "--unix-socket"),
+        ("curl -X 'GE T' http://localhost/", "-X"),
     ] {
         let dir = tempfile::Builder::new().prefix("curlh-bad-").tempdir().unwrap();
         let out = dir.path().join("s.yaml");
@@ -313,6 +314,27 @@ fn an_option_crest_cannot_send_exits_2_naming_it() {
         assert!(stderr.contains(&format!("curl option {option}:")), "{cmd}: {stderr}");
         assert!(!Path::new(&out).exists(), "{cmd}: wrote a scenario");
     }
+    // A body file that is not here is the command's mistake, not a scenario crest cannot
+    // validate ("please report it" was said).
+    let dir = tempfile::Builder::new().prefix("curlh-bad-").tempdir().unwrap();
+    let o = crest()
+        .current_dir(dir.path())
+        .args([
+            "import",
+            "curl",
+            "curl --data-binary @gone.bin https://api.example.com/up",
+            "--out",
+            "s.yaml",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("gone.bin: no such file here; POST") && !stderr.contains("report"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("s.yaml").exists());
     let o = crest()
         .args(["import", "curl", "wget https://api.example.com/"])
         .output()

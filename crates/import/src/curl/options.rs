@@ -358,7 +358,17 @@ fn apply(out: &mut Options, spec: &Spec, shown: &str, value: Option<String>, neg
     let v = value.unwrap_or_default();
     let on = !negated;
     match spec.kind {
-        Kind::Request => out.method = Some(v),
+        Kind::Request => {
+            // A method is a token (RFC 9110): what curl would send as it is, a server refuses.
+            let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+            if v.is_empty() || !v.chars().all(token) {
+                return Err(refuse(
+                    shown,
+                    format!("{v:?} is not an HTTP method: one word of letters, digits and !#$%&'*+-.^_`|~"),
+                ));
+            }
+            out.method = Some(v)
+        }
         Kind::Header => {
             if v.starts_with('@') {
                 return Err(refuse(

@@ -309,3 +309,12 @@ fn curls_own_accept_is_sent_unless_a_header_says_otherwise() {
     let (_, r) = one("curl https://a.example/ -H 'Accept:'");
     assert!(!r.headers.contains_key("Accept"), "{:?}", r.headers);
 }
+
+/// A method that is not one is the command's mistake, said with its option: it came out as a
+/// scenario crest could not validate, "please report it".
+#[test]
+fn a_method_that_is_not_one_is_refused_with_its_option() {
+    let e = import("curl -X 'GE T' http://x/", "c").unwrap_err().to_string();
+    assert!(e.contains("-X") && e.contains("\"GE T\" is not an HTTP method"), "{e}");
+    assert_eq!(one("curl -X PURGE http://x/").1.method, "PURGE");
+}
