@@ -140,6 +140,7 @@ pub(super) fn read(text: &str, source_name: &str) -> Result<(String, Vec<Entry>)
         return Err(not("not a HAR recording: it has no \"log\" object".to_string()));
     };
     match log.get("version") {
+        // HAR 1.2 requires it; a recording without one is read as 1.2, and said to be.
         None => {}
         Some(Value::String(v)) if v == "1.2" => {}
         Some(Value::String(v)) => return Err(not(format!("HAR {v} is not supported: crest reads HAR 1.2"))),
@@ -163,6 +164,11 @@ pub(super) fn read(text: &str, source_name: &str) -> Result<(String, Vec<Entry>)
             format!(" (by {who})")
         }
     });
+    let creator = if log.get("version").is_none() {
+        format!("{creator} (it gives no log.version: read as HAR 1.2)")
+    } else {
+        creator
+    };
     let entries = list
         .iter()
         .enumerate()
@@ -187,11 +193,13 @@ pub(super) fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry
         return Err(err("no URL", "its request has no URL"));
     };
     let url = Url::parse(raw).map_err(|e| err(raw, &format!("its URL does not parse: {e}")))?;
-    let method = req
-        .get("method")
-        .and_then(Value::as_str)
-        .filter(|m| !m.is_empty())
-        .unwrap_or("GET");
+    // HAR 1.2 requires the method: without it the recorded request cannot be told (a POST
+    // replayed as GET with its body).
+    let method = match req.get("method") {
+        Some(Value::String(m)) if !m.is_empty() => m.as_str(),
+        None | Some(Value::Null) => return Err(err(raw, "its request has no method")),
+        Some(other) => return Err(err(raw, &format!("its method {other} is not text"))),
+    };
     if !method
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
@@ -237,11 +245,52 @@ pub(super) fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry
         .and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|t| t.trim().parse().ok())))
         .filter(|s| (0.0..1000.0).contains(s))
         .map_or(0, |s| s as u16);
-    let start_ms = e
-        .get("startedDateTime")
-        .and_then(Value::as_str)
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.timestamp_micros() as f64 / 1000.0);
+    // Think times are taken from it: one that does not parse is refused, not read as absent.
+    let start_ms = match e.get("startedDateTime") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(
+            chrono::DateTime::parse_from_rfc3339(s)
+                .map_err(|_| {
+                    err(
+                        raw,
+                        &format!(
+                            "its startedDateTime {s:?} is not a date and time (ISO 8601, as 2026-01-02T03:04:05.678Z)"
+                        ),
+                    )
+                })?
+                .timestamp_micros() as f64
+                / 1000.0,
+        ),
+        Some(other) => return Err(err(raw, &format!("its startedDateTime {other} is not text"))),
+    };
+    // The request's headers are sent again: a list that is not one would drop them all, the
+    // recorded Authorization with them.
+    let request_headers = match req.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(hs)) => {
+            for (k, h) in hs.iter().enumerate() {
+                if !(h.get("name").is_some_and(Value::is_string) && h.get("value").is_some_and(Value::is_string)) {
+                    return Err(err(
+                        raw,
+                        &format!(
+                            "its request header {} is not {{\"name\": text, \"value\": text}}: {h}",
+                            k + 1
+                        ),
+                    ));
+                }
+            }
+            headers(req.get("headers"))
+        }
+        Some(other) => {
+            return Err(err(
+                raw,
+                &format!(
+                    "its request's headers are not a list of {{\"name\", \"value\"}} (found {})",
+                    kind(other)
+                ),
+            ))
+        }
+    };
     Ok(Entry {
         number,
         start_ms,
@@ -252,7 +301,7 @@ pub(super) fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry
             .unwrap_or(0.0),
         method: method.to_ascii_uppercase(),
         url,
-        headers: headers(req.get("headers")),
+        headers: request_headers,
         post,
         status,
         response_headers: headers(resp.and_then(|r| r.get("headers"))),
@@ -261,6 +310,18 @@ pub(super) fn entry(number: usize, e: &Value, source_name: &str) -> Result<Entry
         resource_type: e.get("_resourceType").and_then(Value::as_str).map(str::to_string),
         redirect_url: str_of(resp.and_then(|r| r.get("redirectURL"))),
     })
+}
+
+/// What a JSON value is, for a message.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "true or false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 pub(super) fn headers(v: Option<&Value>) -> Vec<(String, String)> {

@@ -414,6 +414,39 @@ fn bad_input_is_refused_naming_what_is_wrong() {
         err(&one)
     );
     assert!(err(r#"{"log":{"version":"1.2","entries":[]}}"#).contains("no HTTP requests"));
+    // An entry edited by hand: each was read as something else (a POST replayed as GET, every
+    // header dropped, think times changed), without a word.
+    let broken = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut x = e("POST", "/plans", 0).json();
+        edit(&mut x);
+        err(&json!({"log": {"version": "1.2", "entries": [x]}}).to_string())
+    };
+    let said = broken(&|x| {
+        x["request"].as_object_mut().unwrap().remove("method");
+    });
+    assert!(said.ends_with("its request has no method"), "{said}");
+    let said = broken(&|x| x["request"]["method"] = json!(5));
+    assert!(said.ends_with("its method 5 is not text"), "{said}");
+    let said = broken(&|x| x["request"]["headers"] = json!({"Authorization": "Bearer x"}));
+    assert!(
+        said.contains("its request's headers are not a list") && said.contains("found an object"),
+        "{said}"
+    );
+    let said = broken(&|x| x["request"]["headers"] = json!([{"name": "A"}]));
+    assert!(said.contains("its request header 1 is not"), "{said}");
+    let said = broken(&|x| x["startedDateTime"] = json!("yesterday"));
+    assert!(
+        said.contains("its startedDateTime \"yesterday\" is not a date and time"),
+        "{said}"
+    );
+    // No log.version: read as 1.2, and said to be.
+    let unversioned = json!({"log": {"entries": [e("GET", "/a", 0).json()]}}).to_string();
+    let imported = import(&unversioned, "rec.har", &HarOptions::default()).unwrap();
+    assert!(
+        imported.made_from[0].contains("it gives no log.version: read as HAR 1.2"),
+        "{:?}",
+        imported.made_from
+    );
 }
 
 #[test]
