@@ -144,7 +144,7 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Spec, ImportError> {
             Err(e) => serde_saphyr::from_str(text).map_err(|_| not(format!("not valid JSON: {e}")))?,
         }
     } else {
-        serde_saphyr::from_str(text).map_err(|e| not(format!("not valid YAML: {}", first_line(&e.to_string()))))?
+        serde_saphyr::from_str(text).map_err(|e| not(format!("not valid YAML: {}", yaml_words(&e.to_string()))))?
     };
     let Value::Object(map) = &root else {
         return Err(not("not an OpenAPI document: its top level is not a mapping".into()));
@@ -220,4 +220,13 @@ pub(super) fn scalar(v: &Value) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
+}
+
+/// The YAML parser's first line, without its own prefix and its advice about its settings
+/// (`set DuplicateKeyPolicy in Options`), which are not the user's to set.
+fn yaml_words(e: &str) -> String {
+    let line = first_line(e);
+    let line = line.strip_prefix("error: ").unwrap_or(&line);
+    let line = line.split(", set DuplicateKeyPolicy").next().unwrap_or(line);
+    line.replace("duplicate mapping key: ", "a key given twice: ")
 }

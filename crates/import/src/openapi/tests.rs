@@ -353,3 +353,17 @@ fn a_schemas_own_examples_of_secrets_go_to_the_env_file() {
         "{env}"
     );
 }
+
+/// The YAML parser's errors are said without its own "error:" prefix and without advice about
+/// its settings, which are not the user's.
+#[test]
+fn yaml_errors_are_said_in_crests_words() {
+    let e = err("openapi: 3.0.0\nopenapi: 3.0.1\ninfo: {title: t, version: '1'}\npaths: {}\n");
+    assert!(
+        e.contains("not valid YAML: line 2 column 1: a key given twice: openapi"),
+        "{e}"
+    );
+    assert!(!e.contains("DuplicateKeyPolicy") && !e.contains("error:"), "{e}");
+    let e = err("openapi: 3.0.0\npaths:\n  /a: [\n");
+    assert!(e.contains("not valid YAML: line") && !e.contains("error:"), "{e}");
+}
