@@ -242,7 +242,11 @@ impl Running {
             engine: Some(engine),
             monitor,
             series: Series::new(threads),
-            progress: Progress::new(quiet, INTERVAL.as_secs_f64()),
+            progress: Progress::new(
+                quiet,
+                INTERVAL.as_secs_f64(),
+                plan.stop().duration.map(|d| d.as_secs_f64()),
+            ),
             interrupt: None,
             journal,
             reqlog,

@@ -16,10 +16,14 @@ pub struct Progress {
     requests: u64,
     failures: u64,
     interval_s: f64,
+    /// The run's planned length: the interval after it holds only the requests that ended
+    /// after sending stopped, so a window is timed up to it (a run of 4 s read 1,473 requests
+    /// over 5 s, 20% under its rate).
+    duration_s: Option<f64>,
 }
 
 impl Progress {
-    pub fn new(quiet: bool, interval_s: f64) -> Self {
+    pub fn new(quiet: bool, interval_s: f64, duration_s: Option<f64>) -> Self {
         Progress {
             enabled: !quiet,
             tty: std::io::stderr().is_terminal(),
@@ -28,6 +32,7 @@ impl Progress {
             requests: 0,
             failures: 0,
             interval_s,
+            duration_s,
         }
     }
 
@@ -48,9 +53,12 @@ impl Progress {
             return;
         }
         let Some(mut w) = self.window.take() else { return };
-        let secs = self.window_len as f64 * self.interval_s;
+        let whole = self.window_len as f64 * self.interval_s;
         self.window_len = 0;
-        let elapsed = (acc.index + 1) as f64 * self.interval_s;
+        let end = (acc.index + 1) as f64 * self.interval_s;
+        let from = end - whole;
+        let elapsed = self.duration_s.map_or(end, |d| end.min(d));
+        let secs = if elapsed > from { elapsed - from } else { whole };
         let line = format!(
             "{elapsed:>6.0}s  {} requests  {} req/s  p50 {} ms  p99 {} ms  {} errors",
             int(self.requests),

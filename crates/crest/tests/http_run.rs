@@ -325,3 +325,32 @@ fn open_model_counts_arrivals_dropped_at_the_cap() {
         assert_eq!(series_dropped, dropped);
     });
 }
+
+/// The progress line of a run that ends between two of its lines times its last window up to
+/// the run's end: its rate was the requests over whole seconds, past the end (1,473 requests of
+/// a 4 s run over 5 s: 294.6 req/s beside the summary's 368.0).
+#[test]
+fn the_last_progress_line_rates_requests_over_the_time_they_were_sent_in() {
+    let _serial = common::serial();
+    let t = common::target_process(&["--workers", "4", "--service-time", "10ms"]);
+    // 4.2 s: the fifth second, which prints the line, holds sending for sure.
+    let r = common::run(&t.url, &["-c", "4", "-d", "4200ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("progress:"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let number = |s: &str| s.replace(',', "").parse::<f64>().unwrap();
+    let (requests, rate) = (number(words[2]), number(words[4]));
+    let s = r.summary();
+    // Over 4.2 s of sending, not 5.
+    assert_eq!(words[1], "4s", "{line}");
+    let expected = requests / 4.2;
+    assert!(
+        (rate - expected).abs() <= 0.02 * expected,
+        "{line}: {rate} against {expected}"
+    );
+    assert!(s["requests"].as_f64().unwrap() >= requests, "{line}");
+}
