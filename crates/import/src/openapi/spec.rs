@@ -226,7 +226,7 @@ fn first_line(s: &str) -> &str {
 /// (`set DuplicateKeyPolicy in Options`), which are not the user's to set.
 fn yaml_words(e: &str) -> String {
     let line = first_line(e);
-    let line = line.strip_prefix("error: ").unwrap_or(&line);
+    let line = line.strip_prefix("error: ").unwrap_or(line);
     let line = line.split(", set DuplicateKeyPolicy").next().unwrap_or(line);
     line.replace("duplicate mapping key: ", "a key given twice: ")
 }
