@@ -4,7 +4,7 @@
 //! their reports show (what the user called them, never a pid, which is new in every run).
 
 use crate::analyze::Analysis;
-use crate::capacity::{still_growing, NoOptimal};
+use crate::capacity::{still_growing, NoOptimal, BREAKING_ERROR_RATE};
 use crate::figures::{Point, StepLoad};
 use crest_model::monitor::Unit;
 use serde::Serialize;
@@ -154,6 +154,9 @@ pub struct Comparison {
     pub notes: Vec<Note>,
     /// The rows.
     pub rows: Vec<Row>,
+    /// Each run's model, in the order of `labels`: true for the open model, whose loads are
+    /// arrivals a second, not users.
+    pub open: Vec<bool>,
     /// Each run's bottleneck, in the order of `labels`.
     pub bottlenecks: Vec<Option<crate::bottleneck::Bottleneck>>,
     /// Per watched process (by its label), each run's sizing of it.
@@ -272,11 +275,17 @@ impl Rows<'_> {
         let counted = matches!(metric, Metric::Requests | Metric::Failures);
         let measured = |k: usize| counted || self.runs[k].0.summary.requests > 0;
         let first = values[0].filter(|x| *x != 0.0 && measured(0));
+        // A load is users in one model and arrivals a second in the other: no change between.
+        let load = matches!(
+            metric,
+            Metric::OptimalLoad | Metric::SaturationLoad | Metric::BreakingLoad
+        );
+        let open = |k: usize| self.runs[k].0.summary.target_rps.is_some();
         let change_pct = values
             .iter()
             .enumerate()
             .map(|(k, v)| match (k, first, v) {
-                (1.., Some(x), Some(y)) if measured(k) => Some((y - x) / x * 100.0),
+                (1.., Some(x), Some(y)) if measured(k) && !(load && open(k) != open(0)) => Some((y - x) / x * 100.0),
                 _ => None,
             })
             .collect();
@@ -290,16 +299,22 @@ impl Rows<'_> {
         });
     }
 
-    /// Adds a latency row, with each run's verdict against the first where seconds tell.
+    /// Adds a row of the successes' latency, with each run's verdict against the first where
+    /// seconds tell. The seconds' figures count every request, so a verdict is given only
+    /// where both runs failed at most [`BREAKING_ERROR_RATE`]: past it, a second's p95 is
+    /// its 503s' and could point the other way from the successes' (+777% read t = -1.0).
     fn latency(&mut self, stat: LatencyStat, value: fn(&Analysis) -> f64, pick: Option<fn(&Point) -> f64>) {
-        self.add(Metric::Latency(stat), false, |a| Some(value(a)));
+        self.add(Metric::Latency(stat), false, |a| {
+            (a.summary.successes > 0).then(|| value(a))
+        });
         let (Some(pick), Some(row)) = (pick, self.rows.last_mut()) else {
             return;
         };
         let (first, _) = self.runs[0];
+        let clean = |a: &Analysis| a.summary.successes > 0 && a.summary.error_rate <= BREAKING_ERROR_RATE;
         let base = per_second(first, pick);
         for (k, (a, _)) in self.runs.iter().enumerate().skip(1) {
-            if first.summary.requests > 0 && a.summary.requests > 0 {
+            if clean(first) && clean(a) {
                 row.verdict[k] = Some(verdict(&base, &per_second(a, pick)));
             }
         }
@@ -421,12 +436,26 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
             .collect();
         rows.push(metric, true, values, beyond);
     }
-    rows.latency(LatencyStat::P50, |a| a.summary.latency_ms.p50, Some(|p| p.p50_ms));
-    rows.latency(LatencyStat::P90, |a| a.summary.latency_ms.p90, None);
-    rows.latency(LatencyStat::P95, |a| a.summary.latency_ms.p95, Some(|p| p.p95_ms));
-    rows.latency(LatencyStat::P99, |a| a.summary.latency_ms.p99, Some(|p| p.p99_ms));
-    rows.latency(LatencyStat::Max, |a| a.summary.latency_ms.max, None);
-    rows.latency(LatencyStat::Mean, |a| a.summary.latency_ms.mean, None);
+    // The successes' latencies: a run that failed more answered faster (instant 503s), which
+    // is no improvement.
+    rows.latency(
+        LatencyStat::P50,
+        |a| a.summary.success_latency_ms.p50,
+        Some(|p| p.p50_ms),
+    );
+    rows.latency(LatencyStat::P90, |a| a.summary.success_latency_ms.p90, None);
+    rows.latency(
+        LatencyStat::P95,
+        |a| a.summary.success_latency_ms.p95,
+        Some(|p| p.p95_ms),
+    );
+    rows.latency(
+        LatencyStat::P99,
+        |a| a.summary.success_latency_ms.p99,
+        Some(|p| p.p99_ms),
+    );
+    rows.latency(LatencyStat::Max, |a| a.summary.success_latency_ms.max, None);
+    rows.latency(LatencyStat::Mean, |a| a.summary.success_latency_ms.mean, None);
     rows.add(Metric::ErrorRate, false, |a| Some(a.summary.error_rate));
     rows.add(Metric::Requests, true, |a| Some(a.summary.requests as f64));
     rows.add(Metric::Failures, false, |a| Some(a.summary.failures as f64));
@@ -461,6 +490,7 @@ pub fn compare(runs: &[(&Analysis, &str)]) -> Comparison {
         labels: runs.iter().map(|(_, l)| (*l).to_string()).collect(),
         notes: notes(runs),
         rows: rows.rows,
+        open: runs.iter().map(|(a, _)| a.summary.target_rps.is_some()).collect(),
         bottlenecks: runs.iter().map(|(a, _)| a.summary.bottleneck.clone()).collect(),
         sizing: sizing(runs),
     }

@@ -430,6 +430,8 @@ struct RowView {
     /// Each value as the tables show it, with its unit.
     cells: Vec<Option<String>>,
     change_pct: Vec<Option<f64>>,
+    /// Each change as the tables show it: `+93.7%`, an error rate's in points.
+    changes: Vec<Option<String>>,
     verdict: Vec<Option<String>>,
     higher_is_better: bool,
 }
@@ -452,13 +454,30 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                         .values
                         .iter()
                         .zip(&r.beyond)
-                        .map(|(v, beyond)| match (v, beyond) {
+                        .enumerate()
+                        .map(|(k, (v, beyond))| match (v, beyond) {
+                            (Some(v), _) if load(&r.metric) => {
+                                Some(words::compared_load(c.open.get(k).copied().unwrap_or(false), *v))
+                            }
                             (Some(v), _) => Some(words::compared_cell(&r.metric, *v)),
                             (None, Some(l)) => Some(words::compared_beyond(l)),
                             (None, None) => None,
                         })
                         .collect(),
                     change_pct: r.change_pct.clone(),
+                    changes: r
+                        .values
+                        .iter()
+                        .zip(&r.change_pct)
+                        .enumerate()
+                        .map(|(k, (v, pct))| {
+                            if k == 0 {
+                                None
+                            } else {
+                                words::compared_change(&r.metric, r.values[0], *v, *pct)
+                            }
+                        })
+                        .collect(),
                     verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),
                     higher_is_better: r.higher_is_better,
                 }
@@ -466,6 +485,12 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
             .collect(),
         said: said_rows(c),
     }
+}
+
+/// Whether a row's values are loads, said in users or arrivals a second.
+fn load(m: &crest_analysis::compare::Metric) -> bool {
+    use crest_analysis::compare::Metric;
+    matches!(m, Metric::OptimalLoad | Metric::SaturationLoad | Metric::BreakingLoad)
 }
 
 fn said_rows(c: &Comparison) -> Vec<SaidRow> {

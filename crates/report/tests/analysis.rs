@@ -446,7 +446,7 @@ fn a_run_still_growing_at_its_last_level_saturates_beyond_it() {
     assert_eq!(saturation["values"], serde_json::json!([200.0, null]), "{saturation}");
     assert_eq!(
         saturation["cells"],
-        serde_json::json!(["200", "beyond 200 users"]),
+        serde_json::json!(["200 users", "beyond 200 users"]),
         "{saturation}"
     );
     assert_eq!(saturation["change_pct"][1], Value::Null, "{saturation}");
@@ -455,7 +455,10 @@ fn a_run_still_growing_at_its_last_level_saturates_beyond_it() {
         (&b.a, "pool-30"),
     ]))
     .unwrap();
-    assert!(md.contains("| saturation load | 200 | beyond 200 users | - |"), "{md}");
+    assert!(
+        md.contains("| saturation load | 200 users | beyond 200 users | - |"),
+        "{md}"
+    );
 }
 
 /// Issue 20: a process watched by pid is keyed by its name in its own report as in a

@@ -19,10 +19,10 @@ fn comparison_shows_change_and_whether_latency_moved_beyond_noise() {
     let c = compare(&a, "a", &slower, "b");
     let tput = row(&c, "throughput, failures included");
     assert!((tput["change_pct"][1].as_f64().unwrap() - 40.0).abs() < 0.5, "{tput}");
-    let p50 = row(&c, "p50 latency");
+    let p50 = row(&c, "successes' p50 latency");
     assert!(p50["verdict"][1].as_str().unwrap().starts_with("beyond noise"), "{p50}");
     let c = compare(&a, "a", &same, "b");
-    let p50 = row(&c, "p50 latency");
+    let p50 = row(&c, "successes' p50 latency");
     assert!(p50["verdict"][1].as_str().unwrap().starts_with("within noise"), "{p50}");
 }
 
@@ -233,4 +233,41 @@ fn a_run_once_comparison_has_a_row_for_the_time_until_everyone_was_done() {
             .any(|r| r["metric"] == "time until every user was done"),
         "{cmp}"
     );
+}
+
+/// Two runs past their limit, one of twice the workers: the latencies compared are the
+/// successes' (the better run's are lower), with no verdict from seconds that count 503s, the
+/// error rate's change in points, and each load with its unit. Compared over every request,
+/// the better run read "+777%, within noise (t = -1.0)".
+#[test]
+fn runs_past_their_limit_compare_their_successes_and_say_loads_and_points() {
+    let run = |workers: u64| {
+        let r = ResultsBuilder::new(Outcome::Status(503), true)
+            .segment(4, 6, move |_| Second::ok(95 * workers.min(4), 10.5))
+            .segment(32, 6, move |_| Second {
+                ok: 95 * workers,
+                latency_ms: 80.0 / workers as f64,
+                failed: 9_000,
+                failure_ms: 0.3,
+            })
+            .build();
+        analyze(&r).unwrap()
+    };
+    let c = compare(&run(4), "four", &run(8), "eight");
+    let p95 = row(&c, "successes' p95 latency");
+    assert!(
+        p95["values"][1].as_f64().unwrap() < p95["values"][0].as_f64().unwrap(),
+        "{p95}"
+    );
+    assert!(p95["verdict"][1].is_null(), "{p95}");
+    let errors = row(&c, "error rate");
+    assert!(errors["changes"][1].as_str().unwrap().ends_with(" points"), "{errors}");
+    let breaking = row(&c, "breaking load");
+    assert_eq!(
+        breaking["cells"],
+        serde_json::json!(["32 users", "32 users"]),
+        "{breaking}"
+    );
+    let tput = row(&c, "peak successful throughput (best step)");
+    assert_eq!(tput["changes"][1], "+100.0%", "{tput}");
 }

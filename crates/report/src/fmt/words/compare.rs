@@ -17,7 +17,7 @@ pub fn compared(m: &Compared) -> String {
                 LatencyStat::Max => "max",
                 LatencyStat::Mean => "mean",
             };
-            format!("{name} latency")
+            format!("successes' {name} latency")
         }
         Compared::ErrorRate => "error rate".into(),
         Compared::Requests => "requests".into(),
@@ -89,6 +89,24 @@ pub fn compared_cell(m: &Compared, v: f64) -> String {
     }
 }
 
+/// A load row's cell: `4 users` in the closed model, `300/s` in the open one.
+pub fn compared_load(open: bool, v: f64) -> String {
+    if open {
+        rate(v)
+    } else {
+        count(v.round() as u64, "user")
+    }
+}
+
+/// A change against the first run: `+93.7%`; an error rate's in points (`-2.9 points`), as a
+/// relative change of an error rate says little (from 0 it is none).
+pub fn compared_change(m: &Compared, first: Option<f64>, value: Option<f64>, pct: Option<f64>) -> Option<String> {
+    match (m, first, value) {
+        (Compared::ErrorRate, Some(a), Some(b)) => Some(format!("{:+.1} points", (b - a) * 100.0)),
+        _ => pct.map(|p| format!("{p:+.1}%")),
+    }
+}
+
 /// A comparison cell for a run whose value lies past the loads it tried: `beyond 200 users`.
 pub fn compared_beyond(l: &StepLoad) -> String {
     format!("beyond {}", step(l))
@@ -115,7 +133,7 @@ fn shape(s: &Shape) -> String {
 pub fn note(n: &Note) -> String {
     match n {
         Note::NoRequest(label) => format!("{label} completed no request: its figures are not compared."),
-        Note::NoSuccess(label) => format!("No request of {label} succeeded: its latencies are those of its failures."),
+        Note::NoSuccess(label) => format!("No request of {label} succeeded: it has no latencies to compare."),
         Note::Shapes { a_label, a, b_label, b } => format!(
             "The runs differ in shape ({a_label}: {}; {b_label}: {}): whole-run figures compare different loads.",
             shape(a),
