@@ -13,6 +13,15 @@ const CLUSTER_MIN: u64 = 3;
 const CLUSTER_SPAN: f64 = 0.3;
 /// ...and whose median is at least this long (ms), is named as a likely timeout.
 const CLUSTER_MIN_MS: f64 = 1000.0;
+/// A shorter cluster is a timeout only with more failures in it...
+const SHORT_CLUSTER_MIN: u64 = 20;
+/// ...a median of at least this (ms: not an instant refusal)...
+const SHORT_CLUSTER_FLOOR_MS: f64 = 10.0;
+/// ...this many times the successes' median, and at the top of the successes (their p99 no
+/// more than [`SHORT_CLUSTER_TOP`] times its median): a cut-off that nothing outlasted, not
+/// a failure that takes as long as the work (an error page after the usual 10 ms).
+const SHORT_CLUSTER_ABOVE: f64 = 1.5;
+const SHORT_CLUSTER_TOP: f64 = 1.05;
 
 /// One failed request, listed on its own when a run had only a few.
 #[derive(Clone, Debug, Serialize)]
@@ -166,6 +175,10 @@ pub enum TimeoutOf {
 /// Per failure class, most frequent first.
 pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
     let mut out = Vec::new();
+    let mut ok = crest_model::hist::new_histogram();
+    for s in r.stats.iter().filter(|s| s.outcome == Outcome::Success && r.counts(s)) {
+        let _ = ok.add(&s.latency.decode()?);
+    }
     for e in &r.errors {
         let key = e.outcome.key();
         let mut h = crest_model::hist::new_histogram();
@@ -190,20 +203,34 @@ pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
             first_at_s,
             first_segment,
             duration_ms,
-            cluster: cluster(e.outcome, &h),
+            cluster: cluster(e.outcome, &h, &ok),
         });
     }
     Ok(out)
 }
 
-fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>) -> Option<Cluster> {
+/// A cluster of one class's failure times (`h`), judged against the successes' (`ok`): one of
+/// a second or more on its own, a shorter one (a server's 40 ms deadline) only above and at
+/// the top of what succeeded.
+fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>, ok: &hdrhistogram::Histogram<u64>) -> Option<Cluster> {
     if h.len() < CLUSTER_MIN {
         return None;
     }
     let q = |q: f64| crest_model::hist::us_to_ms(h.value_at_quantile(q) as f64);
     let (p10, p50, p90) = (q(0.1), q(0.5), q(0.9));
-    if p50 < CLUSTER_MIN_MS || (p90 - p10) > CLUSTER_SPAN * p50 {
+    if (p90 - p10) > CLUSTER_SPAN * p50 {
         return None;
+    }
+    if p50 < CLUSTER_MIN_MS {
+        let ok_q = |q: f64| crest_model::hist::us_to_ms(ok.value_at_quantile(q) as f64);
+        let short = h.len() >= SHORT_CLUSTER_MIN
+            && p50 >= SHORT_CLUSTER_FLOOR_MS
+            && !ok.is_empty()
+            && p50 >= SHORT_CLUSTER_ABOVE * ok_q(0.5)
+            && ok_q(0.99) <= SHORT_CLUSTER_TOP * p50;
+        if !short {
+            return None;
+        }
     }
     let whose = match outcome {
         Outcome::Timeout => TimeoutOf::Crest,

@@ -411,3 +411,29 @@ fn a_collapse_past_the_best_is_said_and_a_held_plateau_is_not() {
     assert!((best_per_s - 390.0).abs() < 1.0 && (per_s - 16.0).abs() < 1.0);
     assert!(found(&collapse(380)).is_none());
 }
+
+/// A server's 40 ms deadline: 500s that took 41 ms, above every success (10 to 20 ms), are
+/// named a likely timeout though under a second. Errors that take as long as the work (an
+/// error page after the usual 10 ms) and instant refusals are not.
+#[test]
+fn a_short_deadline_above_every_success_is_a_likely_timeout() {
+    let with = |failure_ms: f64| {
+        let r = ResultsBuilder::new(Outcome::Status(500), true)
+            .segment(4, 6, |_| Second::ok(380, 10.5))
+            .segment(8, 6, move |_| Second {
+                ok: 390,
+                latency_ms: 19.0,
+                failed: 60,
+                failure_ms,
+            })
+            .build();
+        findings(&r).into_iter().find_map(|f| match f {
+            Finding::Clustered { cluster, .. } => Some(cluster),
+            _ => None,
+        })
+    };
+    let c = with(41.0).expect("a 41 ms cluster above every success");
+    assert!((c.p50_ms - 41.0).abs() < 2.0, "{c:?}");
+    assert!(with(10.5).is_none(), "an error as long as the work");
+    assert!(with(0.4).is_none(), "instant refusals");
+}

@@ -39,6 +39,14 @@ pub fn cluster(c: &Cluster) -> String {
         TimeoutOf::ServerOrProxy => "a server or proxy timeout",
         TimeoutOf::Unknown => "a timeout",
     };
+    if c.p50_ms < 1000.0 {
+        return format!(
+            "most of these took {} to {} ms, above what succeeded: it looks like {whose} near {} ms",
+            crate::fmt::ms(c.p10_ms),
+            crate::fmt::ms(c.p90_ms),
+            crate::fmt::ms(c.p50_ms)
+        );
+    }
     format!(
         "most of these took {} to {} s: it looks like {whose} near {} s",
         seconds(c.p10_ms),
