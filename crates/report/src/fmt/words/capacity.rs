@@ -4,11 +4,11 @@ use super::*;
 
 fn failed(f: &Failed, unit: WorkUnit) -> String {
     format!(
-        "{} of {} {} failed ({:.1}%)",
+        "{} of {} {} failed ({})",
         crate::fmt::int(f.failures),
         crate::fmt::int(f.requests),
         unit_plural(unit),
-        f.error_rate * 100.0
+        crate::fmt::share(f.failures, f.requests)
     )
 }
 
