@@ -145,18 +145,28 @@ fn a_run_with_a_passing_and_a_failing_threshold_reports_both_as_junit_and_markdo
 }
 
 #[test]
-fn a_junit_file_that_cannot_be_written_exits_4_with_the_results_kept() {
+fn a_junit_file_whose_directory_is_missing_is_refused_before_the_run() {
     let _serial = common::serial();
     let t = target_process(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let junit = tmp.path().join("no-such-dir").join("junit.xml");
     let out = tmp.path().join("run");
-    let (code, s, stderr) = run(&t.url, &out, &["--junit", junit.to_str().unwrap()]);
-    assert_eq!(code, 4, "{stderr}");
-    assert!(stderr.contains("--junit"), "the error names the flag: {stderr}");
-    assert!(s["requests"].as_u64().unwrap() > 0);
-    assert!(out.join("results.json").is_file(), "results.json is written");
-    assert!(out.join("report.md").is_file(), "so are the reports");
+    // Found at the run's end before, as exit 4 (a full disk's) after the whole run.
+    let o = crest()
+        .args(["run", &t.url, "-c", "2", "-d", "1s", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--junit") && stderr.contains("is not a directory"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing was run");
+    assert_eq!(target_metric(&t.url, "crest_target_requests_total"), 0);
 }
 
 #[test]

@@ -292,7 +292,10 @@ impl Cx<'_> {
             } else if to > 0.0 {
                 self.rate(to, s.at(), "stage: ramp_to")?;
             }
-            segs.push((name, t, to));
+            // A ramp of no time is a jump, not a step anyone ran: its level starts the next one.
+            if !d.is_zero() {
+                segs.push((name, t, to));
+            }
             levels.push((d, to));
             level = to;
             t += d;
