@@ -53,6 +53,10 @@ pub struct Basis {
     pub optimum: bool,
     /// The load limits are sized for.
     pub limit_at: StepLoad,
+    /// The share of requests that failed there, when more than 1% did (a breaking point in a
+    /// storm of 503s): the CPU there is partly the cost of refusing, which the words say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_failed: Option<f64>,
     /// Mean CPU at `request_at`, percent of a core.
     pub cpu_at_request_percent: f64,
     /// Highest mean CPU of a step up to `limit_at`, percent of a core.
@@ -208,6 +212,7 @@ fn one(
             request_at: request.load(),
             optimum: optimum.is_some(),
             limit_at: limit.load(),
+            limit_failed: Some(limit.error_rate).filter(|e| *e > crate::capacity::BREAKING_ERROR_RATE),
             cpu_at_request_percent: cpu_at_request,
             cpu_at_limit_percent: cpu_at_limit,
             resident_at_request_bytes: resident_at_request,

@@ -86,6 +86,12 @@ fn sizing_takes_requests_at_the_optimum_and_limits_past_the_limit_with_headroom(
     // 96 MiB, with 50% headroom 144 MiB.
     assert_eq!((z.memory_request_mib, z.memory_limit_mib), (96, 144));
     assert!(z.basis.optimum && z.basis.samples >= 3);
+    // Its limits come from the breaking point, where the failed share is carried for the words
+    // (part of the CPU there is the cost of refusing).
+    let breaking = a.capacity.breaking.as_ref().unwrap();
+    assert_eq!(z.basis.limit_at, breaking.load);
+    assert!(breaking.error_rate > 0.01);
+    assert_eq!(z.basis.limit_failed, Some(breaking.error_rate));
     // The process that exited has no series: it is said not to be sized.
     assert!(a.summary.no_sizing.iter().any(|n| n.subject == "cache"));
 }

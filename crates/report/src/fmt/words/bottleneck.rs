@@ -341,8 +341,18 @@ pub fn sizing_basis(s: &Sizing) -> String {
     } else {
         "resident memory"
     };
+    let refusing = b
+        .limit_failed
+        .map(|e| {
+            format!(
+                " At {}, {} of requests failed: part of that CPU is the cost of refusing them, which a lower limit would throttle.",
+                step(&b.limit_at),
+                crate::fmt::pct(e)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "{}: requests from {at} ({:.1}% of a core, {memory} up to {}, of {}); limits from {} ({:.1}% of a core, peak {}{private}) with {:.0}% headroom on CPU and {:.0}% on memory.{capped}{leak}",
+        "{}: requests from {at} ({:.1}% of a core, {memory} up to {}, of {}); limits from {} ({:.1}% of a core, peak {}{private}) with {:.0}% headroom on CPU and {:.0}% on memory.{refusing}{capped}{leak}",
         s.subject,
         b.cpu_at_request_percent,
         value(Unit::Bytes, b.resident_at_request_bytes),
