@@ -292,9 +292,11 @@ fn flat_connect_times_are_a_finding_only_over_enough_connections_and_name_them()
 /// left queued, then served 280 a second in 9.5 ms. The level of 3 users is the baseline's: its optimum,
 /// and the break at the spike. Keeping the recovery (which served more) said "breaks at 3 users"
 /// and "no optimal operating point", beside a recovery finding of 0% errors.
-#[test]
-fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_leftovers() {
-    let r = ResultsBuilder::new(Outcome::Status(503), true)
+/// A spike of 3 users (250 a second in 10.5 ms) to 60 (380 a second among 40,000 instant 503s)
+/// and back: the recovery serves 280 a second in `recovery_ms`, failing `drained` requests in
+/// its first second on what the spike left queued; its steps are a spike profile's.
+fn spike(recovery_ms: f64, drained: u64) -> Results {
+    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
         .segment(3, 10, |_| Second::ok(250, 10.5))
         .segment(60, 10, |_| Second {
             ok: 380,
@@ -303,14 +305,26 @@ fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_le
             // Every user busy (Little's law), as in a real spike.
             failure_ms: 1.2,
         })
-        .segment(3, 10, |k| Second {
+        .segment(3, 10, move |k| Second {
             ok: 280,
-            latency_ms: 9.5,
-            failed: if k == 0 { 80 } else { 0 },
+            latency_ms: recovery_ms,
+            failed: if k == 0 { drained } else { 0 },
             failure_ms: 0.5,
         })
         .build();
-    let a = analyze(&r).unwrap();
+    for (g, kind) in r
+        .segments
+        .iter_mut()
+        .zip([StepKind::Baseline, StepKind::Spike, StepKind::Recovery])
+    {
+        g.kind = kind(crest_model::step::Level::Users(g.users.unwrap()));
+    }
+    r
+}
+
+#[test]
+fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_leftovers() {
+    let a = analyze(&spike(9.5, 80)).unwrap();
     let c = &a.capacity;
     let load = |p: &Option<crest_analysis::capacity::CapacityPoint>| p.as_ref().map(|p| p.load.clone());
     assert_eq!(load(&c.breaking), Some(StepLoad::Users(60)), "{c:?}");
@@ -334,29 +348,7 @@ fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_le
 /// kept for the words.
 #[test]
 fn a_recovery_is_not_back_while_its_first_second_still_drains_the_spike() {
-    let mut r = ResultsBuilder::new(Outcome::Status(503), true)
-        .segment(3, 10, |_| Second::ok(250, 10.5))
-        .segment(60, 5, |_| Second {
-            ok: 380,
-            latency_ms: 34.0,
-            failed: 40_000,
-            failure_ms: 1.2,
-        })
-        .segment(3, 10, |k| Second {
-            ok: 280,
-            latency_ms: 10.5,
-            failed: if k == 0 { 5 } else { 0 },
-            failure_ms: 0.5,
-        })
-        .build();
-    for (g, kind) in r
-        .segments
-        .iter_mut()
-        .zip([StepKind::Baseline, StepKind::Spike, StepKind::Recovery])
-    {
-        g.kind = kind(crest_model::step::Level::Users(g.users.unwrap()));
-    }
-    let rec = analyze(&r).unwrap().summary.recovery.unwrap();
+    let rec = analyze(&spike(10.5, 5)).unwrap().summary.recovery.unwrap();
     assert_eq!(rec.seconds, Some(1.0), "{rec:?}");
     let until = rec.until.unwrap();
     assert_eq!((until.seconds, until.units, until.failures), (1.0, 285, 5));
