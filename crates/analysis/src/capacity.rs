@@ -347,7 +347,7 @@ fn standard_error(v: &[f64]) -> Option<f64> {
 
 /// Twice the combined standard error of two steps' successful throughputs: a difference
 /// smaller than this is within what the steps' own data can tell apart.
-fn noise(a: &SegmentAnalysis, b: &SegmentAnalysis) -> f64 {
+pub(crate) fn noise(a: &SegmentAnalysis, b: &SegmentAnalysis) -> f64 {
     NOISE_THROUGHPUT * (a.success_rps_se.powi(2) + b.success_rps_se.powi(2)).sqrt()
 }
 
@@ -524,9 +524,10 @@ fn saturation(span: &[&SegmentAnalysis], steps: &[StepNoise]) -> Option<Capacity
         let gain = b.success_rps - a.success_rps;
         let tput_growth = if a.success_rps > 0.0 { gain / a.success_rps } else { 0.0 };
         // Throughput grew by less than the rule's share, or by no more than the two steps' own
-        // noise (short steps wander: 370 then 389 a second, each +-27, is no growth), while
-        // latency rose beyond its noise.
-        let flat = gain < SATURATION_GROWTH * a.success_rps || gain <= noise(a, b);
+        // noise (short steps wander: 370 then 389 a second, each +-27, is no growth) and by
+        // less than half as much as the load, while latency rose beyond its noise. A step that
+        // grew +65% for twice the users grew, however much its seconds wandered.
+        let flat = gain < SATURATION_GROWTH * a.success_rps || (gain <= noise(a, b) && tput_growth < 0.5 * load_growth);
         let p95_rose = rose(
             a.success_latency_ms.p95,
             b.success_latency_ms.p95,

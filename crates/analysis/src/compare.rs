@@ -101,8 +101,9 @@ pub struct Row {
     /// Each run's value in the metric's unit, in the order the runs were given; `None` where a
     /// run has none (a point it did not find, a series it did not record).
     pub values: Vec<Option<f64>>,
-    /// Each run's change against the first, (x - first) / first in percent; `None` for the
-    /// first run, and where either value is missing or the first is 0.
+    /// Each run's change against the first, (x - first) / first in percent (for the error rate,
+    /// x - first in percentage points); `None` for the first run, where either value is
+    /// missing or a run completed nothing, and where the first is 0 (but for the error rate).
     pub change_pct: Vec<Option<f64>>,
     /// For latencies: whether each run's difference from the first is beyond the noise between
     /// seconds of the two runs; `None` for the first.
@@ -274,7 +275,9 @@ impl Rows<'_> {
         // A run that completed nothing has no figure to compare: its zeros are no measurement.
         let counted = matches!(metric, Metric::Requests | Metric::Failures);
         let measured = |k: usize| counted || self.runs[k].0.summary.requests > 0;
-        let first = values[0].filter(|x| *x != 0.0 && measured(0));
+        // An error rate changes in percentage points: from 0, a relative change is none.
+        let points = metric == Metric::ErrorRate;
+        let first = values[0].filter(|x| (points || *x != 0.0) && measured(0));
         // A load is users in one model and arrivals a second in the other: no change between.
         let load = matches!(
             metric,
@@ -285,7 +288,9 @@ impl Rows<'_> {
             .iter()
             .enumerate()
             .map(|(k, v)| match (k, first, v) {
-                (1.., Some(x), Some(y)) if measured(k) && !(load && open(k) != open(0)) => Some((y - x) / x * 100.0),
+                (1.., Some(x), Some(y)) if measured(k) && !(load && open(k) != open(0)) => {
+                    Some(if points { (y - x) * 100.0 } else { (y - x) / x * 100.0 })
+                }
                 _ => None,
             })
             .collect();

@@ -175,15 +175,23 @@ pub enum TimeoutOf {
 /// Per failure class, most frequent first.
 pub fn failures(r: &Results) -> Result<Vec<FailureAnalysis>, HistError> {
     let mut out = Vec::new();
-    let mut ok = crest_model::hist::new_histogram();
-    for s in r.stats.iter().filter(|s| s.outcome == Outcome::Success && r.counts(s)) {
-        let _ = ok.add(&s.latency.decode()?);
-    }
     for e in &r.errors {
         let key = e.outcome.key();
         let mut h = crest_model::hist::new_histogram();
+        let mut names = std::collections::BTreeSet::new();
         for s in r.stats.iter().filter(|s| s.outcome == e.outcome && r.counts(s)) {
             let _ = h.add(&s.latency.decode()?);
+            names.insert(s.name);
+        }
+        // The successes of the same requests: a slow endpoint that always fails is not cut off
+        // by a deadline because a fast one beside it succeeds.
+        let mut ok = crest_model::hist::new_histogram();
+        for s in r
+            .stats
+            .iter()
+            .filter(|s| s.outcome == Outcome::Success && names.contains(&s.name) && r.counts(s))
+        {
+            let _ = ok.add(&s.latency.decode()?);
         }
         let first = r.intervals.iter().find(|i| i.outcomes.contains_key(&key));
         let first_at_s = first.map(|i| i.t_s);
@@ -221,9 +229,13 @@ fn cluster(outcome: Outcome, h: &hdrhistogram::Histogram<u64>, ok: &hdrhistogram
     if (p90 - p10) > CLUSTER_SPAN * p50 {
         return None;
     }
+    // A deadline answers with a timeout, 408, 500, 503 or 504 (what servers and proxies send
+    // when theirs runs out), not with a reset or a failed check.
+    let deadline = matches!(outcome, Outcome::Timeout | Outcome::Status(408 | 500 | 502..=504));
     if p50 < CLUSTER_MIN_MS {
         let ok_q = |q: f64| crest_model::hist::us_to_ms(ok.value_at_quantile(q) as f64);
-        let short = h.len() >= SHORT_CLUSTER_MIN
+        let short = deadline
+            && h.len() >= SHORT_CLUSTER_MIN
             && p50 >= SHORT_CLUSTER_FLOOR_MS
             && !ok.is_empty()
             && p50 >= SHORT_CLUSTER_ABOVE * ok_q(0.5)

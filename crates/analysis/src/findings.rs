@@ -215,10 +215,12 @@ fn collapsed(steps: &[&SegmentAnalysis], unit: WorkUnit) -> Option<Finding> {
         .iter()
         .filter(enough)
         .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps))?;
+    // A heavier step cut short counts only when it failed: its throughput is of a moment.
     let worst = steps
         .iter()
         .filter(enough)
         .filter(|g| g.load_value() > best.load_value())
+        .filter(|g| g.judged == crate::figures::Judged::Yes || g.error_rate > crate::capacity::BREAKING_ERROR_RATE)
         .min_by(|a, b| a.success_rps.total_cmp(&b.success_rps))?;
     (worst.success_rps < COLLAPSE * best.success_rps).then(|| Finding::Collapsed {
         best: best.load(),
@@ -300,7 +302,10 @@ pub fn findings(
             after: before.map(|g| g.load()),
         });
     }
-    out.extend(collapsed(&in_unit, capacity.unit));
+    // A heavier step crest itself limited is no collapse of the service.
+    if s.client_bound.is_empty() {
+        out.extend(collapsed(&in_unit, capacity.unit));
+    }
     for f in failures {
         if let Some(c) = &f.cluster {
             out.push(Finding::Clustered {

@@ -62,7 +62,8 @@ pub struct HistoryRun {
     pub bottleneck: Option<Bottleneck>,
     /// The run failed its own thresholds (or nothing succeeded): it is no baseline.
     pub failed: bool,
-    /// Why it ended: a run interrupted by Ctrl-C or SIGTERM is no baseline and gets no verdict.
+    /// Why it ended: a run interrupted by Ctrl-C or SIGTERM, or partial, is no baseline and
+    /// gets no verdict.
     pub ended_by: EndReason,
     /// The loads of its steps, in order: the gate compares runs of the same loads only, as a
     /// run at 8 users is slower than one at 2 without anything having regressed.
@@ -102,10 +103,12 @@ impl HistoryRun {
             bottleneck: s.bottleneck.clone(),
             failed: s.thresholds_failed() || s.successes == 0,
             ended_by: r.ended_by,
+            // Every step the run reached, whether anything ended in it or not: a step where
+            // nothing was answered is still a load the run put on its service.
             loads: a
                 .segments
                 .iter()
-                .filter(|g| g.requests > 0)
+                .filter(|g| g.end_s > g.start_s)
                 .map(|g| match g.load() {
                     // A run without steps holds the load it was given.
                     StepLoad::Named(k) => match (r.config.model, r.config.rate) {
@@ -344,7 +347,7 @@ pub struct SetAside {
     pub earlier: usize,
     /// Failed their own thresholds, or nothing succeeded.
     pub failed: usize,
-    /// Interrupted by Ctrl-C or SIGTERM.
+    /// Interrupted by Ctrl-C or SIGTERM, or partial (its last seconds or its collector lost).
     pub interrupted: usize,
     /// Counted another unit of work (requests against a flow's iterations).
     pub other_unit: usize,
@@ -369,7 +372,8 @@ pub enum LabelVerdict {
         /// The earlier runs set aside, by why.
         set_aside: SetAside,
     },
-    /// The newest run was interrupted: its figures are of a part of the test, no verdict.
+    /// The newest run was interrupted or is partial (its last seconds or its collector lost):
+    /// its figures are of a part of the test, no verdict.
     Interrupted {
         /// The label.
         label: String,
@@ -411,7 +415,7 @@ pub fn check(h: &History, o: &GateOptions) -> Vec<LabelVerdict> {
 /// The newest run of `g` against its baseline; None for an empty group.
 pub fn check_group(g: &Group, o: &GateOptions) -> Option<LabelVerdict> {
     let (newest, before) = g.runs.split_last()?;
-    if newest.ended_by.interrupted() {
+    if newest.ended_by.partial() {
         return Some(LabelVerdict::Interrupted {
             label: g.label.clone(),
             run: newest.source.clone(),
@@ -426,11 +430,11 @@ pub fn check_group(g: &Group, o: &GateOptions) -> Option<LabelVerdict> {
     for r in before.iter().rev() {
         let count = if r.failed {
             &mut set_aside.failed
-        } else if r.ended_by.interrupted() {
+        } else if r.ended_by.partial() {
             &mut set_aside.interrupted
         } else if r.unit != newest.unit {
             &mut set_aside.other_unit
-        } else if r.loads != newest.loads {
+        } else if !same_loads(newest, r) {
             &mut set_aside.other_load
         } else if o.baseline_tag.as_ref().is_some_and(|(k, v)| !r.tagged(k, v)) {
             &mut set_aside.untagged
@@ -496,6 +500,16 @@ pub fn check_group(g: &Group, o: &GateOptions) -> Option<LabelVerdict> {
         held,
         unjudged,
     })
+}
+
+/// Whether `earlier` ran the loads of `newest`: the same steps, or, when a stop condition ended
+/// the newest early, the steps it reached (a run stopped at its third step of five, for its
+/// error rate, is judged against the runs that went on, whose best it did not reach).
+fn same_loads(newest: &HistoryRun, earlier: &HistoryRun) -> bool {
+    earlier.loads == newest.loads
+        || (newest.ended_by == EndReason::Condition
+            && !newest.loads.is_empty()
+            && earlier.loads.starts_with(&newest.loads))
 }
 
 /// What the gate found of one figure.
@@ -734,5 +748,43 @@ mod tests {
             (held[1].from - 100.0).abs() < 1e-9 && (held[1].change_pct - 1.0).abs() < 1e-9,
             "{held:?}"
         );
+    }
+
+    /// A newest run a stop condition ended at its second step of three is judged against the
+    /// runs that went on (it passed as "too little data" when its shorter list of loads set them
+    /// all aside); a run whose last seconds were lost is partial, as an interrupted one is.
+    #[test]
+    fn a_run_a_stop_condition_ended_early_is_judged_and_a_partial_one_is_not() {
+        let o = GateOptions::default();
+        let steps = |k: u64| (1..=k).map(|i| StepLoad::Users(2 * i)).collect::<Vec<_>>();
+        let earlier = |name: &str| {
+            let mut r = run(name, 100.0, 1.0);
+            r.loads = steps(3);
+            r
+        };
+        let mut stopped = run("dddd", 300.0, 1.0);
+        stopped.loads = steps(2);
+        stopped.ended_by = EndReason::Condition;
+        let g = Group {
+            label: "api".into(),
+            runs: vec![earlier("a"), earlier("bb"), stopped.clone()],
+        };
+        let Some(LabelVerdict::Judged { regressions, .. }) = check_group(&g, &o) else {
+            panic!("not judged: {:?}", check_group(&g, &o))
+        };
+        assert!(regressions.iter().any(|r| r.figure == Figure::P50), "{regressions:?}");
+        // Ended by its duration with fewer steps, it ran another load.
+        stopped.ended_by = EndReason::Duration;
+        let g = Group {
+            label: "api".into(),
+            runs: vec![earlier("a"), earlier("bb"), stopped.clone()],
+        };
+        assert!(matches!(check_group(&g, &o), Some(LabelVerdict::TooLittleData { .. })));
+        stopped.ended_by = EndReason::Unfinished;
+        let g = Group {
+            label: "api".into(),
+            runs: vec![earlier("a"), earlier("bb"), stopped],
+        };
+        assert!(matches!(check_group(&g, &o), Some(LabelVerdict::Interrupted { .. })));
     }
 }

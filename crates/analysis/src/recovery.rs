@@ -89,6 +89,10 @@ pub fn recovery(r: &Results, unit: WorkUnit) -> Result<Option<Recovery>, HistErr
         return Ok(None);
     };
     let start = at(after.start_s);
+    // A second of the baseline held this many units: where that is many, a second with none
+    // after the spike is a stall, not a quiet second.
+    let base_seconds = at(baseline.end_s).saturating_sub(at(mid)).max(1);
+    let busy = base.requests / base_seconds as u64 >= SECOND_UNITS;
     let mut seconds = None;
     let mut last = (None, None);
     let back = |w: &Window| match (w.p95(), w.error_rate()) {
@@ -103,7 +107,12 @@ pub fn recovery(r: &Results, unit: WorkUnit) -> Result<Option<Recovery>, HistErr
             // The window's first second must be back on its own too: a second of drain after
             // the spike, averaged with two calm ones, would read as recovered at once.
             let first = window(r, unit, i, i + 1)?;
-            if back(&w) && (first.requests < SECOND_UNITS || back(&first)) {
+            let first_back = match first.requests {
+                0 => !busy,
+                n if n < SECOND_UNITS => true,
+                _ => back(&first),
+            };
+            if back(&w) && first_back {
                 seconds = Some((i - start) as f64 * r.interval_s);
                 let before = window(r, unit, start, i)?;
                 until = before.p95().map(|p95_ms| Until {

@@ -287,11 +287,6 @@ fn flat_connect_times_are_a_finding_only_over_enough_connections_and_name_them()
     );
 }
 
-/// A spike: 3 users served 250 a second cleanly in 10.5 ms, 60 users 380 a second among 40,000 instant
-/// 503s, and the recovery at 3 users failed 80 requests in its first second on what the spike
-/// left queued, then served 280 a second in 9.5 ms. The level of 3 users is the baseline's: its optimum,
-/// and the break at the spike. Keeping the recovery (which served more) said "breaks at 3 users"
-/// and "no optimal operating point", beside a recovery finding of 0% errors.
 /// A spike of 3 users (250 a second in 10.5 ms) to 60 (380 a second among 40,000 instant 503s)
 /// and back: the recovery serves 280 a second in `recovery_ms`, failing `drained` requests in
 /// its first second on what the spike left queued; its steps are a spike profile's.
@@ -322,6 +317,11 @@ fn spike(recovery_ms: f64, drained: u64) -> Results {
     r
 }
 
+/// A spike: 3 users served 250 a second cleanly in 10.5 ms, 60 users 380 a second among 40,000 instant
+/// 503s, and the recovery at 3 users failed 80 requests in its first second on what the spike
+/// left queued, then served 280 a second in 9.5 ms. The level of 3 users is the baseline's: its optimum,
+/// and the break at the spike. Keeping the recovery (which served more) said "breaks at 3 users"
+/// and "no optimal operating point", beside a recovery finding of 0% errors.
 #[test]
 fn a_spikes_recovery_does_not_stand_for_its_load_when_it_failed_on_the_spikes_leftovers() {
     let a = analyze(&spike(9.5, 80)).unwrap();
@@ -369,6 +369,17 @@ fn saturation_is_where_growth_ended_beyond_noise_not_only_past_five_percent() {
     let a = analyze(&r).unwrap();
     let s = a.capacity.saturation.as_ref().map(|p| p.load.clone());
     assert_eq!(s, Some(StepLoad::Users(8)), "{:?}", a.capacity);
+    // Steps that wander as much but grew +65% for twice the users grew: no saturation there.
+    let wide = |mean: u64| move |k: u64| if k.is_multiple_of(2) { mean - 140 } else { mean + 140 };
+    let (a, b) = (wide(200), wide(330));
+    let r = ResultsBuilder::new(Outcome::Status(503), true)
+        .segment(2, 6, move |k| Second::ok(a(k), 10.0))
+        .segment(4, 6, move |k| Second::ok(b(k), 12.5))
+        .segment(8, 6, |_| Second::ok(340, 23.0))
+        .build();
+    let a = analyze(&r).unwrap();
+    let s = a.capacity.saturation.as_ref().map(|p| p.load.clone());
+    assert_ne!(s, Some(StepLoad::Users(4)), "{:?}", a.capacity);
 }
 
 /// Past its limit a service that served 390 a second served 16 at 48 users, the rest timeouts:
@@ -428,4 +439,30 @@ fn a_short_deadline_above_every_success_is_a_likely_timeout() {
     assert!((c.p50_ms - 41.0).abs() < 2.0, "{c:?}");
     assert!(with(10.5).is_none(), "an error as long as the work");
     assert!(with(0.4).is_none(), "instant refusals");
+    // Connections reset at 41 ms are no deadline's answer.
+    let reset = ResultsBuilder::new(Outcome::Reset, true)
+        .segment(4, 6, |_| Second::ok(380, 10.5))
+        .segment(8, 6, |_| Second {
+            ok: 390,
+            latency_ms: 19.0,
+            failed: 60,
+            failure_ms: 41.0,
+        })
+        .build();
+    assert!(!findings(&reset).iter().any(|f| matches!(f, Finding::Clustered { .. })));
+}
+
+/// A recovery whose first second answered nothing (a stall after the spike) is not back then,
+/// though two calm seconds after it make a window within the baseline's figures.
+#[test]
+fn a_recovery_that_stalled_first_is_not_back_at_once() {
+    let mut r = spike(10.5, 0);
+    // The recovery's first second: nothing ended in it.
+    let first = r.segments[2].start_s as usize;
+    r.intervals[first].requests = 0;
+    r.intervals[first].failures = 0;
+    r.intervals[first].latency = crest_model::EncodedHistogram::encode(&new_histogram());
+    r.intervals[first].iterations = None;
+    let rec = analyze(&r).unwrap().summary.recovery.unwrap();
+    assert_eq!(rec.seconds, Some(1.0), "{rec:?}");
 }

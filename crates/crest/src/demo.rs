@@ -17,6 +17,7 @@ const DEMO_MAX_USERS: f64 = 10_000.0;
 
 /// Starts the demo target in-process, finds its capacity, and writes the report.
 pub fn command(a: DemoArgs, args: &[String], readers: &Readers) -> Result<u8> {
+    crate::output::check_before(&a.output)?;
     let config = crest_demo::Config::default();
     let addr = crest_demo::spawn("127.0.0.1:0".parse()?, config.clone()).context("cannot start the demo target")?;
     let capacity = config.workers as f64 / config.service_time.as_secs_f64();

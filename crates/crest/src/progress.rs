@@ -58,7 +58,12 @@ impl Progress {
         let end = (acc.index + 1) as f64 * self.interval_s;
         let from = end - whole;
         let elapsed = self.duration_s.map_or(end, |d| end.min(d));
-        let secs = if elapsed > from { elapsed - from } else { whole };
+        // A window mostly past the run's end holds the drain (what was in flight), whose rate
+        // over its moment of sending would read many times too high: the summary follows.
+        if elapsed - from < 0.5 * whole {
+            return;
+        }
+        let secs = elapsed - from;
         let line = format!(
             "{elapsed:>6.0}s  {} requests  {} req/s  p50 {} ms  p99 {} ms  {} errors",
             int(self.requests),

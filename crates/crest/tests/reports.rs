@@ -46,7 +46,7 @@ fn reports_are_written_re_rendered_and_compared() {
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let table = String::from_utf8_lossy(&out.stdout);
         assert!(
-            table.contains("| throughput, failures included |") && table.contains("| p50 latency |"),
+            table.contains("| throughput, failures included |") && table.contains("| successes' p50 latency |"),
             "{table}"
         );
         let json: serde_json::Value =

@@ -293,7 +293,7 @@ fn no_baseline(run: &str, l: &[StepLoad], s: &SetAside) -> String {
     let mut why = Vec::new();
     for (n, what) in [
         (s.failed, "failed their thresholds or had no success".to_string()),
-        (s.interrupted, "were interrupted".to_string()),
+        (s.interrupted, "were interrupted or are partial".to_string()),
         (s.other_unit, "counted another unit of work".to_string()),
         (s.other_load, format!("ran other loads than its {}", loads(l))),
         (s.untagged, "lack --baseline-tag".to_string()),
@@ -340,8 +340,8 @@ pub fn check(verdicts: &[LabelVerdict]) -> String {
                 loads,
                 set_aside,
             } => out.push_str(&format!("check {label}: {}\n", no_baseline(run, loads, set_aside))),
-            LabelVerdict::Interrupted { label, run, .. } => {
-                out.push_str(&format!("check {label}: {}\n", interrupted(run)))
+            LabelVerdict::Interrupted { label, run, ended_by } => {
+                out.push_str(&format!("check {label}: {}\n", interrupted(run, *ended_by)))
             }
             LabelVerdict::Judged {
                 label,
@@ -369,9 +369,12 @@ pub fn check(verdicts: &[LabelVerdict]) -> String {
     out
 }
 
-/// An interrupted newest run, in words.
-fn interrupted(run: &str) -> String {
-    format!("{run} was interrupted (Ctrl-C or SIGTERM): its figures are of part of the test, no verdict")
+/// An interrupted or partial newest run, in words.
+fn interrupted(run: &str, ended_by: crest_model::results::EndReason) -> String {
+    format!(
+        "{run} ended by {}: its figures are of part of the test, no verdict",
+        words::ended_by(ended_by)
+    )
 }
 
 /// The gate's verdicts as JUnit suites, one per label: a case per figure judged, failed when it
@@ -396,12 +399,12 @@ pub fn check_suites(verdicts: &[LabelVerdict]) -> Vec<crate::junit::Suite> {
                 ));
                 s
             }
-            LabelVerdict::Interrupted { label, run, .. } => {
+            LabelVerdict::Interrupted { label, run, ended_by } => {
                 let mut s = Suite::new(format!("crest history: {label}"));
                 s.cases.push(Case::skip(
                     "regressions",
                     "the newest run against its baseline",
-                    interrupted(run),
+                    interrupted(run, *ended_by),
                 ));
                 s
             }

@@ -466,17 +466,9 @@ pub fn comparison(c: &Comparison) -> ComparisonView<'_> {
                         .collect(),
                     change_pct: r.change_pct.clone(),
                     changes: r
-                        .values
+                        .change_pct
                         .iter()
-                        .zip(&r.change_pct)
-                        .enumerate()
-                        .map(|(k, (v, pct))| {
-                            if k == 0 {
-                                None
-                            } else {
-                                words::compared_change(&r.metric, r.values[0], *v, *pct)
-                            }
-                        })
+                        .map(|c| words::compared_change(&r.metric, *c))
                         .collect(),
                     verdict: r.verdict.iter().map(|v| v.as_ref().map(words::verdict)).collect(),
                     higher_is_better: r.higher_is_better,

@@ -37,6 +37,7 @@ pub(super) const SILENT_FOR: Duration = Duration::from_secs(15);
 /// `crest collect`. Returns the exit code.
 pub fn command(a: CollectArgs, argv: &[String]) -> Result<u8> {
     let mut run = a.run;
+    crate::output::check_before(&run.output)?;
     let count = run
         .workers
         .context("--workers N: the number of workers to wait for is needed")?;

@@ -246,6 +246,12 @@ impl EndReason {
     pub fn interrupted(self) -> bool {
         matches!(self, EndReason::Sigint | EndReason::Sigterm)
     }
+
+    /// True when the run holds only part of its test: a signal ended it, its last seconds were
+    /// lost with it (rebuilt from its journal), or its collector was lost.
+    pub fn partial(self) -> bool {
+        self.interrupted() || matches!(self, EndReason::Unfinished | EndReason::CollectorLost)
+    }
 }
 
 /// The run's configuration as it may be shown: every secret is already redacted.

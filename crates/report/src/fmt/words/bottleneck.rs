@@ -471,6 +471,11 @@ pub fn no_bottleneck(s: &crest_analysis::summary::Summary) -> String {
         format!(
             "No bottleneck is named: a run of one load names one only when a watched resource reached its ceiling, and none did.{watch} Step the load (-c 2,4,8,16, or rate stages) to see where it stops scaling and why."
         )
+    } else if let Some(l) = &s.answers.limit {
+        format!(
+            "No bottleneck is named: the service stops scaling at {}, but no watched resource reached its ceiling, and its own concurrency cannot be measured (it needs successes at the lightest load).{watch}",
+            l.users.map_or_else(|| l.rate.map_or_else(|| "its limit".to_string(), rate), |u| count(u, "user"))
+        )
     } else {
         format!(
             "No bottleneck is named: no step shows the service stopping to scale (no saturation and no breaking point), and no watched resource reached its ceiling.{watch}"

@@ -100,11 +100,11 @@ pub fn compared_load(open: bool, v: f64) -> String {
 
 /// A change against the first run: `+93.7%`; an error rate's in points (`-2.9 points`), as a
 /// relative change of an error rate says little (from 0 it is none).
-pub fn compared_change(m: &Compared, first: Option<f64>, value: Option<f64>, pct: Option<f64>) -> Option<String> {
-    match (m, first, value) {
-        (Compared::ErrorRate, Some(a), Some(b)) => Some(format!("{:+.1} points", (b - a) * 100.0)),
-        _ => pct.map(|p| format!("{p:+.1}%")),
-    }
+pub fn compared_change(m: &Compared, change: Option<f64>) -> Option<String> {
+    change.map(|c| match m {
+        Compared::ErrorRate => format!("{c:+.1} points"),
+        _ => format!("{c:+.1}%"),
+    })
 }
 
 /// A comparison cell for a run whose value lies past the loads it tried: `beyond 200 users`.

@@ -34,7 +34,7 @@ pub(crate) fn recovery(rec: &Recovery) -> String {
                     crate::fmt::int(u.failures),
                     crate::fmt::int(u.units),
                     unit_plural(rec.unit),
-                    crate::fmt::pct(u.failures as f64 / u.units.max(1) as f64)
+                    crate::fmt::share(u.failures, u.units)
                 )
             } else {
                 format!("none of {} {} failed", crate::fmt::int(u.units), unit_plural(rec.unit))
