@@ -205,12 +205,7 @@ pub fn check_before(out: &OutputArgs) -> Result<()> {
         }
     }
     let from_flag = out.store.is_some();
-    if let Some(url) = out
-        .store
-        .clone()
-        .or_else(|| std::env::var("CREST_STORE").ok())
-        .filter(|u| !u.is_empty())
-    {
+    if let Some(url) = configured_store(out) {
         crest_store::check_url(&url)
             .map_err(|e| anyhow::anyhow!("{}: {e}", if from_flag { "--store" } else { "CREST_STORE" }))?;
     }
@@ -224,6 +219,11 @@ fn store_url(results: &Results, out: &OutputArgs) -> Option<String> {
     if results.config.worker.is_some() {
         return None;
     }
+    configured_store(out)
+}
+
+/// `--store`, else `$CREST_STORE`, when either names one.
+fn configured_store(out: &OutputArgs) -> Option<String> {
     out.store
         .clone()
         .or_else(|| std::env::var("CREST_STORE").ok())
